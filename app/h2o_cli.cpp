@@ -1,0 +1,442 @@
+// h2o-cli: the headless front end of H2O Studio.
+//   stream    MT-Bench side by side through several cache policies, with logs
+//   generate  one policy, one prompt (text or ids)
+//   eval      teacher-forced perplexity / agreement / KL against the full cache, per budget
+//   sample    token ids sampled from a model (input for eval on models without a tokenizer)
+//   info      what a model or tokenizer file holds
+// Every input error is one line on stderr and a non-zero exit.
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "core/atomic_file.h"
+#include "core/defaults.h"
+#include "core/engine.h"
+#include "core/error.h"
+#include "core/run_log.h"
+#include "core/token_ids.h"
+
+namespace {
+
+using namespace h2o;
+
+std::atomic<bool> g_interrupted{false};
+void on_signal(int) { g_interrupted = true; }
+
+// Flags every subcommand shares.
+struct Flags {
+  std::string model, tokenizer, prompts;
+  std::string policy = "h2o";
+  std::string policies = "full,streaming,h2o";
+  int sinks = 4, window = 60, heavy = 28, recent = 32, budget = 0, slack = 0;
+  bool rolling = false;
+  std::string backend = "cpu", precision = "f32";
+  int threads = 0;
+  float temperature = 0.0f, top_p = 1.0f;
+  uint64_t seed = 42;
+  int max_new_tokens = 128, prefill_chunk = 64;
+  bool batched = false;
+  std::string chat_template = kDefaultTemplate;
+
+  CLI::App* sub = nullptr;
+  bool given(const char* flag) const { return sub->count(flag) > 0; }
+};
+
+void add_model_flags(CLI::App* sub, Flags& f) {
+  sub->add_option("--model", f.model, "model file: llama2.c .bin, .gguf, config.json/.safetensors/folder, or synthetic:<shape>[:vocab=N]");
+  sub->add_option("--tokenizer", f.tokenizer, "SentencePiece tokenizer.model (default: the model's own, or the demo's)");
+}
+
+void add_run_flags(CLI::App* sub, Flags& f) {
+  f.sub = sub;
+  add_model_flags(sub, f);
+  sub->add_option("--policy", f.policy, "policy for single-policy commands: full|streaming|h2o");
+  sub->add_option("--sinks", f.sinks, "attention sinks (first tokens kept)");
+  sub->add_option("--window", f.window, "StreamingLLM recent window");
+  sub->add_option("--heavy", f.heavy, "H2O heavy hitters kept");
+  sub->add_option("--recent", f.recent, "H2O recent tokens kept");
+  sub->add_option("--budget", f.budget, "tokens per KV head; sets --window, --heavy and --recent from --sinks");
+  sub->add_option("--slack", f.slack, "let the cache grow to budget+slack before cutting back to budget");
+  sub->add_flag("--position-rolling", f.rolling, "positions from cache slots instead of stream positions");
+  sub->add_option("--backend", f.backend, "cpu|cuda");
+  sub->add_option("--precision", f.precision, "CUDA weights: f32|f16|bf16");
+  sub->add_option("--threads", f.threads, "CPU threads (0: all cores)");
+  sub->add_option("--temperature", f.temperature, "0: greedy");
+  sub->add_option("--top-p", f.top_p, "nucleus sampling mass");
+  sub->add_option("--seed", f.seed, "sampling seed (shared by all policies)");
+  sub->add_option("--max-new-tokens", f.max_new_tokens, "tokens generated per turn");
+  sub->add_option("--prefill-chunk", f.prefill_chunk, "prompt tokens per forward pass");
+  sub->add_flag("--batched", f.batched, "run all policies in one forward pass (weights read once)");
+}
+
+PolicyConfig make_policy(const Flags& f, PolicyKind kind) {
+  PolicyConfig p;
+  if (f.given("--budget")) p = policy_for_budget(kind, f.budget, f.sinks, f.rolling, f.slack);
+  p.kind = kind;
+  p.rolling = f.rolling;
+  p.slack = f.slack;
+  p.sinks = f.sinks;
+  if (!f.given("--budget") || f.given("--window")) p.window = f.window;
+  if (!f.given("--budget") || f.given("--heavy")) p.heavy = f.heavy;
+  if (!f.given("--budget") || f.given("--recent")) p.recent = f.recent;
+  p.validate();
+  return p;
+}
+
+std::vector<PolicyConfig> parse_policies(const Flags& f, const std::string& list) {
+  std::vector<PolicyConfig> out;
+  std::stringstream ss(list);
+  std::string name;
+  while (std::getline(ss, name, ',')) {
+    if (name.empty()) continue;
+    out.push_back(make_policy(f, parse_policy_kind(name)));
+  }
+  if (out.empty()) fail("--policies", "no policy given");
+  return out;
+}
+
+struct Loaded {
+  std::shared_ptr<const Model> model;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  std::string tokenizer_path;
+};
+
+// The model and tokenizer named by the flags, or the demo's defaults.
+Loaded load_inputs(Flags& f, const char* argv0) {
+  const DefaultInputs d = default_inputs(find_assets_dir(argv0));
+  if (f.model.empty()) {
+    f.model = d.model;
+    if (f.tokenizer.empty()) f.tokenizer = d.tokenizer;
+    std::cerr << "model: " << f.model << (f.tokenizer.empty() ? "" : " with " + f.tokenizer) << " (default)\n";
+  }
+  Loaded l;
+  l.model = load_model(f.model);
+  l.tokenizer = tokenizer_for(*l.model, f.tokenizer);
+  l.tokenizer_path = f.tokenizer;
+  return l;
+}
+
+EngineOptions engine_options(const Flags& f, std::vector<PolicyConfig> policies) {
+  EngineOptions o;
+  o.policies = std::move(policies);
+  o.sampling = {f.temperature, f.top_p, f.seed};
+  o.max_new_tokens = f.max_new_tokens;
+  o.prefill_chunk = f.prefill_chunk;
+  o.batched = f.batched;
+  o.chat_template = f.chat_template;
+  o.validate();
+  return o;
+}
+
+std::string join_args(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+  return s;
+}
+
+std::string default_out_dir(const std::string& command) {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
+  return "runs/" + command + "-" + buf;
+}
+
+std::string mib(int64_t bytes) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(bytes < (1 << 20) ? 3 : 1) << bytes / 1048576.0 << " MiB";
+  return s.str();
+}
+
+// ---- stream ---------------------------------------------------------------
+
+struct StreamFlags {
+  int questions = 0;
+  std::string out;
+  bool show_text = false;
+  bool quiet = false;
+};
+
+int run_stream(Flags& f, const StreamFlags& sf, const char* argv0, const std::string& command_line) {
+  Loaded in = load_inputs(f, argv0);
+  if (f.prompts.empty()) f.prompts = default_inputs(find_assets_dir(argv0)).prompts;
+  std::vector<Turn> turns = f.prompts.empty() ? builtin_prompts() : load_mt_bench(f.prompts, sf.questions);
+  if (f.prompts.empty() && sf.questions > 0 && size_t(sf.questions) * 2 < turns.size()) turns.resize(sf.questions * 2);
+
+  Engine engine(in.model, make_backend(in.model, {f.backend, f.threads, f.precision}), in.tokenizer,
+                engine_options(f, parse_policies(f, f.policies)));
+  engine.start_stream(turns);
+  const std::string out = sf.out.empty() ? default_out_dir("stream") : sf.out;
+  RunLog log(out, engine, {"stream", command_line, f.model, in.tokenizer_path, f.prompts});
+
+  std::cerr << "streaming " << turns.size() << " turns through";
+  for (const auto& s : engine.sessions()) std::cerr << ' ' << s->policy().describe();
+  std::cerr << " on " << engine.backend().describe() << "; logs in " << out << "\n";
+
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::vector<std::string> answers(engine.sessions().size());
+  while (!engine.done() && !g_interrupted) {
+    const StepReport r = engine.step();
+    log.write(r);
+    for (const SessionStep& s : r.sessions) answers[s.session] += s.text;
+    if (!r.turn_end) continue;
+    const Turn& t = engine.turns()[r.prompt_index];
+    if (!sf.quiet) {
+      std::cerr << "turn " << r.prompt_index + 1 << "/" << turns.size() << " (q" << t.question_id << " " << t.category
+                << "):";
+      for (const auto& s : engine.sessions())
+        std::cerr << "  " << s->policy().kind_name() << " " << s->cache().max_size() << " cached, "
+                  << mib(s->cache().live_bytes()) << ", " << std::fixed << std::setprecision(1)
+                  << s->totals().decode_tokens_per_s() << " tok/s";
+      std::cerr << "\n";
+    }
+    if (sf.show_text) {
+      std::cout << "### USER: " << t.text << "\n";
+      for (size_t i = 0; i < answers.size(); ++i)
+        std::cout << "--- " << engine.sessions()[i]->policy().describe() << ":" << answers[i] << "\n";
+      std::cout << std::flush;
+    }
+    for (auto& a : answers) a.clear();
+  }
+  const bool interrupted = g_interrupted;
+  log.close(interrupted ? "interrupted" : "complete");
+  std::cerr << (interrupted ? "interrupted; " : "") << "wrote " << out << "/{manifest.json,steps.jsonl,steps.csv,evictions.csv}\n";
+  for (const auto& s : engine.sessions())
+    std::cerr << "  " << std::left << std::setw(44) << s->policy().describe() << std::right << " generated "
+              << s->totals().generated << ", decode " << std::fixed << std::setprecision(1)
+              << s->totals().decode_tokens_per_s() << " tok/s, KV live " << mib(s->cache().live_bytes())
+              << ", allocated " << mib(s->cache().allocated_bytes()) << "\n";
+  return interrupted ? 130 : 0;
+}
+
+// ---- generate ---------------------------------------------------------------
+
+struct GenerateFlags {
+  std::string prompt, prompt_ids;
+  bool print_ids = false;
+};
+
+int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
+  Loaded in = load_inputs(f, argv0);
+  Turn turn;
+  if (!gf.prompt_ids.empty()) {
+    turn.ids = parse_token_list(gf.prompt_ids, "--prompt-ids", in.model->config.vocab_size);
+  } else {
+    turn.ids = {in.tokenizer->bos_id()};
+    const auto ids = in.tokenizer->encode(gf.prompt);
+    turn.ids.insert(turn.ids.end(), ids.begin(), ids.end());
+  }
+  Engine engine(in.model, make_backend(in.model, {f.backend, f.threads, f.precision}), in.tokenizer,
+                engine_options(f, {make_policy(f, parse_policy_kind(f.policy))}));
+  engine.start_stream({turn});
+  std::signal(SIGINT, on_signal);
+  std::vector<int> ids;
+  while (!engine.done() && !g_interrupted) {
+    for (const SessionStep& s : engine.step().sessions) {
+      if (s.token < 0) continue;
+      ids.push_back(s.token);
+      if (!gf.print_ids) std::cout << s.text << std::flush;
+    }
+  }
+  if (gf.print_ids) {
+    for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
+  }
+  std::cout << "\n";
+  const auto& t = engine.sessions()[0]->totals();
+  std::cerr << ids.size() << " tokens, decode " << std::fixed << std::setprecision(1) << t.decode_tokens_per_s()
+            << " tok/s, prefill " << t.prefill_tokens_per_s() << " tok/s, " << engine.backend().describe() << "\n";
+  return g_interrupted ? 130 : 0;
+}
+
+// ---- eval ---------------------------------------------------------------------
+
+struct EvalFlags {
+  std::string text, ids, budgets = "32,64,128,256", out, csv;
+  int max_tokens = 4096;
+};
+
+int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string& command_line) {
+  Loaded in = load_inputs(f, argv0);
+  std::vector<int> tokens;
+  if (!ef.ids.empty()) {
+    tokens = read_token_ids(ef.ids, in.model->config.vocab_size);
+  } else if (!ef.text.empty()) {
+    std::ifstream file(ef.text, std::ios::binary);
+    if (!file) fail(ef.text, "cannot open text file");
+    std::stringstream ss;
+    ss << file.rdbuf();
+    tokens = {in.tokenizer->bos_id()};
+    const auto ids = in.tokenizer->encode(ss.str());
+    tokens.insert(tokens.end(), ids.begin(), ids.end());
+  } else {
+    fail("eval", "give --text FILE or --ids FILE");
+  }
+  if (ef.max_tokens > 0 && int(tokens.size()) > ef.max_tokens) tokens.resize(ef.max_tokens);
+
+  // One pass: the full cache plus every (policy, budget) pair, fed the same tokens.
+  std::vector<PolicyConfig> policies = {PolicyConfig{}};
+  std::vector<int> budgets = parse_token_list(ef.budgets, "--budgets");
+  std::vector<PolicyKind> kinds;
+  for (const auto& p : parse_policies(f, f.policies))
+    if (p.kind != PolicyKind::Full) kinds.push_back(p.kind);
+  for (int b : budgets)
+    for (PolicyKind k : kinds) policies.push_back(policy_for_budget(k, b, f.sinks, f.rolling, f.slack));
+  EngineOptions o = engine_options(f, policies);
+  Engine engine(in.model, make_backend(in.model, {f.backend, f.threads, f.precision}), in.tokenizer, o);
+  engine.start_forced(tokens);
+  const std::string out = ef.out.empty() ? default_out_dir("eval") : ef.out;
+  RunLog log(out, engine, {"eval", command_line, f.model, in.tokenizer_path, ef.text.empty() ? ef.ids : ef.text});
+  std::cerr << "eval: " << tokens.size() << " tokens, " << policies.size() << " sessions on "
+            << engine.backend().describe() << "\n";
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  while (!engine.done() && !g_interrupted) log.write(engine.step());
+  log.close(g_interrupted ? "interrupted" : "complete");
+
+  std::ostringstream csv;
+  csv << "model,tokens,policy,budget,perplexity,top1_agreement,mean_kl_vs_full\n";
+  std::cout << "| policy | budget | perplexity | top-1 agreement | KL(full‖policy) |\n|---|---:|---:|---:|---:|\n";
+  for (const auto& s : engine.sessions()) {
+    const auto& t = s->totals();
+    const PolicyConfig& p = s->policy();
+    const std::string budget = p.evicts() ? std::to_string(p.budget()) : "all";
+    std::cout << "| " << p.describe() << " | " << budget << " | " << std::fixed << std::setprecision(3)
+              << t.perplexity() << " | " << std::setprecision(4) << t.agreement() << " | " << std::setprecision(4)
+              << t.mean_kl() << " |\n";
+    csv << csv_field(in.model->path) << ',' << t.scored << ',' << csv_field(p.describe()) << ',' << budget << ','
+        << t.perplexity() << ',' << t.agreement() << ',' << t.mean_kl() << '\n';
+  }
+  write_file_atomic(ef.csv.empty() ? out + "/eval.csv" : ef.csv, csv.str());
+  std::cerr << "wrote " << (ef.csv.empty() ? out + "/eval.csv" : ef.csv) << " and the run log in " << out << "\n";
+  return g_interrupted ? 130 : 0;
+}
+
+// ---- sample -------------------------------------------------------------------
+
+// Tokens sampled from the model with the full cache, in pieces that each start
+// with BOS and stay inside the trained context (restarting after EOS too).
+int run_sample(Flags& f, int count, const std::string& out_path, const char* argv0) {
+  if (count < 2) fail("--tokens", "must be >= 2");
+  if (out_path.empty()) fail("--out", "required");
+  Loaded in = load_inputs(f, argv0);
+  auto backend = make_backend(in.model, {f.backend, f.threads, f.precision});
+  const int ctx = in.model->config.max_seq_len;
+  Sampler sampler({f.temperature, f.top_p, f.seed});
+  std::vector<int> ids;
+  std::vector<float> logits;
+  while (int(ids.size()) < count && !g_interrupted) {
+    auto cache = backend->new_cache(PolicyConfig{});
+    int token = in.tokenizer->bos_id();
+    for (int n = 0; n < ctx && int(ids.size()) < count; ++n) {
+      ids.push_back(token);
+      ForwardItem item;
+      item.cache = cache.get();
+      item.tokens = std::span<const int>(&token, 1);
+      item.logits = &logits;
+      backend->forward(std::span<ForwardItem>(&item, 1));
+      token = sampler.sample(logits);
+      if (token == in.tokenizer->eos_id()) break;
+    }
+  }
+  write_token_ids(out_path, ids);
+  std::cerr << "wrote " << ids.size() << " token ids to " << out_path << "\n";
+  return 0;
+}
+
+// ---- info ---------------------------------------------------------------------
+
+int run_info(Flags& f, const char* argv0) {
+  Loaded in = load_inputs(f, argv0);
+  const Model& m = *in.model;
+  const ModelConfig& c = m.config;
+  std::cout << "model       " << m.path << "\n"
+            << "format      " << m.format << ", weights " << dtype_name(m.weight_dtype()) << ", "
+            << mib(m.weight_bytes()) << "\n"
+            << "shape       dim " << c.dim << ", hidden " << c.hidden_dim << ", layers " << c.n_layers << ", heads "
+            << c.n_heads << ", kv heads " << c.n_kv_heads << " (head dim " << c.head_dim() << ")\n"
+            << "vocabulary  " << c.vocab_size << " (BOS " << c.bos_id << ", EOS " << c.eos_id << "), classifier "
+            << (m.shared_classifier() ? "shared with the embedding" : "separate") << "\n"
+            << "context     " << c.max_seq_len << " trained, rope theta " << c.rope_theta << ", norm eps "
+            << c.norm_eps << "\n"
+            << "parameters  " << c.parameter_count() << "\n"
+            << "kv bytes    " << int64_t(c.n_layers) * c.kv_dim() * 2 * 4 << " per cached token (f32)\n"
+            << "tokenizer   " << in.tokenizer->describe() << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"H2O Studio command line: KV-cache eviction (full, StreamingLLM, H2O) side by side"};
+  app.require_subcommand(1);
+  Flags f;
+
+  StreamFlags sf;
+  auto* stream = app.add_subcommand("stream", "MT-Bench side by side through several policies, with logs");
+  add_run_flags(stream, f);
+  stream->add_option("--policies", f.policies, "comma-separated: full,streaming,h2o");
+  stream->add_option("--prompts", f.prompts, "FastChat question.jsonl (default: the assets' mt_bench.jsonl)");
+  stream->add_option("--questions", sf.questions, "stop after this many questions (0: all)");
+  stream->add_option("--template", f.chat_template, "chat template, {turn} is replaced by the turn");
+  stream->add_option("--out", sf.out, "log folder (default runs/stream-<time>)");
+  stream->add_flag("--show-text", sf.show_text, "print each turn's answers on stdout");
+  stream->add_flag("--quiet", sf.quiet, "no per-turn progress");
+
+  GenerateFlags gf;
+  auto* generate = app.add_subcommand("generate", "one policy, one prompt");
+  add_run_flags(generate, f);
+  generate->add_option("--prompt", gf.prompt, "prompt text (BOS is added)");
+  generate->add_option("--prompt-ids", gf.prompt_ids, "prompt as token ids: 1,2,3 (fed as is)");
+  generate->add_flag("--print-ids", gf.print_ids, "print the generated ids, space-separated");
+
+  EvalFlags ef;
+  auto* eval = app.add_subcommand("eval", "teacher-forced perplexity, top-1 agreement and KL against full");
+  add_run_flags(eval, f);
+  eval->add_option("--policies", f.policies, "policies compared with full at each budget");
+  eval->add_option("--text", ef.text, "text file (encoded with the tokenizer, BOS first)");
+  eval->add_option("--ids", ef.ids, "file of token ids");
+  eval->add_option("--budgets", ef.budgets, "comma-separated budgets");
+  eval->add_option("--max-tokens", ef.max_tokens, "score at most this many tokens (0: all)");
+  eval->add_option("--out", ef.out, "log folder (default runs/eval-<time>)");
+  eval->add_option("--csv", ef.csv, "the table as CSV (default <out>/eval.csv)");
+
+  int sample_count = 4096;
+  std::string sample_out;
+  auto* sample = app.add_subcommand("sample", "token ids sampled from the model (full cache, restarts at the context)");
+  add_run_flags(sample, f);
+  sample->add_option("--tokens", sample_count, "how many ids");
+  sample->add_option("--out", sample_out, "ids file to write")->required();
+
+  auto* info = app.add_subcommand("info", "what a model / tokenizer holds");
+  f.sub = info;
+  add_model_flags(info, f);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  const std::string command_line = join_args(argc, argv);
+  try {
+    if (*stream) return run_stream(f, sf, argv[0], command_line);
+    if (*generate) return run_generate(f, gf, argv[0]);
+    if (*eval) return run_eval(f, ef, argv[0], command_line);
+    if (*sample) return run_sample(f, sample_count, sample_out, argv[0]);
+    if (*info) return run_info(f, argv[0]);
+  } catch (const Error& e) {
+    std::cerr << "h2o-cli: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "h2o-cli: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "h2o-cli: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,29 @@
+// Chooses a backend by name. Built as its own small library (h2o_runtime) so
+// that it can see the CUDA backend when kernels/ is built, while h2o_core
+// itself stays free of CUDA.
+#include "backend.h"
+#include "error.h"
+
+#ifdef H2O_WITH_CUDA
+#include "kernels/cuda_backend.h"
+#endif
+
+namespace h2o {
+
+std::unique_ptr<Backend> make_backend(std::shared_ptr<const Model> model, const BackendOptions& options) {
+  if (options.threads < 0) fail("--threads", "must be >= 0 (0: all cores), got " + std::to_string(options.threads));
+  if (options.kind == "cpu") {
+    if (options.precision != "f32") fail("--precision", "the CPU backend computes in f32 only");
+    return make_cpu_backend(std::move(model), options.threads);
+  }
+  if (options.kind == "cuda") {
+#ifdef H2O_WITH_CUDA
+    return make_cuda_backend(std::move(model), options);
+#else
+    fail("--backend", "cuda: this build has no CUDA backend (no CUDA compiler was found when it was configured)");
+#endif
+  }
+  fail("--backend", "unknown backend '" + options.kind + "' (expected cpu or cuda)");
+}
+
+}  // namespace h2o

@@ -1,0 +1,106 @@
+#include "cpu_cache.h"
+
+#include <algorithm>
+#include <cstring>
+
+
+namespace h2o {
+
+void CpuHeadCache::reserve(int rows, int head_dim, bool rolling) {
+  if (rows <= cap) return;
+  cap = rows;
+  k.resize(size_t(cap) * head_dim);
+  v.resize(size_t(cap) * head_dim);
+  if (rolling) k_raw.resize(size_t(cap) * head_dim);
+  pos.resize(cap);
+  score.resize(cap);
+}
+
+CpuCache::CpuCache(const PolicyConfig& policy, const ModelConfig& config)
+    : policy_(policy),
+      layers_(config.n_layers),
+      kv_heads_(config.n_kv_heads),
+      head_dim_(config.head_dim()),
+      rope_theta_(config.rope_theta),
+      heads_(size_t(config.n_layers) * config.n_kv_heads) {}
+
+std::vector<int32_t> CpuCache::positions(int layer, int kv_head) const {
+  const auto& h = head(layer, kv_head);
+  return {h.pos.begin(), h.pos.begin() + h.n};
+}
+
+std::vector<float> CpuCache::scores(int layer, int kv_head) const {
+  const auto& h = head(layer, kv_head);
+  return {h.score.begin(), h.score.begin() + h.n};
+}
+
+int64_t CpuCache::live_bytes() const {
+  int64_t tokens = 0;
+  for (const auto& h : heads_) tokens += h.n;
+  return tokens * head_dim_ * 2 * int64_t(sizeof(float));
+}
+
+int64_t CpuCache::allocated_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& h : heads_) bytes += int64_t(h.k.size() + h.v.size() + h.k_raw.size()) * int64_t(sizeof(float));
+  return bytes;
+}
+
+void CpuCache::reserve_for(int rows) {
+  const bool rolling = policy_.rolling;
+  const int budget = policy_.budget();
+  for (auto& h : heads_) {
+    const int needed = h.n + rows;
+    if (needed <= h.cap) continue;
+    int target = budget >= 0 ? std::max(needed, budget + policy_.slack + rows)
+                             : std::max({needed, h.cap + h.cap / 2, 64});
+    h.reserve(target, head_dim_, rolling);
+  }
+  if (rolling) {
+    int max_cap = 0;
+    for (const auto& h : heads_) max_cap = std::max(max_cap, h.cap);
+    while (int(slot_angles_.size()) < max_cap)
+      slot_angles_.emplace_back(head_dim_, double(slot_angles_.size()), rope_theta_);
+  }
+}
+
+void CpuCache::cut(int layer, int kv_head, std::vector<EvictionEvent>& events) {
+  CpuHeadCache& h = head(layer, kv_head);
+  const std::vector<int> kept =
+      select_kept(policy_, std::span<const int32_t>(h.pos.data(), h.n), std::span<const float>(h.score.data(), h.n));
+  if (int(kept.size()) == h.n) return;
+  const size_t hd = size_t(head_dim_);
+  size_t next_kept = 0;
+  for (int slot = 0; slot < h.n; ++slot) {
+    if (next_kept < kept.size() && kept[next_kept] == slot) {
+      ++next_kept;
+    } else {
+      events.push_back({layer, kv_head, h.pos[slot]});
+    }
+  }
+  // Survivors move towards the front in slot order, so copying forward is safe.
+  for (size_t dst = 0; dst < kept.size(); ++dst) {
+    const size_t src = size_t(kept[dst]);
+    if (src == dst) continue;
+    std::memcpy(&h.v[dst * hd], &h.v[src * hd], hd * sizeof(float));
+    h.pos[dst] = h.pos[src];
+    h.score[dst] = h.score[src];
+    if (policy_.rolling) {
+      // The key now sits at slot dst: rotate its pre-RoPE copy there, once,
+      // so that rounding does not accumulate over many cuts.
+      std::memcpy(&h.k_raw[dst * hd], &h.k_raw[src * hd], hd * sizeof(float));
+      std::memcpy(&h.k[dst * hd], &h.k_raw[dst * hd], hd * sizeof(float));
+      rope_rotate(&h.k[dst * hd], 1, head_dim_, slot_angles_[dst]);
+    } else {
+      std::memcpy(&h.k[dst * hd], &h.k[src * hd], hd * sizeof(float));
+    }
+  }
+  h.n = int(kept.size());
+}
+
+void CpuCache::end_forward(int rows, std::vector<EvictionEvent>&& events) {
+  seen_ += rows;
+  evictions_ = std::move(events);
+}
+
+}  // namespace h2o

@@ -1,0 +1,17 @@
+#pragma once
+// The float32 building blocks of the CPU forward pass.
+#include <cstddef>
+
+namespace h2o::cpu {
+
+float dot(const float* a, const float* b, int n);
+// out[t][o] = sum_i w[o][i] * x[t][i] for t < rows; parallel over o.
+void matmul(float* out, const float* x, const float* w, int rows, int in, int out_features, int threads);
+// out = x / rms(x) * weight, per row of length n.
+void rmsnorm(float* out, const float* x, const float* weight, int rows, int n, float eps);
+// In place: softmax over x[0..n).
+void softmax(float* x, int n);
+// y += a * x
+void axpy(float* y, const float* x, float a, int n);
+
+}  // namespace h2o::cpu

@@ -1,0 +1,28 @@
+#pragma once
+// Where the apps look for inputs nobody named: the shared assets folder
+// ($H2O_ASSETS, else ../shared/assets beside the working directory or the
+// executable), and the demo's default model, tokenizer and prompts in it.
+#include <string>
+
+#include "cache_policy.h"
+
+namespace h2o {
+
+std::string find_assets_dir(const std::string& argv0 = "");  // "" if none
+
+struct DefaultInputs {
+  std::string model;      // a file, or "synthetic:stories15M:vocab=..." when no trained model is found
+  std::string tokenizer;  // "" for the model's own / byte tokenizer
+  std::string prompts;    // "" for the built-in prompts
+};
+// kjv-1M.bin + kjv-tok2k.model + mt_bench.jsonl when the assets are there;
+// else a synthetic model (with tokenizer.model if that alone is there).
+DefaultInputs default_inputs(const std::string& assets_dir);
+
+// A policy of `kind` holding `budget` tokens per KV head with `sinks` sinks:
+// StreamingLLM's window is the rest; H2O splits the rest evenly between heavy
+// hitters and recent tokens (the paper's half/half), the odd token to recent.
+// Throws Error naming --budget/--sinks for a budget of 0 or sinks >= budget.
+PolicyConfig policy_for_budget(PolicyKind kind, int budget, int sinks, bool rolling, int slack = 0);
+
+}  // namespace h2o

@@ -1,0 +1,30 @@
+#pragma once
+// The prompt stream: MT-Bench questions in FastChat's question.jsonl format
+// ({"question_id", "category", "turns": [...]}), flattened into turns, or the
+// few built-in prompts used when no file is given.
+#include <string>
+#include <vector>
+
+namespace h2o {
+
+struct Turn {
+  int question_id = 0;
+  std::string category;
+  int turn_index = 0;  // 0-based turn within its question
+  std::string text;
+  std::vector<int> ids;  // pre-tokenized prompt, fed as is (no template, no BOS added)
+};
+
+// Reads every turn of every question, in file order. Throws Error
+// ("<path>:<line>: ...") for a malformed line, a missing or wrong-typed
+// field, an empty turn, invalid UTF-8, or a file with no questions.
+std::vector<Turn> load_mt_bench(const std::string& path, int max_questions = 0);
+
+// A handful of MT-Bench-style prompts compiled in, so the demo always runs.
+std::vector<Turn> builtin_prompts();
+
+// The chat template: "{turn}" is replaced by the turn's text.
+inline constexpr const char* kDefaultTemplate = "USER: {turn}\n\nASSISTANT: ";
+std::string apply_template(const std::string& tmpl, const std::string& turn);
+
+}  // namespace h2o

@@ -1,0 +1,52 @@
+#pragma once
+// Writes one run's telemetry into a folder, each file atomically:
+//   manifest.json   what ran (model + sha256, shape, policies, sampling, backend, version) and the totals
+//   steps.jsonl     one object per step and session
+//   steps.csv       the same, flattened
+//   evictions.csv   step, policy, layer, kv_head, position of every eviction
+//   tokens.csv      forced mode: per scored token, NLL, KL to full and top-1 agreement
+// Files are written under temporary names and renamed by close(); a run that
+// stops early (Ctrl-C) still closes them whole. Destroyed without close(), it
+// leaves nothing behind.
+#include <memory>
+#include <string>
+#include <nlohmann/json.hpp>
+
+#include "atomic_file.h"
+#include "engine.h"
+
+namespace h2o {
+
+struct RunInfo {
+  std::string command;         // "stream", "eval", ...
+  std::string command_line;
+  std::string model_path, tokenizer_path, prompts_path;
+  bool hash_files = true;      // sha256 of model/tokenizer files in the manifest
+};
+
+// The manifest's description of an engine and its inputs (no totals).
+nlohmann::json describe_run(const Engine& engine, const RunInfo& info);
+// Per-policy totals of a finished (or interrupted) run.
+nlohmann::json describe_totals(const Engine& engine);
+
+class RunLog {
+ public:
+  RunLog(const std::string& dir, const Engine& engine, const RunInfo& info);
+  void write(const StepReport& report);
+  // Writes the manifest with totals and publishes every file. Throws Error.
+  void close(const std::string& status = "complete");
+  const std::string& dir() const { return dir_; }
+
+ private:
+  const Engine& engine_;
+  std::string dir_;
+  nlohmann::json manifest_;
+  std::unique_ptr<AtomicFile> jsonl_, csv_, evictions_, tokens_;
+};
+
+// CSV field quoting (RFC 4180).
+std::string csv_field(const std::string& s);
+// JSON text that never throws on invalid UTF-8 (token pieces can be partial bytes).
+std::string json_dump(const nlohmann::json& j, int indent = -1);
+
+}  // namespace h2o
