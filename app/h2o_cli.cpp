@@ -53,7 +53,6 @@ void add_model_flags(CLI::App* sub, Flags& f) {
 }
 
 void add_run_flags(CLI::App* sub, Flags& f) {
-  f.sub = sub;
   add_model_flags(sub, f);
   sub->add_option("--policy", f.policy, "policy for single-policy commands: full|streaming|h2o");
   sub->add_option("--sinks", f.sinks, "attention sinks (first tokens kept)");
@@ -413,7 +412,6 @@ int main(int argc, char** argv) {
   sample->add_option("--out", sample_out, "ids file to write")->required();
 
   auto* info = app.add_subcommand("info", "what a model / tokenizer holds");
-  f.sub = info;
   add_model_flags(info, f);
 
   try {
@@ -422,6 +420,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   const std::string command_line = join_args(argc, argv);
+  for (CLI::App* sub : app.get_subcommands()) f.sub = sub;  // the one chosen
   try {
     if (*stream) return run_stream(f, sf, argv[0], command_line);
     if (*generate) return run_generate(f, gf, argv[0]);

@@ -1,0 +1,37 @@
+#pragma once
+// Runs h2o-cli (built next to the tests) and captures what it printed.
+#include <array>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace h2o::test {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+inline CliResult run_cli(const std::string& args) {
+  static int counter = 0;
+  const std::string err_file = "/tmp/h2o-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  const std::string cmd = std::string(H2O_CLI_PATH) + " " + args + " 2>" + err_file;
+  CliResult r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (FILE* e = std::fopen(err_file.c_str(), "r")) {
+    while ((n = std::fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
+    std::fclose(e);
+  }
+  std::remove(err_file.c_str());
+  return r;
+}
+
+}  // namespace h2o::test
