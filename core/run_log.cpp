@@ -3,6 +3,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <map>
 
 #include "error.h"
 #include "sha256.h"
@@ -95,6 +96,7 @@ nlohmann::json describe_totals(const Engine& engine) {
 
 RunLog::RunLog(const std::string& dir, const Engine& engine, const RunInfo& info) : engine_(engine), dir_(dir) {
   std::error_code ec;
+  created_dir_ = !std::filesystem::exists(dir, ec);
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir)) fail(dir, "cannot create the log folder");
   manifest_ = describe_run(engine, info);
@@ -108,6 +110,23 @@ RunLog::RunLog(const std::string& dir, const Engine& engine, const RunInfo& info
     tokens_ = std::make_unique<AtomicFile>(dir + "/tokens.csv");
     tokens_->stream() << "step,policy,position,nll,kl_vs_full,top1_agree\n";
   }
+}
+
+// A position that left every (layer, KV head) in one step (always so under
+// StreamingLLM) is written once with layer and kv_head "all"; the rest one row
+// per (layer, head).
+void RunLog::write_evictions(int64_t step, const std::string& policy, const std::vector<EvictionEvent>& events) {
+  if (events.empty()) return;
+  const ModelConfig& c = engine_.model().config;
+  std::map<int32_t, int> heads_left;
+  for (const EvictionEvent& e : events) ++heads_left[e.position];
+  const int every = c.n_layers * c.n_kv_heads;
+  for (const auto& [position, count] : heads_left)
+    if (count == every) evictions_->stream() << step << ',' << csv_field(policy) << ",all,all," << position << '\n';
+  for (const EvictionEvent& e : events)
+    if (heads_left[e.position] != every)
+      evictions_->stream() << step << ',' << csv_field(policy) << ',' << e.layer << ',' << e.kv_head << ','
+                           << e.position << '\n';
 }
 
 void RunLog::write(const StepReport& report) {
@@ -134,9 +153,7 @@ void RunLog::write(const StepReport& report) {
                    << csv_field(policy) << ',' << s.fed.size() << ',' << s.token << ',' << csv_field(s.text) << ','
                    << s.cached_tokens << ',' << s.live_bytes << ',' << s.allocated_bytes << ',' << s.step_ms << ','
                    << s.decode_tokens_per_s << ',' << s.evictions.size() << '\n';
-    for (const EvictionEvent& e : s.evictions)
-      evictions_->stream() << report.step << ',' << csv_field(policy) << ',' << e.layer << ',' << e.kv_head << ','
-                           << e.position << '\n';
+    write_evictions(report.step, policy, s.evictions);
     if (tokens_) {
       const int64_t first = int64_t(sessions[s.session]->stream().size()) - int64_t(s.fed.size());
       for (size_t r = 0; r < s.nll.size(); ++r) {
@@ -149,6 +166,15 @@ void RunLog::write(const StepReport& report) {
   }
 }
 
+RunLog::~RunLog() {
+  if (closed_) return;
+  // Abandoned (an error mid-run): the temporary files go with the AtomicFiles;
+  // the folder too, if this log made it and nothing else is in it.
+  jsonl_.reset(), csv_.reset(), evictions_.reset(), tokens_.reset();
+  std::error_code ec;
+  if (created_dir_ && std::filesystem::is_empty(dir_, ec)) std::filesystem::remove(dir_, ec);
+}
+
 void RunLog::close(const std::string& status) {
   manifest_["status"] = status;
   manifest_["finished"] = utc_now();
@@ -158,6 +184,7 @@ void RunLog::close(const std::string& status) {
   for (auto* f : {jsonl_.get(), csv_.get(), evictions_.get(), tokens_.get()})
     if (f) f->commit();
   write_file_atomic(dir_ + "/manifest.json", json_dump(manifest_, 2) + "\n");
+  closed_ = true;
 }
 
 }  // namespace h2o

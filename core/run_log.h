@@ -4,6 +4,7 @@
 //   steps.jsonl     one object per step and session
 //   steps.csv       the same, flattened
 //   evictions.csv   step, policy, layer, kv_head, position of every eviction
+//                   (layer and kv_head "all" when a position left every head at once)
 //   tokens.csv      forced mode: per scored token, NLL, KL to full and top-1 agreement
 // Files are written under temporary names and renamed by close(); a run that
 // stops early (Ctrl-C) still closes them whole. Destroyed without close(), it
@@ -32,16 +33,22 @@ nlohmann::json describe_totals(const Engine& engine);
 class RunLog {
  public:
   RunLog(const std::string& dir, const Engine& engine, const RunInfo& info);
+  ~RunLog();
+  RunLog(const RunLog&) = delete;
+  RunLog& operator=(const RunLog&) = delete;
   void write(const StepReport& report);
   // Writes the manifest with totals and publishes every file. Throws Error.
   void close(const std::string& status = "complete");
   const std::string& dir() const { return dir_; }
 
  private:
+  void write_evictions(int64_t step, const std::string& policy, const std::vector<EvictionEvent>& events);
   const Engine& engine_;
   std::string dir_;
   nlohmann::json manifest_;
   std::unique_ptr<AtomicFile> jsonl_, csv_, evictions_, tokens_;
+  bool created_dir_ = false;
+  bool closed_ = false;
 };
 
 // CSV field quoting (RFC 4180).
