@@ -2,11 +2,10 @@
 // llama2.c's run.c), extended to several sessions and several tokens at once.
 // The projections run over the rows of every session together, so each weight
 // is read once per step; attention runs per session over its own cache.
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "backend.h"
 #include "cpu_cache.h"
@@ -38,7 +37,10 @@ struct Layer {
 class CpuBackend final : public Backend {
  public:
   CpuBackend(std::shared_ptr<const Model> model, int threads)
-      : model_(std::move(model)), cfg_(model_->config), threads_(threads > 0 ? threads : omp_get_num_procs()) {
+      : model_(std::move(model)),
+        cfg_(model_->config),
+        threads_(threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()))),
+        pool_(threads_) {
     const ModelWeights& w = model_->weights;
     embedding_ = weights_.get(w.token_embedding);
     for (const LayerWeights& l : w.layers)
@@ -74,6 +76,7 @@ class CpuBackend final : public Backend {
   std::shared_ptr<const Model> model_;
   const ModelConfig& cfg_;
   int threads_;
+  ThreadPool pool_;
   F32Weights weights_;
   const float* embedding_ = nullptr;
   std::vector<Layer> layers_;
@@ -146,28 +149,36 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
   for (int l = 0; l < cfg_.n_layers; ++l) {
     const Layer& w = layers_[l];
     cpu::rmsnorm(xb_.data(), x_.data(), w.attn_norm, T, dim, cfg_.norm_eps);
-    cpu::matmul(q_.data(), xb_.data(), w.wq, T, dim, q_dim, threads_);
-    cpu::matmul(k_.data(), xb_.data(), w.wk, T, dim, kv_dim, threads_);
-    cpu::matmul(v_.data(), xb_.data(), w.wv, T, dim, kv_dim, threads_);
+    cpu::matmul(q_.data(), xb_.data(), w.wq, T, dim, q_dim, pool_);
+    cpu::matmul(k_.data(), xb_.data(), w.wk, T, dim, kv_dim, pool_);
+    cpu::matmul(v_.data(), xb_.data(), w.wv, T, dim, kv_dim, pool_);
 
     const int tasks = int(items.size()) * cfg_.n_kv_heads;
-#pragma omp parallel for schedule(dynamic) num_threads(threads_)
-    for (int task = 0; task < tasks; ++task) {
-      const int i = task / cfg_.n_kv_heads, g = task % cfg_.n_kv_heads;
-      attention(items[i], *caches[i], spans[i], stream_angles[i], l, g, events[task]);
-    }
+    size_t work = 0;  // multiply-adds of this layer's attention
+    for (size_t i = 0; i < items.size(); ++i)
+      work += size_t(spans[i].rows) * (caches[i]->head(l, 0).n + spans[i].rows) * q_dim * 2;
+    auto heads = [&](int begin, int end) {
+      for (int task = begin; task < end; ++task) {
+        const int i = task / cfg_.n_kv_heads, g = task % cfg_.n_kv_heads;
+        attention(items[i], *caches[i], spans[i], stream_angles[i], l, g, events[task]);
+      }
+    };
+    if (work >= cpu::kParallelMinWork)
+      pool_.parallel_for(tasks, 1, heads);
+    else
+      heads(0, tasks);
 
-    cpu::matmul(xb_.data(), att_out_.data(), w.wo, T, q_dim, dim, threads_);
+    cpu::matmul(xb_.data(), att_out_.data(), w.wo, T, q_dim, dim, pool_);
     for (size_t j = 0; j < x_.size(); ++j) x_[j] += xb_[j];
 
     cpu::rmsnorm(xb_.data(), x_.data(), w.ffn_norm, T, dim, cfg_.norm_eps);
-    cpu::matmul(hb_.data(), xb_.data(), w.w1, T, dim, hidden, threads_);
-    cpu::matmul(hb2_.data(), xb_.data(), w.w3, T, dim, hidden, threads_);
+    cpu::matmul(hb_.data(), xb_.data(), w.w1, T, dim, hidden, pool_);
+    cpu::matmul(hb2_.data(), xb_.data(), w.w3, T, dim, hidden, pool_);
     for (size_t j = 0; j < size_t(T) * hidden; ++j) {
       const float g = hb_[j];
       hb_[j] = g / (1.0f + std::exp(-g)) * hb2_[j];  // SwiGLU
     }
-    cpu::matmul(xb_.data(), hb_.data(), w.w2, T, hidden, dim, threads_);
+    cpu::matmul(xb_.data(), hb_.data(), w.w2, T, hidden, dim, pool_);
     for (size_t j = 0; j < x_.size(); ++j) x_[j] += xb_[j];
   }
 
@@ -188,7 +199,7 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
     const int rows = item.all_logits ? spans[i].rows : 1;
     const int first = spans[i].first + spans[i].rows - rows;
     item.logits->resize(size_t(rows) * cfg_.vocab_size);
-    cpu::matmul(item.logits->data(), &x_[size_t(first) * dim], classifier_, rows, dim, cfg_.vocab_size, threads_);
+    cpu::matmul(item.logits->data(), &x_[size_t(first) * dim], classifier_, rows, dim, cfg_.vocab_size, pool_);
   }
 }
 

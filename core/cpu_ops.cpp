@@ -1,8 +1,7 @@
 #include "cpu_ops.h"
 
-#include <omp.h>
-
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 
 namespace h2o::cpu {
@@ -38,14 +37,22 @@ float dot(const float* a, const float* b, int n) {
   return s;
 }
 
-void matmul(float* out, const float* x, const float* w, int rows, int in, int out_features, int threads) {
+void matmul(float* out, const float* x, const float* w, int rows, int in, int out_features, ThreadPool& pool) {
   // Each weight row is read once from memory and reused for every input row
   // while it sits in L1: decode steps of several sessions share one pass.
-#pragma omp parallel for schedule(static) num_threads(threads) if (size_t(out_features) * in > 4096)
-  for (int o = 0; o < out_features; ++o) {
-    const float* wr = w + size_t(o) * in;
-    for (int t = 0; t < rows; ++t) out[size_t(t) * out_features + o] = dot(wr, x + size_t(t) * in, in);
+  // Small products stay on one thread: waking the team costs more than they do.
+  auto rows_of_w = [&](int begin, int end) {
+    for (int o = begin; o < end; ++o) {
+      const float* wr = w + size_t(o) * in;
+      for (int t = 0; t < rows; ++t) out[size_t(t) * out_features + o] = dot(wr, x + size_t(t) * in, in);
+    }
+  };
+  if (pool.size() == 1 || size_t(out_features) * in * rows < kParallelMinWork) {
+    rows_of_w(0, out_features);
+    return;
   }
+  // A few chunks per thread, so that a thread the OS delays does not hold up the rest.
+  pool.parallel_for(out_features, std::max(16, out_features / (pool.size() * 4)), rows_of_w);
 }
 
 void rmsnorm(float* out, const float* x, const float* weight, int rows, int n, float eps) {

@@ -2,11 +2,18 @@
 // The float32 building blocks of the CPU forward pass.
 #include <cstddef>
 
+#include "thread_pool.h"
+
 namespace h2o::cpu {
+
+using h2o::ThreadPool;
+
+// Multiply-adds below which a loop runs on one thread (about 30 µs of work).
+inline constexpr size_t kParallelMinWork = 1 << 17;
 
 float dot(const float* a, const float* b, int n);
 // out[t][o] = sum_i w[o][i] * x[t][i] for t < rows; parallel over o.
-void matmul(float* out, const float* x, const float* w, int rows, int in, int out_features, int threads);
+void matmul(float* out, const float* x, const float* w, int rows, int in, int out_features, ThreadPool& pool);
 // out = x / rms(x) * weight, per row of length n.
 void rmsnorm(float* out, const float* x, const float* weight, int rows, int n, float eps);
 // In place: softmax over x[0..n).

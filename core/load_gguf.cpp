@@ -319,11 +319,15 @@ ModelConfig GgufParser::read_config() const {
   if (find("llama.vocab_size") && get_int("llama.vocab_size", 0) != c.vocab_size)
     error("llama.vocab_size " + std::to_string(get_int("llama.vocab_size", 0)) + " disagrees with token_embd.weight rows " +
           std::to_string(c.vocab_size));
-  if (c.n_heads > 0 && find("llama.rope.dimension_count") &&
-      get_int("llama.rope.dimension_count", 0) != c.dim / c.n_heads)
-    error("llama.rope.dimension_count " + std::to_string(get_int("llama.rope.dimension_count", 0)) +
-          " differs from the head dimension (partial RoPE is not supported)");
   c.validate(file_.path());
+  if (find("llama.rope.dimension_count") && get_int("llama.rope.dimension_count", 0) != c.head_dim())
+    error("llama.rope.dimension_count " + std::to_string(get_int("llama.rope.dimension_count", 0)) +
+          " differs from the head dimension " + std::to_string(c.head_dim()) + " (partial RoPE is not supported)");
+  // Each layer has 9 tensors: a block count the file cannot hold is refused
+  // before anything is sized by it.
+  if (uint64_t(c.n_layers) > tensor_count_ / 9)
+    error("llama.block_count " + std::to_string(c.n_layers) + " needs more tensors than the file's " +
+          std::to_string(tensor_count_));
   return c;
 }
 

@@ -309,6 +309,7 @@ class Assembler {
   }
 
   bool has(const std::string& name) const { return where_.count(name) != 0; }
+  size_t tensor_count() const { return where_.size(); }
 
   // A view of tensor `name`, which must have `shape` (row-major).
   Tensor view(const std::string& name, const std::vector<int64_t>& shape) {
@@ -409,6 +410,12 @@ std::shared_ptr<const Model> load_safetensors(const std::string& path) {
   Assembler a(paths, *model);
   if (!paths.index.empty()) a.index_sharded();
   else a.index_single();
+
+  // Each layer has 9 tensors: a layer count the weights cannot hold is
+  // refused before anything is sized by it.
+  if (uint64_t(c.n_layers) > a.tensor_count() / 9)
+    fail(paths.config, "num_hidden_layers " + std::to_string(c.n_layers) + " needs more tensors than the weights' " +
+                           std::to_string(a.tensor_count()));
 
   ModelWeights& w = model->weights;
   w.token_embedding = a.view("model.embed_tokens.weight", {c.vocab_size, d});

@@ -11,9 +11,11 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "error.h"
+#include "thread_pool.h"
 #include "model.h"
 
 namespace h2o {
@@ -41,11 +43,15 @@ const Shape* find_shape(const std::string& name) {
   return nullptr;
 }
 
-const Shape& shape_or_fail(const std::string& name) {
-  if (const Shape* s = find_shape(name)) return *s;
+std::string known_shapes() {
   std::string known;
   for (const Shape& s : kShapes) known += (known.empty() ? "" : ", ") + std::string(s.name);
-  fail("synthetic:" + name, "unknown synthetic shape (known: " + known + ")");
+  return known;
+}
+
+const Shape& shape_or_fail(const std::string& name) {
+  if (const Shape* s = find_shape(name)) return *s;
+  fail("synthetic:" + name, "unknown synthetic shape (known: " + known_shapes() + ")");
 }
 
 // splitmix64: a fast, well-mixed generator whose state is a single counter,
@@ -79,15 +85,23 @@ struct Plan {
 constexpr int64_t kChunk = 1 << 16;  // elements per independently seeded chunk
 constexpr size_t kAlign = 64;        // each tensor starts on a cache line
 
-void store(void* base, DType dtype, int64_t i, float v) {
+// Writes n values to dst in `dtype`; a separate pass per type keeps the
+// generation loop free of branches so the compiler can vectorise it.
+void store(const float* src, int64_t n, DType dtype, void* dst) {
   switch (dtype) {
-    case DType::F32: static_cast<float*>(base)[i] = v; break;
-    case DType::F16: static_cast<uint16_t*>(base)[i] = f32_to_f16(v); break;
-    case DType::BF16: static_cast<uint16_t*>(base)[i] = f32_to_bf16(v); break;
+    case DType::F32:
+      std::memcpy(dst, src, size_t(n) * sizeof(float));
+      break;
+    case DType::F16:
+      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = f32_to_f16(src[i]);
+      break;
+    case DType::BF16:
+      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = f32_to_bf16(src[i]);
+      break;
   }
 }
 
-void fill(std::vector<Plan>& plans, uint8_t* buffer, uint64_t seed) {
+void fill(const std::vector<Plan>& plans, uint8_t* buffer, uint64_t seed) {
   struct Job {
     int plan;
     int64_t chunk;
@@ -95,15 +109,19 @@ void fill(std::vector<Plan>& plans, uint8_t* buffer, uint64_t seed) {
   std::vector<Job> jobs;
   for (int p = 0; p < int(plans.size()); ++p)
     for (int64_t c = 0; c * kChunk < plans[p].tensor->numel(); ++c) jobs.push_back({p, c});
-#pragma omp parallel for schedule(dynamic, 4)
-  for (int64_t j = 0; j < int64_t(jobs.size()); ++j) {
-    const Plan& plan = plans[jobs[j].plan];
-    const Tensor& t = *plan.tensor;
-    uint64_t state = chunk_seed(seed, uint64_t(jobs[j].plan), uint64_t(jobs[j].chunk));
-    void* base = buffer + plan.offset;
-    const int64_t begin = jobs[j].chunk * kChunk, end = std::min(t.numel(), begin + kChunk);
-    for (int64_t i = begin; i < end; ++i) store(base, t.dtype, i, plan.center + plan.scale * uniform_pm1(state));
-  }
+  ThreadPool pool(int(std::max(1u, std::thread::hardware_concurrency())));
+  pool.parallel_for(int(jobs.size()), 4, [&](int first, int last) {
+    std::vector<float> values(kChunk);
+    for (int j = first; j < last; ++j) {
+      const Plan& plan = plans[jobs[j].plan];
+      const Tensor& t = *plan.tensor;
+      uint64_t state = chunk_seed(seed, uint64_t(jobs[j].plan), uint64_t(jobs[j].chunk));
+      const int64_t begin = jobs[j].chunk * kChunk, n = std::min(t.numel() - begin, kChunk);
+      const float center = plan.center, scale = plan.scale;
+      for (int64_t i = 0; i < n; ++i) values[i] = center + scale * uniform_pm1(state);
+      store(values.data(), n, t.dtype, buffer + plan.offset + begin * dtype_size(t.dtype));
+    }
+  });
 }
 
 // Parses a whole decimal field of a synthetic path or fails naming the path.
@@ -151,7 +169,7 @@ SyntheticSpec parse_synthetic_path(const std::string& path) {
   parts.push_back(path.substr(start));
   SyntheticSpec spec;
   spec.shape = parts.size() > 1 ? parts[1] : "";
-  if (!find_shape(spec.shape)) shape_or_fail(spec.shape);
+  if (!find_shape(spec.shape)) fail(path, "unknown synthetic shape \"" + spec.shape + "\" (known: " + known_shapes() + ")");
   for (size_t i = 2; i < parts.size(); ++i) {
     const std::string& opt = parts[i];
     const size_t eq = opt.find('=');

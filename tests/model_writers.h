@@ -55,7 +55,7 @@ inline ModelArrays random_arrays(const ModelConfig& c, uint64_t seed, bool separ
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   auto make = [&](int64_t n, float center = 0.0f) {
-    std::vector<float> v(size_t(n));
+    std::vector<float> v(static_cast<size_t>(n));
     for (float& x : v) x = center + u(rng);
     return v;
   };
@@ -205,6 +205,10 @@ class GgufWriter {
         kv.value = std::move(value);
         return;
       }
+    kvs_.push_back({key, type, std::move(value)});
+  }
+  // Appends even when the key exists (for duplicate-key tests).
+  void append_raw(const std::string& key, uint32_t type, std::vector<uint8_t> value) {
     kvs_.push_back({key, type, std::move(value)});
   }
   template <typename T>
@@ -398,10 +402,11 @@ inline nlohmann::json st_header(const std::vector<StTensor>& tensors) {
 }
 
 // u64 header length, the header text padded with spaces to 8 bytes (as the
-// reference writer does), then each tensor's bytes in order.
-inline std::vector<uint8_t> st_file(const std::string& header_text, const std::vector<StTensor>& tensors) {
+// reference writer does; `pad` false leaves it as is), then each tensor's
+// bytes in order.
+inline std::vector<uint8_t> st_file(const std::string& header_text, const std::vector<StTensor>& tensors, bool pad = true) {
   std::string text = header_text;
-  while ((8 + text.size()) % 8) text.push_back(' ');
+  while (pad && (8 + text.size()) % 8) text.push_back(' ');
   Bytes b;
   b.put<uint64_t>(text.size());
   b.v.insert(b.v.end(), text.begin(), text.end());

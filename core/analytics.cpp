@@ -1,0 +1,244 @@
+#include "analytics.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace h2o {
+
+const char* fate_name(Fate fate) {
+  switch (fate) {
+    case Fate::Unborn: return "unborn";
+    case Fate::Evicted: return "evicted";
+    case Fate::Cached: return "cached";
+    case Fate::Heavy: return "heavy hitter";
+    case Fate::Recent: return "recent";
+    case Fate::Sink: return "sink";
+  }
+  return "?";
+}
+
+Fate fate_of(const PolicyConfig& policy, int64_t position, bool cached, int64_t stream_length) {
+  if (position >= stream_length) return Fate::Unborn;
+  if (!cached) return Fate::Evicted;
+  if (policy.kind == PolicyKind::Full) return Fate::Cached;
+  if (position < policy.sinks) return Fate::Sink;
+  const int recent = policy.kind == PolicyKind::H2O ? policy.recent : policy.window;
+  if (position >= stream_length - recent) return Fate::Recent;
+  // Streaming holds nothing else but the slack's backlog; H2O holds it for its score.
+  return policy.kind == PolicyKind::H2O ? Fate::Heavy : Fate::Cached;
+}
+
+std::vector<Fate> token_fates(const PolicyConfig& policy, std::span<const int32_t> cached, int64_t stream_length) {
+  std::vector<uint8_t> held(size_t(std::max<int64_t>(stream_length, 0)), 0);
+  for (int32_t p : cached)
+    if (p >= 0 && p < stream_length) held[size_t(p)] = 1;
+  std::vector<Fate> out(held.size());
+  for (size_t p = 0; p < held.size(); ++p) out[p] = fate_of(policy, int64_t(p), held[p] != 0, stream_length);
+  return out;
+}
+
+// ---- attention ------------------------------------------------------------
+
+static std::vector<int32_t> keep_first_and_latest(std::vector<int32_t> sorted, int max_count, int keep_first) {
+  if (max_count <= 0 || int(sorted.size()) <= max_count) return sorted;
+  keep_first = std::clamp(keep_first, 0, max_count);
+  std::vector<int32_t> out(sorted.begin(), sorted.begin() + keep_first);
+  out.insert(out.end(), sorted.end() - (max_count - keep_first), sorted.end());
+  return out;
+}
+
+std::vector<int32_t> attention_columns(const AttentionCapture& capture, int head, int group_size, int max_columns,
+                                       int keep_first) {
+  std::vector<int32_t> keys;
+  const int kv_heads = int(capture.key_positions.size());
+  if (head >= 0) {
+    const int kv = head / std::max(group_size, 1);
+    if (kv < kv_heads) keys = capture.key_positions[size_t(kv)];
+  } else {
+    for (const auto& k : capture.key_positions) keys.insert(keys.end(), k.begin(), k.end());
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keep_first_and_latest(std::move(keys), max_columns, keep_first);
+}
+
+void append_attention_rows(const AttentionCapture& capture, int head, int group_size,
+                           std::span<const int32_t> columns, std::vector<double>& out) {
+  const size_t cols = columns.size();
+  const size_t base = out.size();
+  out.resize(base + size_t(capture.rows) * cols, NAN);
+  const int heads = int(capture.probs.size());
+  const int group = std::max(group_size, 1);
+  auto column_of = [&](int32_t position) -> long {
+    const auto it = std::lower_bound(columns.begin(), columns.end(), position);
+    return it != columns.end() && *it == position ? long(it - columns.begin()) : -1;
+  };
+  auto add_head = [&](int h, bool mean) {
+    const int kv = h / group;
+    if (kv >= int(capture.key_positions.size())) return;
+    const auto& keys = capture.key_positions[size_t(kv)];
+    const auto& probs = capture.probs[size_t(h)];
+    if (probs.size() < size_t(capture.rows) * keys.size()) return;
+    for (size_t k = 0; k < keys.size(); ++k) {
+      const long c = column_of(keys[k]);
+      if (c < 0) continue;
+      for (int r = 0; r < capture.rows; ++r) {
+        double& cell = out[base + size_t(r) * cols + size_t(c)];
+        const double p = probs[size_t(r) * keys.size() + k];
+        cell = (std::isnan(cell) ? 0.0 : cell) + (mean ? p / heads : p);
+      }
+    }
+  };
+  if (head >= 0) {
+    if (head < heads) add_head(head, false);
+    return;
+  }
+  for (int h = 0; h < heads; ++h) add_head(h, true);
+}
+
+AttentionCapture trim_capture(const AttentionCapture& capture, int max_keys, int keep_first) {
+  AttentionCapture out;
+  out.layer = capture.layer;
+  out.rows = capture.rows;
+  out.query_positions = capture.query_positions;
+  std::vector<std::vector<size_t>> kept_index(capture.key_positions.size());
+  for (size_t kv = 0; kv < capture.key_positions.size(); ++kv) {
+    const auto& keys = capture.key_positions[kv];
+    std::vector<size_t> idx(keys.size());
+    std::iota(idx.begin(), idx.end(), size_t(0));
+    if (max_keys > 0 && int(keys.size()) > max_keys) {
+      // Keys are in slot order, which is stream order: keep the first and the latest.
+      const int first = std::clamp(keep_first, 0, max_keys);
+      std::vector<size_t> kept(idx.begin(), idx.begin() + first);
+      kept.insert(kept.end(), idx.end() - (max_keys - first), idx.end());
+      idx = std::move(kept);
+    }
+    std::vector<int32_t> positions;
+    for (size_t i : idx) positions.push_back(keys[i]);
+    out.key_positions.push_back(std::move(positions));
+    kept_index[kv] = std::move(idx);
+  }
+  const int heads = int(capture.probs.size());
+  const int kv_heads = std::max<int>(int(capture.key_positions.size()), 1);
+  const int group = std::max(heads / kv_heads, 1);
+  for (int h = 0; h < heads; ++h) {
+    const size_t kv = size_t(std::min(h / group, kv_heads - 1));
+    const size_t n = capture.key_positions.empty() ? 0 : capture.key_positions[kv].size();
+    std::vector<float> probs;
+    for (int r = 0; r < capture.rows && n; ++r)
+      for (size_t i : kept_index[kv]) probs.push_back(capture.probs[size_t(h)][size_t(r) * n + i]);
+    out.probs.push_back(std::move(probs));
+  }
+  return out;
+}
+
+std::vector<float> top_k_share(const AttentionCapture& capture, int k) {
+  std::vector<float> out;
+  const int heads = int(capture.probs.size());
+  const int kv_heads = std::max<int>(int(capture.key_positions.size()), 1);
+  const int group = std::max(heads / kv_heads, 1);
+  std::vector<float> row;
+  for (int h = 0; h < heads; ++h) {
+    const size_t kv = size_t(std::min(h / group, kv_heads - 1));
+    const size_t n = capture.key_positions.empty() ? 0 : capture.key_positions[kv].size();
+    double share_sum = 0;
+    int rows = 0;
+    for (int r = 0; r < capture.rows && n; ++r) {
+      row.assign(capture.probs[size_t(h)].begin() + long(r * n), capture.probs[size_t(h)].begin() + long((r + 1) * n));
+      const size_t top = std::min(n, size_t(std::max(k, 0)));
+      std::partial_sort(row.begin(), row.begin() + long(top), row.end(), std::greater<float>());
+      const double total = std::accumulate(row.begin(), row.end(), 0.0);
+      const double head_mass = std::accumulate(row.begin(), row.begin() + long(top), 0.0);
+      if (total > 0) {
+        share_sum += head_mass / total;
+        ++rows;
+      }
+    }
+    out.push_back(rows ? float(share_sum / rows) : NAN);
+  }
+  return out;
+}
+
+// ---- heavy hitters ----------------------------------------------------------
+
+PowerLawFit fit_power_law(std::span<const double> ranks, std::span<const double> values) {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  int n = 0;
+  for (size_t i = 0; i < std::min(ranks.size(), values.size()); ++i) {
+    if (!(values[i] > 0) || !(ranks[i] > 0)) continue;
+    const double x = std::log(ranks[i]), y = std::log(values[i]);
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+    ++n;
+  }
+  PowerLawFit fit;
+  fit.points = n;
+  const double denom = n * sxx - sx * sx;
+  if (n < 2 || denom <= 0) return fit;
+  fit.slope = (n * sxy - sx * sy) / denom;
+  fit.intercept = (sy - fit.slope * sx) / n;
+  return fit;
+}
+
+ScoreRank score_rank(std::span<const float> scores, int max_points) {
+  std::vector<double> sorted(scores.begin(), scores.end());
+  std::sort(sorted.begin(), sorted.end(), std::greater<double>());
+  std::vector<double> ranks(sorted.size());
+  std::iota(ranks.begin(), ranks.end(), 1.0);
+  ScoreRank out;
+  out.fit = fit_power_law(ranks, sorted);
+  if (!std::isnan(out.fit.slope)) {
+    for (double r : {1.0, double(sorted.size())}) {
+      out.fit_rank.push_back(r);
+      out.fit_score.push_back(std::exp(out.fit.intercept) * std::pow(r, out.fit.slope));
+    }
+  }
+  if (max_points <= 0 || int(sorted.size()) <= max_points) {
+    out.rank = std::move(ranks);
+    out.score = std::move(sorted);
+    return out;
+  }
+  // Log-spaced ranks keep the log-log picture's shape with few points.
+  const double top = std::log(double(sorted.size()));
+  size_t last = 0;
+  for (int i = 0; i < max_points; ++i) {
+    const size_t r = size_t(std::lround(std::exp(top * i / (max_points - 1))));
+    if (r <= last || r > sorted.size()) continue;
+    out.rank.push_back(double(r));
+    out.score.push_back(sorted[r - 1]);
+    last = r;
+  }
+  return out;
+}
+
+// ---- survival ---------------------------------------------------------------
+
+SurvivalRaster survival_raster(const PolicyConfig& policy, std::span<const int64_t> birth_step,
+                               std::span<const int64_t> evict_step, int64_t last_step, int max_steps,
+                               int max_positions) {
+  SurvivalRaster r;
+  const int64_t length = int64_t(std::min(birth_step.size(), evict_step.size()));
+  r.first_step = std::max<int64_t>(0, last_step - max_steps + 1);
+  r.steps = int(std::max<int64_t>(0, last_step - r.first_step + 1));
+  r.first_position = std::max<int64_t>(0, length - max_positions);
+  r.positions = int(length - r.first_position);
+  r.cells.assign(size_t(r.steps) * r.positions, uint8_t(Fate::Unborn));
+  for (int row = 0; row < r.steps; ++row) {
+    const int64_t t = r.first_step + row;
+    // Births are in position order: the stream's length after step t.
+    const int64_t stream_length =
+        int64_t(std::upper_bound(birth_step.begin(), birth_step.begin() + length, t) - birth_step.begin());
+    for (int c = 0; c < r.positions; ++c) {
+      const int64_t p = r.first_position + c;
+      if (birth_step[size_t(p)] > t) continue;
+      const int64_t e = evict_step[size_t(p)];
+      const bool cached = e < 0 || e > t;
+      r.cells[size_t(row) * r.positions + c] = uint8_t(fate_of(policy, p, cached, stream_length));
+    }
+  }
+  return r;
+}
+
+}  // namespace h2o

@@ -1,0 +1,96 @@
+#pragma once
+// The arithmetic behind H2O Studio's pictures, free of Qt so that it runs on
+// the engine's thread, in replays and in unit tests: token fates, attention
+// matrices aligned by stream position, survival rasters, score-rank curves
+// with a power-law fit, and attention sparsity. Widgets only draw the results.
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend.h"
+#include "cache_policy.h"
+
+namespace h2o {
+
+// What a policy did with one stream position, as the panes colour it.
+// Ordered so that the raster's cells can hold the value directly.
+enum class Fate : uint8_t {
+  Unborn = 0,  // not fed yet (raster cells in the future)
+  Evicted,     // left the cache
+  Cached,      // held, in no special role (the full cache's middle, Streaming's slack)
+  Heavy,       // H2O heavy hitter: held for its accumulated score
+  Recent,      // among the last `recent` (H2O) / `window` (Streaming) positions
+  Sink,        // one of the first `sinks` positions, always held
+};
+inline constexpr int kFateCount = 6;
+const char* fate_name(Fate fate);
+
+// The fate of `position` in a stream of `stream_length` tokens, given whether
+// the shown cache holds it. The full cache has no sinks and no window: all it
+// holds is Cached.
+Fate fate_of(const PolicyConfig& policy, int64_t position, bool cached, int64_t stream_length);
+
+// Fates of every position [0, stream_length), `cached` listing held positions (any order).
+std::vector<Fate> token_fates(const PolicyConfig& policy, std::span<const int32_t> cached, int64_t stream_length);
+
+// ---- attention ------------------------------------------------------------
+
+// The heatmap's columns for one capture: the key positions of the query head's
+// KV head (head >= 0) or of all KV heads merged (head < 0, "mean over heads"),
+// ascending. More than `max_columns`: the first `keep_first` and the latest rest.
+std::vector<int32_t> attention_columns(const AttentionCapture& capture, int head, int group_size, int max_columns,
+                                       int keep_first);
+
+// Appends the capture's rows, aligned on `columns`, to `out` (row-major,
+// capture.rows x columns.size()). A key the head did not attend reads NaN for
+// one head; for the mean over heads (head < 0) a head that no longer holds the
+// key contributes 0, and NaN only marks keys no head holds.
+void append_attention_rows(const AttentionCapture& capture, int head, int group_size,
+                           std::span<const int32_t> columns, std::vector<double>& out);
+
+// A copy holding at most `max_keys` keys per KV head (the first `keep_first`
+// and the latest rest): what a recording keeps of a long full-cache row.
+AttentionCapture trim_capture(const AttentionCapture& capture, int max_keys, int keep_first);
+
+// Per query head: the share of each row's attention mass on its `k` largest
+// keys, averaged over the captured rows (1.0 = all mass on k keys).
+std::vector<float> top_k_share(const AttentionCapture& capture, int k);
+
+// ---- heavy hitters ----------------------------------------------------------
+
+struct PowerLawFit {
+  double slope = NAN;      // d log(score) / d log(rank)
+  double intercept = NAN;  // log(score) at rank 1
+  int points = 0;          // positive values fitted
+};
+// Least squares of log(value) on log(rank) over the positive values.
+PowerLawFit fit_power_law(std::span<const double> ranks, std::span<const double> values);
+
+struct ScoreRank {
+  std::vector<double> rank, score;  // descending scores, rank 1..n (thinned to max_points for drawing)
+  PowerLawFit fit;                  // fitted on every positive score
+  std::vector<double> fit_rank, fit_score;  // the fitted line's ends, for drawing
+};
+ScoreRank score_rank(std::span<const float> scores, int max_points);
+
+// ---- survival ---------------------------------------------------------------
+
+// Who was held at each of the latest steps: rows are steps (oldest first),
+// columns stream positions, each cell a Fate.
+struct SurvivalRaster {
+  int64_t first_step = 0;
+  int steps = 0;
+  int64_t first_position = 0;
+  int positions = 0;
+  std::vector<uint8_t> cells;  // steps x positions, row-major
+  Fate at(int row, int column) const { return Fate(cells[size_t(row) * positions + column]); }
+};
+// `birth_step[p]`: the step that fed position p (non-decreasing in p);
+// `evict_step[p]`: the step whose cut evicted it, -1 while held. Shows steps
+// (last_step - max_steps, last_step] and the latest `max_positions` positions.
+SurvivalRaster survival_raster(const PolicyConfig& policy, std::span<const int64_t> birth_step,
+                               std::span<const int64_t> evict_step, int64_t last_step, int max_steps,
+                               int max_positions);
+
+}  // namespace h2o

@@ -1,0 +1,93 @@
+#pragma once
+// Turns a run's StepRecords into StudioSnapshots. It keeps, per policy, the
+// stream's tokens, when each position was fed and when each (layer, KV head)
+// evicted it, the latest attention rows and scores, and the curves; a
+// snapshot is then a pure function of that state and the view the user picked.
+// The live app and a replay feed it the same records, hence the same pictures.
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "studio_record.h"
+#include "studio_snapshot.h"
+
+namespace h2o {
+
+// What the user is looking at; the rest of a snapshot does not depend on it.
+struct ViewSelection {
+  int layer = 0;
+  int head = -1;  // query head, or -1 for the mean over heads
+  int64_t inspect_position = -1;
+  int max_tokens = 700;
+  int heatmap_rows = 32;
+  int heatmap_columns = 96;
+  int raster_steps = 160;
+  int raster_positions = 320;
+  int score_points = 300;
+};
+
+class Analyzer {
+ public:
+  explicit Analyzer(RecordingHeader header);
+  void ingest(const StepRecord& record);
+  StudioSnapshot snapshot(const ViewSelection& view) const;
+  const RecordingHeader& header() const { return header_; }
+  int64_t steps_ingested() const { return steps_; }
+
+ private:
+  // A series thinned by halves once it holds `cap` points, so long runs stay cheap to draw.
+  struct ThinnedSeries {
+    Series s;
+    int every = 1, skipped = 0;
+    void push(double x, double y);
+  };
+  struct ScoreSample {
+    int64_t step;
+    float score;
+  };
+  struct PolicyState {
+    PolicyConfig policy;
+    std::vector<int> tokens;
+    std::vector<std::string> texts;
+    std::vector<uint8_t> prompt;
+    std::vector<int64_t> birth_step;
+    std::vector<std::vector<int64_t>> evict_step;  // [layer * kv_heads + kv_head][position], -1 while held
+    bool answer_pending = false;                   // a sampled token waits to be fed
+    int pending_token = -1;
+    std::string pending_text;
+    int cached_tokens = 0;
+    int64_t live_bytes = 0, generated = 0;
+    double tokens_per_s = 0;
+    double nll_sum = 0, kl_sum = 0;
+    int64_t scored = 0, agreed = 0, compared = 0;
+    std::deque<AttentionCapture> attention;  // newest last
+    std::deque<std::pair<int64_t, std::vector<float>>> top_share;
+    std::shared_ptr<const RecordedScores> scores;
+    int score_history_layer = -1;
+    // position -> per KV head samples of the captured layer's score
+    std::map<int64_t, std::vector<std::vector<ScoreSample>>> score_history;
+    ThinnedSeries kv_bytes, throughput, perplexity, agreement;
+  };
+
+  void ingest_session(PolicyState& p, const StepRecord& record, const SessionRecord& s);
+  void record_scores(PolicyState& p, int64_t step, const RecordedScores& scores);
+  PaneSnapshot pane(const PolicyState& p, const ViewSelection& view) const;
+  HeatmapData heatmap(const PolicyState& p, const ViewSelection& view) const;
+  InspectionSnapshot inspection(const ViewSelection& view) const;
+  // Eviction steps of every position at the shown layer/head (mean: held by any KV head).
+  std::vector<int64_t> shown_evictions(const PolicyState& p, const ViewSelection& view) const;
+  int group() const { return header_.heads / header_.kv_heads; }
+
+  RecordingHeader header_;
+  std::vector<PolicyState> policies_;
+  int64_t last_step_ = -1, steps_ = 0;
+  double engine_seconds_ = 0;
+  Phase phase_ = Phase::Done;
+  int prompt_index_ = -1;
+};
+
+// Display text of a token piece: control characters shown as symbols.
+std::string display_text(const std::string& piece);
+
+}  // namespace h2o

@@ -1,0 +1,262 @@
+// The main window end to end, offscreen, on a synthetic model and the CPU:
+// the panes and curves fill up, exports write valid files, a saved run
+// replays to the same numbers, and errors leave the app alive.
+#include <gtest/gtest.h>
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <QXmlStreamReader>
+#include <qcustomplot.h>
+
+#include "ui/control_panel.h"
+#include "ui/curves_panel.h"
+#include "ui/heatmap_plot.h"
+#include "ui/heavy_hitter_panel.h"
+#include "ui/main_window.h"
+#include "ui/plot_export.h"
+#include "ui/policy_pane.h"
+#include "ui/raster_plot.h"
+#include "ui/sparsity_meter.h"
+#include "ui/token_flow_view.h"
+#include "ui/token_inspector.h"
+
+using namespace h2o;
+using namespace h2o::ui;
+
+namespace {
+
+MainWindowOptions synthetic_options() {
+  MainWindowOptions o;
+  o.persist = false;
+  o.dialogs = false;
+  StudioConfig& c = o.settings.config;
+  c.model = "synthetic:stories260K";  // byte tokenizer, built-in prompts
+  c.tokenizer.clear();
+  c.prompts.clear();
+  c.budget = 32;
+  c.sinks = 4;
+  c.max_new_tokens = 24;
+  c.greedy = true;
+  c.threads = 1;
+  c.capture_layer = 1;
+  o.settings.head = -1;
+  return o;
+}
+
+// Plays `steps` and waits for the last frame.
+void play(MainWindow& w, int steps) {
+  QSignalSpy done(&w, &MainWindow::autoplayFinished);
+  w.playSteps(steps);
+  ASSERT_TRUE(done.wait(60000)) << "autoplay did not finish";
+}
+
+QByteArray head_of(const QString& path, int n) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return f.read(n);
+}
+
+}  // namespace
+
+TEST(MainWindowTest, PanesAndCurvesUpdateWhileStreaming) {
+  MainWindow w(synthetic_options());
+  w.show();
+  w.start();
+  play(w, 20);
+  const auto first = w.lastSnapshot();
+  ASSERT_TRUE(first);
+  const QString numbers_before = w.panes()[2]->numbersText();
+  play(w, 40);
+  const auto s = w.lastSnapshot();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->steps_ingested, 60);
+  EXPECT_GT(s->step, first->step);
+  ASSERT_EQ(w.panes().size(), 3u);
+  for (PolicyPane* pane : w.panes()) {
+    EXPECT_GT(pane->text()->tokenCount(), 0);
+    EXPECT_GT(pane->heatmap()->data().rows(), 0);
+    EXPECT_GT(pane->heatmap()->data().cols(), 0);
+    EXPECT_GT(pane->raster()->cellCount(), 0);
+    EXPECT_FALSE(std::isnan(pane->meter()->value()));
+  }
+  EXPECT_NE(w.panes()[2]->numbersText(), numbers_before);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_GT(w.curves()->memory()->graph(i)->dataCount(), 0) << "policy " << i;
+    EXPECT_GT(w.curves()->throughput()->graph(i)->dataCount(), 0) << "policy " << i;
+    EXPECT_GT(w.heavyHitters()->scoreRank()->graph(2 * i)->dataCount(), 0) << "policy " << i;
+  }
+  // The bounded policies hold fewer tokens than the full cache once past the budget.
+  EXPECT_GT(s->panes[0].cached_tokens, s->panes[1].cached_tokens);
+  EXPECT_LE(s->panes[2].cached_tokens, 32);
+  EXPECT_GT(w.frameTimes().size(), 0u);
+}
+
+TEST(MainWindowTest, ClickingATokenShowsItsHistory) {
+  MainWindow w(synthetic_options());
+  w.show();
+  w.start();
+  play(w, 10);
+  w.inspect(5);
+  play(w, 30);
+  const auto s = w.lastSnapshot();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->inspection.position, 5);
+  ASSERT_EQ(s->inspection.policies.size(), 3u);
+  EXPECT_GT(w.inspector()->plot()->graphCount(), 0);
+  // StreamingLLM with 28 recent slots evicts position 5 within 40 steps of prefill and answers.
+  EXPECT_FALSE(s->inspection.policies[1].evictions.empty());
+  EXPECT_TRUE(s->inspection.policies[0].evictions.empty());
+}
+
+TEST(MainWindowTest, ExportsWriteValidPngPdfSvgAndCsv) {
+  MainWindow w(synthetic_options());
+  w.show();
+  w.start();
+  play(w, 30);
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  const QStringList files =
+      w.exportPlots(dir.path(), {int(PlotFormat::Png), int(PlotFormat::Pdf), int(PlotFormat::Svg)});
+  EXPECT_EQ(files.size(), int(w.plots().size()) * 3);
+  const QString base = dir.filePath("kv-memory");
+  EXPECT_EQ(head_of(base + ".png", 8), QByteArray("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_EQ(head_of(base + ".pdf", 5), QByteArray("%PDF-"));
+  QFile svg(base + ".svg");
+  ASSERT_TRUE(svg.open(QIODevice::ReadOnly));
+  QXmlStreamReader xml(&svg);
+  ASSERT_TRUE(xml.readNextStartElement());
+  EXPECT_EQ(xml.name(), QStringLiteral("svg"));
+  // No temporary files left behind.
+  for (const QString& name : QDir(dir.path()).entryList(QDir::Files)) EXPECT_FALSE(name.contains(".tmp")) << name.toStdString();
+
+  QSignalSpy written(&w, &MainWindow::fileWritten);
+  const QString logs = dir.filePath("logs");
+  w.exportLogs(logs);
+  ASSERT_TRUE(written.wait(30000));
+  EXPECT_TRUE(head_of(logs + "/steps.csv", 200).startsWith("step,phase,prompt,policy,"));
+  EXPECT_TRUE(head_of(logs + "/evictions.csv", 200).startsWith("step,policy,layer,kv_head,position"));
+  EXPECT_TRUE(head_of(logs + "/steps.jsonl", 1).startsWith("{"));
+  EXPECT_TRUE(QFile::exists(logs + "/manifest.json"));
+
+  QSignalSpy report(&w, &MainWindow::reportWritten);
+  const QString report_dir = dir.filePath("report");
+  w.exportReport(report_dir);
+  ASSERT_TRUE(report.wait(30000));
+  const QByteArray summary = head_of(report_dir + "/summary.md", 1 << 20);
+  EXPECT_TRUE(summary.startsWith("# H2O Studio run report"));
+  EXPECT_TRUE(summary.contains("streaming(sinks=4,window=28)"));
+  EXPECT_EQ(head_of(report_dir + "/window.png", 4), QByteArray("\x89PNG", 4));
+  EXPECT_EQ(head_of(report_dir + "/score-rank.png", 4), QByteArray("\x89PNG", 4));
+  EXPECT_TRUE(head_of(report_dir + "/steps.csv", 5).startsWith("step,"));
+  EXPECT_TRUE(QFile::exists(report_dir + "/run.h2orec.jsonl"));
+}
+
+TEST(MainWindowTest, RecordedRunReplaysToTheSameNumbers) {
+  QTemporaryDir dir;
+  const QString path = dir.filePath("run.h2orec.jsonl");
+  std::shared_ptr<const StudioSnapshot> live;
+  std::vector<QString> live_numbers;
+  {
+    MainWindow w(synthetic_options());
+    w.show();
+    w.start();
+    play(w, 45);
+    live = w.lastSnapshot();
+    for (PolicyPane* pane : w.panes()) live_numbers.push_back(pane->numbersText());
+    QSignalSpy written(&w, &MainWindow::fileWritten);
+    w.saveRecording(path);
+    ASSERT_TRUE(written.wait(30000));
+  }
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.model = "/nonexistent/model.bin";  // the replay must not need it
+  o.replay = path;
+  MainWindow r(o);
+  r.show();
+  QSignalSpy loaded(&r, &MainWindow::modelLoaded);
+  r.start();
+  ASSERT_TRUE(loaded.wait(30000));
+  EXPECT_TRUE(loaded.first().first().toString().contains("replay"));
+  play(r, 45);
+  const auto replayed = r.lastSnapshot();
+  ASSERT_TRUE(live && replayed);
+  EXPECT_EQ(replayed->step, live->step);
+  EXPECT_EQ(replayed->engine_seconds, live->engine_seconds);
+  ASSERT_EQ(replayed->panes.size(), live->panes.size());
+  for (size_t i = 0; i < live->panes.size(); ++i) {
+    const PaneSnapshot &a = live->panes[i], &b = replayed->panes[i];
+    EXPECT_EQ(a.cached_tokens, b.cached_tokens);
+    EXPECT_EQ(a.live_bytes, b.live_bytes);
+    EXPECT_EQ(a.tokens_per_s, b.tokens_per_s);
+    EXPECT_EQ(a.stream_length, b.stream_length);
+    EXPECT_EQ(a.heatmap.values.size(), b.heatmap.values.size());
+    EXPECT_EQ(a.raster.cells, b.raster.cells);
+    EXPECT_EQ(a.score_rank.score, b.score_rank.score);
+    EXPECT_TRUE(a.sparsity == b.sparsity || (std::isnan(a.sparsity) && std::isnan(b.sparsity)));
+    EXPECT_EQ(r.panes()[i]->numbersText().toStdString(), live_numbers[i].toStdString());
+  }
+  for (size_t i = 0; i < live->kv_bytes.size(); ++i) EXPECT_EQ(live->kv_bytes[i].y, replayed->kv_bytes[i].y);
+}
+
+TEST(MainWindowTest, BadModelShowsAnErrorAndTheAppCarriesOn) {
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.model = "/nonexistent/model.bin";
+  MainWindow w(o);
+  w.show();
+  QSignalSpy errors(&w, &MainWindow::errorShown);
+  w.start();
+  ASSERT_TRUE(errors.wait(30000));
+  EXPECT_TRUE(errors.first().first().toString().contains("/nonexistent/model.bin"));
+  // A good model afterwards still runs.
+  MainWindowOptions good = synthetic_options();
+  MainWindow again(good);
+  again.show();
+  again.start();
+  play(again, 5);
+  EXPECT_TRUE(again.lastSnapshot());
+}
+
+TEST(MainWindowTest, MissingBackendIsReportedNotFatal) {
+  // This build may or may not have CUDA (and a GPU): either the run starts on
+  // it, or the app says why not, naming the backend, and stays up.
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.backend = "cuda";
+  MainWindow w(o);
+  w.show();
+  QSignalSpy errors(&w, &MainWindow::errorShown);
+  QSignalSpy loaded(&w, &MainWindow::modelLoaded);
+  w.start();
+  QElapsedTimer t;
+  t.start();
+  while (errors.isEmpty() && loaded.isEmpty() && t.elapsed() < 30000) errors.wait(200);
+  ASSERT_FALSE(errors.isEmpty() && loaded.isEmpty()) << "neither an error nor a loaded model";
+  if (!errors.isEmpty()) {
+    EXPECT_TRUE(errors.first().first().toString().contains("cuda")) << errors.first().first().toString().toStdString();
+    EXPECT_TRUE(w.isVisible());
+  }
+}
+
+TEST(MainWindowTest, GuiThreadStaysResponsiveUnderFullLoad) {
+  MainWindow w(synthetic_options());
+  w.show();
+  w.start();
+  play(w, 2);  // loaded
+  // Measure the largest gap between 10 ms ticks of a GUI-thread timer while the engine runs flat out.
+  QElapsedTimer clock;
+  clock.start();
+  qint64 last = 0, worst = 0;
+  QTimer ticker;
+  QObject::connect(&ticker, &QTimer::timeout, [&] {
+    const qint64 now = clock.elapsed();
+    worst = std::max(worst, now - last);
+    last = now;
+  });
+  ticker.start(10);
+  play(w, 400);
+  ticker.stop();
+  EXPECT_GT(w.frameTimes().size(), 3u);
+  EXPECT_LT(worst, 500) << "the GUI thread was blocked for " << worst << " ms";
+}

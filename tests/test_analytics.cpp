@@ -1,0 +1,409 @@
+// H2O Studio's Qt-free analytics: fates, aligned attention matrices, survival
+// rasters, score-rank fits, sparsity, frame statistics, recordings, and the
+// Analyzer's promise that a replayed recording gives the same snapshots.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "core/analytics.h"
+#include "core/error.h"
+#include "core/frame_stats.h"
+#include "core/run_log.h"
+#include "core/studio_analyzer.h"
+#include "core/studio_record.h"
+#include "core/studio_report.h"
+#include "core/studio_setup.h"
+#include "tests/assets.h"
+
+using namespace h2o;
+
+namespace {
+
+PolicyConfig h2o_policy(int sinks, int heavy, int recent) {
+  PolicyConfig p;
+  p.kind = PolicyKind::H2O;
+  p.sinks = sinks;
+  p.heavy = heavy;
+  p.recent = recent;
+  return p;
+}
+
+PolicyConfig streaming_policy(int sinks, int window) {
+  PolicyConfig p;
+  p.kind = PolicyKind::Streaming;
+  p.sinks = sinks;
+  p.window = window;
+  return p;
+}
+
+// Two KV heads (one query head each) holding different keys, one row each.
+AttentionCapture two_head_capture() {
+  AttentionCapture a;
+  a.layer = 1;
+  a.rows = 1;
+  a.query_positions = {9};
+  a.key_positions = {{0, 3, 9}, {0, 5, 9}};
+  a.probs = {{0.5f, 0.25f, 0.25f}, {0.1f, 0.6f, 0.3f}};
+  return a;
+}
+
+}  // namespace
+
+TEST(Fates, FollowThePolicyRoles) {
+  const PolicyConfig h = h2o_policy(2, 3, 4);
+  EXPECT_EQ(fate_of(h, 0, true, 20), Fate::Sink);
+  EXPECT_EQ(fate_of(h, 1, true, 20), Fate::Sink);
+  EXPECT_EQ(fate_of(h, 10, true, 20), Fate::Heavy);
+  EXPECT_EQ(fate_of(h, 15, true, 20), Fate::Heavy);  // 16..19 are the last 4
+  EXPECT_EQ(fate_of(h, 16, true, 20), Fate::Recent);
+  EXPECT_EQ(fate_of(h, 7, false, 20), Fate::Evicted);
+  EXPECT_EQ(fate_of(h, 20, false, 20), Fate::Unborn);
+
+  const PolicyConfig s = streaming_policy(4, 8);
+  EXPECT_EQ(fate_of(s, 3, true, 30), Fate::Sink);
+  EXPECT_EQ(fate_of(s, 22, true, 30), Fate::Recent);
+  EXPECT_EQ(fate_of(s, 21, true, 30), Fate::Cached);  // only under slack
+
+  PolicyConfig full;
+  EXPECT_EQ(fate_of(full, 0, true, 30), Fate::Cached);  // the full cache has no roles
+  EXPECT_EQ(fate_of(full, 29, true, 30), Fate::Cached);
+}
+
+TEST(Fates, TokenFatesMarkWhatIsNotCached) {
+  const PolicyConfig h = h2o_policy(1, 1, 2);
+  const std::vector<int32_t> cached = {0, 3, 5, 6};
+  const auto fates = token_fates(h, cached, 7);
+  const std::vector<Fate> want = {Fate::Sink, Fate::Evicted, Fate::Evicted, Fate::Heavy,
+                                  Fate::Evicted, Fate::Recent, Fate::Recent};
+  EXPECT_EQ(fates, want);
+}
+
+TEST(Attention, OneHeadUsesItsOwnKeys) {
+  const AttentionCapture a = two_head_capture();
+  const auto cols = attention_columns(a, 1, 1, 100, 4);
+  EXPECT_EQ(cols, (std::vector<int32_t>{0, 5, 9}));
+  std::vector<double> out;
+  append_attention_rows(a, 1, 1, cols, out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_FLOAT_EQ(out[0], 0.1f);
+  EXPECT_FLOAT_EQ(out[1], 0.6f);
+  EXPECT_FLOAT_EQ(out[2], 0.3f);
+}
+
+TEST(Attention, MeanOverHeadsAlignsByStreamPosition) {
+  const AttentionCapture a = two_head_capture();
+  const auto cols = attention_columns(a, -1, 1, 100, 4);
+  ASSERT_EQ(cols, (std::vector<int32_t>{0, 3, 5, 9}));
+  std::vector<double> out;
+  append_attention_rows(a, -1, 1, cols, out);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_NEAR(out[0], (0.5 + 0.1) / 2, 1e-7);  // both heads hold position 0
+  EXPECT_NEAR(out[1], 0.25 / 2, 1e-7);         // head 1 evicted 3: it contributes 0
+  EXPECT_NEAR(out[2], 0.6 / 2, 1e-7);
+  EXPECT_NEAR(out[3], (0.25 + 0.3) / 2, 1e-7);
+  double total = 0;
+  for (double v : out) total += v;
+  EXPECT_NEAR(total, 1.0, 1e-6);  // the mean of distributions is a distribution
+}
+
+TEST(Attention, MissingKeyOfOneHeadIsNaN) {
+  const AttentionCapture a = two_head_capture();
+  const std::vector<int32_t> cols = {0, 3, 5, 9};
+  std::vector<double> out;
+  append_attention_rows(a, 0, 1, cols, out);
+  EXPECT_TRUE(std::isnan(out[2]));  // head 0 does not hold position 5
+  EXPECT_FLOAT_EQ(out[1], 0.25f);
+}
+
+TEST(Attention, ColumnsKeepFirstAndLatest) {
+  AttentionCapture a;
+  a.rows = 1;
+  a.key_positions = {{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}};
+  a.probs = {std::vector<float>(10, 0.1f)};
+  EXPECT_EQ(attention_columns(a, 0, 1, 5, 2), (std::vector<int32_t>{0, 1, 7, 8, 9}));
+}
+
+TEST(Attention, TrimKeepsProbabilitiesWithTheirKeys) {
+  AttentionCapture a;
+  a.rows = 2;
+  a.key_positions = {{10, 11, 12, 13, 14}};
+  a.probs = {{0.1f, 0.2f, 0.3f, 0.2f, 0.2f, 0.5f, 0.1f, 0.1f, 0.1f, 0.2f}};
+  const AttentionCapture t = trim_capture(a, 3, 1);
+  EXPECT_EQ(t.key_positions[0], (std::vector<int32_t>{10, 13, 14}));
+  EXPECT_EQ(t.probs[0], (std::vector<float>{0.1f, 0.2f, 0.2f, 0.5f, 0.1f, 0.2f}));
+}
+
+TEST(Sparsity, TopKShareIsTheMassOnTheLargestKeys) {
+  const AttentionCapture a = two_head_capture();
+  const auto share = top_k_share(a, 1);
+  ASSERT_EQ(share.size(), 2u);
+  EXPECT_NEAR(share[0], 0.5, 1e-6);
+  EXPECT_NEAR(share[1], 0.6, 1e-6);
+  const auto all = top_k_share(a, 10);
+  EXPECT_NEAR(all[0], 1.0, 1e-6);
+}
+
+TEST(PowerLaw, RecoversAnExactExponent) {
+  std::vector<double> ranks, values;
+  for (int r = 1; r <= 50; ++r) {
+    ranks.push_back(r);
+    values.push_back(7.0 * std::pow(r, -1.3));
+  }
+  const PowerLawFit fit = fit_power_law(ranks, values);
+  EXPECT_NEAR(fit.slope, -1.3, 1e-9);
+  EXPECT_NEAR(fit.intercept, std::log(7.0), 1e-9);
+  EXPECT_EQ(fit.points, 50);
+}
+
+TEST(PowerLaw, IgnoresNonPositiveScoresAndNeedsTwoPoints) {
+  EXPECT_TRUE(std::isnan(fit_power_law(std::vector<double>{1}, std::vector<double>{3}).slope));
+  const PowerLawFit fit = fit_power_law(std::vector<double>{1, 2, 3}, std::vector<double>{4, 1, 0});
+  EXPECT_EQ(fit.points, 2);
+  EXPECT_NEAR(fit.slope, -2.0, 1e-12);
+}
+
+TEST(ScoreRankCurve, SortsDescendingAndThins) {
+  std::vector<float> scores;
+  for (int i = 1; i <= 1000; ++i) scores.push_back(float(1000.0 / i));
+  const ScoreRank few = score_rank(scores, 40);
+  EXPECT_LE(few.rank.size(), 40u);
+  EXPECT_GT(few.rank.size(), 20u);
+  EXPECT_EQ(few.rank.front(), 1.0);
+  EXPECT_EQ(few.rank.back(), 1000.0);
+  EXPECT_TRUE(std::is_sorted(few.score.rbegin(), few.score.rend()));
+  EXPECT_NEAR(few.fit.slope, -1.0, 1e-4);
+  ASSERT_EQ(few.fit_rank.size(), 2u);
+  EXPECT_NEAR(few.fit_score.front(), 1000.0, 0.5);
+  const ScoreRank all = score_rank(std::vector<float>{1, 3, 2}, 0);
+  EXPECT_EQ(all.score, (std::vector<double>{3, 2, 1}));
+}
+
+TEST(Survival, RasterShowsBirthsRolesAndEvictions) {
+  // Positions 0..5 fed at steps 0,0,1,2,3,4; position 2 evicted at step 3.
+  const PolicyConfig h = h2o_policy(1, 1, 2);
+  const std::vector<int64_t> birth = {0, 0, 1, 2, 3, 4};
+  const std::vector<int64_t> evict = {-1, -1, 3, -1, -1, -1};
+  const SurvivalRaster r = survival_raster(h, birth, evict, 4, 10, 100);
+  EXPECT_EQ(r.first_step, 0);
+  EXPECT_EQ(r.steps, 5);
+  EXPECT_EQ(r.positions, 6);
+  EXPECT_EQ(r.at(0, 0), Fate::Sink);
+  EXPECT_EQ(r.at(0, 1), Fate::Recent);
+  EXPECT_EQ(r.at(0, 2), Fate::Unborn);
+  EXPECT_EQ(r.at(2, 2), Fate::Recent);   // step 2: stream 0..3, recent = 2,3
+  EXPECT_EQ(r.at(3, 2), Fate::Evicted);  // evicted by step 3's cut
+  EXPECT_EQ(r.at(4, 1), Fate::Heavy);    // step 4: held, neither sink nor recent
+  const SurvivalRaster window = survival_raster(h, birth, evict, 4, 2, 3);
+  EXPECT_EQ(window.first_step, 3);
+  EXPECT_EQ(window.first_position, 3);
+  EXPECT_EQ(window.cells.size(), 6u);
+}
+
+TEST(FrameStatsTest, NearestRankPercentiles) {
+  std::vector<double> ms;
+  for (int i = 1; i <= 100; ++i) ms.push_back(i);
+  const FrameStats s = frame_stats(ms);
+  EXPECT_EQ(s.frames, 100u);
+  EXPECT_EQ(s.median_ms, 50);
+  EXPECT_EQ(s.p95_ms, 95);
+  EXPECT_EQ(s.max_ms, 100);
+  EXPECT_TRUE(std::isnan(frame_stats({}).median_ms));
+}
+
+TEST(StudioSetup, SplitsOneBudgetIntoThreePolicies) {
+  StudioConfig c;
+  c.budget = 64;
+  c.sinks = 4;
+  const auto p = studio_policies(c);
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].kind, PolicyKind::Full);
+  EXPECT_EQ(p[1].window, 60);
+  EXPECT_EQ(p[2].heavy + p[2].recent, 60);
+  c.heavy = 10;
+  EXPECT_EQ(studio_policies(c)[2].recent, 50);
+  c.heavy = 70;
+  EXPECT_THROW(studio_policies(c), Error);
+  c.heavy = 0;
+  c.sinks = 64;
+  EXPECT_THROW(studio_policies(c), Error);
+}
+
+TEST(Recording, StepRoundTripsExactlyIncludingPartialUtf8) {
+  StepRecord r;
+  r.step = 7;
+  r.phase = Phase::Decode;
+  r.prompt_index = 2;
+  r.turn_end = true;
+  r.engine_seconds = 0.1 + 0.2;
+  SessionRecord s;
+  s.session = 1;
+  s.fed = {5, 6};
+  s.fed_text = {"a\n", std::string("\xe2\x82", 2)};  // half a euro sign
+  s.token = 9;
+  s.text = "\xff";
+  s.cached_tokens = 3;
+  s.live_bytes = 1 << 20;
+  s.step_ms = 1.0 / 3;
+  s.decode_tokens_per_s = 123.456789;
+  s.evictions = {{1, 0, 4}};
+  s.nll = {0.7};
+  s.kl = {0.01};
+  s.agree = {1};
+  s.attention = two_head_capture();
+  s.top_share = {0.5f, 0.6f};
+  s.scores = RecordedScores{1, {{0, 3}}, {{1.5f, 0.1f}}};
+  r.sessions.push_back(s);
+  const std::string line = json_dump(to_json(r));
+  const StepRecord back = step_from_json(nlohmann::json::parse(line));
+  EXPECT_EQ(json_dump(to_json(back)), line);
+  EXPECT_EQ(back.sessions[0].fed_text[1], s.fed_text[1]);
+  EXPECT_EQ(back.sessions[0].text, "\xff");
+  EXPECT_EQ(back.engine_seconds, r.engine_seconds);
+  EXPECT_EQ(back.sessions[0].step_ms, s.step_ms);
+  EXPECT_EQ(back.sessions[0].attention->probs, s.attention->probs);
+}
+
+TEST(Recording, ReaderNamesTheBadLine) {
+  const auto dir = test::temp_dir("recording");
+  const std::string path = (dir / "bad.jsonl").string();
+  RecordingHeader h;
+  h.layers = h.heads = h.kv_heads = 1;
+  h.policies = {PolicyConfig{}};
+  write_file_atomic(path, recording_first_line(h) + "\n{\"step\": 1}\n");
+  RecordingReader reader(path);
+  EXPECT_EQ(reader.header().layers, 1);
+  try {
+    reader.next();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.jsonl:2"), std::string::npos) << e.what();
+  }
+  write_file_atomic(path, "{\"format\":\"something else\"}\n");
+  EXPECT_THROW(RecordingReader{path}, Error);
+}
+
+namespace {
+
+std::unique_ptr<Engine> synthetic_engine() {
+  StudioConfig c;
+  c.model = "synthetic:stories260K";
+  c.budget = 24;
+  c.sinks = 2;
+  c.max_new_tokens = 12;
+  c.greedy = true;
+  c.capture_layer = 1;
+  const StudioInputs in = load_studio_inputs(c);
+  return make_studio_engine(c, in, make_cpu_backend(in.model, 1));
+}
+
+// The numbers a pane shows, and the pictures' data, as one comparable text.
+std::string fingerprint(const StudioSnapshot& s) {
+  std::ostringstream o;
+  o.precision(17);
+  o << s.step << ' ' << s.engine_seconds << ' ' << s.capture_layer << '\n';
+  for (const auto& p : s.panes) {
+    o << p.policy << ' ' << p.cached_tokens << ' ' << p.live_bytes << ' ' << p.tokens_per_s << ' '
+      << p.stream_length << ' ' << p.generated << ' ' << p.sparsity << ' ' << p.score_rank.fit.slope << '\n';
+    for (const auto& t : p.tokens) o << int(t.fate) << t.text;
+    for (double v : p.heatmap.values) o << v << ',';
+    for (uint8_t c : p.raster.cells) o << int(c);
+    o << '\n';
+  }
+  for (const auto& series : s.kv_bytes)
+    for (double y : series.y) o << y << ',';
+  for (const auto& series : s.throughput)
+    for (double y : series.y) o << y << ',';
+  for (const auto& pp : s.inspection.policies) {
+    for (const auto& e : pp.evictions) o << e.layer << e.kv_head << e.step;
+    for (const auto& h : pp.score_by_kv_head)
+      for (double y : h.y) o << y << ',';
+  }
+  return o.str();
+}
+
+}  // namespace
+
+TEST(Analyzer, ReplayGivesTheSameSnapshotsAsTheLiveRun) {
+  auto engine = synthetic_engine();
+  Analyzer live(make_header(*engine, nlohmann::json::object(), "stream"));
+  std::string recording = recording_first_line(live.header()) + "\n";
+  double seconds = 0;
+  for (int i = 0; i < 60; ++i) {
+    const StepReport report = engine->step();
+    seconds += 0.001;
+    const StepRecord record = make_step_record(*engine, report, seconds);
+    recording += json_dump(to_json(record)) + "\n";
+    live.ingest(record);
+  }
+  const auto dir = test::temp_dir("replay");
+  const std::string path = (dir / "run.jsonl").string();
+  write_file_atomic(path, recording);
+
+  RecordingReader reader(path);
+  Analyzer replay(reader.header());
+  while (auto record = reader.next()) replay.ingest(*record);
+  EXPECT_EQ(replay.steps_ingested(), 60);
+
+  for (int head : {-1, 0, 3}) {
+    ViewSelection view;
+    view.layer = 1;
+    view.head = head;
+    view.inspect_position = 3;
+    const StudioSnapshot a = live.snapshot(view), b = replay.snapshot(view);
+    EXPECT_EQ(fingerprint(a), fingerprint(b)) << "head " << head;
+    // And the snapshot holds real pictures.
+    ASSERT_EQ(a.panes.size(), 3u);
+    for (const auto& p : a.panes) {
+      EXPECT_GT(p.tokens.size(), 0u);
+      EXPECT_GT(p.heatmap.rows(), 0);
+      EXPECT_GT(p.heatmap.cols(), 0);
+      EXPECT_GT(p.raster.cells.size(), 0u);
+      EXPECT_GT(p.score_rank.rank.size(), 0u);
+    }
+  }
+}
+
+TEST(Analyzer, SnapshotsAgreeWithTheEngineCaches) {
+  auto engine = synthetic_engine();
+  Analyzer analyzer(make_header(*engine, nlohmann::json::object(), "stream"));
+  for (int i = 0; i < 50; ++i) analyzer.ingest(make_step_record(*engine, engine->step(), 0));
+  ViewSelection view;
+  view.layer = 1;
+  view.head = 2;  // stories260K: 8 heads, 4 KV heads: KV head 1
+  view.max_tokens = 1 << 20;
+  const StudioSnapshot s = analyzer.snapshot(view);
+  for (size_t i = 0; i < engine->sessions().size(); ++i) {
+    const Session& session = *engine->sessions()[i];
+    const auto& pane = s.panes[i];
+    EXPECT_EQ(pane.stream_length, int64_t(session.stream().size()));
+    EXPECT_EQ(pane.cached_tokens, session.cache().max_size());
+    // The fates' "held" set is exactly the cache's positions of that head.
+    const auto held = session.cache().positions(1, 1);
+    const auto want = token_fates(session.policy(), held, int64_t(session.stream().size()));
+    size_t fed = 0;
+    for (const auto& t : pane.tokens) {
+      if (t.position >= pane.stream_length) continue;  // the sampled, unfed token
+      EXPECT_EQ(t.fate, want[size_t(t.position)]) << "policy " << i << " position " << t.position;
+      ++fed;
+    }
+    EXPECT_EQ(fed, session.stream().size());
+  }
+  // The streaming and H2O caches evicted something by now; the full cache did not.
+  EXPECT_EQ(s.panes[0].cached_tokens, s.panes[0].stream_length);
+  EXPECT_LT(s.panes[2].cached_tokens, s.panes[2].stream_length);
+}
+
+TEST(Report, SummaryNamesPoliciesPlotsAndLogs) {
+  ReportContents r;
+  r.manifest = {{"model", {{"path", "m.bin"}, {"format", "llama2c"}, {"n_layers", 4}}}};
+  r.totals = nlohmann::json::array({{{"policy", "h2o(sinks=4,heavy=30,recent=30)"}, {"generated_tokens", 5}}});
+  r.steps = 12;
+  r.plots = {"kv-memory.png", "kv-memory.svg"};
+  r.logs = {"steps.csv"};
+  const std::string md = report_markdown(r);
+  EXPECT_NE(md.find("h2o(sinks=4,heavy=30,recent=30)"), std::string::npos);
+  EXPECT_NE(md.find("![kv-memory.png](kv-memory.png)"), std::string::npos);
+  EXPECT_NE(md.find("[kv-memory.svg](kv-memory.svg)"), std::string::npos);
+  EXPECT_NE(md.find("[steps.csv](steps.csv)"), std::string::npos);
+  EXPECT_NE(md.find("**Steps**: 12"), std::string::npos);
+}

@@ -1,0 +1,233 @@
+#include "control_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace h2o::ui {
+
+namespace {
+QSpinBox* spin(int lo, int hi, const QString& tip, const QString& special = {}) {
+  auto* s = new QSpinBox;
+  s->setRange(lo, hi);
+  s->setToolTip(tip);
+  if (!special.isEmpty()) s->setSpecialValueText(special);
+  s->setKeyboardTracking(false);
+  return s;
+}
+}  // namespace
+
+// A line edit with a browse button; edits are taken when finished.
+static QWidget* with_browse(QLineEdit* edit, QWidget* owner, const QString& filter) {
+  auto* row = new QWidget;
+  auto* h = new QHBoxLayout(row);
+  h->setContentsMargins(0, 0, 0, 0);
+  h->setSpacing(2);
+  auto* browse = new QToolButton;
+  browse->setText("…");
+  browse->setToolTip("Choose a file");
+  h->addWidget(edit, 1);
+  h->addWidget(browse);
+  QObject::connect(browse, &QToolButton::clicked, owner, [edit, owner, filter] {
+    const QString path = QFileDialog::getOpenFileName(owner, "Choose a file", edit->text(), filter);
+    if (!path.isEmpty()) {
+      edit->setText(path);
+      emit edit->editingFinished();
+    }
+  });
+  return row;
+}
+
+ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+
+  auto make_edit = [this](const QString& tip) {
+    auto* e = new QLineEdit;
+    e->setToolTip(tip);
+    e->setPlaceholderText("default");
+    connect(e, &QLineEdit::editingFinished, this, [this] {
+      if (!loading_) emit runSettingsChanged();
+    });
+    return e;
+  };
+  model_ = make_edit("Model: llama2.c .bin, .gguf, safetensors folder/config.json, or synthetic:<shape>[:vocab=N]");
+  tokenizer_ = make_edit("SentencePiece tokenizer.model (empty: the model's own, or bytes)");
+  prompts_ = make_edit("MT-Bench question.jsonl (empty: built-in prompts)");
+  forced_text_ = make_edit("Text file scored in teacher-forced mode");
+  mode_ = new QComboBox;
+  mode_->addItems({"MT-Bench stream (side by side)", "Teacher-forced text"});
+  mode_->setToolTip("Stream: each policy answers the prompts itself. Teacher-forced: all are fed the text, scored by perplexity and agreement with the full cache");
+
+  auto* inputs = new QGroupBox("Inputs");
+  auto* fi = new QFormLayout(inputs);
+  fi->addRow("Model", with_browse(model_, this, "Models (*.bin *.gguf *.safetensors *.json);;All files (*)"));
+  fi->addRow("Tokenizer", with_browse(tokenizer_, this, "SentencePiece (*.model);;All files (*)"));
+  fi->addRow("Prompts", with_browse(prompts_, this, "JSON Lines (*.jsonl);;All files (*)"));
+  fi->addRow("Mode", mode_);
+  fi->addRow("Text", with_browse(forced_text_, this, "Text (*.txt);;All files (*)"));
+
+  backend_ = new QComboBox;
+  backend_->addItems({"cpu", "cuda"});
+  backend_->setToolTip("Compute backend; CUDA is only there when built with it and a GPU is present");
+  threads_ = spin(0, 256, "CPU threads (0: all cores). One leaves a core to the GUI.", "all");
+  auto* backend = new QGroupBox("Backend");
+  auto* fb = new QFormLayout(backend);
+  fb->addRow("Device", backend_);
+  fb->addRow("Threads", threads_);
+
+  budget_ = spin(2, 1 << 20, "Tokens per KV head for StreamingLLM and H2O");
+  sinks_ = spin(0, 1 << 16, "Attention sinks: the first tokens, always kept");
+  heavy_ = spin(0, 1 << 20, "H2O heavy hitters (auto: half of budget − sinks)", "auto");
+  recent_ = spin(0, 1 << 20, "H2O recent window (auto: the rest of the budget)", "auto");
+  slack_ = spin(0, 1 << 16, "Let the cache grow to budget + slack before cutting back (0: exact)");
+  rolling_ = new QCheckBox("Position rolling");
+  rolling_->setToolTip("RoPE positions from cache slots instead of stream positions (StreamingLLM's fix)");
+  auto* cache = new QGroupBox("Cache policy");
+  auto* fc = new QFormLayout(cache);
+  fc->addRow("Budget", budget_);
+  fc->addRow("Sinks", sinks_);
+  fc->addRow("Heavy (H2O)", heavy_);
+  fc->addRow("Recent (H2O)", recent_);
+  fc->addRow("Slack", slack_);
+  fc->addRow(rolling_);
+
+  max_new_ = spin(1, 1 << 16, "Tokens generated per turn");
+  greedy_ = new QCheckBox("Greedy");
+  greedy_->setToolTip("Pick the most likely token (small models loop); else sample");
+  temperature_ = new QDoubleSpinBox;
+  temperature_->setRange(0.05, 5);
+  temperature_->setSingleStep(0.05);
+  temperature_->setKeyboardTracking(false);
+  temperature_->setToolTip("Sampling temperature (shared seed: all policies sample alike)");
+  seed_ = spin(0, 2147483647, "Sampling seed, shared by all policies");
+  auto* gen = new QGroupBox("Generation");
+  auto* fg = new QFormLayout(gen);
+  fg->addRow("Max new tokens", max_new_);
+  fg->addRow(greedy_);
+  fg->addRow("Temperature", temperature_);
+  fg->addRow("Seed", seed_);
+
+  layer_ = new QComboBox;
+  layer_->setToolTip("Layer shown in fates, heatmaps, raster and scores (changes the engine's capture)");
+  head_ = new QComboBox;
+  head_->setToolTip("Query head shown (KV head = head / group), or the mean over heads aligned by position");
+  speed_ = new QDoubleSpinBox;
+  speed_->setRange(0, 1000);
+  speed_->setSpecialValueText("unlimited");
+  speed_->setSuffix(" steps/s");
+  speed_->setKeyboardTracking(false);
+  speed_->setToolTip("Speed limit (0: as fast as the engine goes)");
+  auto* view = new QGroupBox("View");
+  auto* fv = new QFormLayout(view);
+  fv->addRow("Layer", layer_);
+  fv->addRow("Head", head_);
+  fv->addRow("Speed", speed_);
+
+  for (QWidget* box : {static_cast<QWidget*>(inputs), static_cast<QWidget*>(backend), static_cast<QWidget*>(cache),
+                       static_cast<QWidget*>(gen), static_cast<QWidget*>(view)})
+    layout->addWidget(box);
+  layout->addStretch(1);
+
+  auto changed = [this] {
+    if (!loading_) emit runSettingsChanged();
+  };
+  for (QSpinBox* s : {threads_, budget_, sinks_, heavy_, recent_, slack_, max_new_, seed_})
+    connect(s, &QSpinBox::valueChanged, this, changed);
+  connect(temperature_, &QDoubleSpinBox::valueChanged, this, changed);
+  for (QCheckBox* c : {rolling_, greedy_}) connect(c, &QCheckBox::toggled, this, changed);
+  for (QComboBox* c : {mode_, backend_}) connect(c, &QComboBox::currentIndexChanged, this, changed);
+  connect(greedy_, &QCheckBox::toggled, temperature_, &QWidget::setDisabled);
+  auto view_changed = [this] {
+    if (!loading_) emit viewChanged();
+  };
+  connect(layer_, &QComboBox::currentIndexChanged, this, view_changed);
+  connect(head_, &QComboBox::currentIndexChanged, this, view_changed);
+  connect(speed_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+    if (!loading_) emit speedChanged(v);
+  });
+  setShape(1, 1);
+}
+
+void ControlPanel::setShape(int layers, int heads) {
+  const bool was = loading_;
+  loading_ = true;
+  const int layer = std::max(0, layer_->currentIndex()), head = head_->currentIndex();
+  layer_->clear();
+  for (int l = 0; l < layers; ++l) layer_->addItem(QString("layer %1").arg(l));
+  head_->clear();
+  head_->addItem("mean over heads");
+  for (int h = 0; h < heads; ++h) head_->addItem(QString("head %1").arg(h));
+  layer_->setCurrentIndex(std::min(layer, layers - 1));
+  head_->setCurrentIndex(head >= 0 && head < head_->count() ? head : 0);
+  loading_ = was;
+}
+
+int ControlPanel::layer() const { return std::max(0, layer_->currentIndex()); }
+int ControlPanel::head() const { return head_->currentIndex() - 1; }
+
+void ControlPanel::setSettings(const StudioSettings& s) {
+  loading_ = true;
+  const StudioConfig& c = s.config;
+  model_->setText(QString::fromStdString(c.model));
+  tokenizer_->setText(QString::fromStdString(c.tokenizer));
+  prompts_->setText(QString::fromStdString(c.prompts));
+  forced_text_->setText(QString::fromStdString(c.forced_text));
+  mode_->setCurrentIndex(c.forced ? 1 : 0);
+  backend_->setCurrentText(QString::fromStdString(c.backend));
+  threads_->setValue(c.threads);
+  budget_->setValue(c.budget);
+  sinks_->setValue(c.sinks);
+  heavy_->setValue(c.heavy);
+  recent_->setValue(c.recent);
+  slack_->setValue(c.slack);
+  rolling_->setChecked(c.rolling);
+  max_new_->setValue(c.max_new_tokens);
+  greedy_->setChecked(c.greedy);
+  temperature_->setValue(c.temperature);
+  temperature_->setDisabled(c.greedy);
+  seed_->setValue(int(c.seed));
+  if (layer_->count() <= c.capture_layer) setShape(c.capture_layer + 1, std::max(1, head_->count() - 1));
+  layer_->setCurrentIndex(c.capture_layer);
+  if (head_->count() <= s.head + 1) setShape(layer_->count(), s.head + 1);
+  head_->setCurrentIndex(s.head + 1);
+  speed_->setValue(s.speed_limit);
+  loading_ = false;
+}
+
+StudioSettings ControlPanel::settings() const {
+  StudioSettings s;
+  StudioConfig& c = s.config;
+  c.model = model_->text().trimmed().toStdString();
+  c.tokenizer = tokenizer_->text().trimmed().toStdString();
+  c.prompts = prompts_->text().trimmed().toStdString();
+  c.forced_text = forced_text_->text().trimmed().toStdString();
+  c.forced = mode_->currentIndex() == 1;
+  c.backend = backend_->currentText().toStdString();
+  c.threads = threads_->value();
+  c.budget = budget_->value();
+  c.sinks = sinks_->value();
+  c.heavy = heavy_->value();
+  c.recent = recent_->value();
+  c.slack = slack_->value();
+  c.rolling = rolling_->isChecked();
+  c.max_new_tokens = max_new_->value();
+  c.greedy = greedy_->isChecked();
+  c.temperature = float(temperature_->value());
+  c.seed = uint64_t(seed_->value());
+  c.capture_layer = layer();
+  s.head = head();
+  s.speed_limit = speed_->value();
+  return s;
+}
+
+}  // namespace h2o::ui

@@ -1,0 +1,391 @@
+#include "engine_worker.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QTimer>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/run_log.h"
+#include "core/studio_report.h"
+
+namespace h2o::ui {
+
+// Shared between the worker and its model-loading threads: a loader that
+// finishes after the worker is gone (or was cancelled) has nobody to tell.
+struct LoadTicket {
+  std::mutex mutex;
+  EngineWorker* worker = nullptr;
+};
+
+namespace {
+constexpr int kPublishIntervalMs = 40;   // at most ~25 snapshots a second
+constexpr int kTickBudgetMs = 12;        // engine time per tick before the event loop gets a turn
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+}  // namespace
+
+EngineWorker::EngineWorker(std::shared_ptr<SnapshotSlot> slot, QObject* parent)
+    : QObject(parent), slot_(std::move(slot)), timer_(new QTimer(this)), ticket_(std::make_shared<LoadTicket>()) {
+  ticket_->worker = this;
+  connect(timer_, &QTimer::timeout, this, &EngineWorker::tick);
+  since_publish_.start();
+}
+
+EngineWorker::~EngineWorker() {
+  {
+    std::lock_guard lock(ticket_->mutex);
+    ticket_->worker = nullptr;
+  }
+  spool_.close();
+  if (!spool_path_.empty()) std::filesystem::remove(spool_path_);
+}
+
+void EngineWorker::fail(const QString& message) {
+  setRunning(false);
+  emit failed(message);
+}
+
+void EngineWorker::setRunning(bool running) {
+  if (running == running_) return;
+  running_ = running;
+  if (running) timer_->start(speed_limit_ > 0 ? int(1000.0 / speed_limit_) : 0);
+  else timer_->stop();
+  emit runningChanged(running);
+}
+
+// ---- loading --------------------------------------------------------------------
+
+void EngineWorker::configure(const StudioConfig& config) {
+  const bool same_inputs = have_config_ && inputs_ && config.model == config_.model &&
+                           config.tokenizer == config_.tokenizer;
+  config_ = config;
+  have_config_ = true;
+  view_.layer = config.capture_layer;
+  replay_.reset();
+  if (same_inputs) {
+    startLive();
+    return;
+  }
+  setRunning(false);
+  engine_.reset();
+  inputs_.reset();
+  const quint64 generation = ++generation_;
+  emit loading(q(model_display_name(config.model)));
+  // Loading can take seconds for big files: a thread of its own, whose result
+  // is dropped if another load (or a cancel) came after it.
+  std::thread([ticket = ticket_, config, generation] {
+    std::shared_ptr<StudioInputs> inputs;
+    QString error;
+    try {
+      inputs = std::make_shared<StudioInputs>(load_studio_inputs(config));
+    } catch (const std::bad_alloc&) {
+      error = "out of memory while loading " + q(config.model);
+    } catch (const std::exception& e) {
+      error = QString::fromUtf8(e.what());
+    }
+    std::lock_guard lock(ticket->mutex);
+    if (EngineWorker* worker = ticket->worker)
+      QMetaObject::invokeMethod(worker, [worker, generation, inputs, error] { worker->onLoaded(generation, inputs, error); },
+                                Qt::QueuedConnection);
+  }).detach();
+}
+
+void EngineWorker::cancelLoad() {
+  if (inputs_ || replay_) return;
+  ++generation_;
+  emit status("loading cancelled");
+  emit failed("Loading cancelled: no model loaded.");
+}
+
+void EngineWorker::onLoaded(quint64 generation, std::shared_ptr<StudioInputs> inputs, QString error) {
+  if (generation != generation_) return;  // cancelled or superseded
+  if (!error.isEmpty()) {
+    autoplay_pending_ = false;
+    fail(error);
+    return;
+  }
+  inputs_ = std::move(inputs);
+  startLive();
+}
+
+void EngineWorker::startLive() {
+  setRunning(false);
+  replay_.reset();
+  engine_.reset();
+  analyzer_.reset();
+  engine_seconds_ = 0;
+  try {
+    StudioConfig config = config_;
+    config.capture_layer = std::clamp(view_.layer, 0, inputs_->model->config.n_layers - 1);
+    engine_ = make_studio_engine(config, *inputs_, make_backend(inputs_->model, studio_backend_options(config)));
+    RunInfo info;
+    info.command = config.forced ? "eval" : "stream";
+    info.command_line = "h2o-studio";
+    info.model_path = inputs_->model_path;
+    info.tokenizer_path = inputs_->tokenizer_path;
+    info.prompts_path = config.forced ? config.forced_text : config.prompts;
+    // Hashing is quick for small files and would stall the start of big ones.
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(inputs_->model_path, ec);
+    info.hash_files = !ec && size < (64u << 20);
+    manifest_ = describe_run(*engine_, info);
+    analyzer_ = std::make_unique<Analyzer>(make_header(*engine_, manifest_, config.forced ? "forced" : "stream"));
+    openSpool();
+  } catch (const std::bad_alloc&) {
+    engine_.reset();
+    fail("Out of memory while starting the engine.");
+    return;
+  } catch (const std::exception& e) {
+    engine_.reset();
+    fail(QString::fromUtf8(e.what()));
+    return;
+  }
+  const Model& m = engine_->model();
+  emit loaded(q(model_display_name(m.path)),
+              QString("%1 · %2 layers × %3 heads (%4 KV) · vocab %5 · context %6 · %7")
+                  .arg(q(m.format))
+                  .arg(m.config.n_layers)
+                  .arg(m.config.n_heads)
+                  .arg(m.config.n_kv_heads)
+                  .arg(m.config.vocab_size)
+                  .arg(m.config.max_seq_len)
+                  .arg(q(engine_->backend().describe())));
+  publish(true);
+  if (autoplay_pending_) {
+    autoplay_pending_ = false;
+    setRunning(true);
+  }
+}
+
+void EngineWorker::openSpool() {
+  spool_.close();
+  if (!spool_path_.empty()) std::filesystem::remove(spool_path_);
+  static int counter = 0;
+  spool_path_ = QDir(QDir::tempPath())
+                    .filePath(QString("h2o-studio-%1-%2.jsonl").arg(QCoreApplication::applicationPid()).arg(++counter))
+                    .toStdString();
+  spool_.open(spool_path_, std::ios::binary | std::ios::trunc);
+  if (!spool_) throw Error(spool_path_ + ": cannot create the recording spool");
+  spool_ << recording_first_line(analyzer_->header()) << '\n';
+}
+
+void EngineWorker::openReplay(const QString& path) {
+  setRunning(false);
+  ++generation_;  // a model still loading is no longer wanted
+  try {
+    auto reader = std::make_unique<RecordingReader>(path.toStdString());
+    engine_.reset();
+    inputs_.reset();
+    spool_.close();
+    analyzer_ = std::make_unique<Analyzer>(reader->header());
+    replay_ = std::move(reader);
+    replay_path_ = path;
+    manifest_ = analyzer_->header().manifest;
+    engine_seconds_ = 0;
+  } catch (const std::exception& e) {
+    fail(QString::fromUtf8(e.what()));
+    return;
+  }
+  const RecordingHeader& h = analyzer_->header();
+  emit loaded(q(h.title) + " (replay)", QString("replay of %1 · %2 layers × %3 heads (%4 KV) · no model needed")
+                                            .arg(QFileInfo(path).fileName())
+                                            .arg(h.layers)
+                                            .arg(h.heads)
+                                            .arg(h.kv_heads));
+  publish(true);
+  if (autoplay_pending_) {
+    autoplay_pending_ = false;
+    setRunning(true);
+  }
+}
+
+// ---- playing ----------------------------------------------------------------------
+
+void EngineWorker::play() {
+  if (engine_ || replay_) setRunning(true);
+}
+
+void EngineWorker::pause() {
+  setRunning(false);
+  publish(true);
+}
+
+void EngineWorker::stepOnce() {
+  setRunning(false);
+  if (!engine_ && !replay_) return;
+  stepOnceInternal();
+  publish(true);
+}
+
+void EngineWorker::reset() {
+  if (replay_) {
+    openReplay(replay_path_);
+  } else if (inputs_) {
+    startLive();
+  }
+}
+
+void EngineWorker::playSteps(int steps) {
+  autoplay_left_ = steps;
+  if (engine_ || replay_) setRunning(true);
+  else autoplay_pending_ = true;
+}
+
+void EngineWorker::setSpeedLimit(double steps_per_second) {
+  speed_limit_ = std::max(0.0, steps_per_second);
+  if (running_) timer_->start(speed_limit_ > 0 ? int(1000.0 / speed_limit_) : 0);
+}
+
+void EngineWorker::setView(const ViewSelection& view) {
+  const bool layer_changed = view.layer != view_.layer;
+  view_ = view;
+  if (engine_ && layer_changed) engine_->set_capture(view.layer, 1);
+  if (analyzer_) publish(true);
+}
+
+bool EngineWorker::stepOnceInternal() {
+  try {
+    std::optional<StepRecord> record;
+    if (replay_) {
+      record = replay_->next();
+      if (!record) {
+        emit status("replay finished");
+        return false;
+      }
+      engine_seconds_ = record->engine_seconds;
+    } else if (engine_) {
+      if (engine_->done()) {
+        emit status("run finished: the whole text has been scored");
+        return false;
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      const StepReport report = engine_->step();
+      engine_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      record = make_step_record(*engine_, report, engine_seconds_);
+      spool_ << json_dump(to_json(*record)) << '\n';
+    } else {
+      return false;
+    }
+    analyzer_->ingest(*record);
+    return true;
+  } catch (const std::bad_alloc&) {
+    fail("Out of memory in the engine; the run is paused. Lower the budget or reset.");
+  } catch (const std::exception& e) {
+    fail(QString("Engine step failed: ") + QString::fromUtf8(e.what()));
+  }
+  return false;
+}
+
+void EngineWorker::tick() {
+  QElapsedTimer budget;
+  budget.start();
+  const bool one_per_tick = speed_limit_ > 0;
+  do {
+    if (!stepOnceInternal()) {
+      setRunning(false);
+      publish(true);
+      finishAutoplayIfDue();
+      autoplay_left_ = -1;
+      return;
+    }
+    if (autoplay_left_ > 0 && --autoplay_left_ == 0) {
+      setRunning(false);
+      publish(true);
+      finishAutoplayIfDue();
+      return;
+    }
+  } while (!one_per_tick && budget.elapsed() < kTickBudgetMs);
+  publish(false);
+}
+
+void EngineWorker::finishAutoplayIfDue() {
+  if (autoplay_left_ < 0) return;
+  autoplay_left_ = -1;
+  emit autoplayDone();
+}
+
+void EngineWorker::publish(bool force) {
+  if (!analyzer_) return;
+  // Building costs worker time: not more often than the GUI can use.
+  if (!force && (since_publish_.elapsed() < kPublishIntervalMs || !slot_->empty())) return;
+  since_publish_.restart();
+  auto snapshot = std::make_shared<StudioSnapshot>(analyzer_->snapshot(view_));
+  if (slot_->put(std::move(snapshot))) emit snapshotPending();
+}
+
+// ---- files -----------------------------------------------------------------------
+
+void EngineWorker::saveRecording(const QString& path) {
+  try {
+    if (replay_) {
+      // A replay is already a recording: copy it as it is.
+      std::ifstream in(replay_path_.toStdString(), std::ios::binary);
+      AtomicFile out(path.toStdString(), std::ios::out | std::ios::trunc | std::ios::binary);
+      out.stream() << in.rdbuf();
+      out.commit();
+    } else if (engine_) {
+      spool_.flush();
+      std::ifstream in(spool_path_, std::ios::binary);
+      AtomicFile out(path.toStdString(), std::ios::out | std::ios::trunc | std::ios::binary);
+      out.stream() << in.rdbuf();
+      out.stream() << json_dump(nlohmann::json{{"totals", describe_totals(*engine_)}}) << '\n';
+      out.commit();
+    } else {
+      throw Error("nothing to save: no run yet");
+    }
+    emit fileWritten(path);
+  } catch (const std::exception& e) {
+    emit failed("Saving the recording failed: " + QString::fromUtf8(e.what()));
+  }
+}
+
+void EngineWorker::exportLogs(const QString& dir) {
+  try {
+    if (!engine_) throw Error("logs are written from a live run (a replay's recording already holds them)");
+    spool_.flush();
+    RunInfo info;
+    info.command = config_.forced ? "eval" : "stream";  // RunLog adds tokens.csv for eval
+    info.command_line = "h2o-studio";
+    info.model_path = inputs_->model_path;
+    info.tokenizer_path = inputs_->tokenizer_path;
+    info.prompts_path = config_.forced ? config_.forced_text : config_.prompts;
+    info.hash_files = false;
+    RunLog log(dir.toStdString(), *engine_, info);
+    RecordingReader spool(spool_path_);
+    while (auto record = spool.next()) log.write(to_step_report(*record));
+    log.close(running_ ? "running" : "paused");
+    emit fileWritten(dir);
+  } catch (const std::exception& e) {
+    emit failed("Exporting the logs failed: " + QString::fromUtf8(e.what()));
+  }
+}
+
+void EngineWorker::writeReport(const QString& dir, const QStringList& plots) {
+  try {
+    ReportContents report;
+    report.manifest = manifest_;
+    report.steps = analyzer_ ? analyzer_->steps_ingested() : 0;
+    for (const QString& p : plots) report.plots.push_back(p.toStdString());
+    if (engine_) {
+      exportLogs(dir);
+      report.totals = describe_totals(*engine_);
+      report.logs = {"manifest.json", "steps.csv", "steps.jsonl", "evictions.csv"};
+    } else if (replay_) {
+      report.totals = replay_->totals();
+    }
+    saveRecording(dir + "/run.h2orec.jsonl");
+    report.logs.push_back("run.h2orec.jsonl");
+    write_file_atomic((dir + "/summary.md").toStdString(), report_markdown(report));
+    emit reportWritten(dir);
+  } catch (const std::exception& e) {
+    emit failed("Writing the report failed: " + QString::fromUtf8(e.what()));
+  }
+}
+
+}  // namespace h2o::ui

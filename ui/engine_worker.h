@@ -1,0 +1,104 @@
+#pragma once
+// The engine's thread. An EngineWorker lives on its own QThread and owns the
+// run: the Engine (live) or a RecordingReader (replay), the Analyzer that
+// turns steps into snapshots, and the spool file every step is recorded to.
+// The GUI talks to it only through queued slots and reads its pictures from
+// a LatestSlot; it never waits on it.
+#include <QElapsedTimer>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <fstream>
+#include <memory>
+
+#include "core/studio_analyzer.h"
+#include "core/studio_setup.h"
+#include "ui/snapshot_mailbox.h"
+
+class QTimer;
+
+namespace h2o::ui {
+
+struct LoadTicket;
+using SnapshotSlot = LatestSlot<StudioSnapshot>;
+
+class EngineWorker : public QObject {
+  Q_OBJECT
+ public:
+  explicit EngineWorker(std::shared_ptr<SnapshotSlot> slot, QObject* parent = nullptr);
+  ~EngineWorker() override;
+
+  // Everything below runs on the worker's thread: call through QMetaObject::invokeMethod.
+ public slots:
+  // Applies settings: reloads the model when its inputs changed, else restarts the run.
+  void configure(const h2o::StudioConfig& config);
+  void cancelLoad();
+  void play();
+  void pause();
+  void stepOnce();
+  void reset();
+  // Plays exactly `steps` steps (from whatever is loaded, once it is), then pauses and emits autoplayDone.
+  void playSteps(int steps);
+  void setSpeedLimit(double steps_per_second);  // 0: as fast as it goes
+  void setView(const h2o::ViewSelection& view);
+  void openReplay(const QString& path);
+  void saveRecording(const QString& path);
+  // Steps, evictions and manifest as h2o::RunLog writes them (live runs only).
+  void exportLogs(const QString& dir);
+  // summary.md for a report folder that already holds `plots` (and the logs, written here).
+  void writeReport(const QString& dir, const QStringList& plots);
+
+ signals:
+  void snapshotPending();
+  void loading(const QString& what);
+  void loaded(const QString& title, const QString& details);
+  void failed(const QString& message);
+  void status(const QString& message);
+  void runningChanged(bool running);
+  void autoplayDone();
+  void fileWritten(const QString& path);
+  void reportWritten(const QString& dir);
+
+ private slots:
+  void tick();
+
+ private:
+  void onLoaded(quint64 generation, std::shared_ptr<StudioInputs> inputs, QString error);
+  void startLive();  // a fresh engine on the loaded inputs
+  bool stepOnceInternal();  // false when the run has nothing more to give
+  void publish(bool force);
+  void setRunning(bool running);
+  void openSpool();
+  void fail(const QString& message);
+  void finishAutoplayIfDue();
+
+  std::shared_ptr<SnapshotSlot> slot_;
+  QTimer* timer_;
+  std::shared_ptr<LoadTicket> ticket_;
+  quint64 generation_ = 0;  // of the newest load; older results are discarded
+
+  StudioConfig config_;
+  bool have_config_ = false;
+  std::shared_ptr<StudioInputs> inputs_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<RecordingReader> replay_;
+  QString replay_path_;
+  std::unique_ptr<Analyzer> analyzer_;
+  ViewSelection view_;
+  nlohmann::json manifest_;
+
+  std::string spool_path_;
+  std::ofstream spool_;
+
+  bool running_ = false;
+  double speed_limit_ = 0;
+  int autoplay_left_ = -1;  // -1: no autoplay
+  bool autoplay_pending_ = false;
+  double engine_seconds_ = 0;
+  QElapsedTimer since_publish_;
+};
+
+}  // namespace h2o::ui
+
+Q_DECLARE_METATYPE(h2o::StudioConfig)
+Q_DECLARE_METATYPE(h2o::ViewSelection)

@@ -1,0 +1,72 @@
+#include "heavy_hitter_panel.h"
+
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+#include "ui/plot_helpers.h"
+#include "ui/theme.h"
+
+namespace h2o::ui {
+
+HeavyHitterPanel::HeavyHitterPanel(const std::vector<PolicyKind>& kinds, QWidget* parent)
+    : QWidget(parent), kinds_(kinds) {
+  score_rank_ = make_plot("Score vs rank (log-log)", "rank", "accumulated score");
+  QSharedPointer<QCPAxisTickerLog> log_ticker(new QCPAxisTickerLog);
+  for (QCPAxis* axis : {score_rank_->xAxis, score_rank_->yAxis}) {
+    axis->setScaleType(QCPAxis::stLogarithmic);
+    axis->setTicker(log_ticker);
+    axis->setNumberFormat("eb");
+    axis->setNumberPrecision(0);
+  }
+  for (PolicyKind kind : kinds) {
+    QCPGraph* points = score_rank_->addGraph();
+    points->setLineStyle(QCPGraph::lsNone);
+    points->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, policy_color(kind), 3.5));
+    points->setPen(QPen(policy_color(kind)));
+    points->setName(policy_title(kind));
+    QCPGraph* fit = score_rank_->addGraph();
+    QPen pen(policy_color(kind).lighter(130), 1.4, Qt::DashLine);
+    fit->setPen(pen);
+    fit->removeFromLegend();
+    points_.push_back(points);
+    fits_.push_back(fit);
+  }
+  score_rank_->legend->setVisible(true);
+  score_rank_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignLeft);
+
+  sparsity_ = make_plot("Attention sparsity", "step", "share on top-k keys");
+  add_policy_graphs(sparsity_, kinds);
+  sparsity_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignLeft);
+
+  auto* tabs = new QTabWidget;
+  tabs->addTab(score_rank_, "Score vs rank");
+  tabs->addTab(sparsity_, "Sparsity");
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(tabs);
+}
+
+void HeavyHitterPanel::draw(const StudioSnapshot& s) {
+  for (size_t i = 0; i < points_.size() && i < s.panes.size(); ++i) {
+    const ScoreRank& sr = s.panes[i].score_rank;
+    set_series(points_[i], {sr.rank, sr.score});
+    const PowerLawFit& fit = sr.fit;
+    if (!std::isnan(fit.slope) && !sr.fit_rank.empty()) {
+      set_series(fits_[i], {sr.fit_rank, sr.fit_score});
+      points_[i]->setName(QString("%1  slope %2").arg(policy_title(kinds_[i])).arg(fit.slope, 0, 'f', 2));
+    } else {
+      fits_[i]->data()->clear();
+      points_[i]->setName(policy_title(kinds_[i]));
+    }
+  }
+  score_rank_->rescaleAxes(true);
+  if (score_rank_->isVisible()) score_rank_->replot(QCustomPlot::rpImmediateRefresh);
+  for (int i = 0; i < sparsity_->graphCount() && i < int(s.panes.size()); ++i)
+    set_series(sparsity_->graph(i), s.panes[size_t(i)].sparsity_history);
+  sparsity_->xAxis->rescale(true);
+  sparsity_->yAxis->setRange(0, 1.05);
+  sparsity_->yAxis->setLabel(QString("share on top-%1 keys").arg(s.top_k));
+  if (sparsity_->isVisible()) sparsity_->replot(QCustomPlot::rpImmediateRefresh);
+}
+
+}  // namespace h2o::ui

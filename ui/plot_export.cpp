@@ -1,0 +1,83 @@
+#include "plot_export.h"
+
+#include <QSaveFile>
+#include <QSvgGenerator>
+#include <QWidget>
+#include <filesystem>
+#include <qcustomplot.h>
+
+#include "core/error.h"
+
+namespace h2o::ui {
+
+const char* plot_format_suffix(PlotFormat format) {
+  switch (format) {
+    case PlotFormat::Png: return "png";
+    case PlotFormat::Pdf: return "pdf";
+    case PlotFormat::Svg: return "svg";
+  }
+  return "";
+}
+
+QString file_stem(const QString& title) {
+  QString out;
+  for (QChar c : title.toLower()) {
+    if (c.isLetterOrNumber()) out += c;
+    else if (!out.endsWith('-')) out += '-';
+  }
+  while (out.endsWith('-')) out.chop(1);
+  return out.isEmpty() ? "plot" : out;
+}
+
+// QCustomPlot writes straight to a file name: give it a temporary one beside
+// the destination and rename it over the destination when it succeeded.
+static void save_via_temp(const QString& path, const std::function<bool(const QString&)>& write) {
+  const QString temp = path + ".tmp-" + QString::number(QCoreApplication::applicationPid());
+  if (!write(temp)) {
+    QFile::remove(temp);
+    throw Error(path.toStdString() + ": could not write the plot");
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp.toStdString(), path.toStdString(), ec);
+  if (ec) {
+    QFile::remove(temp);
+    throw Error(path.toStdString() + ": " + ec.message());
+  }
+}
+
+void save_plot(QCustomPlot* plot, const QString& path, PlotFormat format) {
+  const int w = std::max(plot->width(), 640), h = std::max(plot->height(), 400);
+  switch (format) {
+    case PlotFormat::Png:
+      save_via_temp(path, [&](const QString& temp) { return plot->savePng(temp, w, h); });
+      return;
+    case PlotFormat::Pdf:
+      save_via_temp(path, [&](const QString& temp) { return plot->savePdf(temp, w, h); });
+      return;
+    case PlotFormat::Svg: {
+      QSaveFile file(path);
+      if (!file.open(QIODevice::WriteOnly)) throw Error(path.toStdString() + ": cannot create the file");
+      QSvgGenerator svg;
+      svg.setOutputDevice(&file);
+      svg.setSize(QSize(w, h));
+      svg.setViewBox(QRect(0, 0, w, h));
+      svg.setTitle(plot->objectName());
+      svg.setDescription("H2O Studio plot");
+      QCPPainter painter;
+      if (!painter.begin(&svg)) throw Error(path.toStdString() + ": cannot paint the SVG");
+      plot->toPainter(&painter, w, h);
+      painter.end();
+      if (!file.commit()) throw Error(path.toStdString() + ": " + file.errorString().toStdString());
+      return;
+    }
+  }
+}
+
+void save_widget_png(QWidget* widget, const QString& path) {
+  const QPixmap pixmap = widget->grab();
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly) || !pixmap.save(&file, "PNG") || !file.commit())
+    throw Error(path.toStdString() + ": could not write the screenshot");
+}
+
+}  // namespace h2o::ui

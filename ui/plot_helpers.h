@@ -1,0 +1,17 @@
+#pragma once
+// Small drawing helpers shared by the plot panels.
+#include <qcustomplot.h>
+
+#include "core/studio_snapshot.h"
+
+namespace h2o::ui {
+
+// A titled plot in the app's style.
+QCustomPlot* make_plot(const QString& title, const QString& x_label, const QString& y_label, QWidget* parent = nullptr);
+// One line per policy, in policy colours, named in the legend.
+void add_policy_graphs(QCustomPlot* plot, const std::vector<PolicyKind>& kinds);
+void set_series(QCPGraph* graph, const Series& series);
+// Fits the axes to the data, keeping zero in view on linear axes.
+void rescale(QCustomPlot* plot, bool include_zero = true);
+
+}  // namespace h2o::ui

@@ -1,0 +1,39 @@
+#include "sparsity_meter.h"
+
+#include <QPainter>
+
+#include "ui/theme.h"
+
+namespace h2o::ui {
+
+SparsityMeter::SparsityMeter(QWidget* parent) : QWidget(parent) {
+  setFixedHeight(16);
+  setToolTip("Attention sparsity: share of the latest step's attention mass (shown layer/head) on its top-k keys");
+}
+
+void SparsityMeter::setValue(double share, int top_k, const QColor& color) {
+  share_ = share;
+  top_k_ = top_k;
+  color_ = color;
+  update();
+}
+
+void SparsityMeter::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  const QRect r = rect().adjusted(0, 1, -1, -2);
+  p.fillRect(r, QColor("#2a3136"));
+  if (!std::isnan(share_)) {
+    QColor c = color_;
+    c.setAlpha(170);
+    p.fillRect(QRect(r.left(), r.top(), int(r.width() * std::clamp(share_, 0.0, 1.0)), r.height()), c);
+  }
+  p.setPen(text_color());
+  QFont f = font();
+  f.setPointSizeF(7.5);
+  p.setFont(f);
+  p.drawText(r.adjusted(6, 0, -6, 0), Qt::AlignVCenter | Qt::AlignLeft,
+             std::isnan(share_) ? QString("attention on top-%1 keys: —").arg(top_k_)
+                                : QString("attention on top-%1 keys: %2 %").arg(top_k_).arg(share_ * 100, 0, 'f', 1));
+}
+
+}  // namespace h2o::ui

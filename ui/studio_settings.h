@@ -1,0 +1,25 @@
+#pragma once
+// The app's settings: what the controls hold, remembered with QSettings. Keys
+// nobody has set fall back to resources/default_settings.json; empty input
+// paths fall back to the demo's defaults (h2o::default_inputs), so a first
+// run always has something to stream.
+#include <QString>
+
+#include "core/studio_setup.h"
+
+class QSettings;
+
+namespace h2o::ui {
+
+struct StudioSettings {
+  StudioConfig config;
+  int head = -1;             // query head shown, -1: mean over heads
+  double speed_limit = 0;    // steps per second, 0: unlimited
+};
+
+StudioSettings load_settings(QSettings& settings);
+void save_settings(QSettings& settings, const StudioSettings& s);
+// Fills empty model/tokenizer/prompts from the assets found beside `argv0`.
+void fill_default_inputs(StudioConfig& config, const QString& argv0);
+
+}  // namespace h2o::ui

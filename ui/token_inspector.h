@@ -1,0 +1,28 @@
+#pragma once
+// The clicked token: its accumulated score over time in each policy (one line
+// per KV head of the captured layer) and when each policy evicted it, per
+// layer and KV head.
+#include <QWidget>
+#include <vector>
+
+#include "core/studio_snapshot.h"
+
+class QCustomPlot;
+class QLabel;
+
+namespace h2o::ui {
+
+class TokenInspector : public QWidget {
+  Q_OBJECT
+ public:
+  explicit TokenInspector(const std::vector<PolicyKind>& kinds, QWidget* parent = nullptr);
+  void draw(const InspectionSnapshot& inspection);
+  QCustomPlot* plot() const { return plot_; }
+
+ private:
+  std::vector<PolicyKind> kinds_;
+  QCustomPlot* plot_;
+  QLabel* details_;
+};
+
+}  // namespace h2o::ui
