@@ -20,7 +20,7 @@ std::unique_ptr<Backend> make_backend(std::shared_ptr<const Model> model, const 
 #ifdef H2O_WITH_CUDA
     return make_cuda_backend(std::move(model), options);
 #else
-    fail("--backend", "cuda: this build has no CUDA backend (no CUDA compiler was found when it was configured)");
+    fail("--backend", "cuda: this build has no CUDA backend (see kernels/README.md); use --backend cpu");
 #endif
   }
   fail("--backend", "unknown backend '" + options.kind + "' (expected cpu or cuda)");
