@@ -148,6 +148,16 @@ SessionStep Engine::observe(int index, std::vector<int> fed, double ms) const {
   return out;
 }
 
+// Asks the backend for the attention of the layer being watched, if any.
+std::shared_ptr<AttentionCapture> Engine::request_capture(ForwardItem& item) const {
+  if (options_.capture_layer < 0) return nullptr;
+  auto capture = std::make_shared<AttentionCapture>();
+  item.capture = capture.get();
+  item.capture_layer = options_.capture_layer;
+  item.capture_rows = options_.capture_rows;
+  return capture;
+}
+
 // Feeds the next chunk of the current turn's prompt to every session. A
 // session's first chunk starts with the last token of its previous answer,
 // which was sampled but not yet fed.
@@ -165,12 +175,7 @@ void Engine::step_prefill(StepReport& report) {
     items[i].cache = s.cache_.get();
     items[i].tokens = fed[i];
     items[i].logits = last_chunk ? &s.logits : nullptr;
-    if (options_.capture_layer >= 0) {
-      captures[i] = std::make_shared<AttentionCapture>();
-      items[i].capture = captures[i].get();
-      items[i].capture_layer = options_.capture_layer;
-      items[i].capture_rows = options_.capture_rows;
-    }
+    captures[i] = request_capture(items[i]);
   }
   const auto ms = run(items);
   prompt_done_ += n;
@@ -217,12 +222,7 @@ void Engine::step_decode(StepReport& report) {
     items[a].cache = s.cache_.get();
     items[a].tokens = fed[a];
     items[a].logits = &s.logits;
-    if (options_.capture_layer >= 0) {
-      captures[a] = std::make_shared<AttentionCapture>();
-      items[a].capture = captures[a].get();
-      items[a].capture_layer = options_.capture_layer;
-      items[a].capture_rows = options_.capture_rows;
-    }
+    captures[a] = request_capture(items[a]);
   }
   const auto ms = run(items);
 
@@ -260,12 +260,7 @@ void Engine::step_forced(StepReport& report) {
     items[i].tokens = fed;
     items[i].all_logits = true;
     items[i].logits = &sessions_[i]->logits;
-    if (options_.capture_layer >= 0) {
-      captures[i] = std::make_shared<AttentionCapture>();
-      items[i].capture = captures[i].get();
-      items[i].capture_layer = options_.capture_layer;
-      items[i].capture_rows = options_.capture_rows;
-    }
+    captures[i] = request_capture(items[i]);
   }
   const auto ms = run(items);
 

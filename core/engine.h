@@ -129,6 +129,7 @@ class Engine {
   // Runs the items (batched or one by one), returning each item's wall time in ms.
   std::vector<double> run(std::vector<ForwardItem>& items);
   SessionStep observe(int index, std::vector<int> fed, double ms) const;
+  std::shared_ptr<AttentionCapture> request_capture(ForwardItem& item) const;
   std::string text_of(const Session& s, int token) const;
 
   std::shared_ptr<const Model> model_;
