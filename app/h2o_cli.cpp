@@ -6,6 +6,7 @@
 //   info      what a model or tokenizer file holds
 // Every input error is one line on stderr and a non-zero exit.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -25,8 +26,17 @@ namespace {
 
 using namespace h2o;
 
-std::atomic<bool> g_interrupted{false};
-void on_signal(int) { g_interrupted = true; }
+// The signal that stopped the run (0: none); the exit code is 128 + it, as a shell reports.
+std::atomic<int> g_interrupted{0};
+void on_signal(int sig) { g_interrupted = sig; }
+int interrupted_exit_code() { return g_interrupted ? 128 + g_interrupted : 0; }
+
+// Ctrl-C (SIGINT) and a polite kill (SIGTERM) both stop a run at the next step
+// boundary, so its files are closed whole and marked "interrupted".
+void stop_on_signals() {
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+}
 
 // Flags every subcommand shares.
 struct Flags {
@@ -93,7 +103,13 @@ std::vector<PolicyConfig> parse_policies(const Flags& f, const std::string& list
   std::string name;
   while (std::getline(ss, name, ',')) {
     if (name.empty()) continue;
-    out.push_back(make_policy(f, parse_policy_kind(name)));
+    PolicyKind kind;
+    try {
+      kind = parse_policy_kind(name);
+    } catch (const Error&) {
+      fail("--policies", "unknown policy '" + name + "' (expected full, streaming or h2o)");
+    }
+    out.push_back(make_policy(f, kind));
   }
   if (out.empty()) fail("--policies", "no policy given");
   return out;
@@ -161,6 +177,7 @@ struct StreamFlags {
 };
 
 int run_stream(Flags& f, const StreamFlags& sf, const char* argv0, const std::string& command_line) {
+  if (sf.questions < 0) fail("--questions", "must be >= 0 (0: all), got " + std::to_string(sf.questions));
   Loaded in = load_inputs(f, argv0);
   if (f.prompts.empty()) f.prompts = default_inputs(find_assets_dir(argv0)).prompts;
   std::vector<Turn> turns = f.prompts.empty() ? builtin_prompts() : load_mt_bench(f.prompts, sf.questions);
@@ -176,8 +193,7 @@ int run_stream(Flags& f, const StreamFlags& sf, const char* argv0, const std::st
   for (const auto& s : engine.sessions()) std::cerr << ' ' << s->policy().describe();
   std::cerr << " on " << engine.backend().describe() << "; logs in " << out << "\n";
 
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  stop_on_signals();
   std::vector<std::string> answers(engine.sessions().size());
   while (!engine.done() && !g_interrupted) {
     const StepReport r = engine.step();
@@ -202,7 +218,7 @@ int run_stream(Flags& f, const StreamFlags& sf, const char* argv0, const std::st
     }
     for (auto& a : answers) a.clear();
   }
-  const bool interrupted = g_interrupted;
+  const bool interrupted = g_interrupted != 0;
   log.close(interrupted ? "interrupted" : "complete");
   std::cerr << (interrupted ? "interrupted; " : "") << "wrote " << out << "/{manifest.json,steps.jsonl,steps.csv,evictions.csv}\n";
   for (const auto& s : engine.sessions())
@@ -210,7 +226,7 @@ int run_stream(Flags& f, const StreamFlags& sf, const char* argv0, const std::st
               << s->totals().generated << ", decode " << std::fixed << std::setprecision(1)
               << s->totals().decode_tokens_per_s() << " tok/s, KV live " << mib(s->cache().live_bytes())
               << ", allocated " << mib(s->cache().allocated_bytes()) << "\n";
-  return interrupted ? 130 : 0;
+  return interrupted_exit_code();
 }
 
 // ---- generate ---------------------------------------------------------------
@@ -223,7 +239,7 @@ struct GenerateFlags {
 int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
   Loaded in = load_inputs(f, argv0);
   Turn turn;
-  if (!gf.prompt_ids.empty()) {
+  if (f.given("--prompt-ids")) {
     turn.ids = parse_token_list(gf.prompt_ids, "--prompt-ids", in.model->config.vocab_size);
   } else {
     turn.ids = {in.tokenizer->bos_id()};
@@ -233,7 +249,7 @@ int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
   Engine engine(in.model, make_backend(in.model, {f.backend, f.threads, f.precision}), in.tokenizer,
                 engine_options(f, {make_policy(f, parse_policy_kind(f.policy))}));
   engine.start_stream({turn});
-  std::signal(SIGINT, on_signal);
+  stop_on_signals();
   std::vector<int> ids;
   while (!engine.done() && !g_interrupted) {
     for (const SessionStep& s : engine.step().sessions) {
@@ -249,7 +265,7 @@ int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
   const auto& t = engine.sessions()[0]->totals();
   std::cerr << ids.size() << " tokens, decode " << std::fixed << std::setprecision(1) << t.decode_tokens_per_s()
             << " tok/s, prefill " << t.prefill_tokens_per_s() << " tok/s, " << engine.backend().describe() << "\n";
-  return g_interrupted ? 130 : 0;
+  return interrupted_exit_code();
 }
 
 // ---- eval ---------------------------------------------------------------------
@@ -260,6 +276,7 @@ struct EvalFlags {
 };
 
 int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string& command_line) {
+  if (ef.max_tokens < 0) fail("--max-tokens", "must be >= 0 (0: all), got " + std::to_string(ef.max_tokens));
   Loaded in = load_inputs(f, argv0);
   std::vector<int> tokens;
   if (!ef.ids.empty()) {
@@ -280,6 +297,10 @@ int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string
   // One pass: the full cache plus every (policy, budget) pair, fed the same tokens.
   std::vector<PolicyConfig> policies = {PolicyConfig{}};
   std::vector<int> budgets = parse_token_list(ef.budgets, "--budgets");
+  for (int b : budgets)
+    if (b < 1 || f.sinks >= b)
+      fail("--budgets", "budget " + std::to_string(b) + " leaves no room for the newest token beside " +
+                            std::to_string(f.sinks) + " sinks");
   std::vector<PolicyKind> kinds;
   for (const auto& p : parse_policies(f, f.policies))
     if (p.kind != PolicyKind::Full) kinds.push_back(p.kind);
@@ -290,14 +311,16 @@ int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string
   engine.start_forced(tokens);
   const std::string out = ef.out.empty() ? default_out_dir("eval") : ef.out;
   RunLog log(out, engine, {"eval", command_line, f.model, in.tokenizer_path, ef.text.empty() ? ef.ids : ef.text});
+  // Opened before the run, so an unwritable --csv fails before any work and leaves no logs.
+  const std::string table_path = ef.csv.empty() ? out + "/eval.csv" : ef.csv;
+  AtomicFile table(table_path);
   std::cerr << "eval: " << tokens.size() << " tokens, " << policies.size() << " sessions on "
             << engine.backend().describe() << "\n";
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  stop_on_signals();
   while (!engine.done() && !g_interrupted) log.write(engine.step());
-  log.close(g_interrupted ? "interrupted" : "complete");
+  log.close(g_interrupted != 0 ? "interrupted" : "complete");
 
-  std::ostringstream csv;
+  std::ostream& csv = table.stream();
   csv << "model,tokens,policy,budget,perplexity,top1_agreement,mean_kl_vs_full\n";
   std::cout << "| policy | budget | perplexity | top-1 agreement | KL(full‖policy) |\n|---|---:|---:|---:|---:|\n";
   for (const auto& s : engine.sessions()) {
@@ -310,9 +333,9 @@ int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string
     csv << csv_field(in.model->path) << ',' << t.scored << ',' << csv_field(p.describe()) << ',' << budget << ','
         << t.perplexity() << ',' << t.agreement() << ',' << t.mean_kl() << '\n';
   }
-  write_file_atomic(ef.csv.empty() ? out + "/eval.csv" : ef.csv, csv.str());
-  std::cerr << "wrote " << (ef.csv.empty() ? out + "/eval.csv" : ef.csv) << " and the run log in " << out << "\n";
-  return g_interrupted ? 130 : 0;
+  table.commit();
+  std::cerr << "wrote " << table_path << " and the run log in " << out << "\n";
+  return interrupted_exit_code();
 }
 
 // ---- sample -------------------------------------------------------------------
@@ -328,6 +351,7 @@ int run_sample(Flags& f, int count, const std::string& out_path, const char* arg
   Sampler sampler({f.temperature, f.top_p, f.seed});
   std::vector<int> ids;
   std::vector<float> logits;
+  stop_on_signals();
   while (int(ids.size()) < count && !g_interrupted) {
     auto cache = backend->new_cache(PolicyConfig{});
     int token = in.tokenizer->bos_id();
@@ -343,8 +367,8 @@ int run_sample(Flags& f, int count, const std::string& out_path, const char* arg
     }
   }
   write_token_ids(out_path, ids);
-  std::cerr << "wrote " << ids.size() << " token ids to " << out_path << "\n";
-  return 0;
+  std::cerr << (g_interrupted ? "interrupted; " : "") << "wrote " << ids.size() << " token ids to " << out_path << "\n";
+  return interrupted_exit_code();
 }
 
 // ---- info ---------------------------------------------------------------------
@@ -373,6 +397,13 @@ int run_info(Flags& f, const char* argv0) {
 int main(int argc, char** argv) {
   CLI::App app{"H2O Studio command line: KV-cache eviction (full, StreamingLLM, H2O) side by side"};
   app.require_subcommand(1);
+  // Flag errors (unknown flag, a value that is not a number) are one line
+  // like every other input error; CLI11's default adds a second.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    std::string text = e.what();
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    return "h2o-cli: " + text + " (see --help)\n";
+  });
   Flags f;
 
   StreamFlags sf;

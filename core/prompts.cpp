@@ -1,5 +1,9 @@
 #include "prompts.h"
 
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -23,18 +27,40 @@ bool valid_utf8(const std::string& s) {
   return true;
 }
 
+// Reads one line (without its '\n') into `line`, at most `max` bytes of it: a
+// longer line is reported as such instead of being read whole into memory.
+// Returns false at the end of the file; sets `too_long` for an overlong line.
+bool read_line(std::istream& in, std::string& line, size_t max, bool& too_long) {
+  line.clear();
+  too_long = false;
+  std::streambuf* buf = in.rdbuf();
+  for (;;) {
+    const int c = buf->sbumpc();
+    if (c == std::char_traits<char>::eof()) return !line.empty();
+    if (c == '\n') return true;
+    if (line.size() == max) {
+      too_long = true;
+      return true;
+    }
+    line.push_back(char(c));
+  }
+}
+
 }  // namespace
 
 std::vector<Turn> load_mt_bench(const std::string& path, int max_questions) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(path, "is a folder, not a prompt file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open prompt file");
+  if (!in) fail(path, std::string("cannot open prompt file: ") + std::strerror(errno));
   std::vector<Turn> turns;
   std::string line;
   int line_no = 0, questions = 0;
-  while (std::getline(in, line)) {
+  bool too_long = false;
+  while (read_line(in, line, kMaxLine, too_long)) {
     ++line_no;
     const std::string where = path + ":" + std::to_string(line_no);
-    if (line.size() > kMaxLine) fail(where, "line longer than 1 MiB");
+    if (too_long) fail(where, "line longer than 1 MiB");
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     if (!valid_utf8(line)) fail(where, "invalid UTF-8");
     nlohmann::json q;
@@ -48,8 +74,13 @@ std::vector<Turn> load_mt_bench(const std::string& path, int max_questions) {
     if (q["turns"].empty()) fail(where, "\"turns\" is empty");
     int id = questions + 1;
     if (q.contains("question_id")) {
-      if (!q["question_id"].is_number_integer()) fail(where, "\"question_id\" is not an integer");
-      id = q["question_id"].get<int>();
+      const auto& qid = q["question_id"];
+      if (!qid.is_number_integer()) fail(where, "\"question_id\" is not an integer");
+      // Unsigned values above INT64_MAX are out of range as well, whatever int64 they read as.
+      const int64_t v = qid.get<int64_t>();
+      if ((qid.is_number_unsigned() && qid.get<uint64_t>() > uint64_t(INT32_MAX)) || v < 0 || v > INT32_MAX)
+        fail(where, "\"question_id\" is out of range");
+      id = int(v);
     }
     std::string category;
     if (q.contains("category")) {
@@ -62,7 +93,7 @@ std::vector<Turn> load_mt_bench(const std::string& path, int max_questions) {
       std::string text = t.get<std::string>();
       if (text.find_first_not_of(" \t\r\n") == std::string::npos)
         fail(where, "turn " + std::to_string(index + 1) + " is empty");
-      turns.push_back({id, category, index++, std::move(text)});
+      turns.push_back({id, category, index++, std::move(text), {}});
     }
     if (++questions == max_questions) break;
   }
@@ -86,8 +117,8 @@ std::vector<Turn> builtin_prompts() {
   std::vector<Turn> turns;
   int id = 1;
   for (const auto& q : questions) {
-    turns.push_back({id, q[0], 0, q[1]});
-    turns.push_back({id, q[0], 1, q[2]});
+    turns.push_back({id, q[0], 0, q[1], {}});
+    turns.push_back({id, q[0], 1, q[2], {}});
     ++id;
   }
   return turns;

@@ -166,6 +166,21 @@ std::string status_text(const sentencepiece::util::Status& status) {
   return one_line(status.ToString());
 }
 
+// SentencePiece reports most problems as a Status, but some model files make
+// its trie builder (darts-clone) throw instead, e.g. on an empty piece; found
+// by fuzzing (tests/data/regressions/sentencepiece/). Turns those into the
+// usual one-line Error naming the file.
+template <typename Call>
+sentencepiece::util::Status guarded(const std::string& what, Call call) {
+  try {
+    return call();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(what, "not a usable SentencePiece model (" + one_line(e.what()) + ")");
+  }
+}
+
 // ---------------------------------------------------------------------------
 
 class SentencePieceTokenizer final : public Tokenizer {
@@ -185,7 +200,7 @@ class SentencePieceTokenizer final : public Tokenizer {
 
   std::vector<int> encode(const std::string& text) const override {
     std::vector<int> ids;
-    const auto status = sp_->Encode(text, &ids);
+    const auto status = guarded(source_, [&] { return sp_->Encode(text, &ids); });
     if (!status.ok()) fail(source_, "cannot encode text (" + status_text(status) + ")");
     return ids;
   }
@@ -314,7 +329,7 @@ std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& path) {
   if (std::filesystem::file_size(path, ec) == 0 && !ec) fail(path, "not a SentencePiece model (empty file)");
 
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto status = sp->Load(path);
+  const auto status = guarded(path, [&] { return sp->Load(path); });
   if (!status.ok()) fail(path, "not a SentencePiece model (" + status_text(status) + ")");
   if (sp->GetPieceSize() <= 0) fail(path, "not a SentencePiece model (no pieces)");
   const int bos = sp->bos_id();
@@ -323,11 +338,16 @@ std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& path) {
   return std::make_unique<SentencePieceTokenizer>(std::move(sp), bos, eos, path);
 }
 
+std::string sentencepiece_model_proto(const EmbeddedVocab& vocab, int bos_id, int eos_id, const std::string& what) {
+  check_vocab(vocab, bos_id, eos_id, what);
+  return serialize_model(vocab, bos_id, eos_id);
+}
+
 std::unique_ptr<Tokenizer> tokenizer_from_vocab(const EmbeddedVocab& vocab, int bos_id, int eos_id,
                                                 const std::string& what) {
   check_vocab(vocab, bos_id, eos_id, what);
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const auto status = sp->LoadFromSerializedProto(serialize_model(vocab, bos_id, eos_id));
+  const auto status = guarded(what, [&] { return sp->LoadFromSerializedProto(serialize_model(vocab, bos_id, eos_id)); });
   if (!status.ok())
     fail(what, "its embedded vocabulary is not a usable SentencePiece model (" + status_text(status) + ")");
   return std::make_unique<SentencePieceTokenizer>(std::move(sp), bos_id, eos_id, what);

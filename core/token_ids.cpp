@@ -1,6 +1,7 @@
 #include "token_ids.h"
 
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -36,6 +37,8 @@ void parse_into(const std::string& line, const std::string& where, int vocab_siz
 }  // namespace
 
 std::vector<int> read_token_ids(const std::string& path, int vocab_size) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(path, "is a folder, not a token-id file");
   std::ifstream in(path);
   if (!in) fail(path, "cannot open token-id file");
   std::vector<int> ids;

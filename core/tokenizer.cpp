@@ -116,6 +116,11 @@ std::unique_ptr<Tokenizer> tokenizer_from_vocab(const EmbeddedVocab& /*vocab*/, 
                                                 const std::string& what) {
   fail(what, "this build has no SentencePiece support");
 }
+
+std::string sentencepiece_model_proto(const EmbeddedVocab& /*vocab*/, int /*bos_id*/, int /*eos_id*/,
+                                      const std::string& what) {
+  fail(what, "this build has no SentencePiece support");
+}
 #endif
 
 }  // namespace h2o

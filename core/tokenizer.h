@@ -31,6 +31,9 @@ std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& path);
 // From a GGUF's embedded vocabulary; `what` names the file in errors.
 std::unique_ptr<Tokenizer> tokenizer_from_vocab(const EmbeddedVocab& vocab, int bos_id, int eos_id,
                                                 const std::string& what);
+// The serialized SentencePiece ModelProto (a tokenizer.model file's bytes)
+// tokenizer_from_vocab builds for `vocab`; used to write small test models.
+std::string sentencepiece_model_proto(const EmbeddedVocab& vocab, int bos_id, int eos_id, const std::string& what);
 // Bytes as ids 3..258 (0 unk, 1 BOS, 2 EOS); ids past 258 print as "<id>".
 std::unique_ptr<Tokenizer> make_byte_tokenizer(int vocab_size);
 

@@ -1,0 +1,146 @@
+// Writes the fuzz targets' seed corpora (tests/fuzz/corpus/<target>/): small
+// valid inputs of every format, made with the same writers the loader tests
+// use, so the fuzzer starts from files that get past the magic numbers.
+//
+//   build-fuzz/tests/fuzz/h2o-fuzz-corpus tests/fuzz/corpus
+//
+// The output is committed; rerun this only when a format or writer changes.
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/tokenizer.h"
+#include "tests/model_writers.h"
+
+namespace fs = std::filesystem;
+using namespace h2o;
+using namespace h2o::test;
+
+namespace {
+
+// The smallest shape the loaders accept with grouped-query attention:
+// dim 4, hidden 4, 1 layer, 2 heads of dim 2, 1 KV head, vocab 8, context 8.
+// fuzz_safetensors.cpp's fixed config.json describes this shape.
+ModelConfig micro_config() {
+  ModelConfig c;
+  c.dim = 4;
+  c.hidden_dim = 4;
+  c.n_layers = 1;
+  c.n_heads = 2;
+  c.n_kv_heads = 1;
+  c.vocab_size = 8;
+  c.max_seq_len = 8;
+  return c;
+}
+
+void put(const fs::path& dir, const std::string& name, const std::vector<uint8_t>& bytes) {
+  fs::create_directories(dir);
+  write_file(dir / name, bytes);
+}
+
+void put(const fs::path& dir, const std::string& name, const std::string& text) {
+  put(dir, name, std::vector<uint8_t>(text.begin(), text.end()));
+}
+
+void llama2c(const fs::path& dir) {
+  const ModelArrays shared = random_arrays(micro_config(), 1, false);
+  const ModelArrays separate = random_arrays(micro_config(), 2, true);
+  put(dir, "micro-shared.bin", llama2c_bytes(shared));
+  put(dir, "micro-separate.bin", llama2c_bytes(separate));
+  auto header_only = llama2c_bytes(shared);
+  header_only.resize(28);
+  put(dir, "header-only.bin", header_only);
+}
+
+void gguf(const fs::path& dir) {
+  const ModelArrays shared = random_arrays(micro_config(), 3, false);
+  const ModelArrays separate = random_arrays(micro_config(), 4, true);
+  put(dir, "micro-f32-vocab.gguf", llama_gguf(shared).build());
+  put(dir, "micro-f16-novocab.gguf", llama_gguf(shared, {DType::F16, false}).build());
+  put(dir, "micro-bf16-separate.gguf", llama_gguf(separate, {DType::BF16, true}).build());
+  GgufWriter aligned = llama_gguf(shared);
+  aligned.alignment = 64;
+  aligned.set_u32("general.alignment", 64);
+  put(dir, "micro-align64.gguf", aligned.build());
+}
+
+std::vector<uint8_t> safetensors_bytes(const ModelArrays& m, DType dtype) {
+  const auto tensors = hf_tensors(m, dtype);
+  return st_file(st_header(tensors).dump(), tensors);
+}
+
+void safetensors(const fs::path& dir) {
+  const ModelArrays tied = random_arrays(micro_config(), 5, false);
+  const ModelArrays separate = random_arrays(micro_config(), 6, true);
+  // Weights alone: loaded beside the target's fixed config.json.
+  put(dir, "micro-f32.safetensors", safetensors_bytes(tied, DType::F32));
+  put(dir, "micro-bf16-lm-head.safetensors", safetensors_bytes(separate, DType::BF16));
+  // config.json, the separator, then the weights: the config is fuzzed too.
+  const std::string config = hf_config(tied.config, true).dump(1) + "\n----safetensors----\n";
+  std::vector<uint8_t> both(config.begin(), config.end());
+  const auto weights = safetensors_bytes(tied, DType::F16);
+  both.insert(both.end(), weights.begin(), weights.end());
+  put(dir, "micro-f16-with-config.bin", both);
+}
+
+void sentencepiece(const fs::path& dir) {
+  EmbeddedVocab small;
+  small.model = "llama";
+  small.pieces = tiny_pieces(16);
+  small.unk_id = 0;
+  small.add_space_prefix = true;
+  put(dir, "tiny16.model", sentencepiece_model_proto(small, 1, 2, "corpus"));
+  // Byte-fallback pieces (<0x00>..<0xFF>) as Llama's tokenizer has them.
+  EmbeddedVocab bytes = small;
+  for (int b = 0; b < 256; ++b) {
+    char piece[8];
+    std::snprintf(piece, sizeof piece, "<0x%02X>", b);
+    bytes.pieces.insert(bytes.pieces.begin() + 3 + b, piece);
+  }
+  bytes.types.assign(bytes.pieces.size(), 1);
+  bytes.types[0] = 2;
+  bytes.types[1] = bytes.types[2] = 3;
+  for (int b = 0; b < 256; ++b) bytes.types[3 + b] = 6;
+  put(dir, "bytes272.model", sentencepiece_model_proto(bytes, 1, 2, "corpus"));
+}
+
+void prompts(const fs::path& dir) {
+  put(dir, "two-questions.jsonl",
+      R"({"question_id": 81, "category": "writing", "turns": ["Write a haiku about rain.", "Now make it rhyme."]})"
+      "\n"
+      R"({"question_id": 82, "category": "math", "turns": ["What is 2 + 2?", "And times 3?"]})"
+      "\n");
+  put(dir, "unicode-and-escapes.jsonl",
+      "{\"question_id\": 7, \"category\": \"humanities\", \"turns\": [\"Caf\\u00e9 \xc3\xa9t\xc3\xa9 \xe2\x80\x94 "
+      "\xf0\x9f\x98\x80 \\\"quoted\\\"\\nnew line\"]}\r\n\n  \n");
+  put(dir, "no-id-no-category.jsonl", "{\"turns\": [\"Only a turn.\"]}\n");
+}
+
+void token_ids(const fs::path& dir) {
+  put(dir, "spaces.txt", "1 5 9 13 2\n");
+  put(dir, "commas-and-lines.txt", "1,2,3,\n4, 5 ,6\n\n31\n");
+  put(dir, "one.txt", "0");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: h2o-fuzz-corpus <corpus folder>\n";
+    return 2;
+  }
+  const fs::path root = argv[1];
+  try {
+    llama2c(root / "llama2c");
+    gguf(root / "gguf");
+    safetensors(root / "safetensors");
+    sentencepiece(root / "sentencepiece");
+    prompts(root / "prompts");
+    token_ids(root / "token_ids");
+  } catch (const std::exception& e) {
+    std::cerr << "h2o-fuzz-corpus: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
