@@ -3,7 +3,8 @@
 // with fates, attention heatmaps, survival rasters and heavy-hitter analytics.
 //
 //   h2o-studio [--model M] [--tokenizer T] [--prompts P] [--replay run.jsonl]
-//   h2o-studio --screenshot out.png --autoplay-steps N [--perf]   (headless-friendly)
+//   h2o-studio --screenshot out.png --autoplay-steps N [--perf] [--window-size 1600x900]
+//              [--inspect-token POS]   (headless-friendly; --perf prints frame times on stdout)
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QSettings>
@@ -21,10 +22,10 @@ void print_perf(const std::vector<double>& frames) {
   // Skip the first frames: they include building fonts and caches once.
   const size_t warm = std::min<size_t>(3, frames.size());
   const h2o::FrameStats s = h2o::frame_stats(std::vector<double>(frames.begin() + long(warm), frames.end()));
-  std::fprintf(stderr,
-               "h2o-studio perf: frame time (drawing one snapshot on the GUI thread) over %zu frames: "
-               "median %.1f ms, p95 %.1f ms, max %.1f ms, mean %.1f ms\n",
-               s.frames, s.median_ms, s.p95_ms, s.max_ms, s.mean_ms);
+  std::printf("h2o-studio perf: frame time (drawing one snapshot on the GUI thread) over %zu frames: "
+              "median %.1f ms, p95 %.1f ms, max %.1f ms, mean %.1f ms\n",
+              s.frames, s.median_ms, s.p95_ms, s.max_ms, s.mean_ms);
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -48,12 +49,16 @@ int main(int argc, char** argv) {
   const QCommandLineOption budget("budget", "Tokens per KV head for StreamingLLM and H2O.", "n");
   const QCommandLineOption layer("layer", "Layer shown.", "n");
   const QCommandLineOption head("head", "Query head shown (-1: mean over heads).", "n");
-  const QCommandLineOption inspect("inspect", "Inspect this stream position (as if clicked).", "position");
+  const QCommandLineOption inspect(QStringList{"inspect-token", "inspect"},
+                                   "Inspect this stream position (as if clicked; default: follow H2O's top heavy hitter).",
+                                   "position");
+  const QCommandLineOption size("window-size", "Window size, WIDTHxHEIGHT (default 1800x1000).", "size");
   const QCommandLineOption screenshot("screenshot", "Play, save a screenshot of the window to this PNG and exit.", "file");
   const QCommandLineOption autoplay("autoplay-steps", "Play this many engine steps at start (then pause).", "n");
   const QCommandLineOption perf("perf", "Show and print the frame time (drawing time per snapshot).");
   const QCommandLineOption fresh("no-settings", "Neither read nor write remembered settings.");
-  for (const auto& o : {model, tokenizer, prompts, forced, replay, budget, layer, head, inspect, screenshot, autoplay, perf, fresh})
+  for (const auto& o : {model, tokenizer, prompts, forced, replay, budget, layer, head, inspect, size, screenshot, autoplay,
+                        perf, fresh})
     parser.addOption(o);
   parser.process(app);
 
@@ -64,6 +69,16 @@ int main(int argc, char** argv) {
   options.dialogs = !shooting;
   options.perf = parser.isSet(perf);
   options.replay = parser.value(replay);
+  if (parser.isSet(size)) {
+    const QStringList wh = parser.value(size).split('x');
+    const int w = wh.value(0).toInt(), h = wh.value(1).toInt();
+    if (wh.size() != 2 || w < 640 || h < 480) {
+      std::fprintf(stderr, "h2o-studio: --window-size: expected WIDTHxHEIGHT of at least 640x480, got '%s'\n",
+                   parser.value(size).toUtf8().constData());
+      return 2;
+    }
+    options.size = QSize(w, h);
+  }
   QSettings settings;
   if (parser.isSet(fresh) || shooting) {
     // Only the built-in defaults: a screenshot must not depend on this user's settings.
@@ -112,7 +127,8 @@ int main(int argc, char** argv) {
           return;
         }
         if (perf_on) print_perf(window.frameTimes());
-        std::fprintf(stderr, "h2o-studio: wrote %s\n", out.toUtf8().constData());
+        std::fprintf(stderr, "h2o-studio: %s — wrote %s\n", window.windowTitle().toUtf8().constData(),
+                     out.toUtf8().constData());
         QApplication::exit(0);
       });
     };

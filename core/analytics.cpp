@@ -241,4 +241,25 @@ SurvivalRaster survival_raster(const PolicyConfig& policy, std::span<const int64
   return r;
 }
 
+std::vector<int> spaced_by_importance(std::span<const double> importance, int min_gap) {
+  const int n = int(importance.size());
+  std::vector<int> order(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) order[size_t(i)] = i;
+  auto key = [&](int i) { return std::isnan(importance[size_t(i)]) ? -INFINITY : importance[size_t(i)]; };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return key(a) > key(b); });
+  // taken[i]: a label sits at i; a candidate needs none within min_gap - 1 of it.
+  std::vector<uint8_t> taken(size_t(n), 0);
+  const int reach = std::max(0, min_gap - 1);
+  std::vector<int> out;
+  for (int i : order) {
+    bool free = true;
+    for (int j = std::max(0, i - reach); j <= std::min(n - 1, i + reach) && free; ++j) free = !taken[size_t(j)];
+    if (!free) continue;
+    taken[size_t(i)] = 1;
+    out.push_back(i);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace h2o

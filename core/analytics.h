@@ -57,6 +57,12 @@ AttentionCapture trim_capture(const AttentionCapture& capture, int max_keys, int
 // keys, averaged over the captured rows (1.0 = all mass on k keys).
 std::vector<float> top_k_share(const AttentionCapture& capture, int k);
 
+// Which of n labels to draw when only some fit: indices by descending
+// importance (NaN counts as least important; ties go to the lower index), each
+// at least `min_gap` indices away from every one already taken. Returned
+// ascending. A heatmap uses it to name its brightest columns first.
+std::vector<int> spaced_by_importance(std::span<const double> importance, int min_gap);
+
 // ---- heavy hitters ----------------------------------------------------------
 
 struct PowerLawFit {

@@ -105,7 +105,11 @@ void Analyzer::ingest_session(PolicyState& p, const StepRecord& record, const Se
   if (s.scores) record_scores(p, record.step, *s.scores);
 
   p.kv_bytes.push(double(p.tokens.size()), double(s.live_bytes));
-  if (record.phase == Phase::Decode) p.throughput.push(record.engine_seconds, s.decode_tokens_per_s);
+  // The first answers' rates rest on a handful of tokens and a coarse clock:
+  // they would set the curve's scale with a spike nobody can read past.
+  constexpr int64_t kThroughputWarmup = 16;
+  if (record.phase == Phase::Decode && p.generated >= kThroughputWarmup)
+    p.throughput.push(record.engine_seconds, s.decode_tokens_per_s);
   if (!s.nll.empty()) {
     p.perplexity.push(double(p.scored), std::exp(p.nll_sum / double(p.scored)));
     if (p.compared) p.agreement.push(double(p.scored), double(p.agreed) / double(p.compared));
@@ -178,6 +182,10 @@ HeatmapData Analyzer::heatmap(const PolicyState& p, const ViewSelection& view) c
     h.query_positions.erase(h.query_positions.begin(), h.query_positions.begin() + extra);
     h.values.erase(h.values.begin(), h.values.begin() + long(extra) * long(h.columns.size()));
   }
+  h.column_mass.assign(h.columns.size(), 0.0);
+  for (int r = 0; r < h.rows(); ++r)
+    for (int c = 0; c < h.cols(); ++c)
+      if (const double v = h.at(r, c); !std::isnan(v)) h.column_mass[size_t(c)] += v;
   for (int32_t pos : h.columns)
     h.labels.push_back(pos >= 0 && size_t(pos) < p.texts.size() ? display_text(p.texts[size_t(pos)]) : "");
   // Accumulated scores of the columns at the shown head (mean: over KV heads that hold it).
@@ -259,8 +267,36 @@ PaneSnapshot Analyzer::pane(const PolicyState& p, const ViewSelection& view) con
   return out;
 }
 
-InspectionSnapshot Analyzer::inspection(const ViewSelection& view) const {
+int64_t Analyzer::top_heavy_hitter(const ViewSelection& view) const {
+  for (const PolicyState& p : policies_) {
+    if (p.policy.kind != PolicyKind::H2O || !p.scores || p.scores->layer != view.layer) continue;
+    const int64_t length = int64_t(p.tokens.size());
+    int64_t best = -1;
+    float best_score = -1;
+    for (size_t kv = 0; kv < p.scores->positions.size(); ++kv) {
+      if (view.head >= 0 && int(kv) != view.head / group()) continue;
+      const auto& positions = p.scores->positions[kv];
+      for (size_t i = 0; i < positions.size() && i < p.scores->values[kv].size(); ++i) {
+        const float score = p.scores->values[kv][i];
+        if (score > best_score && fate_of(p.policy, positions[i], true, length) == Fate::Heavy) {
+          best_score = score;
+          best = positions[i];
+        }
+      }
+    }
+    return best;
+  }
+  return -1;
+}
+
+InspectionSnapshot Analyzer::inspection(const ViewSelection& requested) const {
   InspectionSnapshot out;
+  ViewSelection view = requested;
+  if (view.inspect_position < 0) {
+    // Nothing clicked yet: follow the most interesting token there is.
+    view.inspect_position = top_heavy_hitter(view);
+    out.followed = true;
+  }
   if (view.inspect_position < 0) return out;
   out.position = view.inspect_position;
   for (const PolicyState& p : policies_) {

@@ -23,7 +23,7 @@ struct ViewSelection {
   int heatmap_rows = 32;
   int heatmap_columns = 96;
   int raster_steps = 160;
-  int raster_positions = 320;
+  int raster_positions = 640;
   int score_points = 300;
 };
 
@@ -75,6 +75,8 @@ class Analyzer {
   PaneSnapshot pane(const PolicyState& p, const ViewSelection& view) const;
   HeatmapData heatmap(const PolicyState& p, const ViewSelection& view) const;
   InspectionSnapshot inspection(const ViewSelection& view) const;
+  // H2O's heavy hitter with the highest accumulated score at the shown layer/head; -1 if none yet.
+  int64_t top_heavy_hitter(const ViewSelection& view) const;
   // Eviction steps of every position at the shown layer/head (mean: held by any KV head).
   std::vector<int64_t> shown_evictions(const PolicyState& p, const ViewSelection& view) const;
   int group() const { return header_.heads / header_.kv_heads; }

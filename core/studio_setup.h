@@ -16,7 +16,7 @@ struct StudioConfig {
   bool forced = false;                    // teacher-forced text instead of MT-Bench
   std::string forced_text;                // the text file fed in forced mode
   std::string backend = "cpu";
-  int threads = 1;  // leave a core to the GUI on small machines
+  int threads = 0;  // 0: all cores, as h2o-cli (the pool sleeps when idle, so the GUI thread still gets its turn)
   int budget = 64, sinks = 4;
   int heavy = 0, recent = 0;  // H2O's split; 0 and 0: half the rest each (policy_for_budget)
   int slack = 0;

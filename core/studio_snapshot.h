@@ -29,6 +29,7 @@ struct HeatmapData {
   std::vector<int32_t> columns;         // key stream positions, ascending
   std::vector<std::string> labels;      // their token texts, one line each
   std::vector<double> column_scores;    // accumulated score at the shown head (NaN: not known)
+  std::vector<double> column_mass;      // attention on each column summed over the shown rows (label priority)
   std::vector<int32_t> query_positions; // one per row, oldest first
   std::vector<double> values;           // rows x columns, row-major; NaN: key not held by that head
   int rows() const { return int(query_positions.size()); }
@@ -62,6 +63,7 @@ struct EvictionAt {
 // A clicked token: its score over time and when each policy let it go.
 struct InspectionSnapshot {
   int64_t position = -1;
+  bool followed = false;  // nobody clicked: this is H2O's top heavy hitter, picked anew each frame
   std::string text;
   struct PerPolicy {
     std::string policy;

@@ -3,6 +3,7 @@
 // Analyzer's promise that a replayed recording gives the same snapshots.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "core/analytics.h"
@@ -391,6 +392,43 @@ TEST(Analyzer, SnapshotsAgreeWithTheEngineCaches) {
   // The streaming and H2O caches evicted something by now; the full cache did not.
   EXPECT_EQ(s.panes[0].cached_tokens, s.panes[0].stream_length);
   EXPECT_LT(s.panes[2].cached_tokens, s.panes[2].stream_length);
+}
+
+TEST(Analyzer, InspectorFollowsTheTopHeavyHitterUntilAClick) {
+  auto engine = synthetic_engine();
+  Analyzer analyzer(make_header(*engine, nlohmann::json::object(), "stream"));
+  for (int i = 0; i < 50; ++i) analyzer.ingest(make_step_record(*engine, engine->step(), 0));
+  ViewSelection view;
+  view.layer = 1;
+  view.head = 2;  // KV head 1
+  const StudioSnapshot s = analyzer.snapshot(view);
+  ASSERT_TRUE(s.inspection.followed);
+  const int64_t followed = s.inspection.position;
+  ASSERT_GE(followed, 0);
+  // It is one of H2O's heavy hitters, held at that head.
+  const Session& h2o = *engine->sessions()[2];
+  const auto positions = h2o.cache().positions(1, 1);
+  EXPECT_EQ(fate_of(h2o.policy(), followed, true, int64_t(h2o.stream().size())), Fate::Heavy);
+  EXPECT_NE(std::find(positions.begin(), positions.end(), int32_t(followed)), positions.end());
+  EXPECT_EQ(s.panes[2].tokens[size_t(followed - s.panes[2].tokens.front().position)].fate, Fate::Heavy);
+  // A click pins the inspector to that token instead.
+  view.inspect_position = 1;
+  const StudioSnapshot clicked = analyzer.snapshot(view);
+  EXPECT_FALSE(clicked.inspection.followed);
+  EXPECT_EQ(clicked.inspection.position, 1);
+}
+
+TEST(Labels, SpacedByImportanceTakesTheBrightestThatFit) {
+  const std::vector<double> importance = {5, 1, 0.5, 9, 2, NAN, 3, 0.1};
+  // Gap 1: every index, ascending.
+  EXPECT_EQ(spaced_by_importance(importance, 1), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  // Gap 2: 3 first (9), then 0 (5), then 6 (3); 4 touches 3, 1 touches 0; 7 and 5 touch 6.
+  EXPECT_EQ(spaced_by_importance(importance, 2), (std::vector<int>{0, 3, 6}));
+  // Gap 3: 3, then 0 (3 apart), then 6 (3 apart from 3).
+  EXPECT_EQ(spaced_by_importance(importance, 3), (std::vector<int>{0, 3, 6}));
+  // Gap 4: 3, then 7 (4 apart)... 0 is 3 away from 3: skipped; 7 has 0.1 but fits.
+  EXPECT_EQ(spaced_by_importance(importance, 4), (std::vector<int>{3, 7}));
+  EXPECT_TRUE(spaced_by_importance({}, 3).empty());
 }
 
 TEST(Report, SummaryNamesPoliciesPlotsAndLogs) {

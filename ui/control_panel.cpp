@@ -16,8 +16,9 @@
 namespace h2o::ui {
 
 namespace {
-QSpinBox* spin(int lo, int hi, const QString& tip, const QString& special = {}) {
+QSpinBox* spin(const char* name, int lo, int hi, const QString& tip, const QString& special = {}) {
   auto* s = new QSpinBox;
+  s->setObjectName(name);  // tests and style sheets find the fields by name
   s->setRange(lo, hi);
   s->setToolTip(tip);
   if (!special.isEmpty()) s->setSpecialValueText(special);
@@ -51,8 +52,9 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
 
-  auto make_edit = [this](const QString& tip) {
+  auto make_edit = [this](const char* name, const QString& tip) {
     auto* e = new QLineEdit;
+    e->setObjectName(name);
     e->setToolTip(tip);
     e->setPlaceholderText("default");
     connect(e, &QLineEdit::editingFinished, this, [this] {
@@ -60,12 +62,13 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
     });
     return e;
   };
-  model_ = make_edit("Model: llama2.c .bin, .gguf, safetensors folder/config.json, or synthetic:<shape>[:vocab=N]");
-  tokenizer_ = make_edit("SentencePiece tokenizer.model (empty: the model's own, or bytes)");
-  prompts_ = make_edit("MT-Bench question.jsonl (empty: built-in prompts)");
-  forced_text_ = make_edit("Text file scored in teacher-forced mode");
+  model_ = make_edit("model", "Model: llama2.c .bin, .gguf, safetensors folder/config.json, or synthetic:<shape>[:vocab=N]");
+  tokenizer_ = make_edit("tokenizer", "SentencePiece tokenizer.model (empty: the model's own, or bytes)");
+  prompts_ = make_edit("prompts", "MT-Bench question.jsonl (empty: built-in prompts)");
+  forced_text_ = make_edit("forced_text", "Text file scored in teacher-forced mode");
   mode_ = new QComboBox;
-  mode_->addItems({"MT-Bench stream (side by side)", "Teacher-forced text"});
+  mode_->setObjectName("mode");
+  mode_->addItems({"MT-Bench stream", "Teacher-forced text"});
   mode_->setToolTip("Stream: each policy answers the prompts itself. Teacher-forced: all are fed the text, scored by perplexity and agreement with the full cache");
 
   auto* inputs = new QGroupBox("Inputs");
@@ -77,20 +80,22 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   fi->addRow("Text", with_browse(forced_text_, this, "Text (*.txt);;All files (*)"));
 
   backend_ = new QComboBox;
+  backend_->setObjectName("backend");
   backend_->addItems({"cpu", "cuda"});
-  backend_->setToolTip("Compute backend; CUDA is only there when built with it and a GPU is present");
-  threads_ = spin(0, 256, "CPU threads (0: all cores). One leaves a core to the GUI.", "all");
+  backend_->setToolTip("Compute backend. CUDA needs a build with it and a GPU; otherwise the app says so and runs on the CPU");
+  threads_ = spin("threads", 0, 256, "CPU threads (all: every core, the default, as h2o-cli)", "all cores");
   auto* backend = new QGroupBox("Backend");
   auto* fb = new QFormLayout(backend);
   fb->addRow("Device", backend_);
   fb->addRow("Threads", threads_);
 
-  budget_ = spin(2, 1 << 20, "Tokens per KV head for StreamingLLM and H2O");
-  sinks_ = spin(0, 1 << 16, "Attention sinks: the first tokens, always kept");
-  heavy_ = spin(0, 1 << 20, "H2O heavy hitters (auto: half of budget − sinks)", "auto");
-  recent_ = spin(0, 1 << 20, "H2O recent window (auto: the rest of the budget)", "auto");
-  slack_ = spin(0, 1 << 16, "Let the cache grow to budget + slack before cutting back (0: exact)");
+  budget_ = spin("budget", 2, 1 << 20, "Tokens per KV head for StreamingLLM and H2O");
+  sinks_ = spin("sinks", 0, 1 << 16, "Attention sinks: the first tokens, always kept");
+  heavy_ = spin("heavy", 0, 1 << 20, "H2O heavy hitters (auto: half of budget − sinks)", "auto");
+  recent_ = spin("recent", 0, 1 << 20, "H2O recent window (auto: the rest of the budget)", "auto");
+  slack_ = spin("slack", 0, 1 << 16, "Let the cache grow to budget + slack before cutting back (0: exact)");
   rolling_ = new QCheckBox("Position rolling");
+  rolling_->setObjectName("rolling");
   rolling_->setToolTip("RoPE positions from cache slots instead of stream positions (StreamingLLM's fix)");
   auto* cache = new QGroupBox("Cache policy");
   auto* fc = new QFormLayout(cache);
@@ -101,15 +106,17 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   fc->addRow("Slack", slack_);
   fc->addRow(rolling_);
 
-  max_new_ = spin(1, 1 << 16, "Tokens generated per turn");
+  max_new_ = spin("max_new_tokens", 1, 1 << 16, "Tokens generated per turn");
   greedy_ = new QCheckBox("Greedy");
+  greedy_->setObjectName("greedy");
   greedy_->setToolTip("Pick the most likely token (small models loop); else sample");
   temperature_ = new QDoubleSpinBox;
+  temperature_->setObjectName("temperature");
   temperature_->setRange(0.05, 5);
   temperature_->setSingleStep(0.05);
   temperature_->setKeyboardTracking(false);
   temperature_->setToolTip("Sampling temperature (shared seed: all policies sample alike)");
-  seed_ = spin(0, 2147483647, "Sampling seed, shared by all policies");
+  seed_ = spin("seed", 0, 2147483647, "Sampling seed, shared by all policies");
   auto* gen = new QGroupBox("Generation");
   auto* fg = new QFormLayout(gen);
   fg->addRow("Max new tokens", max_new_);
@@ -118,10 +125,13 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   fg->addRow("Seed", seed_);
 
   layer_ = new QComboBox;
+  layer_->setObjectName("layer");
   layer_->setToolTip("Layer shown in fates, heatmaps, raster and scores (changes the engine's capture)");
   head_ = new QComboBox;
+  head_->setObjectName("head");
   head_->setToolTip("Query head shown (KV head = head / group), or the mean over heads aligned by position");
   speed_ = new QDoubleSpinBox;
+  speed_->setObjectName("speed");
   speed_->setRange(0, 1000);
   speed_->setSpecialValueText("unlimited");
   speed_->setSuffix(" steps/s");
@@ -170,6 +180,17 @@ void ControlPanel::setShape(int layers, int heads) {
   layer_->setCurrentIndex(std::min(layer, layers - 1));
   head_->setCurrentIndex(head >= 0 && head < head_->count() ? head : 0);
   loading_ = was;
+}
+
+void ControlPanel::setDefaultInputs(const StudioConfig& d) {
+  auto show = [](QLineEdit* edit, const std::string& path, const QString& none) {
+    const QString name = QString::fromStdString(model_display_name(path));
+    edit->setPlaceholderText(path.empty() ? none : "default: " + name);
+    if (!path.empty()) edit->setToolTip(edit->toolTip().section("\n", 0, 0) + "\nEmpty: " + QString::fromStdString(path));
+  };
+  show(model_, d.model, "default");
+  show(tokenizer_, d.tokenizer, "the model's own");
+  show(prompts_, d.prompts, "built-in prompts");
 }
 
 int ControlPanel::layer() const { return std::max(0, layer_->currentIndex()); }

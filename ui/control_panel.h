@@ -23,6 +23,8 @@ class ControlPanel : public QWidget {
   StudioSettings settings() const;
   // The model's shape, for the layer and head choices.
   void setShape(int layers, int heads);
+  // What empty input fields stand for (the demo's default files), shown as placeholders.
+  void setDefaultInputs(const StudioConfig& defaults);
   int layer() const;
   int head() const;
 

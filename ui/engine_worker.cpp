@@ -9,6 +9,12 @@
 #include <mutex>
 #include <thread>
 
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/run_log.h"
@@ -59,6 +65,15 @@ void EngineWorker::setRunning(bool running) {
   emit runningChanged(running);
 }
 
+void EngineWorker::yieldToGui() {
+#ifdef __linux__
+  // Linux keeps a nice value per thread; threads started later from this one inherit it.
+  const pid_t tid = pid_t(::syscall(SYS_gettid));
+  const int now = ::getpriority(PRIO_PROCESS, id_t(tid));
+  ::setpriority(PRIO_PROCESS, id_t(tid), std::min(19, now + 5));
+#endif
+}
+
 // ---- loading --------------------------------------------------------------------
 
 void EngineWorker::configure(const StudioConfig& config) {
@@ -99,8 +114,8 @@ void EngineWorker::configure(const StudioConfig& config) {
 void EngineWorker::cancelLoad() {
   if (inputs_ || replay_) return;
   ++generation_;
-  emit status("loading cancelled");
-  emit failed("Loading cancelled: no model loaded.");
+  autoplay_pending_ = false;
+  emit loadCancelled();
 }
 
 void EngineWorker::onLoaded(quint64 generation, std::shared_ptr<StudioInputs> inputs, QString error) {
@@ -123,7 +138,7 @@ void EngineWorker::startLive() {
   try {
     StudioConfig config = config_;
     config.capture_layer = std::clamp(view_.layer, 0, inputs_->model->config.n_layers - 1);
-    engine_ = make_studio_engine(config, *inputs_, make_backend(inputs_->model, studio_backend_options(config)));
+    engine_ = make_studio_engine(config, *inputs_, makeBackend(config));
     RunInfo info;
     info.command = config.forced ? "eval" : "stream";
     info.command_line = "h2o-studio";
@@ -160,6 +175,21 @@ void EngineWorker::startLive() {
   if (autoplay_pending_) {
     autoplay_pending_ = false;
     setRunning(true);
+  }
+}
+
+std::unique_ptr<Backend> EngineWorker::makeBackend(const StudioConfig& config) {
+  try {
+    return make_backend(inputs_->model, studio_backend_options(config));
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    if (config.backend == "cpu") throw;
+    // No CUDA in this build, or no GPU: say so and stream on the CPU rather than show nothing.
+    emit warned(QString("%1 — running on the CPU instead.").arg(QString::fromUtf8(e.what())));
+    StudioConfig cpu = config;
+    cpu.backend = "cpu";
+    return make_backend(inputs_->model, studio_backend_options(cpu));
   }
 }
 
@@ -228,6 +258,8 @@ void EngineWorker::reset() {
     openReplay(replay_path_);
   } else if (inputs_) {
     startLive();
+  } else if (have_config_) {
+    configure(config_);  // nothing loaded (cancelled or failed): try the load again
   }
 }
 

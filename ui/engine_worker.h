@@ -30,6 +30,10 @@ class EngineWorker : public QObject {
 
   // Everything below runs on the worker's thread: call through QMetaObject::invokeMethod.
  public slots:
+  // Lowers this thread's CPU priority (Linux: nice +5, inherited by the CPU
+  // backend's pool threads, which are created from here), so that on a small
+  // machine the GUI thread gets the core it needs the moment a frame is due.
+  void yieldToGui();
   // Applies settings: reloads the model when its inputs changed, else restarts the run.
   void configure(const h2o::StudioConfig& config);
   void cancelLoad();
@@ -53,6 +57,8 @@ class EngineWorker : public QObject {
   void loading(const QString& what);
   void loaded(const QString& title, const QString& details);
   void failed(const QString& message);
+  void warned(const QString& message);
+  void loadCancelled();  // something was substituted; the run goes on
   void status(const QString& message);
   void runningChanged(bool running);
   void autoplayDone();
@@ -65,6 +71,8 @@ class EngineWorker : public QObject {
  private:
   void onLoaded(quint64 generation, std::shared_ptr<StudioInputs> inputs, QString error);
   void startLive();  // a fresh engine on the loaded inputs
+  // The chosen backend, or the CPU (with a warning) when that one cannot start.
+  std::unique_ptr<Backend> makeBackend(const StudioConfig& config);
   bool stepOnceInternal();  // false when the run has nothing more to give
   void publish(bool force);
   void setRunning(bool running);

@@ -32,7 +32,7 @@ HeatmapPlot::HeatmapPlot(QWidget* parent) : QCustomPlot(parent) {
   yAxis->grid()->setVisible(false);
   yAxis->setRangeReversed(true);  // newest query at the bottom, like the text
   QFont small = xAxis->tickLabelFont();
-  small.setPointSizeF(6.5);
+  small.setPointSizeF(7);
   xAxis->setTickLabelFont(small);
   yAxis->setTickLabelFont(small);
   yAxis->setLabel("query (position)");
@@ -56,12 +56,17 @@ void HeatmapPlot::setData(HeatmapData data) {
   if (rows == 0 || cols == 0) map_->data()->fill(std::nan(""));
   map_->setDataRange(QCPRange(0, top > 0 ? top : 1));
 
-  // Label as many columns as fit, the rest every k-th.
+  // Name as many columns as fit side by side (rotated labels, one text line
+  // apart), the brightest first: those are the tokens the eye goes to.
   columns_ticker_->clear();
-  const int label_px = 11;
-  const int every = std::max(1, (cols * label_px) / std::max(60, axisRect()->width()));
-  for (int c = 0; c < cols; c += every)
-    columns_ticker_->addTick(c, QString::fromStdString(data_.labels[size_t(c)]).left(10));
+  const double label_px = QFontMetricsF(xAxis->tickLabelFont()).height() + 3;
+  const double column_px = double(std::max(60, axisRect()->width())) / std::max(cols, 1);
+  const int gap = int(std::ceil(label_px / column_px));
+  for (int c : spaced_by_importance(data_.column_mass, gap)) {
+    QString label = QString::fromStdString(data_.labels[size_t(c)]).trimmed();
+    if (label.isEmpty()) label = "␣";
+    columns_ticker_->addTick(c, label.left(8));
+  }
   rows_ticker_->clear();
   const int every_row = std::max(1, rows * 12 / std::max(40, axisRect()->height()));
   for (int r = rows - 1; r >= 0; r -= every_row) rows_ticker_->addTick(r, QString::number(data_.query_positions[size_t(r)]));
@@ -96,7 +101,7 @@ void HeatmapPlot::mouseMoveEvent(QMouseEvent* event) {
 
 void HeatmapPlot::mousePressEvent(QMouseEvent* event) {
   int row, col;
-  if (cellAt(event->position(), row, col)) emit positionClicked(data_.columns[size_t(col)]);
+  if (event->button() == Qt::LeftButton && cellAt(event->position(), row, col)) emit positionClicked(data_.columns[size_t(col)]);
   QCustomPlot::mousePressEvent(event);
 }
 

@@ -10,7 +10,7 @@ namespace h2o::ui {
 
 HeavyHitterPanel::HeavyHitterPanel(const std::vector<PolicyKind>& kinds, QWidget* parent)
     : QWidget(parent), kinds_(kinds) {
-  score_rank_ = make_plot("Score vs rank (log-log)", "rank", "accumulated score");
+  score_rank_ = make_plot("Score vs rank (log-log; legend: fitted slope)", "rank", "accumulated score");
   QSharedPointer<QCPAxisTickerLog> log_ticker(new QCPAxisTickerLog);
   for (QCPAxis* axis : {score_rank_->xAxis, score_rank_->yAxis}) {
     axis->setScaleType(QCPAxis::stLogarithmic);
@@ -23,7 +23,7 @@ HeavyHitterPanel::HeavyHitterPanel(const std::vector<PolicyKind>& kinds, QWidget
     points->setLineStyle(QCPGraph::lsNone);
     points->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, policy_color(kind), 3.5));
     points->setPen(QPen(policy_color(kind)));
-    points->setName(policy_title(kind));
+    points->setName(short_policy_title(kind));
     QCPGraph* fit = score_rank_->addGraph();
     QPen pen(policy_color(kind).lighter(130), 1.4, Qt::DashLine);
     fit->setPen(pen);
@@ -31,12 +31,10 @@ HeavyHitterPanel::HeavyHitterPanel(const std::vector<PolicyKind>& kinds, QWidget
     points_.push_back(points);
     fits_.push_back(fit);
   }
-  score_rank_->legend->setVisible(true);
-  score_rank_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignLeft);
+  legend_above(score_rank_);
 
   sparsity_ = make_plot("Attention sparsity", "step", "share on top-k keys");
   add_policy_graphs(sparsity_, kinds);
-  sparsity_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignLeft);
 
   auto* tabs = new QTabWidget;
   tabs->addTab(score_rank_, "Score vs rank");
@@ -44,6 +42,7 @@ HeavyHitterPanel::HeavyHitterPanel(const std::vector<PolicyKind>& kinds, QWidget
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(tabs);
+  setMinimumWidth(200);  // not the legend's width: the window fits 1280 pixels
 }
 
 void HeavyHitterPanel::draw(const StudioSnapshot& s) {
@@ -53,10 +52,10 @@ void HeavyHitterPanel::draw(const StudioSnapshot& s) {
     const PowerLawFit& fit = sr.fit;
     if (!std::isnan(fit.slope) && !sr.fit_rank.empty()) {
       set_series(fits_[i], {sr.fit_rank, sr.fit_score});
-      points_[i]->setName(QString("%1  slope %2").arg(policy_title(kinds_[i])).arg(fit.slope, 0, 'f', 2));
+      points_[i]->setName(QString("%1 %2").arg(short_policy_title(kinds_[i])).arg(fit.slope, 0, 'f', 2).replace('-', QChar(0x2212)));
     } else {
       fits_[i]->data()->clear();
-      points_[i]->setName(policy_title(kinds_[i]));
+      points_[i]->setName(short_policy_title(kinds_[i]));
     }
   }
   score_rank_->rescaleAxes(true);

@@ -14,6 +14,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -28,6 +29,7 @@
 #include "ui/curves_panel.h"
 #include "ui/heatmap_plot.h"
 #include "ui/heavy_hitter_panel.h"
+#include "ui/plot_context_menu.h"
 #include "ui/plot_export.h"
 #include "ui/policy_pane.h"
 #include "ui/raster_plot.h"
@@ -66,19 +68,25 @@ void MainWindow::onWorker(F&& f) {
 MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
     : QMainWindow(parent), options_(std::move(options)), slot_(std::make_shared<SnapshotSlot>()) {
   setWindowTitle("H2O Studio");
-  resize(1800, 1000);
+  resize(options_.size);
   thread_ = new QThread(this);
   thread_->setObjectName("h2o-engine");
   worker_ = new EngineWorker(slot_);
   worker_->moveToThread(thread_);
   connect(thread_, &QThread::finished, worker_, &QObject::deleteLater);
   thread_->start();
+  onWorker([w = worker_] { w->yieldToGui(); });  // before any backend makes its threads
 
   buildLayout();
   buildActions();
+  for (const auto& [name, plot] : plots()) add_export_menu(plot, name);
 
   connect(worker_, &EngineWorker::snapshotPending, this, &MainWindow::drainSnapshots);
   connect(worker_, &EngineWorker::failed, this, &MainWindow::showError);
+  connect(worker_, &EngineWorker::warned, this, [this](const QString& m) {
+    statusBar()->showMessage("Warning: " + m, 20000);
+    emit warningShown(m);
+  });
   connect(worker_, &EngineWorker::status, this, [this](const QString& m) { statusBar()->showMessage(m, 8000); });
   connect(worker_, &EngineWorker::runningChanged, this, &MainWindow::setRunning);
   connect(worker_, &EngineWorker::autoplayDone, this, [this] {
@@ -94,15 +102,21 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
     emit reportWritten(d);
   });
   connect(worker_, &EngineWorker::loading, this, [this](const QString& what) {
+    loading_what_ = what;
+    load_clock_.start();
+    load_ticker_->start();
     load_label_->setText("Loading " + what + " …");
     for (QWidget* w : {static_cast<QWidget*>(load_label_), static_cast<QWidget*>(load_bar_),
                        static_cast<QWidget*>(cancel_load_)})
       w->show();
   });
+  connect(worker_, &EngineWorker::loadCancelled, this, [this] {
+    hideLoading();
+    statusBar()->showMessage("Loading cancelled: no model loaded (Reset or a new setting loads again).", 15000);
+    emit loadCancelled();
+  });
   connect(worker_, &EngineWorker::loaded, this, [this](const QString& title, const QString& details) {
-    for (QWidget* w : {static_cast<QWidget*>(load_label_), static_cast<QWidget*>(load_bar_),
-                       static_cast<QWidget*>(cancel_load_)})
-      w->hide();
+    hideLoading();
     model_title_ = title;
     setWindowTitle("H2O Studio — " + title);
     statusBar()->showMessage(details, 15000);
@@ -130,9 +144,8 @@ void MainWindow::buildLayout() {
   bottom->addWidget(curves_);
   bottom->addWidget(heavy_);
   bottom->addWidget(inspector_);
-  bottom->setStretchFactor(0, 2);
-  bottom->setStretchFactor(1, 1);
-  bottom->setStretchFactor(2, 1);
+  bottom->setSizes({1000, 430, 430});  // proportions: the splitter scales them to its width
+  connect(inspector_, &TokenInspector::followRequested, this, [this] { inspect(-1); });
   auto* central = new QSplitter(Qt::Vertical);
   central->addWidget(panes);
   central->addWidget(bottom);
@@ -143,17 +156,24 @@ void MainWindow::buildLayout() {
 
   controls_ = new ControlPanel;
   controls_->setSettings(options_.settings);
+  StudioConfig defaults;  // empty inputs: what the demo falls back to
+  fill_default_inputs(defaults, options_.argv0);
+  controls_->setDefaultInputs(defaults);
   auto* scroll = new QScrollArea;
   scroll->setWidget(controls_);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
+  // Only ever scroll vertically: the dock is as wide as its widest field.
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  const int dock_width = controls_->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4;
+  scroll->setMinimumWidth(dock_width);
   auto* dock = new QDockWidget("Controls");
   dock->setObjectName("controls");
   dock->setWidget(scroll);
   dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
                     QDockWidget::DockWidgetClosable);
   addDockWidget(Qt::LeftDockWidgetArea, dock);
-  resizeDocks({dock}, {290}, Qt::Horizontal);
+  resizeDocks({dock}, {dock_width}, Qt::Horizontal);
 
   apply_timer_ = new QTimer(this);
   apply_timer_->setSingleShot(true);
@@ -173,9 +193,16 @@ void MainWindow::buildLayout() {
   perf_label_ = new QLabel;
   load_label_ = new QLabel;
   load_bar_ = new QProgressBar;
-  load_bar_->setRange(0, 0);  // the loaders report no fraction: a busy bar
+  load_bar_->setRange(0, 0);  // the loaders report no fraction: a busy bar and the time so far
+  load_ticker_ = new QTimer(this);
+  load_ticker_->setInterval(200);
+  connect(load_ticker_, &QTimer::timeout, this, [this] {
+    load_label_->setText(QString("Loading %1 … %2 s").arg(loading_what_).arg(load_clock_.elapsed() / 1000.0, 0, 'f', 1));
+  });
   load_bar_->setMaximumWidth(160);
+  load_label_->setObjectName("load_label");
   cancel_load_ = new QPushButton("Cancel");
+  cancel_load_->setObjectName("cancel_load");
   cancel_load_->setToolTip("Stop waiting for this model (its result is discarded)");
   connect(cancel_load_, &QPushButton::clicked, this, [this] { onWorker([w = worker_] { w->cancelLoad(); }); });
   for (QWidget* w : {static_cast<QWidget*>(load_label_), static_cast<QWidget*>(load_bar_),
@@ -193,12 +220,15 @@ void MainWindow::buildLayout() {
 void MainWindow::buildActions() {
   QStyle* st = style();
   play_ = new QAction(st->standardIcon(QStyle::SP_MediaPlay), "Play", this);
+  play_->setObjectName("play");
   play_->setShortcut(Qt::Key_Space);
   play_->setToolTip("Play / pause (Space)");
   step_ = new QAction(st->standardIcon(QStyle::SP_MediaSkipForward), "Step", this);
+  step_->setObjectName("step");
   step_->setShortcut(Qt::Key_S);
   step_->setToolTip("One engine step (S)");
   reset_ = new QAction(st->standardIcon(QStyle::SP_BrowserReload), "Reset", this);
+  reset_->setObjectName("reset");
   reset_->setShortcut(Qt::Key_R);
   reset_->setToolTip("Start the run again with the current settings (R)");
   connect(play_, &QAction::triggered, this, [this] {
@@ -427,10 +457,15 @@ void MainWindow::draw(const StudioSnapshot& s) {
                            .arg(s.engine_seconds, 0, 'f', 1));
 }
 
-void MainWindow::showError(const QString& message) {
+void MainWindow::hideLoading() {
+  load_ticker_->stop();
   for (QWidget* w : {static_cast<QWidget*>(load_label_), static_cast<QWidget*>(load_bar_),
                      static_cast<QWidget*>(cancel_load_)})
     w->hide();
+}
+
+void MainWindow::showError(const QString& message) {
+  hideLoading();
   statusBar()->showMessage("Error: " + message, 20000);
   emit errorShown(message);
   if (options_.dialogs) QMessageBox::warning(this, "H2O Studio", message);

@@ -3,7 +3,9 @@
 // heavy-hitter analytics and the token inspector under them, the controls in
 // a dock. It starts the engine worker on its own thread, draws the snapshots
 // the worker leaves in the mailbox, and forwards the user's commands.
+#include <QElapsedTimer>
 #include <QMainWindow>
+#include <QSize>
 #include <memory>
 #include <vector>
 
@@ -34,6 +36,7 @@ struct MainWindowOptions {
   bool perf = false;         // frame-time overlay in the status bar
   QString argv0;             // where to look for the demo's assets
   QString replay;            // open this recording instead of loading a model
+  QSize size{1800, 1000};    // initial window size
 };
 
 class MainWindow : public QMainWindow {
@@ -69,6 +72,8 @@ class MainWindow : public QMainWindow {
   void snapshotDrawn();
   void autoplayFinished();
   void errorShown(const QString& message);
+  void warningShown(const QString& message);
+  void loadCancelled();  // the run goes on (e.g. CUDA missing: on the CPU instead)
   void fileWritten(const QString& path);
   void reportWritten(const QString& dir);
   void modelLoaded(const QString& title);
@@ -86,6 +91,7 @@ class MainWindow : public QMainWindow {
   void sendView();
   void draw(const StudioSnapshot& snapshot);
   void showError(const QString& message);
+  void hideLoading();
   void setRunning(bool running);
   template <class F>
   void onWorker(F&& f);  // runs f on the worker's thread
@@ -109,6 +115,9 @@ class MainWindow : public QMainWindow {
   QLabel *step_label_, *perf_label_, *load_label_;
   QProgressBar* load_bar_;
   QPushButton* cancel_load_;
+  QTimer* load_ticker_;
+  QElapsedTimer load_clock_;
+  QString loading_what_;
   QTimer* apply_timer_;
   QString model_title_;
 };

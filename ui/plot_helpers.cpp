@@ -13,7 +13,7 @@ QCustomPlot* make_plot(const QString& title, const QString& x_label, const QStri
   plot->plotLayout()->addElement(0, 0, caption);
   plot->xAxis->setLabel(x_label);
   plot->yAxis->setLabel(y_label);
-  plot->setMinimumSize(220, 160);
+  plot->setMinimumSize(180, 130);  // explicit: a long legend must not widen the window
   plot->setObjectName(title);
   return plot;
 }
@@ -25,8 +25,24 @@ void add_policy_graphs(QCustomPlot* plot, const std::vector<PolicyKind>& kinds) 
     g->setName(policy_title(kind));
     g->setAdaptiveSampling(true);
   }
-  plot->legend->setVisible(true);
-  plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  legend_above(plot);
+}
+
+void legend_above(QCustomPlot* plot) {
+  QCPLegend* legend = plot->legend;
+  if (plot->axisRect()->insetLayout()->take(legend)) plot->axisRect()->insetLayout()->simplify();
+  // make_plot put the title in row 0: the legend goes right under it.
+  plot->plotLayout()->insertRow(1);
+  plot->plotLayout()->addElement(1, 0, legend);
+  plot->plotLayout()->setRowStretchFactor(1, 0.001);
+  legend->setFillOrder(QCPLegend::foColumnsFirst);
+  legend->setBorderPen(Qt::NoPen);
+  legend->setBrush(Qt::NoBrush);
+  legend->setMargins(QMargins(4, 0, 4, 0));
+  legend->setRowSpacing(0);
+  legend->setColumnSpacing(10);
+  legend->setIconSize(16, 8);
+  legend->setVisible(true);
 }
 
 void set_series(QCPGraph* graph, const Series& series) {

@@ -8,7 +8,10 @@ namespace h2o::ui {
 
 // A titled plot in the app's style.
 QCustomPlot* make_plot(const QString& title, const QString& x_label, const QString& y_label, QWidget* parent = nullptr);
-// One line per policy, in policy colours, named in the legend.
+// Moves the legend out of the axis rect into one row under the title, so that
+// it never covers data.
+void legend_above(QCustomPlot* plot);
+// One line per policy, in policy colours, named in the legend (above the plot).
 void add_policy_graphs(QCustomPlot* plot, const std::vector<PolicyKind>& kinds);
 void set_series(QCPGraph* graph, const Series& series);
 // Fits the axes to the data, keeping zero in view on linear axes.

@@ -25,6 +25,8 @@ static QWidget* captioned(const QString& caption, QWidget* body, QLabel** label_
   layout->setSpacing(1);
   auto* label = new QLabel(caption);
   label->setStyleSheet("color: #8fa3ae; font-size: 8pt;");
+  // A long caption is clipped rather than widening the pane (and the window).
+  label->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   layout->addWidget(label);
   layout->addWidget(body, 1);
   if (label_out) *label_out = label;
@@ -42,6 +44,8 @@ PolicyPane::PolicyPane(PolicyKind kind, QWidget* parent) : QWidget(parent), kind
   numbers_ = new QLabel("—");
   numbers_->setStyleSheet("font-size: 8.5pt;");
   numbers_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  numbers_->setWordWrap(true);  // narrow panes wrap their numbers instead of growing
+  title_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   meter_ = new SparsityMeter;
   text_ = new TokenFlowView;
   heatmap_ = new HeatmapPlot;
@@ -51,9 +55,8 @@ PolicyPane::PolicyPane(PolicyKind kind, QWidget* parent) : QWidget(parent), kind
   splitter->addWidget(captioned("Stream (colour = fate of each token in this cache)", text_));
   splitter->addWidget(captioned("Attention heatmap", heatmap_, &heatmap_caption_));
   splitter->addWidget(captioned("Survival raster (who is still cached)", raster_));
-  splitter->setStretchFactor(0, 4);
-  splitter->setStretchFactor(1, 4);
-  splitter->setStretchFactor(2, 3);
+  // Proportions of the pane (the splitter scales them): the heatmap needs room for its labels.
+  splitter->setSizes({38, 38, 24});
   splitter->setChildrenCollapsible(false);
 
   layout->addWidget(title_);
@@ -84,7 +87,7 @@ void PolicyPane::draw(const PaneSnapshot& pane, int top_k, const QString& view_c
   text_->setHighlight(highlight);
   text_->setTokens(pane.tokens);
   text_->repaint();
-  heatmap_caption_->setText("Attention heatmap · " + view_caption + " · rows: recent queries, columns: cache slots");
+  heatmap_caption_->setText("Attention · " + view_caption + " · queries × cache slots");
   heatmap_->setData(pane.heatmap);
   heatmap_->replot(QCustomPlot::rpImmediateRefresh);
   raster_->setData(pane.raster);

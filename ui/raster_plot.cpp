@@ -22,6 +22,7 @@ RasterPlot::RasterPlot(QWidget* parent) : QCustomPlot(parent) {
   yAxis->setRangeReversed(true);
   yAxis->setLabel("step");
   xAxis->setLabel("stream position");
+  yAxis->ticker()->setTickCount(3);  // a short plot: a few step labels that do not collide
   xAxis->grid()->setVisible(false);
   yAxis->grid()->setVisible(false);
   setMinimumHeight(90);
@@ -43,7 +44,7 @@ void RasterPlot::setData(const SurvivalRaster& r) {
 }
 
 void RasterPlot::mousePressEvent(QMouseEvent* event) {
-  if (axisRect()->rect().contains(event->position().toPoint()))
+  if (event->button() == Qt::LeftButton && axisRect()->rect().contains(event->position().toPoint()))
     emit positionClicked(qint64(std::lround(xAxis->pixelToCoord(event->position().x()))));
   QCustomPlot::mousePressEvent(event);
 }

@@ -28,6 +28,15 @@ QString policy_title(PolicyKind kind) {
   return "?";
 }
 
+QString short_policy_title(PolicyKind kind) {
+  switch (kind) {
+    case PolicyKind::Full: return "Full";
+    case PolicyKind::Streaming: return "Streaming";
+    case PolicyKind::H2O: return "H2O";
+  }
+  return "?";
+}
+
 QColor fate_color(Fate fate) {
   switch (fate) {
     case Fate::Unborn: return QColor("#ffffff");

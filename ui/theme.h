@@ -14,6 +14,7 @@ namespace h2o::ui {
 
 QColor policy_color(PolicyKind kind);
 QString policy_title(PolicyKind kind);  // "Full cache", "StreamingLLM", "H2O"
+QString short_policy_title(PolicyKind kind);  // "Full", "Streaming", "H2O": for crowded legends
 QColor fate_color(Fate fate);
 QString fate_tooltip(Fate fate);
 

@@ -30,6 +30,14 @@ void TokenFlowView::setHighlight(int64_t position) {
   update();
 }
 
+double TokenFlowView::advance(const QString& piece) {
+  if (const auto it = advance_.constFind(piece); it != advance_.constEnd()) return *it;
+  if (advance_.size() > 50000) advance_.clear();  // a bound, for endless runs with sampled junk
+  const double w = QFontMetricsF(font()).horizontalAdvance(piece);
+  advance_.insert(piece, w);
+  return w;
+}
+
 // Flows the tokens left to right, breaking lines at newlines and at the edge.
 void TokenFlowView::layout() {
   placed_.clear();
@@ -41,19 +49,19 @@ void TokenFlowView::layout() {
     for (int l = 0; l < lines.size(); ++l) {
       if (l > 0) {
         // Newlines show as a small mark, then break.
-        placed_.push_back({QRectF(margin + x, y, fm.horizontalAdvance(QChar(0x21b5)), line_h), i, QString(QChar(0x21b5))});
+        placed_.push_back({QRectF(margin + x, y, advance(QString(QChar(0x21b5))), line_h), i, QString(QChar(0x21b5))});
         x = 0;
         y += line_h;
       }
       QString piece = lines[l];
       if (piece.isEmpty()) continue;
-      double w = fm.horizontalAdvance(piece);
+      double w = advance(piece);
       if (x > 0 && x + w > width) {
         x = 0;
         y += line_h;
         if (piece.startsWith(' ')) {
           piece.remove(0, 1);
-          w = fm.horizontalAdvance(piece);
+          w = advance(piece);
         }
       }
       placed_.push_back({QRectF(margin + x, y, w, line_h), i, piece});
@@ -95,7 +103,7 @@ int TokenFlowView::hit(QPointF point) const {
 
 void TokenFlowView::mousePressEvent(QMouseEvent* event) {
   const int i = hit(event->position());
-  if (i >= 0) emit tokenClicked(tokens_[size_t(i)].position);
+  if (i >= 0 && event->button() == Qt::LeftButton) emit tokenClicked(tokens_[size_t(i)].position);
 }
 
 bool TokenFlowView::event(QEvent* event) {

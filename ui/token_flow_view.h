@@ -2,6 +2,7 @@
 // The streaming text of one policy: every token coloured by its fate, the
 // newest at the bottom. Prompt tokens sit on a faint band so answers stand
 // out. Clicking a token asks for its inspection.
+#include <QHash>
 #include <QWidget>
 #include <vector>
 
@@ -35,12 +36,16 @@ class TokenFlowView : public QWidget {
   };
   void layout();
   int hit(QPointF point) const;
+  // Text width, remembered per piece: the same few thousand pieces come back
+  // every frame, and measuring them was most of this view's drawing time.
+  double advance(const QString& piece);
 
   std::vector<TokenCell> tokens_;
   std::vector<Placed> placed_;
   double content_height_ = 0;
   int laid_out_width_ = -1;
   int64_t highlight_ = -1;
+  QHash<QString, double> advance_;
 };
 
 }  // namespace h2o::ui

@@ -1,7 +1,7 @@
 #pragma once
 // The clicked token: its accumulated score over time in each policy (one line
 // per KV head of the captured layer) and when each policy evicted it, per
-// layer and KV head.
+// layer and KV head. Until a token is clicked it follows H2O's top heavy hitter.
 #include <QWidget>
 #include <vector>
 
@@ -18,11 +18,16 @@ class TokenInspector : public QWidget {
   explicit TokenInspector(const std::vector<PolicyKind>& kinds, QWidget* parent = nullptr);
   void draw(const InspectionSnapshot& inspection);
   QCustomPlot* plot() const { return plot_; }
+  QString detailsText() const;
+
+ signals:
+  void followRequested();  // back to following the top heavy hitter
 
  private:
   std::vector<PolicyKind> kinds_;
   QCustomPlot* plot_;
   QLabel* details_;
+  QWidget* follow_;
 };
 
 }  // namespace h2o::ui

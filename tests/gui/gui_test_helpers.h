@@ -1,0 +1,46 @@
+#pragma once
+// What the GUI tests share: a small synthetic run on the CPU, and playing N
+// steps while the event loop turns.
+#include <gtest/gtest.h>
+
+#include <QFile>
+#include <QSignalSpy>
+
+#include "ui/main_window.h"
+
+namespace h2o::ui::gui_test {
+
+// stories260K's shape with random weights, its byte tokenizer and the
+// built-in prompts: loads in milliseconds and needs no files.
+inline MainWindowOptions synthetic_options() {
+  MainWindowOptions o;
+  o.persist = false;
+  o.dialogs = false;
+  StudioConfig& c = o.settings.config;
+  c.model = "synthetic:stories260K";
+  c.tokenizer.clear();
+  c.prompts.clear();
+  c.budget = 32;
+  c.sinks = 4;
+  c.max_new_tokens = 24;
+  c.greedy = true;
+  c.threads = 1;
+  c.capture_layer = 1;
+  o.settings.head = -1;
+  return o;
+}
+
+// Plays `steps` and waits for the frame drawn after the last one.
+inline void play(MainWindow& w, int steps) {
+  QSignalSpy done(&w, &MainWindow::autoplayFinished);
+  w.playSteps(steps);
+  ASSERT_TRUE(done.wait(60000)) << "autoplay did not finish";
+}
+
+inline QByteArray head_of(const QString& path, int n) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return f.read(n);
+}
+
+}  // namespace h2o::ui::gui_test

@@ -1,0 +1,190 @@
+// The controls, offscreen: settings are remembered (in a temporary QSettings
+// scope), model loading shows its progress and can be cancelled, play /
+// pause / step / reset / speed limit do what they say, and teacher-forced
+// mode fills the perplexity and agreement curves.
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QDoubleSpinBox>
+#include <QElapsedTimer>
+#include <QLabel>
+#include <QPushButton>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+#include <qcustomplot.h>
+
+#include "tests/gui/gui_test_helpers.h"
+#include "ui/control_panel.h"
+#include "ui/curves_panel.h"
+#include "ui/main_window.h"
+#include "ui/policy_pane.h"
+
+using namespace h2o;
+using namespace h2o::ui;
+using namespace h2o::ui::gui_test;
+
+namespace {
+
+// QSettings() in this scope reads and writes an INI file in a fresh folder.
+class TemporarySettingsScope {
+ public:
+  TemporarySettingsScope() {
+    QSettings::setDefaultFormat(QSettings::IniFormat);
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, dir_.path());
+  }
+  ~TemporarySettingsScope() { QSettings::setDefaultFormat(QSettings::NativeFormat); }
+  QString path() const { return dir_.path(); }
+
+ private:
+  QTemporaryDir dir_;
+};
+
+// Waits until `done` holds or `ms` pass, turning the event loop.
+template <class F>
+bool wait_until(F done, int ms) {
+  QElapsedTimer t;
+  t.start();
+  while (!done() && t.elapsed() < ms) QTest::qWait(20);
+  return done();
+}
+
+// Triggers a run action and waits for the frame it causes.
+void trigger_and_wait(MainWindow& w, const char* action) {
+  QSignalSpy drawn(&w, &MainWindow::snapshotDrawn);
+  QAction* a = w.findChild<QAction*>(action);
+  ASSERT_TRUE(a) << action;
+  a->trigger();
+  ASSERT_TRUE(drawn.wait(10000)) << "no frame after " << action;
+}
+
+}  // namespace
+
+TEST(ControlsTest, SettingsAreRememberedAcrossWindows) {
+  TemporarySettingsScope scope;
+  MainWindowOptions o = synthetic_options();
+  o.persist = true;
+  {
+    MainWindow w(o);
+    w.show();
+    w.start();
+    play(w, 2);
+    auto* budget = w.controls()->findChild<QSpinBox*>("budget");
+    auto* seed = w.controls()->findChild<QSpinBox*>("seed");
+    ASSERT_TRUE(budget && seed);
+    QSignalSpy loaded(&w, &MainWindow::modelLoaded);
+    budget->setValue(48);
+    seed->setValue(7);
+    // The change is applied (and saved) once the spin-box clicks settle.
+    ASSERT_TRUE(loaded.wait(10000)) << "the new budget did not restart the run";
+    QSettings settings;
+    EXPECT_EQ(settings.value("budget").toInt(), 48);
+    EXPECT_EQ(settings.value("seed").toInt(), 7);
+    EXPECT_EQ(settings.value("model").toString(), "synthetic:stories260K");
+  }
+  // A new window started from what QSettings holds gets the same values back.
+  QSettings settings;
+  const StudioSettings remembered = load_settings(settings);
+  EXPECT_EQ(remembered.config.budget, 48);
+  EXPECT_EQ(remembered.config.seed, 7u);
+  EXPECT_EQ(remembered.config.model, "synthetic:stories260K");
+  MainWindowOptions again = synthetic_options();
+  again.settings = remembered;
+  MainWindow w(again);
+  EXPECT_EQ(w.controls()->settings().config.budget, 48);
+  EXPECT_TRUE(QFile::exists(settings.fileName())) << settings.fileName().toStdString();
+  EXPECT_TRUE(settings.fileName().startsWith(scope.path()));
+}
+
+TEST(ControlsTest, DefaultsUseEveryCoreAndTheDemoInputs) {
+  TemporarySettingsScope scope;
+  QSettings empty;
+  const StudioSettings s = load_settings(empty);
+  EXPECT_EQ(s.config.threads, 0) << "0 = all cores, as h2o-cli";
+  EXPECT_TRUE(s.config.model.empty()) << "empty: the demo's default model";
+  EXPECT_EQ(s.config.backend, "cpu");
+  StudioConfig filled = s.config;
+  fill_default_inputs(filled, QString());
+  EXPECT_FALSE(filled.model.empty()) << "a first run always has a model (assets or synthetic)";
+}
+
+TEST(ControlsTest, LoadingShowsProgressAndCanBeCancelled) {
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.model = "synthetic:stories110M";  // ~0.7 s to build: long enough to cancel
+  MainWindow w(o);
+  w.show();
+  QSignalSpy cancelled(&w, &MainWindow::loadCancelled);
+  QSignalSpy loaded(&w, &MainWindow::modelLoaded);
+  w.start();
+  auto* cancel = w.findChild<QPushButton*>("cancel_load");
+  auto* label = w.findChild<QLabel*>("load_label");
+  ASSERT_TRUE(cancel && label);
+  ASSERT_TRUE(wait_until([&] { return cancel->isVisible(); }, 5000)) << "no progress shown while loading";
+  EXPECT_TRUE(label->text().startsWith("Loading synthetic:stories110M"));
+  cancel->click();
+  ASSERT_TRUE(cancelled.wait(5000));
+  EXPECT_FALSE(cancel->isVisible());
+  QTest::qWait(1500);  // the loader finishes meanwhile; its model must be dropped
+  EXPECT_TRUE(loaded.isEmpty()) << "a cancelled load still started a run";
+  EXPECT_FALSE(w.lastSnapshot());
+}
+
+TEST(ControlsTest, PauseStepResetAndSpeedLimit) {
+  MainWindow w(synthetic_options());
+  w.show();
+  w.start();
+  play(w, 3);
+  ASSERT_EQ(w.lastSnapshot()->steps_ingested, 3);
+
+  trigger_and_wait(w, "step");
+  EXPECT_EQ(w.lastSnapshot()->steps_ingested, 4) << "one step, exactly";
+
+  trigger_and_wait(w, "reset");
+  EXPECT_EQ(w.lastSnapshot()->steps_ingested, 0) << "reset starts the run again";
+
+  // 20 steps a second for about a second, then pause.
+  auto* speed = w.controls()->findChild<QDoubleSpinBox*>("speed");
+  ASSERT_TRUE(speed);
+  speed->setValue(20);
+  w.findChild<QAction*>("play")->trigger();
+  QTest::qWait(1000);
+  trigger_and_wait(w, "play");  // the same action pauses
+  const int64_t played = w.lastSnapshot()->steps_ingested;
+  EXPECT_GE(played, 5);
+  EXPECT_LE(played, 26) << "the speed limit was not honoured";
+  QTest::qWait(300);
+  QApplication::processEvents();
+  EXPECT_EQ(w.lastSnapshot()->steps_ingested, played) << "still stepping after pause";
+}
+
+TEST(ControlsTest, TeacherForcedModeFillsPerplexityAndAgreement) {
+  QTemporaryDir dir;
+  const QString text = dir.filePath("text.txt");
+  {
+    QFile f(text);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    for (int i = 0; i < 20; ++i) f.write("In the beginning the model read the same words again and again. ");
+  }
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.forced = true;
+  o.settings.config.forced_text = text.toStdString();
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 60);
+  const auto s = w.lastSnapshot();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->mode, "forced");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_GT(w.curves()->perplexity()->graph(i)->dataCount(), 0) << "policy " << i;
+    EXPECT_GT(w.curves()->agreement()->graph(i)->dataCount(), 0) << "policy " << i;
+    EXPECT_FALSE(std::isnan(s->panes[size_t(i)].perplexity));
+    EXPECT_TRUE(w.panes()[size_t(i)]->numbersText().contains("ppl"));
+  }
+  EXPECT_TRUE(w.curves()->perplexity()->isVisible() || w.curves()->agreement()->isVisible());
+  // The full cache agrees with itself; the bounded caches are measured against it.
+  EXPECT_DOUBLE_EQ(s->panes[0].agreement, 1.0);
+  EXPECT_TRUE(w.panes()[2]->numbersText().contains("agree"));
+}
