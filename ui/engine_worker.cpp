@@ -353,24 +353,44 @@ void EngineWorker::publish(bool force) {
 
 // ---- files -----------------------------------------------------------------------
 
+void EngineWorker::writeRecording(const std::string& path) {
+  if (replay_) {
+    // A replay is already a recording: copy it as it is.
+    std::ifstream in(replay_path_.toStdString(), std::ios::binary);
+    AtomicFile out(path, std::ios::out | std::ios::trunc | std::ios::binary);
+    out.stream() << in.rdbuf();
+    out.commit();
+  } else if (engine_) {
+    spool_.flush();
+    std::ifstream in(spool_path_, std::ios::binary);
+    AtomicFile out(path, std::ios::out | std::ios::trunc | std::ios::binary);
+    out.stream() << in.rdbuf();
+    out.stream() << json_dump(nlohmann::json{{"totals", describe_totals(*engine_)}}) << '\n';
+    out.commit();
+  } else {
+    throw Error("nothing to save: no run yet");
+  }
+}
+
+void EngineWorker::writeLogs(const std::string& dir) {
+  if (!engine_) throw Error("logs are written from a live run (a replay's recording already holds them)");
+  spool_.flush();
+  RunInfo info;
+  info.command = config_.forced ? "eval" : "stream";  // RunLog adds tokens.csv for eval
+  info.command_line = "h2o-studio";
+  info.model_path = inputs_->model_path;
+  info.tokenizer_path = inputs_->tokenizer_path;
+  info.prompts_path = config_.forced ? config_.forced_text : config_.prompts;
+  info.hash_files = false;
+  RunLog log(dir, *engine_, info);
+  RecordingReader spool(spool_path_);
+  while (auto record = spool.next()) log.write(to_step_report(*record));
+  log.close(running_ ? "running" : "paused");
+}
+
 void EngineWorker::saveRecording(const QString& path) {
   try {
-    if (replay_) {
-      // A replay is already a recording: copy it as it is.
-      std::ifstream in(replay_path_.toStdString(), std::ios::binary);
-      AtomicFile out(path.toStdString(), std::ios::out | std::ios::trunc | std::ios::binary);
-      out.stream() << in.rdbuf();
-      out.commit();
-    } else if (engine_) {
-      spool_.flush();
-      std::ifstream in(spool_path_, std::ios::binary);
-      AtomicFile out(path.toStdString(), std::ios::out | std::ios::trunc | std::ios::binary);
-      out.stream() << in.rdbuf();
-      out.stream() << json_dump(nlohmann::json{{"totals", describe_totals(*engine_)}}) << '\n';
-      out.commit();
-    } else {
-      throw Error("nothing to save: no run yet");
-    }
+    writeRecording(path.toStdString());
     emit fileWritten(path);
   } catch (const std::exception& e) {
     emit failed("Saving the recording failed: " + QString::fromUtf8(e.what()));
@@ -379,43 +399,37 @@ void EngineWorker::saveRecording(const QString& path) {
 
 void EngineWorker::exportLogs(const QString& dir) {
   try {
-    if (!engine_) throw Error("logs are written from a live run (a replay's recording already holds them)");
-    spool_.flush();
-    RunInfo info;
-    info.command = config_.forced ? "eval" : "stream";  // RunLog adds tokens.csv for eval
-    info.command_line = "h2o-studio";
-    info.model_path = inputs_->model_path;
-    info.tokenizer_path = inputs_->tokenizer_path;
-    info.prompts_path = config_.forced ? config_.forced_text : config_.prompts;
-    info.hash_files = false;
-    RunLog log(dir.toStdString(), *engine_, info);
-    RecordingReader spool(spool_path_);
-    while (auto record = spool.next()) log.write(to_step_report(*record));
-    log.close(running_ ? "running" : "paused");
+    writeLogs(dir.toStdString());
     emit fileWritten(dir);
   } catch (const std::exception& e) {
     emit failed("Exporting the logs failed: " + QString::fromUtf8(e.what()));
   }
 }
 
-void EngineWorker::writeReport(const QString& dir, const QStringList& plots) {
+void EngineWorker::writeReport(const QString& staging, const QString& dir, const QStringList& plots) {
+  namespace fs = std::filesystem;
   try {
     ReportContents report;
     report.manifest = manifest_;
     report.steps = analyzer_ ? analyzer_->steps_ingested() : 0;
     for (const QString& p : plots) report.plots.push_back(p.toStdString());
+    const std::string folder = staging.toStdString();
     if (engine_) {
-      exportLogs(dir);
+      writeLogs(folder);
       report.totals = describe_totals(*engine_);
       report.logs = {"manifest.json", "steps.csv", "steps.jsonl", "evictions.csv"};
     } else if (replay_) {
       report.totals = replay_->totals();
     }
-    saveRecording(dir + "/run.h2orec.jsonl");
+    writeRecording(folder + "/run.h2orec.jsonl");
     report.logs.push_back("run.h2orec.jsonl");
-    write_file_atomic((dir + "/summary.md").toStdString(), report_markdown(report));
+    write_file_atomic(folder + "/summary.md", report_markdown(report));
+    // Only a complete report takes its name: one rename of the whole folder.
+    fs::rename(folder, dir.toStdString());
     emit reportWritten(dir);
   } catch (const std::exception& e) {
+    std::error_code ignored;
+    fs::remove_all(staging.toStdString(), ignored);
     emit failed("Writing the report failed: " + QString::fromUtf8(e.what()));
   }
 }

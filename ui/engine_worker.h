@@ -10,6 +10,7 @@
 #include <QStringList>
 #include <fstream>
 #include <memory>
+#include <string>
 
 #include "core/studio_analyzer.h"
 #include "core/studio_setup.h"
@@ -49,8 +50,10 @@ class EngineWorker : public QObject {
   void saveRecording(const QString& path);
   // Steps, evictions and manifest as h2o::RunLog writes them (live runs only).
   void exportLogs(const QString& dir);
-  // summary.md for a report folder that already holds `plots` (and the logs, written here).
-  void writeReport(const QString& dir, const QStringList& plots);
+  // Completes a report in `staging`, which already holds `plots`: the logs,
+  // the recording and summary.md; then renames `staging` to `dir`. On any
+  // failure the staging folder is removed and `dir` never appears.
+  void writeReport(const QString& staging, const QString& dir, const QStringList& plots);
 
  signals:
   void snapshotPending();
@@ -78,6 +81,9 @@ class EngineWorker : public QObject {
   void setRunning(bool running);
   void openSpool();
   void fail(const QString& message);
+  // The file writers behind the slots above; they throw h2o::Error.
+  void writeRecording(const std::string& path);
+  void writeLogs(const std::string& dir);
   void finishAutoplayIfDue();
 
   std::shared_ptr<SnapshotSlot> slot_;

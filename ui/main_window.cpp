@@ -7,6 +7,7 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenuBar>
@@ -24,6 +25,7 @@
 #include <QToolBar>
 #include <qcustomplot.h>
 
+#include "core/error.h"
 #include "core/frame_stats.h"
 #include "ui/control_panel.h"
 #include "ui/curves_panel.h"
@@ -386,36 +388,48 @@ std::vector<std::pair<QString, QCustomPlot*>> MainWindow::plots() const {
   return out;
 }
 
-QStringList MainWindow::exportPlots(const QString& dir, const QList<int>& formats) {
+QStringList MainWindow::writePlots(const QString& dir, const QList<int>& formats) {
+  if (!QDir().mkpath(dir)) throw Error(dir.toStdString() + ": cannot create the folder");
   QStringList written;
-  QDir().mkpath(dir);
-  try {
-    for (const auto& [name, plot] : plots())
-      for (int f : formats) {
-        const auto format = PlotFormat(f);
-        const QString file = name + "." + plot_format_suffix(format);
-        save_plot(plot, QDir(dir).filePath(file), format);
-        written << file;
-      }
-  } catch (const std::exception& e) {
-    showError("Export failed: " + QString::fromUtf8(e.what()));
-  }
+  for (const auto& [name, plot] : plots())
+    for (int f : formats) {
+      const auto format = PlotFormat(f);
+      const QString file = name + "." + plot_format_suffix(format);
+      save_plot(plot, QDir(dir).filePath(file), format);
+      written << file;
+    }
   return written;
 }
 
+QStringList MainWindow::exportPlots(const QString& dir, const QList<int>& formats) {
+  try {
+    return writePlots(dir, formats);
+  } catch (const std::exception& e) {
+    showError("Export failed: " + QString::fromUtf8(e.what()));
+    return {};
+  }
+}
+
 void MainWindow::exportReport(const QString& dir) {
-  if (!QDir().mkpath(dir)) {
-    showError("Cannot create the report folder " + dir);
+  if (QFileInfo::exists(dir)) {
+    showError("Not writing the report: " + dir + " already exists");
     return;
   }
-  QStringList plots = exportPlots(dir, {int(PlotFormat::Png), int(PlotFormat::Svg)});
+  // Built under a staging name and renamed by the worker once whole, so a
+  // report folder either holds everything its summary lists or is not there.
+  const QString staging = dir + ".partial-" + QString::number(QCoreApplication::applicationPid());
+  QDir(staging).removeRecursively();
+  QStringList plots;
   try {
-    save_widget_png(this, QDir(dir).filePath("window.png"));
+    plots = writePlots(staging, {int(PlotFormat::Png), int(PlotFormat::Svg)});
+    save_widget_png(this, QDir(staging).filePath("window.png"));
     plots.prepend("window.png");
   } catch (const std::exception& e) {
-    showError(QString::fromUtf8(e.what()));
+    QDir(staging).removeRecursively();
+    showError("Writing the report failed: " + QString::fromUtf8(e.what()));
+    return;
   }
-  onWorker([w = worker_, dir, plots] { w->writeReport(dir, plots); });
+  onWorker([w = worker_, staging, dir, plots] { w->writeReport(staging, dir, plots); });
 }
 
 void MainWindow::drainSnapshots() {

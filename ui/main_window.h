@@ -50,10 +50,12 @@ class MainWindow : public QMainWindow {
   void playSteps(int steps);
   void openReplay(const QString& path);
   void saveRecording(const QString& path);
-  // Every plot in each format, into `dir`; returns the file names written.
+  // Every plot in each format, into `dir`; returns the file names written
+  // (none, with an error shown, if one failed).
   QStringList exportPlots(const QString& dir, const QList<int>& formats);
   void exportLogs(const QString& dir);
-  // Plots + logs + recording + summary.md into `dir` (finishes on the worker: reportWritten).
+  // Plots + logs + recording + summary.md into the new folder `dir`, which
+  // appears only once complete (finishes on the worker: reportWritten).
   void exportReport(const QString& dir);
 
   // For tests and the --perf report.
@@ -91,6 +93,8 @@ class MainWindow : public QMainWindow {
   void sendView();
   void draw(const StudioSnapshot& snapshot);
   void showError(const QString& message);
+  // exportPlots' writer, which throws h2o::Error at the first plot that fails.
+  QStringList writePlots(const QString& dir, const QList<int>& formats);
   void hideLoading();
   void setRunning(bool running);
   template <class F>

@@ -6,6 +6,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTimer>
@@ -145,6 +146,23 @@ TEST(MainWindowTest, ExportsWriteValidPngPdfSvgAndCsv) {
   EXPECT_EQ(head_of(report_dir + "/score-rank.png", 4), QByteArray("\x89PNG", 4));
   EXPECT_TRUE(head_of(report_dir + "/steps.csv", 5).startsWith("step,"));
   EXPECT_TRUE(QFile::exists(report_dir + "/run.h2orec.jsonl"));
+  // The report folder appeared whole, by one rename: no staging folder is left.
+  for (const QString& name : QDir(dir.path()).entryList(QDir::Dirs | QDir::NoDotAndDotDot))
+    EXPECT_FALSE(name.contains(".partial")) << name.toStdString();
+
+  // A report never writes into an existing folder, and one that cannot be
+  // written at all leaves nothing behind; the window carries on either way.
+  QSignalSpy errors(&w, &MainWindow::errorShown);
+  w.exportReport(report_dir);
+  EXPECT_EQ(errors.count(), 1);
+  QFile blocker(dir.filePath("a-file"));
+  ASSERT_TRUE(blocker.open(QIODevice::WriteOnly));
+  blocker.close();
+  const QString impossible = dir.filePath("a-file/report");
+  w.exportReport(impossible);
+  EXPECT_EQ(errors.count(), 2);
+  EXPECT_FALSE(QFileInfo::exists(impossible));
+  EXPECT_TRUE(QDir(dir.path()).entryList({"*.partial*"}, QDir::AllEntries).isEmpty());
 }
 
 TEST(MainWindowTest, RecordedRunReplaysToTheSameNumbers) {
