@@ -47,6 +47,7 @@ struct Flags {
   bool rolling = false;
   std::string backend = "cpu", precision = "f32";
   int threads = 0;
+  int64_t kv_limit_mib = 0;
   float temperature = 0.0f, top_p = 1.0f;
   uint64_t seed = 42;
   int max_new_tokens = 128, prefill_chunk = 64;
@@ -75,12 +76,37 @@ void add_run_flags(CLI::App* sub, Flags& f) {
   sub->add_option("--backend", f.backend, "cpu|cuda");
   sub->add_option("--precision", f.precision, "CUDA weights: f32|f16|bf16");
   sub->add_option("--threads", f.threads, "CPU threads (0: all cores)");
+  sub->add_option("--kv-limit", f.kv_limit_mib,
+                  "KV memory of all sessions together, MiB (0: none); a session that needs more stops, the others go on");
   sub->add_option("--temperature", f.temperature, "0: greedy");
   sub->add_option("--top-p", f.top_p, "nucleus sampling mass");
   sub->add_option("--seed", f.seed, "sampling seed (shared by all policies)");
   sub->add_option("--max-new-tokens", f.max_new_tokens, "tokens generated per turn");
   sub->add_option("--prefill-chunk", f.prefill_chunk, "prompt tokens per forward pass");
   sub->add_flag("--batched", f.batched, "run all policies in one forward pass (weights read once)");
+}
+
+BackendOptions backend_options(const Flags& f) {
+  if (f.kv_limit_mib < 0 || f.kv_limit_mib > (int64_t(1) << 40))
+    fail("--kv-limit", "must be between 0 (no limit) and 2^40 MiB, got " + std::to_string(f.kv_limit_mib));
+  return {f.backend, f.threads, f.precision, f.kv_limit_mib << 20};
+}
+
+// One line for each session that stopped in this step (out of KV memory);
+// the run goes on with the others.
+void report_stops(const Engine& engine, const StepReport& r) {
+  for (const SessionStep& s : r.sessions)
+    if (!s.error.empty())
+      std::cerr << "h2o-cli: " << engine.sessions()[s.session]->policy().describe() << " stopped at step " << r.step
+                << ": " << s.error << (engine.done() ? "\n" : "; the other sessions go on\n");
+}
+
+// Exit code of a finished run: the signal's, else 1 when every session stopped early.
+int run_exit_code(const Engine& engine) {
+  if (g_interrupted) return interrupted_exit_code();
+  const auto& sessions = engine.sessions();
+  const bool all_stopped = std::all_of(sessions.begin(), sessions.end(), [](const auto& s) { return !s->stopped().empty(); });
+  return all_stopped ? 1 : 0;
 }
 
 PolicyConfig make_policy(const Flags& f, PolicyKind kind) {
@@ -183,7 +209,7 @@ int run_stream(Flags& f, const StreamFlags& sf, const char* argv0, const std::st
   std::vector<Turn> turns = f.prompts.empty() ? builtin_prompts() : load_mt_bench(f.prompts, sf.questions);
   if (f.prompts.empty() && sf.questions > 0 && size_t(sf.questions) * 2 < turns.size()) turns.resize(sf.questions * 2);
 
-  Engine engine(in.model, make_backend(in.model, {f.backend, f.threads, f.precision}), in.tokenizer,
+  Engine engine(in.model, make_backend(in.model, backend_options(f)), in.tokenizer,
                 engine_options(f, parse_policies(f, f.policies)));
   engine.start_stream(turns);
   const std::string out = sf.out.empty() ? default_out_dir("stream") : sf.out;
@@ -198,6 +224,7 @@ int run_stream(Flags& f, const StreamFlags& sf, const char* argv0, const std::st
   while (!engine.done() && !g_interrupted) {
     const StepReport r = engine.step();
     log.write(r);
+    report_stops(engine, r);
     for (const SessionStep& s : r.sessions) answers[s.session] += s.text;
     if (!r.turn_end) continue;
     const Turn& t = engine.turns()[r.prompt_index];
@@ -225,8 +252,9 @@ int run_stream(Flags& f, const StreamFlags& sf, const char* argv0, const std::st
     std::cerr << "  " << std::left << std::setw(44) << s->policy().describe() << std::right << " generated "
               << s->totals().generated << ", decode " << std::fixed << std::setprecision(1)
               << s->totals().decode_tokens_per_s() << " tok/s, KV live " << mib(s->cache().live_bytes())
-              << ", allocated " << mib(s->cache().allocated_bytes()) << "\n";
-  return interrupted_exit_code();
+              << ", allocated " << mib(s->cache().allocated_bytes())
+              << (s->stopped().empty() ? "" : ", stopped early") << "\n";
+  return run_exit_code(engine);
 }
 
 // ---- generate ---------------------------------------------------------------
@@ -246,13 +274,15 @@ int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
     const auto ids = in.tokenizer->encode(gf.prompt);
     turn.ids.insert(turn.ids.end(), ids.begin(), ids.end());
   }
-  Engine engine(in.model, make_backend(in.model, {f.backend, f.threads, f.precision}), in.tokenizer,
+  Engine engine(in.model, make_backend(in.model, backend_options(f)), in.tokenizer,
                 engine_options(f, {make_policy(f, parse_policy_kind(f.policy))}));
   engine.start_stream({turn});
   stop_on_signals();
   std::vector<int> ids;
   while (!engine.done() && !g_interrupted) {
-    for (const SessionStep& s : engine.step().sessions) {
+    const StepReport r = engine.step();
+    report_stops(engine, r);
+    for (const SessionStep& s : r.sessions) {
       if (s.token < 0) continue;
       ids.push_back(s.token);
       if (!gf.print_ids) std::cout << s.text << std::flush;
@@ -265,7 +295,7 @@ int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
   const auto& t = engine.sessions()[0]->totals();
   std::cerr << ids.size() << " tokens, decode " << std::fixed << std::setprecision(1) << t.decode_tokens_per_s()
             << " tok/s, prefill " << t.prefill_tokens_per_s() << " tok/s, " << engine.backend().describe() << "\n";
-  return interrupted_exit_code();
+  return run_exit_code(engine);
 }
 
 // ---- eval ---------------------------------------------------------------------
@@ -307,7 +337,7 @@ int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string
   for (int b : budgets)
     for (PolicyKind k : kinds) policies.push_back(policy_for_budget(k, b, f.sinks, f.rolling, f.slack));
   EngineOptions o = engine_options(f, policies);
-  Engine engine(in.model, make_backend(in.model, {f.backend, f.threads, f.precision}), in.tokenizer, o);
+  Engine engine(in.model, make_backend(in.model, backend_options(f)), in.tokenizer, o);
   engine.start_forced(tokens);
   const std::string out = ef.out.empty() ? default_out_dir("eval") : ef.out;
   RunLog log(out, engine, {"eval", command_line, f.model, in.tokenizer_path, ef.text.empty() ? ef.ids : ef.text});
@@ -317,7 +347,11 @@ int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string
   std::cerr << "eval: " << tokens.size() << " tokens, " << policies.size() << " sessions on "
             << engine.backend().describe() << "\n";
   stop_on_signals();
-  while (!engine.done() && !g_interrupted) log.write(engine.step());
+  while (!engine.done() && !g_interrupted) {
+    const StepReport r = engine.step();
+    log.write(r);
+    report_stops(engine, r);
+  }
   log.close(g_interrupted != 0 ? "interrupted" : "complete");
 
   std::ostream& csv = table.stream();
@@ -335,7 +369,7 @@ int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string
   }
   table.commit();
   std::cerr << "wrote " << table_path << " and the run log in " << out << "\n";
-  return interrupted_exit_code();
+  return run_exit_code(engine);
 }
 
 // ---- sample -------------------------------------------------------------------
@@ -346,7 +380,7 @@ int run_sample(Flags& f, int count, const std::string& out_path, const char* arg
   if (count < 2) fail("--tokens", "must be >= 2");
   if (out_path.empty()) fail("--out", "required");
   Loaded in = load_inputs(f, argv0);
-  auto backend = make_backend(in.model, {f.backend, f.threads, f.precision});
+  auto backend = make_backend(in.model, backend_options(f));
   const int ctx = in.model->config.max_seq_len;
   Sampler sampler({f.temperature, f.top_p, f.seed});
   std::vector<int> ids;

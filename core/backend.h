@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cache_policy.h"
+#include "error.h"
 #include "model.h"
 
 namespace h2o {
@@ -61,6 +62,29 @@ class SessionCache {
   virtual int64_t allocated_bytes() const = 0;
 };
 
+// Thrown by Backend::forward when one item's cache cannot grow (out of
+// memory, or past the backend's KV memory limit). It is thrown before any
+// item's cache, scores or logits changed, so the engine can stop that one
+// session and run the others again.
+class SessionFailure : public Error {
+ public:
+  SessionFailure(size_t item, const std::string& message) : Error(message), item_(item) {}
+  size_t item() const { return item_; }
+
+ private:
+  size_t item_;
+};
+
+// The KV memory of all the caches one backend made: what they hold now, the
+// most they ever held together, and the limit (0: none) past which a cache
+// may not grow, as a device's memory would stop it.
+struct KvMemoryAccount {
+  int64_t allocated = 0, peak = 0, limit = 0;
+  // Books `bytes` more; throws Error (and books nothing) past the limit.
+  void grow(int64_t bytes);
+  void release(int64_t bytes) { allocated -= bytes; }
+};
+
 struct ForwardItem {
   SessionCache* cache = nullptr;
   std::span<const int> tokens;  // the new tokens (a decode step is one)
@@ -82,7 +106,7 @@ class Backend {
   // their caches, accumulates scores and applies each session's policy.
   // Every item must use a cache made by this backend.
   virtual void forward(std::span<ForwardItem> items) = 0;
-  // Peak device (or host) memory the backend has reserved for KV caches, bytes.
+  // Peak device (or host) memory reserved for KV caches, all sessions together, bytes.
   virtual int64_t peak_kv_bytes() const = 0;
 };
 
@@ -90,11 +114,13 @@ struct BackendOptions {
   std::string kind = "cpu";  // "cpu" or "cuda"
   int threads = 0;           // CPU threads; 0: all cores
   std::string precision = "f32";  // CUDA weights: f32, f16, bf16
+  int64_t kv_limit_bytes = 0;     // KV memory of all sessions together; 0: no limit
 };
 
 // Makes the backend named in `options` for a model; throws Error if it is not
 // available in this build or on this machine.
 std::unique_ptr<Backend> make_backend(std::shared_ptr<const Model> model, const BackendOptions& options);
-std::unique_ptr<Backend> make_cpu_backend(std::shared_ptr<const Model> model, int threads);
+std::unique_ptr<Backend> make_cpu_backend(std::shared_ptr<const Model> model, int threads,
+                                          int64_t kv_limit_bytes = 0);
 
 }  // namespace h2o

@@ -36,11 +36,13 @@ struct Layer {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(std::shared_ptr<const Model> model, int threads)
+  CpuBackend(std::shared_ptr<const Model> model, int threads, int64_t kv_limit_bytes)
       : model_(std::move(model)),
         cfg_(model_->config),
         threads_(threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()))),
-        pool_(threads_) {
+        pool_(threads_),
+        kv_(std::make_shared<KvMemoryAccount>()) {
+    kv_->limit = kv_limit_bytes;
     const ModelWeights& w = model_->weights;
     embedding_ = weights_.get(w.token_embedding);
     for (const LayerWeights& l : w.layers)
@@ -52,15 +54,17 @@ class CpuBackend final : public Backend {
   }
 
   std::string name() const override { return "cpu"; }
-  std::string describe() const override { return "cpu f32, " + std::to_string(threads_) + " threads"; }
+  std::string describe() const override {
+    std::string out = "cpu f32, " + std::to_string(threads_) + " threads";
+    if (kv_->limit > 0) out += ", KV limit " + std::to_string(kv_->limit >> 20) + " MiB";
+    return out;
+  }
   const Model& model() const override { return *model_; }
-  int64_t peak_kv_bytes() const override { return peak_kv_bytes_; }
+  int64_t peak_kv_bytes() const override { return kv_->peak; }
 
   std::unique_ptr<SessionCache> new_cache(const PolicyConfig& policy) override {
     policy.validate();
-    auto cache = std::make_unique<CpuCache>(policy, cfg_);
-    caches_.push_back(cache.get());
-    return cache;
+    return std::make_unique<CpuCache>(policy, cfg_, kv_);
   }
 
   void forward(std::span<ForwardItem> items) override;
@@ -82,8 +86,7 @@ class CpuBackend final : public Backend {
   std::vector<Layer> layers_;
   const float* final_norm_ = nullptr;
   const float* classifier_ = nullptr;
-  std::vector<CpuCache*> caches_;
-  int64_t peak_kv_bytes_ = 0;
+  std::shared_ptr<KvMemoryAccount> kv_;  // shared with every cache made here
 
   // Activations of the current batch (T rows).
   std::vector<float> x_, xb_, q_, k_, v_, att_out_, hb_, hb2_;
@@ -104,7 +107,13 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
     spans[i] = {total, int(items[i].tokens.size())};
     total += spans[i].rows;
     cache->begin_forward();
-    cache->reserve_for(spans[i].rows);
+    try {
+      cache->reserve_for(spans[i].rows);
+    } catch (const std::bad_alloc&) {
+      throw SessionFailure(i, "out of memory growing the KV cache");
+    } catch (const Error& e) {
+      throw SessionFailure(i, e.what());
+    }
   }
   const int T = total;
   x_.resize(size_t(T) * dim);
@@ -194,7 +203,6 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
       return std::tie(a.layer, a.kv_head, a.position) < std::tie(b.layer, b.kv_head, b.position);
     });
     caches[i]->end_forward(spans[i].rows, std::move(merged));
-    peak_kv_bytes_ = std::max(peak_kv_bytes_, caches[i]->allocated_bytes());
     if (!item.logits) continue;
     const int rows = item.all_logits ? spans[i].rows : 1;
     const int first = spans[i].first + spans[i].rows - rows;
@@ -267,8 +275,8 @@ void CpuBackend::attention(const ForwardItem& item, CpuCache& cache, const Span&
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(std::shared_ptr<const Model> model, int threads) {
-  return std::make_unique<CpuBackend>(std::move(model), threads);
+std::unique_ptr<Backend> make_cpu_backend(std::shared_ptr<const Model> model, int threads, int64_t kv_limit_bytes) {
+  return std::make_unique<CpuBackend>(std::move(model), threads, kv_limit_bytes);
 }
 
 }  // namespace h2o

@@ -16,13 +16,16 @@ void CpuHeadCache::reserve(int rows, int head_dim, bool rolling) {
   score.resize(cap);
 }
 
-CpuCache::CpuCache(const PolicyConfig& policy, const ModelConfig& config)
+CpuCache::CpuCache(const PolicyConfig& policy, const ModelConfig& config, std::shared_ptr<KvMemoryAccount> account)
     : policy_(policy),
       layers_(config.n_layers),
       kv_heads_(config.n_kv_heads),
       head_dim_(config.head_dim()),
       rope_theta_(config.rope_theta),
-      heads_(size_t(config.n_layers) * config.n_kv_heads) {}
+      heads_(size_t(config.n_layers) * config.n_kv_heads),
+      account_(std::move(account)) {}
+
+CpuCache::~CpuCache() { account_->release(allocated_bytes()); }
 
 std::vector<int32_t> CpuCache::positions(int layer, int kv_head) const {
   const auto& h = head(layer, kv_head);
@@ -49,12 +52,28 @@ int64_t CpuCache::allocated_bytes() const {
 void CpuCache::reserve_for(int rows) {
   const bool rolling = policy_.rolling;
   const int budget = policy_.budget();
-  for (auto& h : heads_) {
+  // Every head's new capacity first, so the account can refuse the growth as a whole.
+  std::vector<int> targets(heads_.size());
+  int64_t more_rows = 0;
+  for (size_t i = 0; i < heads_.size(); ++i) {
+    const CpuHeadCache& h = heads_[i];
     const int needed = h.n + rows;
-    if (needed <= h.cap) continue;
-    int target = budget >= 0 ? std::max(needed, budget + policy_.slack + rows)
-                             : std::max({needed, h.cap + h.cap / 2, 64});
-    h.reserve(target, head_dim_, rolling);
+    targets[i] = needed <= h.cap               ? h.cap
+                 : budget >= 0                 ? std::max(needed, budget + policy_.slack + rows)
+                                               : std::max({needed, h.cap + h.cap / 2, 64});
+    more_rows += targets[i] - h.cap;
+  }
+  if (more_rows == 0) return;
+  const int64_t row_bytes = int64_t(head_dim_) * int64_t(sizeof(float)) * (rolling ? 3 : 2);
+  const int64_t booked = more_rows * row_bytes, before = allocated_bytes();
+  account_->grow(booked);
+  try {
+    for (size_t i = 0; i < heads_.size(); ++i) heads_[i].reserve(targets[i], head_dim_, rolling);
+  } catch (...) {
+    // A real allocation failure: the heads that did grow keep their bigger
+    // buffers (a later reserve uses them); the account keeps just those bytes.
+    account_->release(booked - (allocated_bytes() - before));
+    throw;
   }
   if (rolling) {
     int max_cap = 0;

@@ -4,6 +4,7 @@
 // accumulated attention scores. A cut compacts the survivors to the front, so
 // the memory a policy keeps is the memory it uses.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "backend.h"
@@ -25,7 +26,14 @@ struct CpuHeadCache {
 
 class CpuCache final : public SessionCache {
  public:
-  CpuCache(const PolicyConfig& policy, const ModelConfig& config);
+  // `account` (shared with the backend and its other caches) books every
+  // byte this cache reserves, and gets them back when the cache is destroyed.
+  // Without one, the cache has an account of its own with no limit.
+  CpuCache(const PolicyConfig& policy, const ModelConfig& config,
+           std::shared_ptr<KvMemoryAccount> account = std::make_shared<KvMemoryAccount>());
+  ~CpuCache() override;
+  CpuCache(const CpuCache&) = delete;
+  CpuCache& operator=(const CpuCache&) = delete;
 
   const PolicyConfig& policy() const override { return policy_; }
   int64_t tokens_seen() const override { return seen_; }
@@ -42,7 +50,8 @@ class CpuCache final : public SessionCache {
   CpuHeadCache& head(int layer, int kv_head) { return heads_[size_t(layer) * kv_heads_ + kv_head]; }
   const CpuHeadCache& head(int layer, int kv_head) const { return heads_[size_t(layer) * kv_heads_ + kv_head]; }
   // Makes room for `rows` more tokens in every head (bounded policies reserve
-  // budget + slack + rows once; the full cache grows geometrically).
+  // budget + slack + rows once; the full cache grows geometrically). Throws
+  // Error, having changed nothing, when the account's limit forbids it.
   void reserve_for(int rows);
   // Applies the policy to one head after attention: compacts survivors and,
   // under rolling positions, re-rotates the keys whose slot changed.
@@ -60,6 +69,7 @@ class CpuCache final : public SessionCache {
   std::vector<RopeAngles> slot_angles_;  // rolling positions: angles of each slot
   int64_t seen_ = 0;
   std::vector<EvictionEvent> evictions_;
+  std::shared_ptr<KvMemoryAccount> account_;
 };
 
 }  // namespace h2o

@@ -80,7 +80,8 @@ void Engine::begin_turn() {
     prompt_ = turn.ids;
   } else {
     // The stream starts with BOS; later turns continue the same conversation.
-    if (sessions_.front()->stream_.empty()) prompt_.push_back(tokenizer_->bos_id());
+    const bool started = std::any_of(sessions_.begin(), sessions_.end(), [](const auto& s) { return !s->stream_.empty(); });
+    if (!started) prompt_.push_back(tokenizer_->bos_id());
     const auto ids = tokenizer_->encode(apply_template(options_.chat_template, turn.text));
     prompt_.insert(prompt_.end(), ids.begin(), ids.end());
   }
@@ -104,26 +105,63 @@ StepReport Engine::step() {
     case Phase::Done: return report;
   }
   ++step_;
-  if (report.turn_end) begin_turn();
+  if (live_sessions().empty()) phase_ = Phase::Done;
+  else if (report.turn_end) begin_turn();
   return report;
 }
 
-std::vector<double> Engine::run(std::vector<ForwardItem>& items) {
+std::vector<int> Engine::live_sessions() const {
+  std::vector<int> live;
+  for (size_t i = 0; i < sessions_.size(); ++i)
+    if (sessions_[i]->stopped_.empty()) live.push_back(int(i));
+  return live;
+}
+
+void Engine::stop(int index, const std::string& why, StepReport& report) {
+  Session& s = *sessions_[size_t(index)];
+  s.stopped_ = why;
+  s.answering = false;
+  s.pending = -1;
+  SessionStep step = observe(index, {}, 0);
+  step.error = why;
+  report.sessions.push_back(std::move(step));
+}
+
+std::vector<double> Engine::run(std::vector<ForwardItem>& items, const std::vector<int>& owners, StepReport& report) {
   using clock = std::chrono::steady_clock;
   auto ms_since = [](clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   };
-  std::vector<double> ms(items.size());
-  if (options_.batched) {
-    const auto t0 = clock::now();
-    backend_->forward(items);
-    std::fill(ms.begin(), ms.end(), ms_since(t0));
-  } else {
+  std::vector<double> ms(items.size(), -1.0);
+  if (!options_.batched) {
     for (size_t i = 0; i < items.size(); ++i) {
       const auto t0 = clock::now();
-      backend_->forward(std::span<ForwardItem>(&items[i], 1));
-      ms[i] = ms_since(t0);
+      try {
+        backend_->forward(std::span<ForwardItem>(&items[i], 1));
+        ms[i] = ms_since(t0);
+      } catch (const SessionFailure& f) {
+        stop(owners[i], f.what(), report);
+      }
     }
+    return ms;
+  }
+  // Batched: a failure names its item before anything ran; drop it, run the rest.
+  std::vector<size_t> left(items.size());
+  for (size_t i = 0; i < left.size(); ++i) left[i] = i;
+  while (!left.empty()) {
+    std::vector<ForwardItem> batch;
+    for (size_t i : left) batch.push_back(items[i]);
+    const auto t0 = clock::now();
+    try {
+      backend_->forward(batch);
+    } catch (const SessionFailure& f) {
+      stop(owners[left[f.item()]], f.what(), report);
+      left.erase(left.begin() + long(f.item()));
+      continue;
+    }
+    const double elapsed = ms_since(t0);
+    for (size_t i : left) ms[i] = elapsed;
+    break;
   }
   return ms;
 }
@@ -165,29 +203,31 @@ void Engine::step_prefill(StepReport& report) {
   report.turn_start = prompt_done_ == 0;
   const size_t n = std::min(prompt_.size() - prompt_done_, size_t(options_.prefill_chunk));
   const bool last_chunk = prompt_done_ + n == prompt_.size();
-  std::vector<std::vector<int>> fed(sessions_.size());
-  std::vector<ForwardItem> items(sessions_.size());
-  std::vector<std::shared_ptr<AttentionCapture>> captures(sessions_.size());
-  for (size_t i = 0; i < sessions_.size(); ++i) {
-    Session& s = *sessions_[i];
-    if (prompt_done_ == 0 && s.pending >= 0) fed[i].push_back(s.pending);
-    fed[i].insert(fed[i].end(), prompt_.begin() + prompt_done_, prompt_.begin() + prompt_done_ + n);
-    items[i].cache = s.cache_.get();
-    items[i].tokens = fed[i];
-    items[i].logits = last_chunk ? &s.logits : nullptr;
-    captures[i] = request_capture(items[i]);
+  const std::vector<int> live = live_sessions();
+  std::vector<std::vector<int>> fed(live.size());
+  std::vector<ForwardItem> items(live.size());
+  std::vector<std::shared_ptr<AttentionCapture>> captures(live.size());
+  for (size_t a = 0; a < live.size(); ++a) {
+    Session& s = *sessions_[size_t(live[a])];
+    if (prompt_done_ == 0 && s.pending >= 0) fed[a].push_back(s.pending);
+    fed[a].insert(fed[a].end(), prompt_.begin() + prompt_done_, prompt_.begin() + prompt_done_ + n);
+    items[a].cache = s.cache_.get();
+    items[a].tokens = fed[a];
+    items[a].logits = last_chunk ? &s.logits : nullptr;
+    captures[a] = request_capture(items[a]);
   }
-  const auto ms = run(items);
+  const auto ms = run(items, live, report);
   prompt_done_ += n;
 
-  for (size_t i = 0; i < sessions_.size(); ++i) {
-    Session& s = *sessions_[i];
+  for (size_t a = 0; a < live.size(); ++a) {
+    if (ms[a] < 0) continue;  // stopped
+    Session& s = *sessions_[size_t(live[a])];
     s.pending = -1;
-    s.stream_.insert(s.stream_.end(), fed[i].begin(), fed[i].end());
-    s.totals_.prefilled += int64_t(fed[i].size());
-    s.totals_.prefill_seconds += ms[i] / 1000.0;
-    SessionStep step = observe(int(i), fed[i], ms[i]);
-    step.attention = captures[i];
+    s.stream_.insert(s.stream_.end(), fed[a].begin(), fed[a].end());
+    s.totals_.prefilled += int64_t(fed[a].size());
+    s.totals_.prefill_seconds += ms[a] / 1000.0;
+    SessionStep step = observe(live[a], fed[a], ms[a]);
+    step.attention = captures[a];
     if (last_chunk) {
       // The answer's first token comes from the prompt's last row.
       const int token = s.sampler_.sample(s.logits);
@@ -224,9 +264,10 @@ void Engine::step_decode(StepReport& report) {
     items[a].logits = &s.logits;
     captures[a] = request_capture(items[a]);
   }
-  const auto ms = run(items);
+  const auto ms = run(items, active, report);
 
   for (size_t a = 0; a < active.size(); ++a) {
+    if (ms[a] < 0) continue;  // stopped
     Session& s = *sessions_[active[a]];
     s.stream_.push_back(s.pending);
     s.totals_.decode_seconds += ms[a] / 1000.0;
@@ -253,41 +294,49 @@ void Engine::step_decode(StepReport& report) {
 void Engine::step_forced(StepReport& report) {
   const size_t n = std::min(forced_.size() - forced_done_, size_t(options_.forced_chunk));
   std::vector<int> fed(forced_.begin() + forced_done_, forced_.begin() + forced_done_ + n);
-  std::vector<ForwardItem> items(sessions_.size());
-  std::vector<std::shared_ptr<AttentionCapture>> captures(sessions_.size());
-  for (size_t i = 0; i < sessions_.size(); ++i) {
-    items[i].cache = sessions_[i]->cache_.get();
-    items[i].tokens = fed;
-    items[i].all_logits = true;
-    items[i].logits = &sessions_[i]->logits;
-    captures[i] = request_capture(items[i]);
+  const std::vector<int> live = live_sessions();
+  std::vector<ForwardItem> items(live.size());
+  std::vector<std::shared_ptr<AttentionCapture>> captures(live.size());
+  for (size_t a = 0; a < live.size(); ++a) {
+    Session& s = *sessions_[size_t(live[a])];
+    items[a].cache = s.cache_.get();
+    items[a].tokens = fed;
+    items[a].all_logits = true;
+    items[a].logits = &s.logits;
+    captures[a] = request_capture(items[a]);
   }
-  const auto ms = run(items);
+  const auto ms = run(items, live, report);
 
   const int vocab = model_->config.vocab_size;
   const size_t scored = std::min(n, forced_.size() - forced_done_ - 1);  // rows with a next token
-  std::vector<std::vector<double>> logp(sessions_.size(), std::vector<double>(size_t(vocab) * scored));
-  for (size_t i = 0; i < sessions_.size(); ++i)
+  std::vector<std::vector<double>> logp(live.size());
+  int reference = -1;  // the full cache's item, while it runs
+  for (size_t a = 0; a < live.size(); ++a) {
+    if (ms[a] < 0) continue;
+    if (live[a] == full_index_) reference = int(a);
+    logp[a].resize(size_t(vocab) * scored);
     for (size_t r = 0; r < scored; ++r)
-      log_softmax(std::span<const float>(&sessions_[i]->logits[r * vocab], vocab),
-                  std::span<double>(&logp[i][r * vocab], vocab));
+      log_softmax(std::span<const float>(&sessions_[size_t(live[a])]->logits[r * vocab], vocab),
+                  std::span<double>(&logp[a][r * vocab], vocab));
+  }
 
-  for (size_t i = 0; i < sessions_.size(); ++i) {
-    Session& s = *sessions_[i];
+  for (size_t a = 0; a < live.size(); ++a) {
+    if (ms[a] < 0) continue;  // stopped
+    Session& s = *sessions_[size_t(live[a])];
     s.stream_.insert(s.stream_.end(), fed.begin(), fed.end());
     s.totals_.prefilled += int64_t(n);
-    s.totals_.prefill_seconds += ms[i] / 1000.0;
-    SessionStep step = observe(int(i), fed, ms[i]);
-    step.attention = captures[i];
+    s.totals_.prefill_seconds += ms[a] / 1000.0;
+    SessionStep step = observe(live[a], fed, ms[a]);
+    step.attention = captures[a];
     for (size_t r = 0; r < scored; ++r) {
       const int next = forced_[forced_done_ + r + 1];
-      const double* lp = &logp[i][r * vocab];
+      const double* lp = &logp[a][r * vocab];
       const double nll = -lp[next];
       step.nll.push_back(nll);
       s.totals_.nll_sum += nll;
       s.totals_.scored += 1;
-      if (full_index_ >= 0) {
-        const double* ref = &logp[full_index_][r * vocab];
+      if (reference >= 0) {
+        const double* ref = &logp[size_t(reference)][r * vocab];
         double kl = 0;
         for (int t = 0; t < vocab; ++t) kl += std::exp(ref[t]) * (ref[t] - lp[t]);
         const auto top = [&](const double* row) { return int(std::max_element(row, row + vocab) - row); };

@@ -54,6 +54,10 @@ struct SessionStep {
   std::vector<double> nll, kl;
   std::vector<int> agree;  // 1 where the top-1 prediction equals the full cache's
   std::shared_ptr<AttentionCapture> attention;
+  // Set on the one step where this session stopped (its cache could not grow:
+  // out of memory, or past the KV limit); nothing was fed to it then, and it
+  // takes no further part. The other sessions go on.
+  std::string error;
 };
 
 struct StepReport {
@@ -88,6 +92,8 @@ class Session {
   const SessionCache& cache() const { return *cache_; }
   const std::vector<int>& stream() const { return stream_; }
   const SessionTotals& totals() const { return totals_; }
+  // Why the session stopped early; empty while it runs.
+  const std::string& stopped() const { return stopped_; }
 
  private:
   friend class Engine;
@@ -100,6 +106,7 @@ class Session {
   int generated_in_turn = 0;
   std::vector<float> logits;
   SessionTotals totals_;
+  std::string stopped_;
 };
 
 class Engine {
@@ -109,6 +116,7 @@ class Engine {
 
   void start_stream(std::vector<Turn> turns);
   void start_forced(std::vector<int> tokens);
+  // The stream is over, or every session has stopped.
   bool done() const { return phase_ == Phase::Done; }
   StepReport step();
 
@@ -126,8 +134,12 @@ class Engine {
   void step_prefill(StepReport& report);
   void step_decode(StepReport& report);
   void step_forced(StepReport& report);
-  // Runs the items (batched or one by one), returning each item's wall time in ms.
-  std::vector<double> run(std::vector<ForwardItem>& items);
+  // Runs the items (batched or one by one), returning each item's wall time
+  // in ms. owners[i] is the session of items[i]. An item whose cache cannot
+  // grow stops its session (stop()): its time is -1 and the others run again.
+  std::vector<double> run(std::vector<ForwardItem>& items, const std::vector<int>& owners, StepReport& report);
+  void stop(int index, const std::string& why, StepReport& report);
+  std::vector<int> live_sessions() const;
   SessionStep observe(int index, std::vector<int> fed, double ms) const;
   std::shared_ptr<AttentionCapture> request_capture(ForwardItem& item) const;
   std::string text_of(const Session& s, int token) const;

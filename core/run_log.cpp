@@ -80,6 +80,7 @@ nlohmann::json describe_totals(const Engine& engine) {
                         {"cached_tokens", s->cache().max_size()},
                         {"kv_live_bytes", s->cache().live_bytes()},
                         {"kv_allocated_bytes", s->cache().allocated_bytes()}};
+    if (!s->stopped().empty()) j["stopped"] = s->stopped();
     if (t.scored > 0) {
       j["scored_tokens"] = t.scored;
       j["perplexity"] = t.perplexity();
@@ -147,7 +148,9 @@ void RunLog::write(const StepReport& report) {
     if (s.token >= 0) j.update({{"token", s.token}, {"text", s.text}});
     if (!s.nll.empty()) j["nll"] = s.nll;
     if (!s.kl.empty()) j.update({{"kl_vs_full", s.kl}, {"top1_agree", s.agree}});
+    if (!s.error.empty()) j["stopped"] = s.error;
     jsonl_->stream() << json_dump(j) << '\n';
+    if (!s.error.empty()) continue;  // the session stopped: it did no work this step
 
     csv_->stream() << report.step << ',' << phase_name(report.phase) << ',' << report.prompt_index << ','
                    << csv_field(policy) << ',' << s.fed.size() << ',' << s.token << ',' << csv_field(s.text) << ','
