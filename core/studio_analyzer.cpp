@@ -63,6 +63,11 @@ void Analyzer::ingest(const StepRecord& record) {
 }
 
 void Analyzer::ingest_session(PolicyState& p, const StepRecord& record, const SessionRecord& s) {
+  if (!s.stopped.empty()) {
+    // Nothing was fed: the pane keeps its last numbers and says why it stopped.
+    p.stopped = s.stopped;
+    return;
+  }
   // Tokens fed: the first may be the previous answer's last token, not the prompt's.
   for (size_t i = 0; i < s.fed.size(); ++i) {
     const bool answer = record.phase == Phase::Decode || (i == 0 && p.answer_pending);
@@ -219,6 +224,7 @@ PaneSnapshot Analyzer::pane(const PolicyState& p, const ViewSelection& view) con
   out.live_bytes = p.live_bytes;
   out.tokens_per_s = p.tokens_per_s;
   out.generated = p.generated;
+  out.stopped = p.stopped;
   if (p.scored) out.perplexity = std::exp(p.nll_sum / double(p.scored));
   if (p.compared) {
     out.agreement = double(p.agreed) / double(p.compared);

@@ -58,6 +58,7 @@ class Analyzer {
     std::string pending_text;
     int cached_tokens = 0;
     int64_t live_bytes = 0, generated = 0;
+    std::string stopped;
     double tokens_per_s = 0;
     double nll_sum = 0, kl_sum = 0;
     int64_t scored = 0, agreed = 0, compared = 0;

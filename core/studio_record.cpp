@@ -89,6 +89,7 @@ StepRecord make_step_record(const Engine& engine, const StepReport& report, doub
     out.nll = s.nll;
     out.kl = s.kl;
     out.agree = s.agree;
+    out.stopped = s.error;
     if (s.attention) {
       out.top_share = top_k_share(*s.attention, kSparsityTopK);
       out.attention = trim_capture(*s.attention, kRecordedKeys, kRecordedFirstKeys);
@@ -133,6 +134,7 @@ StepReport to_step_report(const StepRecord& record) {
     out.evictions = s.evictions;
     out.nll = s.nll;
     out.kl = s.kl;
+    out.error = s.stopped;
     out.agree = s.agree;
     report.sessions.push_back(std::move(out));
   }
@@ -211,6 +213,7 @@ static json session_json(const SessionRecord& s) {
     j["attention"] = {{"layer", a.layer},       {"rows", a.rows},   {"query", a.query_positions},
                       {"keys", a.key_positions}, {"probs", a.probs}, {"top_share", s.top_share}};
   }
+  if (!s.stopped.empty()) j["stopped"] = s.stopped;
   if (s.scores)
     j["scores"] = {{"layer", s.scores->layer}, {"positions", s.scores->positions}, {"values", s.scores->values}};
   return j;
@@ -234,6 +237,7 @@ static SessionRecord session_from_json(const json& j) {
   s.nll = j.at("nll").get<std::vector<double>>();
   s.kl = j.at("kl").get<std::vector<double>>();
   s.agree = j.at("agree").get<std::vector<int>>();
+  if (j.contains("stopped")) s.stopped = j.at("stopped").get<std::string>();
   if (j.contains("attention")) {
     const json& a = j["attention"];
     AttentionCapture c;

@@ -56,6 +56,7 @@ struct SessionRecord {
   std::optional<AttentionCapture> attention;  // trimmed (see kRecordedKeys)
   std::vector<float> top_share;               // per query head, on the untrimmed capture
   std::optional<RecordedScores> scores;
+  std::string stopped;  // SessionStep::error: the session stopped here
 };
 
 struct StepRecord {

@@ -61,6 +61,7 @@ BackendOptions studio_backend_options(const StudioConfig& c) {
   BackendOptions b;
   b.kind = c.backend;
   b.threads = c.threads;
+  b.kv_limit_bytes = int64_t(c.kv_limit_mib) << 20;
   return b;
 }
 

@@ -17,6 +17,7 @@ struct StudioConfig {
   std::string forced_text;                // the text file fed in forced mode
   std::string backend = "cpu";
   int threads = 0;  // 0: all cores, as h2o-cli (the pool sleeps when idle, so the GUI thread still gets its turn)
+  int kv_limit_mib = 0;  // KV memory of the three sessions together (0: none); the one that needs more stops
   int budget = 64, sinks = 4;
   int heavy = 0, recent = 0;  // H2O's split; 0 and 0: half the rest each (policy_for_budget)
   int slack = 0;

@@ -53,6 +53,7 @@ struct PaneSnapshot {
   ScoreRank score_rank;
   double sparsity = NAN;  // latest top-k share at the shown head
   Series sparsity_history;
+  std::string stopped;    // why this session stopped early (out of KV memory); empty while it runs
 };
 
 struct EvictionAt {

@@ -254,6 +254,10 @@ TEST(Recording, StepRoundTripsExactlyIncludingPartialUtf8) {
   s.top_share = {0.5f, 0.6f};
   s.scores = RecordedScores{1, {{0, 3}}, {{1.5f, 0.1f}}};
   r.sessions.push_back(s);
+  SessionRecord stopped;
+  stopped.session = 0;
+  stopped.stopped = "out of KV memory: 1.0 MiB held, 0.5 MiB more needed, limit 1.0 MiB";
+  r.sessions.push_back(stopped);
   const std::string line = json_dump(to_json(r));
   const StepRecord back = step_from_json(nlohmann::json::parse(line));
   EXPECT_EQ(json_dump(to_json(back)), line);
@@ -262,6 +266,9 @@ TEST(Recording, StepRoundTripsExactlyIncludingPartialUtf8) {
   EXPECT_EQ(back.engine_seconds, r.engine_seconds);
   EXPECT_EQ(back.sessions[0].step_ms, s.step_ms);
   EXPECT_EQ(back.sessions[0].attention->probs, s.attention->probs);
+  EXPECT_TRUE(back.sessions[0].stopped.empty());
+  EXPECT_EQ(back.sessions[1].stopped, stopped.stopped);
+  EXPECT_EQ(to_step_report(back).sessions[1].error, stopped.stopped);
 }
 
 TEST(Recording, ReaderNamesTheBadLine) {

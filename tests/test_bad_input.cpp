@@ -104,6 +104,7 @@ std::vector<BadInput> cases() {
       {"H2O heavy negative", s + "--policies h2o --heavy -1", "--heavy"},
       {"StreamingLLM window 0", s + "--policies streaming --window 0", "--window"},
       {"slack negative", s + "--slack -1", "--slack"},
+      {"kv limit negative", s + "--kv-limit -1", "--kv-limit"},
       {"threads negative", s + "--threads -2", "--threads"},
       {"threads not a number", s + "--threads two", "--threads"},
       {"max-new-tokens 0", s + "--max-new-tokens 0", "--max-new-tokens"},

@@ -84,10 +84,16 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   backend_->addItems({"cpu", "cuda"});
   backend_->setToolTip("Compute backend. CUDA needs a build with it and a GPU; otherwise the app says so and runs on the CPU");
   threads_ = spin("threads", 0, 256, "CPU threads (all: every core, the default, as h2o-cli)", "all cores");
+  kv_limit_ = spin("kv_limit_mib", 0, 1 << 20,
+                   "KV memory of the three sessions together, MiB, as a device's memory would cap it: the session "
+                   "that needs more stops (the full cache, sooner or later), the others go on",
+                   "none");
+  kv_limit_->setSuffix(" MiB");
   auto* backend = new QGroupBox("Backend");
   auto* fb = new QFormLayout(backend);
   fb->addRow("Device", backend_);
   fb->addRow("Threads", threads_);
+  fb->addRow("KV limit", kv_limit_);
 
   budget_ = spin("budget", 2, 1 << 20, "Tokens per KV head for StreamingLLM and H2O");
   sinks_ = spin("sinks", 0, 1 << 16, "Attention sinks: the first tokens, always kept");
@@ -151,7 +157,7 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   auto changed = [this] {
     if (!loading_) emit runSettingsChanged();
   };
-  for (QSpinBox* s : {threads_, budget_, sinks_, heavy_, recent_, slack_, max_new_, seed_})
+  for (QSpinBox* s : {threads_, kv_limit_, budget_, sinks_, heavy_, recent_, slack_, max_new_, seed_})
     connect(s, &QSpinBox::valueChanged, this, changed);
   connect(temperature_, &QDoubleSpinBox::valueChanged, this, changed);
   for (QCheckBox* c : {rolling_, greedy_}) connect(c, &QCheckBox::toggled, this, changed);
@@ -211,6 +217,7 @@ void ControlPanel::setSettings(const StudioSettings& s) {
   heavy_->setValue(c.heavy);
   recent_->setValue(c.recent);
   slack_->setValue(c.slack);
+  kv_limit_->setValue(c.kv_limit_mib);
   rolling_->setChecked(c.rolling);
   max_new_->setValue(c.max_new_tokens);
   greedy_->setChecked(c.greedy);
@@ -240,6 +247,7 @@ StudioSettings ControlPanel::settings() const {
   c.heavy = heavy_->value();
   c.recent = recent_->value();
   c.slack = slack_->value();
+  c.kv_limit_mib = kv_limit_->value();
   c.rolling = rolling_->isChecked();
   c.max_new_tokens = max_new_->value();
   c.greedy = greedy_->isChecked();

@@ -36,7 +36,7 @@ class ControlPanel : public QWidget {
  private:
   QLineEdit *model_, *tokenizer_, *prompts_, *forced_text_;
   QComboBox *mode_, *backend_, *layer_, *head_;
-  QSpinBox *threads_, *budget_, *sinks_, *heavy_, *recent_, *slack_, *max_new_, *seed_;
+  QSpinBox *threads_, *kv_limit_, *budget_, *sinks_, *heavy_, *recent_, *slack_, *max_new_, *seed_;
   QCheckBox *rolling_, *greedy_;
   QDoubleSpinBox *temperature_, *speed_;
   bool loading_ = false;  // setSettings() in progress: no change signals

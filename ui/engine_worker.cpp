@@ -4,6 +4,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QTimer>
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <mutex>
@@ -293,7 +294,10 @@ bool EngineWorker::stepOnceInternal() {
       engine_seconds_ = record->engine_seconds;
     } else if (engine_) {
       if (engine_->done()) {
-        emit status("run finished: the whole text has been scored");
+        const auto& sessions = engine_->sessions();
+        const bool all_stopped =
+            std::all_of(sessions.begin(), sessions.end(), [](const auto& x) { return !x->stopped().empty(); });
+        emit status(all_stopped ? "run over: every session has stopped" : "run finished: the whole text has been scored");
         return false;
       }
       const auto t0 = std::chrono::steady_clock::now();
@@ -301,6 +305,11 @@ bool EngineWorker::stepOnceInternal() {
       engine_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       record = make_step_record(*engine_, report, engine_seconds_);
       spool_ << json_dump(to_json(*record)) << '\n';
+      for (const SessionStep& s : report.sessions)
+        if (!s.error.empty())
+          emit warned(QString::fromStdString(engine_->sessions()[size_t(s.session)]->policy().describe()) +
+                      " stopped: " + QString::fromStdString(s.error) +
+                      (engine_->done() ? QString() : QString("; the other sessions go on")));
     } else {
       return false;
     }

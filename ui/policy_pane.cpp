@@ -82,6 +82,9 @@ void PolicyPane::draw(const PaneSnapshot& pane, int top_k, const QString& view_c
   if (!std::isnan(pane.perplexity)) numbers += QString(" · ppl <b>%1</b>").arg(pane.perplexity, 0, 'f', 2);
   if (!std::isnan(pane.agreement) && pane.kind != PolicyKind::Full)
     numbers += QString(" · agree <b>%1 %</b>").arg(pane.agreement * 100, 0, 'f', 1);
+  if (!pane.stopped.empty())
+    numbers += QString("<br><span style='color:#e06c75'><b>stopped:</b> %1</span>")
+                   .arg(QString::fromStdString(pane.stopped).toHtmlEscaped());
   numbers_->setText(numbers);
   meter_->setValue(pane.sparsity, top_k, policy_color(kind_));
   text_->setHighlight(highlight);

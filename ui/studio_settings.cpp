@@ -1,5 +1,7 @@
 #include "studio_settings.h"
 
+#include <algorithm>
+
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -33,6 +35,7 @@ StudioSettings load_settings(QSettings& settings) {
   c.heavy = get("heavy").toInt();
   c.recent = get("recent").toInt();
   c.slack = get("slack").toInt();
+  c.kv_limit_mib = std::max(0, get("kv_limit_mib").toInt());
   c.rolling = get("rolling").toBool();
   c.max_new_tokens = get("max_new_tokens").toInt();
   c.greedy = get("greedy").toBool();
@@ -60,6 +63,7 @@ void save_settings(QSettings& settings, const StudioSettings& s) {
   settings.setValue("heavy", c.heavy);
   settings.setValue("recent", c.recent);
   settings.setValue("slack", c.slack);
+  settings.setValue("kv_limit_mib", c.kv_limit_mib);
   settings.setValue("rolling", c.rolling);
   settings.setValue("max_new_tokens", c.max_new_tokens);
   settings.setValue("greedy", c.greedy);

@@ -229,6 +229,33 @@ TEST(MainWindowTest, BadModelShowsAnErrorAndTheAppCarriesOn) {
   EXPECT_TRUE(again.lastSnapshot());
 }
 
+TEST(MainWindowTest, SessionOutOfKvMemoryStopsAloneAndSaysWhy) {
+  // 1 MiB for the three caches: the full cache (1280 bytes a token here)
+  // cannot pass ~600 tokens; StreamingLLM and H2O never need more than their budget.
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.kv_limit_mib = 1;
+  MainWindow w(o);
+  w.show();
+  QSignalSpy warnings(&w, &MainWindow::warningShown);
+  QSignalSpy errors(&w, &MainWindow::errorShown);
+  w.start();
+  play(w, 400);
+  EXPECT_EQ(errors.count(), 0);
+  ASSERT_EQ(warnings.count(), 1);
+  const QString warning = warnings.first().first().toString();
+  EXPECT_TRUE(warning.startsWith("full stopped: out of KV memory")) << warning.toStdString();
+  EXPECT_TRUE(warning.contains("the other sessions go on")) << warning.toStdString();
+  const auto s = w.lastSnapshot();
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->panes.size(), 3u);
+  EXPECT_NE(s->panes[0].stopped.find("out of KV memory"), std::string::npos);
+  EXPECT_TRUE(w.panes()[0]->numbersText().contains("stopped:"));
+  for (int i : {1, 2}) {
+    EXPECT_TRUE(s->panes[size_t(i)].stopped.empty());
+    EXPECT_GT(s->panes[size_t(i)].stream_length, s->panes[0].stream_length + 24);
+  }
+}
+
 TEST(MainWindowTest, MissingBackendIsReportedAndTheRunGoesOnOnTheCpu) {
   // This build may or may not have CUDA (and a GPU): either the run starts on
   // it, or the app says why not, naming the backend, and streams on the CPU.
