@@ -87,6 +87,8 @@ std::shared_ptr<const Model> load_model(const std::string& path) {
   if (ends_with(".json") || ends_with(".safetensors")) return load_safetensors(path);
   auto file = MappedFile::open(path);
   if (file->size() >= 4 && std::memcmp(file->data(), "GGUF", 4) == 0) return load_gguf(path);
+  // Named .gguf but without the magic: say that, rather than what the llama2.c reader would make of it.
+  if (ends_with(".gguf")) fail(path, "not a GGUF file (it does not start with the magic \"GGUF\")");
   return load_llama2c(path);
 }
 

@@ -70,7 +70,8 @@ std::vector<Turn> load_mt_bench(const std::string& path, int max_questions) {
       fail(where, "not valid JSON (byte " + std::to_string(e.byte) + ")");
     }
     if (!q.is_object()) fail(where, "expected a JSON object");
-    if (!q.contains("turns") || !q["turns"].is_array()) fail(where, "missing \"turns\" array");
+    if (!q.contains("turns")) fail(where, "missing \"turns\" array");
+    if (!q["turns"].is_array()) fail(where, "\"turns\" is not an array of strings");
     if (q["turns"].empty()) fail(where, "\"turns\" is empty");
     int id = questions + 1;
     if (q.contains("question_id")) {

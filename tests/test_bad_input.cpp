@@ -54,6 +54,9 @@ void write_inputs(const fs::path& dir) {
   gguf = llama_gguf(m).build();
   gguf.resize(gguf.size() - 100);
   write_file(dir / "truncated.gguf", gguf);
+  gguf = llama_gguf(m).build();
+  gguf[3] = 'X';  // "GGUX"
+  write_file(dir / "bad-magic.gguf", gguf);
   write_hf_model(dir / "hf", m);
   write_text(dir / "hf" / "config.json", R"({"hidden_size": 16, "num_hidden_layers": "two"})");
   // 64 pieces for a model with 32 rows: the wrong tokenizer.
@@ -135,6 +138,8 @@ std::vector<BadInput> cases() {
       {"llama2.c truncated", "stream --out {out} --model {dir}/truncated.bin", "truncated.bin"},
       {"llama2.c negative header field", "stream --out {out} --model {dir}/bad-header.bin", "bad-header.bin"},
       {"GGUF bad version", "stream --out {out} --model {dir}/bad-version.gguf", "bad-version.gguf"},
+      {"GGUF bad magic", "stream --out {out} --model {dir}/bad-magic.gguf", "bad-magic.gguf: not a GGUF file"},
+      {"prompts turns a string", s + "--prompts {dir}/turns-not-array.jsonl", "\"turns\" is not an array"},
       {"GGUF truncated", "stream --out {out} --model {dir}/truncated.gguf", "truncated.gguf"},
       {"safetensors config wrong type", "stream --out {out} --model {dir}/hf", "config.json"},
       {"synthetic unknown shape", "stream --out {out} --model synthetic:stories1T", "synthetic:stories1T"},

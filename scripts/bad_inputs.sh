@@ -1,0 +1,455 @@
+#!/usr/bin/env bash
+# Bad inputs: runs h2o-cli on one example of every class of bad input (corrupt
+# llama2.c / GGUF / safetensors files, wrong tokenizers, malformed prompt and
+# token-id files, out-of-range flags, unwritable outputs) plus an interrupted
+# run (SIGINT, SIGTERM), and prints a Markdown table of what happened: the
+# message on stderr, the exit code, how many lines stderr had, and whether any
+# file was left in the case's output folder.
+#
+# The promise being demonstrated (README, "Bad input"): one line on stderr
+# naming the file or flag, a non-zero exit below 128, and no output left.
+#
+#   H2O_CLI     h2o-cli binary (default build/app/h2o-cli)
+#   H2O_ASSETS  shared assets folder (default ../shared/assets)
+#
+# Every generated bad file and every --out folder lives under one mktemp -d
+# folder, removed on exit. Each case runs with stdin from /dev/null, under
+# `timeout 60` and `nice`, with --threads 1 and small token counts.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+export LC_ALL=C.UTF-8
+
+cli=${H2O_CLI:-build/app/h2o-cli}
+assets=${H2O_ASSETS:-../shared/assets}
+[ -x "$cli" ] || { echo "bad_inputs.sh: no executable h2o-cli at $cli (set H2O_CLI)" >&2; exit 2; }
+for f in kjv-1M.bin kjv-tok2k.model stories260K.bin tokenizer.model mt_bench.jsonl; do
+  [ -f "$assets/$f" ] || { echo "bad_inputs.sh: $assets/$f is missing (set H2O_ASSETS)" >&2; exit 2; }
+done
+cli=$(cd "$(dirname "$cli")" && pwd)/$(basename "$cli")
+A=$(cd "$assets" && pwd)
+export H2O_ASSETS=$A
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/h2o-bad-inputs.XXXXXX") || exit 1
+bg_pid=
+cleanup() {
+  [ -n "$bg_pid" ] && kill -KILL "$bg_pid" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+in=$tmp/in
+logs=$tmp/logs
+mkdir -p "$in" "$logs" "$tmp/out"
+
+# ---- the bad files ------------------------------------------------------------
+
+python3 - "$in" "$A" <<'PY' || { echo "bad_inputs.sh: could not write the input files" >&2; exit 1; }
+import json, os, random, struct, sys
+
+d, assets = sys.argv[1], sys.argv[2]
+rng = random.Random(7)
+def put(name, data):
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+def asset(name):
+    with open(os.path.join(assets, name), "rb") as f:
+        return f.read()
+def floats(n):
+    return struct.pack("<%df" % n, *(rng.uniform(-0.1, 0.1) for _ in range(n)))
+
+# llama2.c: header of 7 int32 (dim, hidden, layers, heads, kv heads, vocab, seq len), then float32 weights.
+kjv = asset("kjv-1M.bin")
+s260 = asset("stories260K.bin")
+put("truncated.bin", kjv[:100000])
+put("empty.bin", b"")
+put("negative-dim.bin", struct.pack("<i", -64) + s260[4:])
+put("overflow.bin", struct.pack("<7i", 65536, 65536, 2**31 - 1, 1, 1, 3, 1) + bytes(64))
+put("vocab0.bin", s260[:20] + struct.pack("<i", 0) + s260[24:])
+put("trailing.bin", kjv + b"JUNK!!!")
+
+# GGUF v3: a tiny, otherwise valid Llama (dim 8, hidden 16, 1 layer, 2 heads, vocab 512, F32).
+DIM, HID, VOCAB, CTX = 8, 16, 512, 32
+def gstr(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+def gguf(magic=b"GGUF", version=3, offsets={}, tensor_count=None, array_count=None, first_key_len=None):
+    kvs = [gstr("general.architecture") + struct.pack("<I", 8) + gstr("llama")]
+    for key, val in [("llama.embedding_length", DIM), ("llama.feed_forward_length", HID), ("llama.block_count", 1),
+                     ("llama.attention.head_count", 2), ("llama.attention.head_count_kv", 2),
+                     ("llama.context_length", CTX)]:
+        kvs.append(gstr(key) + struct.pack("<II", 4, val))
+    # An array of two u32 (its count can be made absurd).
+    kvs.append(gstr("general.note") + struct.pack("<IIQ", 9, 4, 2 if array_count is None else array_count) + struct.pack("<II", 1, 2))
+    tensors = [("token_embd.weight", [DIM, VOCAB]), ("output_norm.weight", [DIM])]
+    for name, dims in [("attn_norm", [DIM]), ("attn_q", [DIM, DIM]), ("attn_k", [DIM, DIM]), ("attn_v", [DIM, DIM]),
+                       ("attn_output", [DIM, DIM]), ("ffn_norm", [DIM]), ("ffn_gate", [DIM, HID]),
+                       ("ffn_down", [HID, DIM]), ("ffn_up", [DIM, HID])]:
+        tensors.append(("blk.0.%s.weight" % name, dims))
+    infos, data, off = b"", b"", 0
+    for name, dims in tensors:
+        n = 1
+        for x in dims:
+            n *= x
+        infos += gstr(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", x) for x in dims)
+        infos += struct.pack("<IQ", 0, offsets.get(name, off))
+        blob = floats(n)
+        blob += bytes((-len(blob)) % 32)
+        data += blob
+        off += len(blob)
+    head = magic + struct.pack("<IQQ", version, len(tensors) if tensor_count is None else tensor_count, len(kvs))
+    body = head + b"".join(kvs) + infos
+    if first_key_len is not None:
+        body = body[:24] + struct.pack("<Q", first_key_len) + body[32:]
+    return body + bytes((-len(body)) % 32) + data
+put("valid.gguf", gguf())
+put("bad-magic.gguf", gguf(magic=b"GGUX"))
+put("version-1.gguf", gguf(version=1))
+put("version-4.gguf", gguf(version=4))
+put("offset-past-end.gguf", gguf(offsets={"token_embd.weight": 1 << 40}))
+put("huge-string.gguf", gguf(first_key_len=1 << 62))
+put("huge-tensor-count.gguf", gguf(tensor_count=1 << 62))
+put("huge-array-count.gguf", gguf(array_count=1 << 61))
+
+# safetensors: a u64 header length, a JSON header, the data; config.json beside it.
+os.makedirs(os.path.join(d, "hf"))
+put("hf/config.json", json.dumps({"model_type": "llama", "hidden_size": DIM, "intermediate_size": HID,
+                                  "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 2,
+                                  "vocab_size": VOCAB, "max_position_embeddings": CTX}))
+put("hf/header-too-long.safetensors", struct.pack("<Q", 1000000) + b'{"a": 1}' + bytes(56))
+junk = b"this is not JSON at all!"
+put("hf/header-not-json.safetensors", struct.pack("<Q", len(junk)) + junk + bytes(16))
+hdr = json.dumps({"model.embed_tokens.weight": {"dtype": "F32", "shape": [VOCAB, DIM],
+                                                "data_offsets": [0, VOCAB * DIM * 4]}}).encode()
+put("hf/offsets-outside.safetensors", struct.pack("<Q", len(hdr)) + hdr + bytes(64))
+# The same tiny model as valid safetensors: the control that shows the generator is right.
+tensors, off, data = {}, 0, b""
+for name, shape in [("model.embed_tokens.weight", [VOCAB, DIM]), ("model.norm.weight", [DIM])] + [
+        ("model.layers.0.%s.weight" % n, s) for n, s in [
+            ("input_layernorm", [DIM]), ("self_attn.q_proj", [DIM, DIM]), ("self_attn.k_proj", [DIM, DIM]),
+            ("self_attn.v_proj", [DIM, DIM]), ("self_attn.o_proj", [DIM, DIM]), ("post_attention_layernorm", [DIM]),
+            ("mlp.gate_proj", [HID, DIM]), ("mlp.down_proj", [DIM, HID]), ("mlp.up_proj", [HID, DIM])]]:
+    count = 1
+    for x in shape:
+        count *= x
+    tensors[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + 4 * count]}
+    off += 4 * count
+    data += floats(count)
+hdr = json.dumps(tensors).encode()
+put("hf/valid.safetensors", struct.pack("<Q", len(hdr)) + hdr + data)
+
+# tokenizers
+put("random.model", bytes(rng.getrandbits(8) for _ in range(4096)))
+put("empty.model", b"")
+
+# prompt files (FastChat question.jsonl)
+put("malformed.jsonl", '{"turns": ["fine"]}\n{"turns": ["cut\n')
+put("malformed-first.jsonl", '{"turns": ["cut\n{"turns": ["fine"]}\n')
+put("no-turns.jsonl", '{"question_id": 1, "category": "writing"}\n')
+put("turns-string.jsonl", '{"turns": "one turn"}\n')
+put("turns-empty.jsonl", '{"turns": []}\n')
+put("empty-turn.jsonl", '{"turns": [""]}\n')
+put("bad-utf8.jsonl", b'{"turns": ["caf\xc3\x28"]}\n')
+put("huge-line.jsonl", '{"turns": ["' + "a" * (2 << 20) + '"]}\n')
+os.makedirs(os.path.join(d, "prompts-folder"))
+
+# token-id files
+put("fine.ids", "1 5 9 13 2 7 7 7 40 41 42 43 44 45 46 47 48\n")
+put("words.ids", "1 2 three\n")
+put("out-of-vocab.ids", "1 2 2048\n")
+put("negative.ids", "1 -2\n")
+
+put("a-file", "a regular file, not a folder\n")
+os.makedirs(os.path.join(d, "empty-folder"))
+PY
+
+# ---- running one case ----------------------------------------------------------
+
+KJV=(--model "$A/kjv-1M.bin" --tokenizer "$A/kjv-tok2k.model")
+# Command prefixes (shown by name in the table; @OUT@ is the case's fresh --out path).
+declare -A BASE=(
+  [S]="stream --quiet ${KJV[*]} --out @OUT@"
+  [SK]="stream --quiet ${KJV[*]}"
+  [M]="stream --quiet --out @OUT@ --model"
+  [E]="eval ${KJV[*]} --ids $in/fine.ids --out @OUT@"
+  [EI]="eval ${KJV[*]} --out @OUT@"
+  [G]="generate ${KJV[*]}"
+  [P]="sample ${KJV[*]}"
+)
+
+n=0 one_line=0 nonzero=0 leftovers=0 accepted=0
+suspicious=()
+
+# Paths shown short: in/ (generated inputs), out/ (the case's output folder), $A (assets).
+shorten() {
+  local s=$1
+  s=${s//"$case_dir"/out}
+  s=${s//"$in"/in}
+  s=${s//"$tmp"/tmp}
+  s=${s//"$A"/\$A}
+  s=${s//"$cli"/h2o-cli}
+  printf '%s' "$s"
+}
+
+quote_args() {
+  local out="" a re='^[-A-Za-z0-9_./:,=@+$]+$'
+  for a in "$@"; do
+    if [[ $a =~ $re ]]; then out+=" $a"; else out+=" '$a'"; fi
+  done
+  printf '%s' "${out# }"
+}
+
+# A Markdown cell: stderr lines joined with ⏎, paths shortened, no control
+# characters, backticks and pipes made safe, at most 160 characters.
+message_cell() {
+  local file=$1 pick=${2:-} msg
+  msg=$( { if [ -n "$pick" ]; then grep -m 1 -e "$pick" "$file" || cat "$file"; else cat "$file"; fi; } | tr -d '\r' | tr '\000-\011\013-\037' '?' | sed -e ':a;N;$!ba;s/\n/ ⏎ /g')
+  msg=$(shorten "$msg")
+  msg=${msg//\`/\'}
+  [ ${#msg} -gt 160 ] && msg="${msg:0:159}…"
+  msg=${msg//|/\\|}
+  [ -z "$msg" ] && { printf '(empty)'; return; }
+  printf '`%s`' "$msg"
+}
+
+# Files and folders under $1, comma-separated (folders end in /); empty if none.
+list_under() {
+  [ -d "$1" ] || return 0
+  (cd "$1" && find . -mindepth 1 \( -type d -printf '%P/\n' -o -printf '%P\n' \) | LC_ALL=C sort | paste -sd, - | sed 's/,/, /g')
+}
+
+row() {  # class, command, message cell, exit code, stderr lines, files cell
+  printf '| %s | `%s` | %s | %s | %s | %s |\n' "$1" "${2//|/\\|}" "$3" "$4" "$5" "$6"
+}
+
+new_case() {
+  n=$((n + 1))
+  case_dir=$tmp/out/$n
+  mkdir -p "$case_dir"
+  err=$logs/$n.err
+}
+
+# run_case CLASS KIND BASE ARGS...
+#   KIND  bad: bad input, expected to fail cleanly; valid: accepted input whose outcome is shown
+#   BASE  a key of BASE (its prefix goes first) or - for none
+# Unless the case sets them itself, --threads 1 and small counts are added so that
+# an accepted bad input still finishes fast.
+run_case() {
+  local class=$1 kind=$2 base=$3
+  shift 3
+  new_case
+  local -a args=()
+  [ "$base" != - ] && read -r -a args <<<"${BASE[$base]}"
+  args+=("$@")
+  local shown="h2o-cli"
+  [ "$base" != - ] && shown+=" \$$base"
+  [ $# -gt 0 ] && shown+=" $(quote_args "$@")"
+  shown=$(shorten "${shown//@OUT@/out/run}")
+
+  local -a real=() targets=()
+  local a prev=""
+  for a in "${args[@]}"; do
+    a=${a//@OUT@/$case_dir/run}
+    real+=("$a")
+    case $prev in --out | --csv) targets+=("$a") ;; esac
+    prev=$a
+  done
+  local sub=${real[0]} joined=" ${real[*]} "
+  add() { [[ $joined == *" $1 "* ]] || real+=("$1" "$2"); }
+  if [ "$sub" != info ]; then add --threads 1; fi
+  case $sub in
+    stream) add --questions 1; add --max-new-tokens 2 ;;
+    generate) add --max-new-tokens 2 ;;
+    eval) add --max-tokens 16 ;;
+    sample) add --tokens 8 ;;
+  esac
+
+  timeout 60 nice -n 10 "$cli" "${real[@]}" </dev/null >"$logs/$n.out" 2>"$err"
+  local rc=$?
+  local lines
+  lines=$(awk 'END { print NR }' "$err")
+
+  local left t
+  left=$(list_under "$case_dir")
+  for t in "${targets[@]}"; do
+    [[ $t == "$case_dir"/* ]] && continue
+    [ -e "$t" ] && left+="${left:+, }$(shorten "$t")"
+    for f in "$t".tmp-*; do [ -e "$f" ] && left+="${left:+, }$(shorten "$f")"; done
+  done
+  local files
+  if [ "$kind" = valid ]; then
+    accepted=$((accepted + 1))
+    files="accepted; wrote: ${left:-nothing}"
+  else
+    files=${left:-none}
+  fi
+  row "$class" "$shown" "$(message_cell "$err")" "$rc" "$lines" "$files"
+
+  [ "$rc" -ne 0 ] && nonzero=$((nonzero + 1))
+  [ "$rc" -ne 0 ] && [ "$lines" -eq 1 ] && one_line=$((one_line + 1))
+  if [ "$kind" = bad ]; then
+    [ -n "$left" ] && leftovers=$((leftovers + 1))
+    local why=()
+    [ "$rc" -eq 0 ] && why+=("exit 0")
+    [ "$rc" -eq 124 ] && why+=("hang (timeout)")
+    [ "$rc" -ge 128 ] && why+=("killed by a signal (exit $rc)")
+    [ "$lines" -ne 1 ] && why+=("$lines lines on stderr")
+    grep -qiE 'terminate called|what\(\)|Aborted|Segmentation|core dumped' "$err" && why+=("crash text on stderr")
+    [ -n "$left" ] && why+=("left: $left")
+    if [ ${#why[@]} -gt 0 ]; then
+      local w
+      w=$(printf '%s; ' "${why[@]}")
+      suspicious+=("$class — ${w%; } — $(shorten "$(quote_args h2o-cli "${real[@]}")")")
+    fi
+  fi
+}
+
+# signal_case CLASS SIGNAL EXPECTED_EXIT: a real stream on the default kjv model,
+# stopped by SIGNAL about 2 s after it started streaming.
+signal_case() {
+  local class=$1 sig=$2 want=$3
+  new_case
+  local -a real=(stream --quiet --threads 1 --questions 3 --max-new-tokens 2000 --out "$case_dir/run")
+  nice -n 10 "$cli" "${real[@]}" </dev/null >"$logs/$n.out" 2>"$err" &
+  bg_pid=$!
+  # The handlers are installed right after the "streaming ..." line.
+  local i
+  for ((i = 0; i < 300; i++)); do
+    grep -q '^streaming' "$err" 2>/dev/null && break
+    kill -0 "$bg_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  sleep 2
+  local sent=no
+  kill -0 "$bg_pid" 2>/dev/null && kill -s "$sig" "$bg_pid" 2>/dev/null && sent=yes
+  for ((i = 0; i < 600; i++)); do kill -0 "$bg_pid" 2>/dev/null || break; sleep 0.1; done
+  local hung=no
+  if kill -0 "$bg_pid" 2>/dev/null; then hung=yes; kill -KILL "$bg_pid" 2>/dev/null; fi
+  wait "$bg_pid"
+  local rc=$?
+  bg_pid=
+  local lines
+  lines=$(awk 'END { print NR }' "$err")
+
+  local present status tmps notes=()
+  present=$(list_under "$case_dir/run")
+  status=$(sed -n 's/.*"status" *: *"\([a-z]*\)".*/\1/p' "$case_dir/run/manifest.json" 2>/dev/null | head -n 1)
+  tmps=$(find "$case_dir" -name '*.tmp-*' | wc -l)
+  local files="run/: ${present:-nothing}; manifest status: ${status:-none}; *.tmp-* files: $tmps"
+  row "$class" "$(quote_args h2o-cli "${real[@]}" | sed "s|$case_dir|out|g") (kill -$sig after ~2 s)" \
+    "$(message_cell "$err" 'interrupted')" "$rc" "$lines" "$files"
+
+  [ "$rc" -ne 0 ] && nonzero=$((nonzero + 1))
+  [ "$sent" = no ] && notes+=("the run ended before the signal was sent")
+  [ "$hung" = yes ] && notes+=("did not stop within 60 s of the signal")
+  [ "$rc" -ne "$want" ] && notes+=("exit $rc, expected $want")
+  [ "$status" != interrupted ] && notes+=("manifest status '${status:-none}', expected interrupted")
+  [ "$tmps" -ne 0 ] && notes+=("$tmps *.tmp-* files left")
+  if [ ${#notes[@]} -gt 0 ]; then
+    local w
+    w=$(printf '%s; ' "${notes[@]}")
+    suspicious+=("$class — ${w%; } — $(quote_args h2o-cli "${real[@]}" | sed "s|$case_dir|out|g") & sleep 2; kill -$sig \$!")
+  fi
+}
+
+# ---- the cases -------------------------------------------------------------------
+
+echo "| class of bad input | command (short) | message (stderr, one line) | exit code | lines on stderr | output files left behind |"
+echo "|---|---|---|---:|---:|---|"
+
+# llama2.c checkpoints
+run_case "llama2.c: truncated file (first 100000 bytes)" bad M "$in/truncated.bin"
+run_case "llama2.c: zero-length file" bad M "$in/empty.bin"
+run_case "llama2.c: header with negative dim" bad M "$in/negative-dim.bin"
+run_case "llama2.c: header whose sizes overflow 64 bits" bad M "$in/overflow.bin"
+run_case "llama2.c: header with vocab 0" bad M "$in/vocab0.bin"
+run_case "llama2.c: trailing junk after the weights" bad M "$in/trailing.bin"
+# GGUF
+run_case "control: the generator's tiny GGUF, intact" valid - info --model "$in/valid.gguf"
+run_case "GGUF: bad magic (GGUX)" bad M "$in/bad-magic.gguf"
+run_case "GGUF: unsupported version 1" bad M "$in/version-1.gguf"
+run_case "GGUF: unsupported version 4" bad M "$in/version-4.gguf"
+run_case "GGUF: tensor offset past the end" bad M "$in/offset-past-end.gguf"
+run_case "GGUF: string length 2^62" bad M "$in/huge-string.gguf"
+run_case "GGUF: tensor count 2^62" bad M "$in/huge-tensor-count.gguf"
+run_case "GGUF: metadata array count 2^61" bad M "$in/huge-array-count.gguf"
+# safetensors
+run_case "control: the generator's tiny safetensors, intact" valid - info --model "$in/hf/valid.safetensors"
+run_case "safetensors: header length larger than the file" bad M "$in/hf/header-too-long.safetensors"
+run_case "safetensors: header not JSON" bad M "$in/hf/header-not-json.safetensors"
+run_case "safetensors: tensor data_offsets outside the file" bad M "$in/hf/offsets-outside.safetensors"
+# model path
+run_case "model file missing" bad M "$in/nope.bin"
+run_case "model path is a folder (no weights)" bad M "$in/empty-folder"
+run_case "model missing (info)" bad - info --model "$in/nope.bin"
+# tokenizers
+run_case "tokenizer: random bytes" bad M "$A/kjv-1M.bin" --tokenizer "$in/random.model"
+run_case "tokenizer: empty file" bad M "$A/kjv-1M.bin" --tokenizer "$in/empty.model"
+run_case "tokenizer: 32000 pieces for a 2048-token model" bad M "$A/kjv-1M.bin" --tokenizer "$A/tokenizer.model"
+run_case "tokenizer: 2048 pieces for a 512-token model" bad M "$A/stories260K.bin" --tokenizer "$A/kjv-tok2k.model"
+run_case "tokenizer: random bytes (info)" bad - info --model "$A/kjv-1M.bin" --tokenizer "$in/random.model"
+# prompts JSONL
+run_case "prompts: malformed JSON on line 1" bad S --prompts "$in/malformed-first.jsonl"
+run_case "prompts: malformed JSON on line 2, all questions read" bad S --prompts "$in/malformed.jsonl" --questions 0
+run_case "prompts: malformed JSON on line 2 with --questions 1 (line 2 never read)" valid S --prompts "$in/malformed.jsonl" --questions 1
+run_case "prompts: no \"turns\"" bad S --prompts "$in/no-turns.jsonl"
+run_case "prompts: \"turns\" is a string" bad S --prompts "$in/turns-string.jsonl"
+run_case "prompts: \"turns\" is empty" bad S --prompts "$in/turns-empty.jsonl"
+run_case "prompts: empty turn" bad S --prompts "$in/empty-turn.jsonl"
+run_case "prompts: invalid UTF-8" bad S --prompts "$in/bad-utf8.jsonl"
+run_case "prompts: a 2 MiB line" bad S --prompts "$in/huge-line.jsonl"
+run_case "prompts: a folder" bad S --prompts "$in/prompts-folder"
+run_case "prompts: missing file" bad S --prompts "$in/nope.jsonl"
+# token ids
+run_case "ids file: not a number" bad EI --ids "$in/words.ids"
+run_case "ids file: id >= vocabulary (2048)" bad EI --ids "$in/out-of-vocab.ids"
+run_case "ids file: negative id" bad EI --ids "$in/negative.ids"
+run_case "ids file: a folder" bad EI --ids "$in/prompts-folder"
+run_case "--prompt-ids: id >= vocabulary" bad G --prompt-ids 1,99999
+run_case "--prompt-ids: negative id" bad G --prompt-ids 1,-2
+# numeric flags
+run_case "--budget 0" bad S --budget 0
+run_case "--sinks larger than --budget" bad S --budget 8 --sinks 16
+run_case "--threads 0 (documented: all cores)" valid S --threads 0
+run_case "--threads -1" bad S --threads -1
+run_case "--questions -1" bad S --questions -1
+run_case "--max-new-tokens -1" bad S --max-new-tokens -1
+run_case "--max-new-tokens 0" bad S --max-new-tokens 0
+run_case "--temperature -1" bad S --temperature -1
+run_case "--top-p 0" bad S --top-p 0
+run_case "--top-p 2" bad S --top-p 2
+run_case "--prefill-chunk 0" bad S --prefill-chunk 0
+run_case "eval --budgets 0" bad E --budgets 0
+run_case "eval --max-tokens -1" bad E --max-tokens -1
+run_case "sample --tokens 1" bad P --tokens 1 --out @OUT@
+run_case "unknown policy in --policies" bad S --policies full,lru
+run_case "unknown --policy" bad G --policy lru
+run_case "unknown flag" bad S --bogus 1
+run_case "non-numeric value (--budget abc)" bad S --budget abc
+run_case "non-numeric value (--threads two)" bad S --threads two
+# outputs
+run_case "--out in /proc" bad SK --out /proc/forbidden
+run_case "--out under a regular file" bad SK --out "$in/a-file/logs"
+run_case "eval --csv in /proc" bad E --csv /proc/forbidden.csv
+run_case "sample --out in /proc" bad P --out /proc/forbidden/ids.txt
+run_case "sample --out under a regular file" bad P --out "$in/a-file/ids.txt"
+# interrupted runs
+signal_case "interrupted run (SIGINT)" INT 130
+signal_case "interrupted run (SIGTERM)" TERM 143
+
+echo
+echo "Command prefixes: \$A = $A; in/ = the generated bad inputs; out/ = the case's fresh output folder."
+for k in S SK M E EI G P; do
+  echo "- \`\$$k\` = \`$(shorten "${BASE[$k]//@OUT@/out/run}")\`"
+done
+echo "- Unless a case sets them: \`--threads 1\`; stream \`--questions 1 --max-new-tokens 2\`; generate \`--max-new-tokens 2\`; eval \`--max-tokens 16\`; sample \`--tokens 8\`."
+echo
+if [ ${#suspicious[@]} -gt 0 ]; then
+  echo "Looks wrong (${#suspicious[@]}):"
+  for s in "${suspicious[@]}"; do echo "- $s"; done
+else
+  echo "Looks wrong: nothing."
+fi
+echo
+echo "Rows: $((n - accepted - 2)) bad inputs, $accepted accepted inputs shown for reference (controls, documented meanings), 2 interrupted runs."
+echo "$n cases, $one_line one-line errors, $nonzero non-zero exits, $leftovers with files left behind"
