@@ -68,6 +68,10 @@ std::vector<Turn> load_mt_bench(const std::string& path, int max_questions) {
       q = nlohmann::json::parse(line);
     } catch (const nlohmann::json::parse_error& e) {
       fail(where, "not valid JSON (byte " + std::to_string(e.byte) + ")");
+    } catch (const nlohmann::json::exception& e) {
+      // Valid syntax the library still refuses, e.g. a number too large for a
+      // double (found by fuzzing: tests/data/regressions/prompts/).
+      fail(where, std::string("not usable JSON (") + e.what() + ")");
     }
     if (!q.is_object()) fail(where, "expected a JSON object");
     if (!q.contains("turns")) fail(where, "missing \"turns\" array");
