@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 
 namespace h2o {
@@ -9,11 +12,17 @@ namespace h2o {
 void CpuHeadCache::reserve(int rows, int head_dim, bool rolling) {
   if (rows <= cap) return;
   cap = rows;
-  k.resize(size_t(cap) * head_dim);
-  v.resize(size_t(cap) * head_dim);
-  if (rolling) k_raw.resize(size_t(cap) * head_dim);
-  pos.resize(cap);
-  score.resize(cap);
+  // Exactly `cap` rows: resize() alone may double the capacity, and then
+  // allocated_bytes() would understate the memory held.
+  const auto grow = [](auto& buffer, size_t n) {
+    buffer.reserve(n);
+    buffer.resize(n);
+  };
+  grow(k, size_t(cap) * head_dim);
+  grow(v, size_t(cap) * head_dim);
+  if (rolling) grow(k_raw, size_t(cap) * head_dim);
+  grow(pos, size_t(cap));
+  grow(score, size_t(cap));
 }
 
 CpuCache::CpuCache(const PolicyConfig& policy, const ModelConfig& config, std::shared_ptr<KvMemoryAccount> account)
@@ -75,6 +84,12 @@ void CpuCache::reserve_for(int rows) {
     account_->release(booked - (allocated_bytes() - before));
     throw;
   }
+  // Growth frees the old, smaller buffers. glibc keeps such memory in its heap
+  // for reuse, so the process would stay as large as its largest moment; give
+  // it back now (a growth happens a logarithmic number of times).
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
   if (rolling) {
     int max_cap = 0;
     for (const auto& h : heads_) max_cap = std::max(max_cap, h.cap);
