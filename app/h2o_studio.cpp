@@ -57,8 +57,12 @@ int main(int argc, char** argv) {
   const QCommandLineOption autoplay("autoplay-steps", "Play this many engine steps at start (then pause).", "n");
   const QCommandLineOption perf("perf", "Show and print the frame time (drawing time per snapshot).");
   const QCommandLineOption fresh("no-settings", "Neither read nor write remembered settings.");
+  const QCommandLineOption recording_limit("recording-limit",
+                                           "Most MiB of the run kept for Save recording, logs and reports "
+                                           "(default 512; 0: no limit). Later steps are shown, not recorded.",
+                                           "MiB");
   for (const auto& o : {model, tokenizer, prompts, forced, replay, budget, layer, head, inspect, size, screenshot, autoplay,
-                        perf, fresh})
+                        perf, fresh, recording_limit})
     parser.addOption(o);
   parser.process(app);
 
@@ -78,6 +82,16 @@ int main(int argc, char** argv) {
       return 2;
     }
     options.size = QSize(w, h);
+  }
+  if (parser.isSet(recording_limit)) {
+    bool ok = false;
+    const qlonglong mib = parser.value(recording_limit).toLongLong(&ok);
+    if (!ok || mib < 0 || mib > (qlonglong(1) << 30)) {
+      std::fprintf(stderr, "h2o-studio: --recording-limit: expected MiB between 0 and 2^30, got '%s'\n",
+                   parser.value(recording_limit).toUtf8().constData());
+      return 2;
+    }
+    options.recording_limit = qint64(mib) << 20;
   }
   QSettings settings;
   if (parser.isSet(fresh) || shooting) {

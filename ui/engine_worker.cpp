@@ -204,7 +204,31 @@ void EngineWorker::openSpool() {
   spool_.open(spool_path_, std::ios::binary | std::ios::trunc);
   if (!spool_) throw Error(spool_path_ + ": cannot create the recording spool");
   spool_ << recording_first_line(analyzer_->header()) << '\n';
+  last_recorded_step_ = -1;
+  recording_stopped_ = false;
 }
+
+void EngineWorker::recordStep(const StepRecord& record) {
+  if (recording_stopped_) return;
+  spool_ << json_dump(to_json(record)) << '\n';
+  if (!spool_) {
+    stopRecording("The recording could not be written to " + q(spool_path_) + " (disk full?)");
+    return;
+  }
+  last_recorded_step_ = record.step;
+  if (recording_limit_ > 0 && spool_.tellp() >= recording_limit_)
+    stopRecording(QString("The recording reached its limit of %1 MiB").arg(recording_limit_ >> 20));
+}
+
+void EngineWorker::stopRecording(const QString& why) {
+  recording_stopped_ = true;
+  spool_.flush();
+  emit warned(why + QString(" at step %1: later steps are shown but not recorded; recordings, logs and reports "
+                            "hold steps 0–%1")
+                        .arg(last_recorded_step_));
+}
+
+void EngineWorker::setRecordingLimit(qint64 bytes) { recording_limit_ = std::max<qint64>(0, bytes); }
 
 void EngineWorker::openReplay(const QString& path) {
   setRunning(false);
@@ -304,7 +328,7 @@ bool EngineWorker::stepOnceInternal() {
       const StepReport report = engine_->step();
       engine_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       record = make_step_record(*engine_, report, engine_seconds_);
-      spool_ << json_dump(to_json(*record)) << '\n';
+      recordStep(*record);
       for (const SessionStep& s : report.sessions)
         if (!s.error.empty())
           emit warned(QString::fromStdString(engine_->sessions()[size_t(s.session)]->policy().describe()) +
@@ -374,7 +398,8 @@ void EngineWorker::writeRecording(const std::string& path) {
     std::ifstream in(spool_path_, std::ios::binary);
     AtomicFile out(path, std::ios::out | std::ios::trunc | std::ios::binary);
     out.stream() << in.rdbuf();
-    out.stream() << json_dump(nlohmann::json{{"totals", describe_totals(*engine_)}}) << '\n';
+    // The engine's totals cover every step: they belong only to a whole recording.
+    if (!recording_stopped_) out.stream() << json_dump(nlohmann::json{{"totals", describe_totals(*engine_)}}) << '\n';
     out.commit();
   } else {
     throw Error("nothing to save: no run yet");
@@ -394,7 +419,9 @@ void EngineWorker::writeLogs(const std::string& dir) {
   RunLog log(dir, *engine_, info);
   RecordingReader spool(spool_path_);
   while (auto record = spool.next()) log.write(to_step_report(*record));
-  log.close(running_ ? "running" : "paused");
+  log.close(recording_stopped_ ? "recorded up to step " + std::to_string(last_recorded_step_) + " of " +
+                                      std::to_string(engine_->steps() - 1)
+                                : running_ ? "running" : "paused");
 }
 
 void EngineWorker::saveRecording(const QString& path) {

@@ -45,6 +45,9 @@ class EngineWorker : public QObject {
   // Plays exactly `steps` steps (from whatever is loaded, once it is), then pauses and emits autoplayDone.
   void playSteps(int steps);
   void setSpeedLimit(double steps_per_second);  // 0: as fast as it goes
+  // The most the recording spool may hold (0: no limit). Past it, steps are
+  // still shown but no longer recorded, and one warning says from which step.
+  void setRecordingLimit(qint64 bytes);
   void setView(const h2o::ViewSelection& view);
   void openReplay(const QString& path);
   void saveRecording(const QString& path);
@@ -81,6 +84,9 @@ class EngineWorker : public QObject {
   void setRunning(bool running);
   void openSpool();
   void fail(const QString& message);
+  // Appends a step to the spool, or stops recording (limit reached, write failed).
+  void recordStep(const StepRecord& record);
+  void stopRecording(const QString& why);
   // The file writers behind the slots above; they throw h2o::Error.
   void writeRecording(const std::string& path);
   void writeLogs(const std::string& dir);
@@ -103,6 +109,9 @@ class EngineWorker : public QObject {
 
   std::string spool_path_;
   std::ofstream spool_;
+  qint64 recording_limit_ = 0;
+  int64_t last_recorded_step_ = -1;
+  bool recording_stopped_ = false;  // the spool holds steps 0..last_recorded_step_ only
 
   bool running_ = false;
   double speed_limit_ = 0;

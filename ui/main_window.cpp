@@ -78,6 +78,7 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
   connect(thread_, &QThread::finished, worker_, &QObject::deleteLater);
   thread_->start();
   onWorker([w = worker_] { w->yieldToGui(); });  // before any backend makes its threads
+  onWorker([w = worker_, limit = options_.recording_limit] { w->setRecordingLimit(limit); });
 
   buildLayout();
   buildActions();

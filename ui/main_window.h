@@ -37,6 +37,9 @@ struct MainWindowOptions {
   QString argv0;             // where to look for the demo's assets
   QString replay;            // open this recording instead of loading a model
   QSize size{1800, 1000};    // initial window size
+  // The run is recorded to a spool in the temp folder (for Save recording, the
+  // logs and reports), ~50 KB a step: bounded, so an endless demo stays flat.
+  qint64 recording_limit = qint64(512) << 20;  // bytes; 0: no limit
 };
 
 class MainWindow : public QMainWindow {

@@ -7,12 +7,14 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QXmlStreamReader>
 #include <qcustomplot.h>
 
+#include "core/studio_record.h"
 #include "tests/gui/gui_test_helpers.h"
 #include "ui/control_panel.h"
 #include "ui/curves_panel.h"
@@ -163,6 +165,39 @@ TEST(MainWindowTest, ExportsWriteValidPngPdfSvgAndCsv) {
   EXPECT_EQ(errors.count(), 2);
   EXPECT_FALSE(QFileInfo::exists(impossible));
   EXPECT_TRUE(QDir(dir.path()).entryList({"*.partial*"}, QDir::AllEntries).isEmpty());
+}
+
+TEST(MainWindowTest, RecordingStopsAtItsLimitAndTheRunGoesOn) {
+  QTemporaryDir dir;
+  MainWindowOptions o = synthetic_options();
+  o.recording_limit = 1 << 20;  // a few dozen of this run's steps (~40 KB each)
+  MainWindow w(o);
+  w.show();
+  QSignalSpy warnings(&w, &MainWindow::warningShown);
+  w.start();
+  play(w, 150);
+  ASSERT_EQ(warnings.count(), 1);
+  const QString warning = warnings.first().first().toString();
+  EXPECT_TRUE(warning.startsWith("The recording reached its limit")) << warning.toStdString();
+  const QRegularExpressionMatch at = QRegularExpression("at step (\\d+):").match(warning);
+  ASSERT_TRUE(at.hasMatch()) << warning.toStdString();
+  const int64_t last = at.captured(1).toLongLong();
+  ASSERT_TRUE(w.lastSnapshot());
+  EXPECT_EQ(w.lastSnapshot()->step, 149) << "the run must go on past the recording's end";
+  EXPECT_GT(last, 5);
+  EXPECT_LT(last, 149);
+
+  // What is saved is steps 0..last exactly, without the totals of the steps it lacks.
+  const QString path = dir.filePath("run.h2orec.jsonl");
+  QSignalSpy written(&w, &MainWindow::fileWritten);
+  w.saveRecording(path);
+  ASSERT_TRUE(written.wait(30000));
+  RecordingReader reader(path.toStdString());
+  int64_t steps = 0, final_step = -1;
+  while (auto record = reader.next()) ++steps, final_step = record->step;
+  EXPECT_EQ(final_step, last);
+  EXPECT_EQ(steps, last + 1);
+  EXPECT_TRUE(reader.totals().is_null());
 }
 
 TEST(MainWindowTest, RecordedRunReplaysToTheSameNumbers) {
