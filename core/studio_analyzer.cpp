@@ -40,7 +40,8 @@ void Analyzer::ThinnedSeries::push(double x, double y) {
   every *= 2;
 }
 
-Analyzer::Analyzer(RecordingHeader header) : header_(std::move(header)) {
+Analyzer::Analyzer(RecordingHeader header, int64_t evicted_history_kept)
+    : header_(std::move(header)), evicted_history_kept_(evicted_history_kept) {
   if (header_.kv_heads < 1 || header_.heads % header_.kv_heads != 0) throw Error("analyzer: bad head counts");
   for (const auto& policy : header_.policies) {
     PolicyState p;
@@ -144,6 +145,14 @@ void Analyzer::record_scores(PolicyState& p, int64_t step, const RecordedScores&
       }
     }
   }
+  // Forget the old tokens this cache no longer holds (the full cache holds all).
+  const int64_t horizon = int64_t(p.tokens.size()) - evicted_history_kept_;
+  if (!p.policy.evicts() || horizon <= 0) return;
+  std::vector<int32_t> held;
+  for (const auto& positions : scores.positions) held.insert(held.end(), positions.begin(), positions.end());
+  std::sort(held.begin(), held.end());
+  for (auto it = p.score_history.begin(); it != p.score_history.end() && it->first < horizon;)
+    it = std::binary_search(held.begin(), held.end(), int32_t(it->first)) ? std::next(it) : p.score_history.erase(it);
 }
 
 std::vector<int64_t> Analyzer::shown_evictions(const PolicyState& p, const ViewSelection& view) const {

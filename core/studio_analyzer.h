@@ -29,7 +29,11 @@ struct ViewSelection {
 
 class Analyzer {
  public:
-  explicit Analyzer(RecordingHeader header);
+  // Score histories of tokens that left a cache are kept for the latest
+  // `evicted_history_kept` stream positions (what the text view and the raster
+  // can show) and then dropped, so an endless run stays flat; tokens still
+  // cached (sinks, old heavy hitters) keep theirs.
+  explicit Analyzer(RecordingHeader header, int64_t evicted_history_kept = 4096);
   void ingest(const StepRecord& record);
   StudioSnapshot snapshot(const ViewSelection& view) const;
   const RecordingHeader& header() const { return header_; }
@@ -83,6 +87,7 @@ class Analyzer {
   int group() const { return header_.heads / header_.kv_heads; }
 
   RecordingHeader header_;
+  int64_t evicted_history_kept_;
   std::vector<PolicyState> policies_;
   int64_t last_step_ = -1, steps_ = 0;
   double engine_seconds_ = 0;

@@ -401,6 +401,35 @@ TEST(Analyzer, SnapshotsAgreeWithTheEngineCaches) {
   EXPECT_LT(s.panes[2].cached_tokens, s.panes[2].stream_length);
 }
 
+TEST(Analyzer, OldEvictedTokensLoseTheirScoreHistoryCachedOnesKeepIt) {
+  auto engine = synthetic_engine();
+  constexpr int64_t kKept = 40;
+  Analyzer analyzer(make_header(*engine, nlohmann::json::object(), "stream"), kKept);
+  for (int i = 0; i < 160; ++i) analyzer.ingest(make_step_record(*engine, engine->step(), 0));
+  ViewSelection view;
+  view.layer = 1;
+  const Session& streaming = *engine->sessions()[1];
+  const int64_t length = int64_t(streaming.stream().size());
+  ASSERT_GT(length, 3 * kKept);
+  const auto history = [&](int64_t position, size_t policy) {
+    view.inspect_position = position;
+    size_t samples = 0;
+    for (const Series& s : analyzer.snapshot(view).inspection.policies[policy].score_by_kv_head) samples += s.x.size();
+    return samples;
+  };
+  // StreamingLLM: position 10 left long ago (beyond the horizon), a sink is
+  // still cached, a token that left within the horizon still has its history.
+  const auto held = streaming.cache().positions(1, 0);
+  ASSERT_EQ(std::count(held.begin(), held.end(), 10), 0);
+  EXPECT_EQ(history(10, 1), 0u);
+  EXPECT_GT(history(0, 1), 0u);
+  const int64_t recent_evicted = held[2] - 1;  // just before the window: gone, but recently
+  ASSERT_GT(recent_evicted, length - kKept);
+  EXPECT_GT(history(recent_evicted, 1), 0u);
+  // The full cache holds everything, so it forgets nothing.
+  EXPECT_GT(history(10, 0), 0u);
+}
+
 TEST(Analyzer, InspectorFollowsTheTopHeavyHitterUntilAClick) {
   auto engine = synthetic_engine();
   Analyzer analyzer(make_header(*engine, nlohmann::json::object(), "stream"));
