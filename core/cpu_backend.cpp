@@ -11,6 +11,7 @@
 #include "cpu_cache.h"
 #include "cpu_ops.h"
 #include "error.h"
+#include "flush_denormals.h"
 #include "rope.h"
 
 namespace h2o {
@@ -93,6 +94,7 @@ class CpuBackend final : public Backend {
 };
 
 void CpuBackend::forward(std::span<ForwardItem> items) {
+  const FlushDenormals fast_floats;  // this thread's part of the work; the pool's workers do the same
   const int dim = cfg_.dim, hd = cfg_.head_dim(), q_dim = cfg_.n_heads * hd, kv_dim = cfg_.kv_dim();
   const int hidden = cfg_.hidden_dim;
 

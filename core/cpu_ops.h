@@ -8,8 +8,10 @@ namespace h2o::cpu {
 
 using h2o::ThreadPool;
 
-// Multiply-adds below which a loop runs on one thread (about 30 µs of work).
-inline constexpr size_t kParallelMinWork = 1 << 17;
+// Multiply-adds below which a loop runs on one thread (a few µs of work: the
+// pool's workers still spin between the jobs of one forward pass, so even a
+// stories15M 288x288 projection is worth splitting).
+inline constexpr size_t kParallelMinWork = 1 << 14;
 
 float dot(const float* a, const float* b, int n);
 // out[t][o] = sum_i w[o][i] * x[t][i] for t < rows; parallel over o.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "flush_denormals.h"
+
 namespace h2o {
 namespace {
 
@@ -38,6 +40,7 @@ void ThreadPool::run_chunks() {
 }
 
 void ThreadPool::worker_loop(uint32_t seen) {
+  const FlushDenormals fast_floats;  // as the thread that posts the jobs does (CpuBackend::forward)
   for (;;) {
     uint32_t now = generation_.load(std::memory_order_acquire);
     for (int spin = 0; now == seen && spin < kSpins; ++spin) {
