@@ -8,10 +8,12 @@ namespace h2o::cpu {
 
 using h2o::ThreadPool;
 
-// Multiply-adds below which a loop runs on one thread (a few µs of work: the
-// pool's workers still spin between the jobs of one forward pass, so even a
-// stories15M 288x288 projection is worth splitting).
-inline constexpr size_t kParallelMinWork = 1 << 14;
+// Multiply-adds below which a loop runs on one thread (~10 µs of work). The
+// pool's workers still spin between the jobs of one forward pass, so a
+// stories15M 288x288 projection (83k) is worth splitting; kjv-1M's 128x128
+// ones (16k) are not: waking the workers would cost more, and the first
+// session of each step would pay for it.
+inline constexpr size_t kParallelMinWork = 1 << 16;
 
 float dot(const float* a, const float* b, int n);
 // out[t][o] = sum_i w[o][i] * x[t][i] for t < rows; parallel over o.
