@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak: streams every MT-Bench turn (80 questions x 2 turns) through h2o-cli
+# Soak: streams every MT-Bench turn (2 per question) through h2o-cli
 # stream and watches the process's resident memory (VmRSS from /proc) while it
 # runs. Two runs on the same stream:
 #   bounded   --policies streaming,h2o       resident memory must stay flat
@@ -71,7 +71,7 @@ for run in ("bounded", "all"):
     for line in open(os.path.join(d, "logs", "steps.jsonl")):
         s = json.loads(line)
         first.setdefault(s["policy"], s["kv_live_bytes"])
-    turns = max(int(r["turns"]) for r in rows)
+    turns = sum(1 for line in open(os.path.join(d, "stderr.txt")) if line.startswith("turn "))  # completed
     for i, t in enumerate(manifest["totals"]):
         lead = (f"| {run} | {t['policy']} | {turns} | {mib(start)} | {mib(after1)} | {mib(end)} | {mib(end - start)} | {mib(end - after1)} "
                 if i == 0 else "| | " + t["policy"] + " | | | | | | ")
