@@ -413,8 +413,9 @@ TEST(Analyzer, OldEvictedTokensLoseTheirScoreHistoryCachedOnesKeepIt) {
   ASSERT_GT(length, 3 * kKept);
   const auto history = [&](int64_t position, size_t policy) {
     view.inspect_position = position;
+    const StudioSnapshot snapshot = analyzer.snapshot(view);  // alive for the loop, not a temporary
     size_t samples = 0;
-    for (const Series& s : analyzer.snapshot(view).inspection.policies[policy].score_by_kv_head) samples += s.x.size();
+    for (const Series& s : snapshot.inspection.policies[policy].score_by_kv_head) samples += s.x.size();
     return samples;
   };
   // StreamingLLM: position 10 left long ago (beyond the horizon), a sink is
