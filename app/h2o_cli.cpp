@@ -104,9 +104,7 @@ void report_stops(const Engine& engine, const StepReport& r) {
 // Exit code of a finished run: the signal's, else 1 when every session stopped early.
 int run_exit_code(const Engine& engine) {
   if (g_interrupted) return interrupted_exit_code();
-  const auto& sessions = engine.sessions();
-  const bool all_stopped = std::all_of(sessions.begin(), sessions.end(), [](const auto& s) { return !s->stopped().empty(); });
-  return all_stopped ? 1 : 0;
+  return engine.all_stopped() ? 1 : 0;
 }
 
 PolicyConfig make_policy(const Flags& f, PolicyKind kind) {

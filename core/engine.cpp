@@ -105,7 +105,7 @@ StepReport Engine::step() {
     case Phase::Done: return report;
   }
   ++step_;
-  if (live_sessions().empty()) phase_ = Phase::Done;
+  if (all_stopped()) phase_ = Phase::Done;
   else if (report.turn_end) begin_turn();
   return report;
 }

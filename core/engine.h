@@ -118,6 +118,8 @@ class Engine {
   void start_forced(std::vector<int> tokens);
   // The stream is over, or every session has stopped.
   bool done() const { return phase_ == Phase::Done; }
+  // Every session stopped early (its cache could not grow): the run ended before the stream did.
+  bool all_stopped() const { return live_sessions().empty(); }
   StepReport step();
 
   void set_capture(int layer, int rows);

@@ -318,10 +318,8 @@ bool EngineWorker::stepOnceInternal() {
       engine_seconds_ = record->engine_seconds;
     } else if (engine_) {
       if (engine_->done()) {
-        const auto& sessions = engine_->sessions();
-        const bool all_stopped =
-            std::all_of(sessions.begin(), sessions.end(), [](const auto& x) { return !x->stopped().empty(); });
-        emit status(all_stopped ? "run over: every session has stopped" : "run finished: the whole text has been scored");
+        emit status(engine_->all_stopped() ? "run over: every session has stopped"
+                                           : "run finished: the whole text has been scored");
         return false;
       }
       const auto t0 = std::chrono::steady_clock::now();
