@@ -7,10 +7,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "core/backend.h"
-#include "core/defaults.h"
-#include "core/error.h"
-#include "core/sampler.h"
+#include "core/base/error.h"
+#include "core/cpu/cpu_backend.h"
 
 using namespace h2o;
 
@@ -19,7 +17,7 @@ int main(int argc, char** argv) {
   std::string shapes = "stories15M,stories110M", policies = "full,streaming,h2o";
   int tokens = 256, threads = 2, budget = 64, sinks = 4, repeats = 3;
   app.add_option("--shapes", shapes, "synthetic shapes, comma-separated");
-  app.add_option("--policies", policies, "full,streaming,h2o");
+  app.add_option("--policies", policies, "comma-separated, any of: " + policy_names());
   app.add_option("--tokens", tokens, "decode steps per run (one token each, from BOS)");
   app.add_option("--threads", threads, "CPU threads");
   app.add_option("--budget", budget, "tokens per KV head for streaming/h2o");
@@ -41,21 +39,26 @@ int main(int argc, char** argv) {
       auto model = make_synthetic({shape, 1234, DType::F32, 0, 0});
       auto backend = make_cpu_backend(model, threads);
       for (const auto& name : split(policies)) {
-        const PolicyConfig policy = policy_for_budget(parse_policy_kind(name), budget, sinks, false);
+        PolicySettings settings;
+        settings.budget = budget;
+        settings.given["sinks"] = sinks;
+        const PolicyConfig policy = make_policy(name, settings);
         std::vector<double> rates;
         int64_t live = 0;
         for (int rep = 0; rep < repeats; ++rep) {
           auto cache = backend->new_cache(policy);
-          std::vector<float> logits;
+          const TokenChoice greedy;
           int token = model->config.bos_id;
           const auto t0 = std::chrono::steady_clock::now();
           for (int t = 0; t < tokens; ++t) {
+            int next = -1;
             ForwardItem item;
             item.cache = cache.get();
             item.tokens = std::span<const int>(&token, 1);
-            item.logits = &logits;
+            item.choose = &greedy;
+            item.chosen = &next;
             backend->forward(std::span<ForwardItem>(&item, 1));
-            token = argmax(logits);
+            token = next;
           }
           const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           rates.push_back(tokens / s);

@@ -13,14 +13,20 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <sstream>
 
-#include "core/atomic_file.h"
-#include "core/defaults.h"
-#include "core/engine.h"
-#include "core/error.h"
-#include "core/run_log.h"
-#include "core/token_ids.h"
+#include "core/backends/make_backend.h"
+#include "core/base/atomic_file.h"
+#include "core/base/error.h"
+#include "core/base/format.h"
+#include "core/base/text_file.h"
+#include "core/runtime/engine.h"
+#include "core/studio/assets.h"
+#include "core/studio/run_log.h"
+#include "core/studio/run_loop.h"
+#include "core/text/token_ids.h"
 
 namespace {
 
@@ -43,7 +49,8 @@ struct Flags {
   std::string model, tokenizer, prompts;
   std::string policy = "h2o";
   std::string policies = "full,streaming,h2o";
-  int sinks = 4, window = 60, heavy = 28, recent = 32, budget = 0, slack = 0;
+  std::map<std::string, int> params;  // every policy parameter's flag (--sinks, --window, ...), by name
+  int budget = 0, slack = 0;
   bool rolling = false;
   std::string backend = "cpu", precision = "f32";
   int threads = 0;
@@ -65,12 +72,9 @@ void add_model_flags(CLI::App* sub, Flags& f) {
 
 void add_run_flags(CLI::App* sub, Flags& f) {
   add_model_flags(sub, f);
-  sub->add_option("--policy", f.policy, "policy for single-policy commands: full|streaming|h2o");
-  sub->add_option("--sinks", f.sinks, "attention sinks (first tokens kept)");
-  sub->add_option("--window", f.window, "StreamingLLM recent window");
-  sub->add_option("--heavy", f.heavy, "H2O heavy hitters kept");
-  sub->add_option("--recent", f.recent, "H2O recent tokens kept");
-  sub->add_option("--budget", f.budget, "tokens per KV head; sets --window, --heavy and --recent from --sinks");
+  sub->add_option("--policy", f.policy, "policy for single-policy commands: " + policy_names());
+  for (const PolicyFlag& p : policy_flags()) sub->add_option("--" + p.name, f.params[p.name], p.help);
+  sub->add_option("--budget", f.budget, "tokens per KV head; the policy parameters not given split it (after --sinks)");
   sub->add_option("--slack", f.slack, "let the cache grow to budget+slack before cutting back to budget");
   sub->add_flag("--position-rolling", f.rolling, "positions from cache slots instead of stream positions");
   sub->add_option("--backend", f.backend, "cpu|cuda");
@@ -94,11 +98,9 @@ BackendOptions backend_options(const Flags& f) {
 
 // One line for each session that stopped in this step (out of KV memory);
 // the run goes on with the others.
-void report_stops(const Engine& engine, const StepReport& r) {
-  for (const SessionStep& s : r.sessions)
-    if (!s.error.empty())
-      std::cerr << "h2o-cli: " << engine.sessions()[s.session]->policy().describe() << " stopped at step " << r.step
-                << ": " << s.error << (engine.done() ? "\n" : "; the other sessions go on\n");
+void report_stops(const Engine& engine, const StepRecord& r) {
+  for (const std::string& line : stop_messages(engine.options().policies, r, engine.done()))
+    std::cerr << "h2o-cli: " << line << "\n";
 }
 
 // Exit code of a finished run: the signal's, else 1 when every session stopped early.
@@ -107,35 +109,32 @@ int run_exit_code(const Engine& engine) {
   return engine.all_stopped() ? 1 : 0;
 }
 
-PolicyConfig make_policy(const Flags& f, PolicyKind kind) {
-  PolicyConfig p;
-  if (f.given("--budget")) p = policy_for_budget(kind, f.budget, f.sinks, f.rolling, f.slack);
-  p.kind = kind;
-  p.rolling = f.rolling;
-  p.slack = f.slack;
-  p.sinks = f.sinks;
-  if (!f.given("--budget") || f.given("--window")) p.window = f.window;
-  if (!f.given("--budget") || f.given("--heavy")) p.heavy = f.heavy;
-  if (!f.given("--budget") || f.given("--recent")) p.recent = f.recent;
-  p.validate();
-  return p;
+// What the flags say of policies: the parameters given, the budget, slack and rolling.
+PolicySettings policy_settings(const Flags& f) {
+  PolicySettings s;
+  if (f.given("--budget")) s.budget = f.budget;
+  for (const auto& [name, value] : f.params)
+    if (f.given(("--" + name).c_str())) s.given[name] = value;
+  s.slack = f.slack;
+  s.rolling = f.rolling;
+  return s;
+}
+
+// The kinds named in a comma-separated list (`flag` names the list in errors).
+std::vector<std::string> policy_list(const std::string& list, const std::string& flag) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  for (std::string name; std::getline(ss, name, ',');) {
+    if (name.empty()) continue;
+    out.emplace_back(policy_unit(name, flag).name());
+  }
+  if (out.empty()) fail(flag, "no policy given");
+  return out;
 }
 
 std::vector<PolicyConfig> parse_policies(const Flags& f, const std::string& list) {
   std::vector<PolicyConfig> out;
-  std::stringstream ss(list);
-  std::string name;
-  while (std::getline(ss, name, ',')) {
-    if (name.empty()) continue;
-    PolicyKind kind;
-    try {
-      kind = parse_policy_kind(name);
-    } catch (const Error&) {
-      fail("--policies", "unknown policy '" + name + "' (expected full, streaming or h2o)");
-    }
-    out.push_back(make_policy(f, kind));
-  }
-  if (out.empty()) fail("--policies", "no policy given");
+  for (const std::string& name : policy_list(list, "--policies")) out.push_back(make_policy(name, policy_settings(f)));
   return out;
 }
 
@@ -179,16 +178,7 @@ std::string join_args(int argc, char** argv) {
 }
 
 std::string default_out_dir(const std::string& command) {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
-  return "runs/" + command + "-" + buf;
-}
-
-std::string mib(int64_t bytes) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(bytes < (1 << 20) ? 3 : 1) << bytes / 1048576.0 << " MiB";
-  return s.str();
+  return "runs/" + command + "-" + file_stamp(std::time(nullptr));
 }
 
 // ---- stream ---------------------------------------------------------------
@@ -218,20 +208,24 @@ int run_stream(Flags& f, const StreamFlags& sf, const char* argv0, const std::st
   std::cerr << " on " << engine.backend().describe() << "; logs in " << out << "\n";
 
   stop_on_signals();
+  EngineSource source(engine);
+  RunLoop loop(source);
+  loop.add_sink(log);
   std::vector<std::string> answers(engine.sessions().size());
-  while (!engine.done() && !g_interrupted) {
-    const StepReport r = engine.step();
-    log.write(r);
+  while (!g_interrupted) {
+    const std::optional<StepRecord> step = loop.step();
+    if (!step) break;
+    const StepRecord& r = *step;
     report_stops(engine, r);
-    for (const SessionStep& s : r.sessions) answers[s.session] += s.text;
+    for (const SessionRecord& s : r.sessions) answers[size_t(s.session)] += s.text;
     if (!r.turn_end) continue;
     const Turn& t = engine.turns()[r.prompt_index];
     if (!sf.quiet) {
       std::cerr << "turn " << r.prompt_index + 1 << "/" << turns.size() << " (q" << t.question_id << " " << t.category
                 << "):";
       for (const auto& s : engine.sessions())
-        std::cerr << "  " << s->policy().kind_name() << " " << s->cache().max_size() << " cached, "
-                  << mib(s->cache().live_bytes()) << ", " << std::fixed << std::setprecision(1)
+        std::cerr << "  " << s->policy().name() << " " << s->cache().max_size() << " cached, "
+                  << format_mib(s->cache().live_bytes()) << ", " << std::fixed << std::setprecision(1)
                   << s->totals().decode_tokens_per_s() << " tok/s";
       std::cerr << "\n";
     }
@@ -249,8 +243,8 @@ int run_stream(Flags& f, const StreamFlags& sf, const char* argv0, const std::st
   for (const auto& s : engine.sessions())
     std::cerr << "  " << std::left << std::setw(44) << s->policy().describe() << std::right << " generated "
               << s->totals().generated << ", decode " << std::fixed << std::setprecision(1)
-              << s->totals().decode_tokens_per_s() << " tok/s, KV live " << mib(s->cache().live_bytes())
-              << ", allocated " << mib(s->cache().allocated_bytes())
+              << s->totals().decode_tokens_per_s() << " tok/s, KV live " << format_mib(s->cache().live_bytes())
+              << ", allocated " << format_mib(s->cache().allocated_bytes())
               << (s->stopped().empty() ? "" : ", stopped early") << "\n";
   return run_exit_code(engine);
 }
@@ -268,19 +262,20 @@ int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
   if (f.given("--prompt-ids")) {
     turn.ids = parse_token_list(gf.prompt_ids, "--prompt-ids", in.model->config.vocab_size);
   } else {
-    turn.ids = {in.tokenizer->bos_id()};
-    const auto ids = in.tokenizer->encode(gf.prompt);
-    turn.ids.insert(turn.ids.end(), ids.begin(), ids.end());
+    turn.ids = encode_with_bos(*in.tokenizer, gf.prompt);
   }
   Engine engine(in.model, make_backend(in.model, backend_options(f)), in.tokenizer,
-                engine_options(f, {make_policy(f, parse_policy_kind(f.policy))}));
+                engine_options(f, {make_policy(policy_unit(f.policy).name(), policy_settings(f))}));
   engine.start_stream({turn});
   stop_on_signals();
+  EngineSource source(engine);
+  RunLoop loop(source);
   std::vector<int> ids;
-  while (!engine.done() && !g_interrupted) {
-    const StepReport r = engine.step();
-    report_stops(engine, r);
-    for (const SessionStep& s : r.sessions) {
+  while (!g_interrupted) {
+    const std::optional<StepRecord> r = loop.step();
+    if (!r) break;
+    report_stops(engine, *r);
+    for (const SessionRecord& s : r->sessions) {
       if (s.token < 0) continue;
       ids.push_back(s.token);
       if (!gf.print_ids) std::cout << s.text << std::flush;
@@ -310,30 +305,35 @@ int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string
   if (!ef.ids.empty()) {
     tokens = read_token_ids(ef.ids, in.model->config.vocab_size);
   } else if (!ef.text.empty()) {
-    std::ifstream file(ef.text, std::ios::binary);
-    if (!file) fail(ef.text, "cannot open text file");
-    std::stringstream ss;
-    ss << file.rdbuf();
-    tokens = {in.tokenizer->bos_id()};
-    const auto ids = in.tokenizer->encode(ss.str());
-    tokens.insert(tokens.end(), ids.begin(), ids.end());
+    tokens = encode_with_bos(*in.tokenizer, read_text_file(ef.text));
   } else {
     fail("eval", "give --text FILE or --ids FILE");
   }
   if (ef.max_tokens > 0 && int(tokens.size()) > ef.max_tokens) tokens.resize(ef.max_tokens);
 
-  // One pass: the full cache plus every (policy, budget) pair, fed the same tokens.
+  // One pass: the full cache plus every (policy, budget) pair, fed the same
+  // tokens. Each budget is split by the policy, around the --sinks given.
   std::vector<PolicyConfig> policies = {PolicyConfig{}};
   std::vector<int> budgets = parse_token_list(ef.budgets, "--budgets");
-  for (int b : budgets)
-    if (b < 1 || f.sinks >= b)
-      fail("--budgets", "budget " + std::to_string(b) + " leaves no room for the newest token beside " +
-                            std::to_string(f.sinks) + " sinks");
-  std::vector<PolicyKind> kinds;
+  std::vector<std::string> kinds;
   for (const auto& p : parse_policies(f, f.policies))
-    if (p.kind != PolicyKind::Full) kinds.push_back(p.kind);
+    if (p.evicts()) kinds.emplace_back(p.name());
+  PolicySettings settings;
+  if (f.given("--sinks")) settings.given["sinks"] = f.params.at("sinks");
+  settings.slack = f.slack;
+  settings.rolling = f.rolling;
+  for (const std::string& kind : kinds) {
+    const int sinks = make_policy(kind, settings).get("sinks");
+    for (int b : budgets)
+      if (b < 1 || sinks >= b)
+        fail("--budgets", "budget " + std::to_string(b) + " leaves no room for the newest token beside " +
+                              std::to_string(sinks) + " sinks");
+  }
   for (int b : budgets)
-    for (PolicyKind k : kinds) policies.push_back(policy_for_budget(k, b, f.sinks, f.rolling, f.slack));
+    for (const std::string& kind : kinds) {
+      settings.budget = b;
+      policies.push_back(make_policy(kind, settings));
+    }
   EngineOptions o = engine_options(f, policies);
   Engine engine(in.model, make_backend(in.model, backend_options(f)), in.tokenizer, o);
   engine.start_forced(tokens);
@@ -345,10 +345,13 @@ int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string
   std::cerr << "eval: " << tokens.size() << " tokens, " << policies.size() << " sessions on "
             << engine.backend().describe() << "\n";
   stop_on_signals();
-  while (!engine.done() && !g_interrupted) {
-    const StepReport r = engine.step();
-    log.write(r);
-    report_stops(engine, r);
+  EngineSource source(engine);
+  RunLoop loop(source);
+  loop.add_sink(log);
+  while (!g_interrupted) {
+    const std::optional<StepRecord> r = loop.step();
+    if (!r) break;
+    report_stops(engine, *r);
   }
   log.close(g_interrupted != 0 ? "interrupted" : "complete");
 
@@ -382,19 +385,21 @@ int run_sample(Flags& f, int count, const std::string& out_path, const char* arg
   const int ctx = in.model->config.max_seq_len;
   Sampler sampler({f.temperature, f.top_p, f.seed});
   std::vector<int> ids;
-  std::vector<float> logits;
   stop_on_signals();
   while (int(ids.size()) < count && !g_interrupted) {
     auto cache = backend->new_cache(PolicyConfig{});
     int token = in.tokenizer->bos_id();
     for (int n = 0; n < ctx && int(ids.size()) < count; ++n) {
       ids.push_back(token);
+      const TokenChoice choice = sampler.next();
+      int next = -1;
       ForwardItem item;
       item.cache = cache.get();
       item.tokens = std::span<const int>(&token, 1);
-      item.logits = &logits;
+      item.choose = &choice;
+      item.chosen = &next;
       backend->forward(std::span<ForwardItem>(&item, 1));
-      token = sampler.sample(logits);
+      token = next;
       if (token == in.tokenizer->eos_id()) break;
     }
   }
@@ -411,7 +416,7 @@ int run_info(Flags& f, const char* argv0) {
   const ModelConfig& c = m.config;
   std::cout << "model       " << m.path << "\n"
             << "format      " << m.format << ", weights " << dtype_name(m.weight_dtype()) << ", "
-            << mib(m.weight_bytes()) << "\n"
+            << format_mib(m.weight_bytes()) << "\n"
             << "shape       dim " << c.dim << ", hidden " << c.hidden_dim << ", layers " << c.n_layers << ", heads "
             << c.n_heads << ", kv heads " << c.n_kv_heads << " (head dim " << c.head_dim() << ")\n"
             << "vocabulary  " << c.vocab_size << " (BOS " << c.bos_id << ", EOS " << c.eos_id << "), classifier "
@@ -427,7 +432,7 @@ int run_info(Flags& f, const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"H2O Studio command line: KV-cache eviction (full, StreamingLLM, H2O) side by side"};
+  CLI::App app{"H2O Studio command line: KV-cache eviction (full, StreamingLLM, H2O, TOVA) side by side"};
   app.require_subcommand(1);
   // Flag errors (unknown flag, a value that is not a number) are one line
   // like every other input error; CLI11's default adds a second.
@@ -441,7 +446,7 @@ int main(int argc, char** argv) {
   StreamFlags sf;
   auto* stream = app.add_subcommand("stream", "MT-Bench side by side through several policies, with logs");
   add_run_flags(stream, f);
-  stream->add_option("--policies", f.policies, "comma-separated: full,streaming,h2o");
+  stream->add_option("--policies", f.policies, "comma-separated, any of: " + policy_names());
   stream->add_option("--prompts", f.prompts, "FastChat question.jsonl (default: the assets' mt_bench.jsonl)");
   stream->add_option("--questions", sf.questions, "stop after this many questions (0: all)");
   stream->add_option("--template", f.chat_template, "chat template, {turn} is replaced by the turn");

@@ -11,7 +11,7 @@
 #include <QTimer>
 #include <cstdio>
 
-#include "core/frame_stats.h"
+#include "ui/frame_stats.h"
 #include "ui/main_window.h"
 #include "ui/plot_export.h"
 #include "ui/theme.h"

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/model.h"
+#include "core/model/dtype.h"
+#include "core/model/model.h"
 
 namespace h2o::test {
 

@@ -5,6 +5,7 @@
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFormLayout>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLineEdit>
@@ -12,6 +13,7 @@
 #include <QSpinBox>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <algorithm>
 
 namespace h2o::ui {
 
@@ -85,7 +87,7 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   backend_->setToolTip("Compute backend. CUDA needs a build with it and a GPU; otherwise the app says so and runs on the CPU");
   threads_ = spin("threads", 0, 256, "CPU threads (all: every core, the default, as h2o-cli)", "all cores");
   kv_limit_ = spin("kv_limit_mib", 0, 1 << 20,
-                   "KV memory of the three sessions together, MiB, as a device's memory would cap it: the session "
+                   "KV memory of all sessions together, MiB, as a device's memory would cap it: the session "
                    "that needs more stops (the full cache, sooner or later), the others go on",
                    "none");
   kv_limit_->setSuffix(" MiB");
@@ -95,7 +97,7 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   fb->addRow("Threads", threads_);
   fb->addRow("KV limit", kv_limit_);
 
-  budget_ = spin("budget", 2, 1 << 20, "Tokens per KV head for StreamingLLM and H2O");
+  budget_ = spin("budget", 2, 1 << 20, "Tokens per KV head for every policy that evicts");
   sinks_ = spin("sinks", 0, 1 << 16, "Attention sinks: the first tokens, always kept");
   heavy_ = spin("heavy", 0, 1 << 20, "H2O heavy hitters (auto: half of budget − sinks)", "auto");
   recent_ = spin("recent", 0, 1 << 20, "H2O recent window (auto: the rest of the budget)", "auto");
@@ -103,8 +105,21 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   rolling_ = new QCheckBox("Position rolling");
   rolling_->setObjectName("rolling");
   rolling_->setToolTip("RoPE positions from cache slots instead of stream positions (StreamingLLM's fix)");
+  // One box per kind in the registry: 2 to kMaxStudioPolicies of them, side by side in that order.
+  auto* kinds = new QWidget;
+  auto* kinds_layout = new QGridLayout(kinds);
+  kinds_layout->setContentsMargins(0, 0, 0, 0);
+  for (const PolicyUnit* unit : policy_units()) {
+    auto* box = new QCheckBox(QString::fromStdString(std::string(unit->short_title())));
+    box->setObjectName(QString("policy_") + QString::fromStdString(std::string(unit->name())));
+    box->setToolTip(QString::fromStdString(std::string(unit->title()) + ": " + std::string(unit->description())));
+    box->setProperty("policy", QString::fromStdString(std::string(unit->name())));
+    kinds_layout->addWidget(box, int(policies_.size()) / 2, int(policies_.size()) % 2);
+    policies_.push_back(box);
+  }
   auto* cache = new QGroupBox("Cache policy");
   auto* fc = new QFormLayout(cache);
+  fc->addRow("Policies", kinds);
   fc->addRow("Budget", budget_);
   fc->addRow("Sinks", sinks_);
   fc->addRow("Heavy (H2O)", heavy_);
@@ -161,6 +176,11 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
     connect(s, &QSpinBox::valueChanged, this, changed);
   connect(temperature_, &QDoubleSpinBox::valueChanged, this, changed);
   for (QCheckBox* c : {rolling_, greedy_}) connect(c, &QCheckBox::toggled, this, changed);
+  for (QCheckBox* c : policies_)
+    connect(c, &QCheckBox::toggled, this, [this, changed] {
+      limitPolicyChoice();
+      changed();
+    });
   for (QComboBox* c : {mode_, backend_}) connect(c, &QComboBox::currentIndexChanged, this, changed);
   connect(greedy_, &QCheckBox::toggled, temperature_, &QWidget::setDisabled);
   auto view_changed = [this] {
@@ -172,6 +192,14 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
     if (!loading_) emit speedChanged(v);
   });
   setShape(1, 1);
+}
+
+// Side by side means at least two panes, and no more than fit.
+void ControlPanel::limitPolicyChoice() {
+  int checked = 0;
+  for (QCheckBox* box : policies_) checked += box->isChecked();
+  for (QCheckBox* box : policies_)
+    box->setEnabled(box->isChecked() ? checked > 2 : checked < kMaxStudioPolicies);
 }
 
 void ControlPanel::setShape(int layers, int heads) {
@@ -224,6 +252,10 @@ void ControlPanel::setSettings(const StudioSettings& s) {
   temperature_->setValue(c.temperature);
   temperature_->setDisabled(c.greedy);
   seed_->setValue(int(c.seed));
+  for (QCheckBox* box : policies_)
+    box->setChecked(std::find(c.policies.begin(), c.policies.end(), box->property("policy").toString().toStdString()) !=
+                    c.policies.end());
+  limitPolicyChoice();
   if (layer_->count() <= c.capture_layer) setShape(c.capture_layer + 1, std::max(1, head_->count() - 1));
   layer_->setCurrentIndex(c.capture_layer);
   if (head_->count() <= s.head + 1) setShape(layer_->count(), s.head + 1);
@@ -253,6 +285,9 @@ StudioSettings ControlPanel::settings() const {
   c.greedy = greedy_->isChecked();
   c.temperature = float(temperature_->value());
   c.seed = uint64_t(seed_->value());
+  c.policies.clear();
+  for (QCheckBox* box : policies_)
+    if (box->isChecked()) c.policies.push_back(box->property("policy").toString().toStdString());
   c.capture_layer = layer();
   s.head = head();
   s.speed_limit = speed_->value();

@@ -3,6 +3,7 @@
 // It only holds values: changes are reported as a whole StudioSettings (run
 // settings, applied by restarting the run) or as a view change (instant).
 #include <QWidget>
+#include <vector>
 
 #include "ui/studio_settings.h"
 
@@ -38,8 +39,10 @@ class ControlPanel : public QWidget {
   QComboBox *mode_, *backend_, *layer_, *head_;
   QSpinBox *threads_, *kv_limit_, *budget_, *sinks_, *heavy_, *recent_, *slack_, *max_new_, *seed_;
   QCheckBox *rolling_, *greedy_;
+  std::vector<QCheckBox*> policies_;  // one per registered kind, in registry order
   QDoubleSpinBox *temperature_, *speed_;
   bool loading_ = false;  // setSettings() in progress: no change signals
+  void limitPolicyChoice();
 };
 
 }  // namespace h2o::ui

@@ -8,12 +8,12 @@
 
 namespace h2o::ui {
 
-CurvesPanel::CurvesPanel(const std::vector<PolicyKind>& kinds, QWidget* parent) : QWidget(parent) {
+CurvesPanel::CurvesPanel(QWidget* parent) : QWidget(parent) {
   memory_ = make_plot("KV memory", "tokens in the stream", "live KV (KiB)");
   throughput_ = make_plot("Decode throughput", "engine time (s)", "tokens/s");
   perplexity_ = make_plot("Perplexity (teacher-forced)", "scored tokens", "running perplexity");
   agreement_ = make_plot("Top-1 agreement with full (teacher-forced)", "scored tokens", "agreement");
-  for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_}) add_policy_graphs(p, kinds);
+  for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_}) legend_above(p);
   quality_ = new QTabWidget;
   quality_->addTab(perplexity_, "Perplexity");
   quality_->addTab(agreement_, "Agreement");
@@ -28,6 +28,10 @@ CurvesPanel::CurvesPanel(const std::vector<PolicyKind>& kinds, QWidget* parent) 
 }
 
 void CurvesPanel::draw(const StudioSnapshot& s) {
+  if (const auto policies = snapshot_policies(s); policies != policies_) {
+    policies_ = policies;
+    for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_}) set_policy_graphs(p, policies_);
+  }
   auto fill = [](QCustomPlot* plot, const std::vector<Series>& series, double y_scale) {
     for (int i = 0; i < plot->graphCount() && i < int(series.size()); ++i) {
       Series scaled = series[size_t(i)];

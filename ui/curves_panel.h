@@ -1,11 +1,11 @@
 #pragma once
 // The shared curves under the panes: KV memory against tokens and decode
 // throughput against time, plus perplexity and agreement with the full cache
-// in teacher-forced mode; three policies in each plot.
+// in teacher-forced mode; every policy shown in each plot.
 #include <QWidget>
 #include <vector>
 
-#include "core/studio_snapshot.h"
+#include "core/studio/snapshot.h"
 
 class QCustomPlot;
 class QTabWidget;
@@ -15,7 +15,7 @@ namespace h2o::ui {
 class CurvesPanel : public QWidget {
   Q_OBJECT
  public:
-  explicit CurvesPanel(const std::vector<PolicyKind>& kinds, QWidget* parent = nullptr);
+  explicit CurvesPanel(QWidget* parent = nullptr);
   void draw(const StudioSnapshot& snapshot);
   QCustomPlot* memory() const { return memory_; }
   QCustomPlot* throughput() const { return throughput_; }
@@ -25,6 +25,7 @@ class CurvesPanel : public QWidget {
  private:
   QCustomPlot *memory_, *throughput_, *perplexity_, *agreement_;
   QTabWidget* quality_;
+  std::vector<PolicyConfig> policies_;  // the graphs' policies, in order
 };
 
 }  // namespace h2o::ui

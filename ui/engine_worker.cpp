@@ -16,10 +16,12 @@
 #include <unistd.h>
 #endif
 
-#include "core/atomic_file.h"
-#include "core/error.h"
-#include "core/run_log.h"
-#include "core/studio_report.h"
+#include "core/backends/make_backend.h"
+#include "core/base/atomic_file.h"
+#include "core/base/error.h"
+#include "core/base/json_text.h"
+#include "core/studio/report.h"
+#include "core/studio/run_log.h"
 
 namespace h2o::ui {
 
@@ -49,8 +51,14 @@ EngineWorker::~EngineWorker() {
     std::lock_guard lock(ticket_->mutex);
     ticket_->worker = nullptr;
   }
-  spool_.close();
+  closeRun();
   if (!spool_path_.empty()) std::filesystem::remove(spool_path_);
+}
+
+void EngineWorker::closeRun() {
+  loop_.reset();
+  engine_source_.reset();
+  spool_.reset();
 }
 
 void EngineWorker::fail(const QString& message) {
@@ -89,6 +97,7 @@ void EngineWorker::configure(const StudioConfig& config) {
     return;
   }
   setRunning(false);
+  closeRun();
   engine_.reset();
   inputs_.reset();
   const quint64 generation = ++generation_;
@@ -132,14 +141,16 @@ void EngineWorker::onLoaded(quint64 generation, std::shared_ptr<StudioInputs> in
 
 void EngineWorker::startLive() {
   setRunning(false);
+  closeRun();
   replay_.reset();
   engine_.reset();
   analyzer_.reset();
-  engine_seconds_ = 0;
   try {
     StudioConfig config = config_;
     config.capture_layer = std::clamp(view_.layer, 0, inputs_->model->config.n_layers - 1);
+    schedule_.set_layer(config.capture_layer);
     engine_ = make_studio_engine(config, *inputs_, makeBackend(config));
+    engine_source_ = std::make_unique<EngineSource>(*engine_, &schedule_);
     RunInfo info;
     info.command = config.forced ? "eval" : "stream";
     info.command_line = "h2o-studio";
@@ -153,11 +164,16 @@ void EngineWorker::startLive() {
     manifest_ = describe_run(*engine_, info);
     analyzer_ = std::make_unique<Analyzer>(make_header(*engine_, manifest_, config.forced ? "forced" : "stream"));
     openSpool();
+    loop_ = std::make_unique<RunLoop>(*engine_source_);
+    loop_->add_sink(*spool_);
+    loop_->add_sink(*analyzer_);
   } catch (const std::bad_alloc&) {
+    closeRun();
     engine_.reset();
     fail("Out of memory while starting the engine.");
     return;
   } catch (const std::exception& e) {
+    closeRun();
     engine_.reset();
     fail(QString::fromUtf8(e.what()));
     return;
@@ -195,37 +211,14 @@ std::unique_ptr<Backend> EngineWorker::makeBackend(const StudioConfig& config) {
 }
 
 void EngineWorker::openSpool() {
-  spool_.close();
+  spool_.reset();
   if (!spool_path_.empty()) std::filesystem::remove(spool_path_);
   static int counter = 0;
   spool_path_ = QDir(QDir::tempPath())
                     .filePath(QString("h2o-studio-%1-%2.jsonl").arg(QCoreApplication::applicationPid()).arg(++counter))
                     .toStdString();
-  spool_.open(spool_path_, std::ios::binary | std::ios::trunc);
-  if (!spool_) throw Error(spool_path_ + ": cannot create the recording spool");
-  spool_ << recording_first_line(analyzer_->header()) << '\n';
-  last_recorded_step_ = -1;
-  recording_stopped_ = false;
-}
-
-void EngineWorker::recordStep(const StepRecord& record) {
-  if (recording_stopped_) return;
-  spool_ << json_dump(to_json(record)) << '\n';
-  if (!spool_) {
-    stopRecording("The recording could not be written to " + q(spool_path_) + " (disk full?)");
-    return;
-  }
-  last_recorded_step_ = record.step;
-  if (recording_limit_ > 0 && spool_.tellp() >= recording_limit_)
-    stopRecording(QString("The recording reached its limit of %1 MiB").arg(recording_limit_ >> 20));
-}
-
-void EngineWorker::stopRecording(const QString& why) {
-  recording_stopped_ = true;
-  spool_.flush();
-  emit warned(why + QString(" at step %1: later steps are shown but not recorded; recordings, logs and reports "
-                            "hold steps 0–%1")
-                        .arg(last_recorded_step_));
+  spool_ = std::make_unique<RecordingWriter>(spool_path_, analyzer_->header(), recording_limit_);
+  spool_stop_told_ = false;
 }
 
 void EngineWorker::setRecordingLimit(qint64 bytes) { recording_limit_ = std::max<qint64>(0, bytes); }
@@ -235,14 +228,15 @@ void EngineWorker::openReplay(const QString& path) {
   ++generation_;  // a model still loading is no longer wanted
   try {
     auto reader = std::make_unique<RecordingReader>(path.toStdString());
+    closeRun();
     engine_.reset();
     inputs_.reset();
-    spool_.close();
     analyzer_ = std::make_unique<Analyzer>(reader->header());
     replay_ = std::move(reader);
     replay_path_ = path;
     manifest_ = analyzer_->header().manifest;
-    engine_seconds_ = 0;
+    loop_ = std::make_unique<RunLoop>(*replay_);
+    loop_->add_sink(*analyzer_);
   } catch (const std::exception& e) {
     fail(QString::fromUtf8(e.what()));
     return;
@@ -263,7 +257,7 @@ void EngineWorker::openReplay(const QString& path) {
 // ---- playing ----------------------------------------------------------------------
 
 void EngineWorker::play() {
-  if (engine_ || replay_) setRunning(true);
+  if (loop_) setRunning(true);
 }
 
 void EngineWorker::pause() {
@@ -273,7 +267,7 @@ void EngineWorker::pause() {
 
 void EngineWorker::stepOnce() {
   setRunning(false);
-  if (!engine_ && !replay_) return;
+  if (!loop_) return;
   stepOnceInternal();
   publish(true);
 }
@@ -290,7 +284,7 @@ void EngineWorker::reset() {
 
 void EngineWorker::playSteps(int steps) {
   autoplay_left_ = steps;
-  if (engine_ || replay_) setRunning(true);
+  if (loop_) setRunning(true);
   else autoplay_pending_ = true;
 }
 
@@ -300,42 +294,28 @@ void EngineWorker::setSpeedLimit(double steps_per_second) {
 }
 
 void EngineWorker::setView(const ViewSelection& view) {
-  const bool layer_changed = view.layer != view_.layer;
   view_ = view;
-  if (engine_ && layer_changed) engine_->set_capture(view.layer, 1);
+  if (engine_) schedule_.set_layer(std::clamp(view.layer, 0, engine_->model().config.n_layers - 1));
   if (analyzer_) publish(true);
 }
 
 bool EngineWorker::stepOnceInternal() {
+  if (!loop_) return false;
   try {
-    std::optional<StepRecord> record;
-    if (replay_) {
-      record = replay_->next();
-      if (!record) {
-        emit status("replay finished");
-        return false;
-      }
-      engine_seconds_ = record->engine_seconds;
-    } else if (engine_) {
-      if (engine_->done()) {
-        emit status(engine_->all_stopped() ? "run over: every session has stopped"
-                                           : "run finished: the whole text has been scored");
-        return false;
-      }
-      const auto t0 = std::chrono::steady_clock::now();
-      const StepReport report = engine_->step();
-      engine_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      record = make_step_record(*engine_, report, engine_seconds_);
-      recordStep(*record);
-      for (const SessionStep& s : report.sessions)
-        if (!s.error.empty())
-          emit warned(QString::fromStdString(engine_->sessions()[size_t(s.session)]->policy().describe()) +
-                      " stopped: " + QString::fromStdString(s.error) +
-                      (engine_->done() ? QString() : QString("; the other sessions go on")));
-    } else {
+    const std::optional<StepRecord> record = loop_->step();
+    if (!record) {
+      emit status(QString::fromStdString(loop_->source().end_reason()));
       return false;
     }
-    analyzer_->ingest(*record);
+    for (const std::string& line : stop_messages(analyzer_->header().policies, *record, engine_ && engine_->done()))
+      emit warned(QString::fromStdString(line));
+    if (spool_ && spool_->stopped() && !spool_stop_told_) {
+      spool_stop_told_ = true;
+      emit warned(QString::fromStdString(spool_->stop_reason()) +
+                  QString(" at step %1: later steps are shown but not recorded; recordings, logs and reports "
+                          "hold steps 0–%1")
+                      .arg(spool_->last_step()));
+    }
     return true;
   } catch (const std::bad_alloc&) {
     fail("Out of memory in the engine; the run is paused. Lower the budget or reset.");
@@ -391,13 +371,13 @@ void EngineWorker::writeRecording(const std::string& path) {
     AtomicFile out(path, std::ios::out | std::ios::trunc | std::ios::binary);
     out.stream() << in.rdbuf();
     out.commit();
-  } else if (engine_) {
-    spool_.flush();
+  } else if (engine_ && spool_) {
+    spool_->flush();
     std::ifstream in(spool_path_, std::ios::binary);
     AtomicFile out(path, std::ios::out | std::ios::trunc | std::ios::binary);
     out.stream() << in.rdbuf();
     // The engine's totals cover every step: they belong only to a whole recording.
-    if (!recording_stopped_) out.stream() << json_dump(nlohmann::json{{"totals", describe_totals(*engine_)}}) << '\n';
+    if (!spool_->stopped()) out.stream() << json_dump(nlohmann::json{{"totals", describe_totals(*engine_)}}) << '\n';
     out.commit();
   } else {
     throw Error("nothing to save: no run yet");
@@ -405,8 +385,8 @@ void EngineWorker::writeRecording(const std::string& path) {
 }
 
 void EngineWorker::writeLogs(const std::string& dir) {
-  if (!engine_) throw Error("logs are written from a live run (a replay's recording already holds them)");
-  spool_.flush();
+  if (!engine_ || !spool_) throw Error("logs are written from a live run (a replay's recording already holds them)");
+  spool_->flush();
   RunInfo info;
   info.command = config_.forced ? "eval" : "stream";  // RunLog adds tokens.csv for eval
   info.command_line = "h2o-studio";
@@ -416,10 +396,10 @@ void EngineWorker::writeLogs(const std::string& dir) {
   info.hash_files = false;
   RunLog log(dir, *engine_, info);
   RecordingReader spool(spool_path_);
-  while (auto record = spool.next()) log.write(to_step_report(*record));
-  log.close(recording_stopped_ ? "recorded up to step " + std::to_string(last_recorded_step_) + " of " +
-                                      std::to_string(engine_->steps() - 1)
-                                : running_ ? "running" : "paused");
+  while (auto record = spool.next()) log.write(*record);
+  log.close(spool_->stopped() ? "recorded up to step " + std::to_string(spool_->last_step()) + " of " +
+                                    std::to_string(engine_->steps() - 1)
+                              : running_ ? "running" : "paused");
 }
 
 void EngineWorker::saveRecording(const QString& path) {

@@ -1,19 +1,22 @@
 #pragma once
 // The engine's thread. An EngineWorker lives on its own QThread and owns the
-// run: the Engine (live) or a RecordingReader (replay), the Analyzer that
-// turns steps into snapshots, and the spool file every step is recorded to.
-// The GUI talks to it only through queued slots and reads its pictures from
-// a LatestSlot; it never waits on it.
+// run: h2o::RunLoop (core/studio/run_loop.h) from the Engine (live) or a
+// RecordingReader (replay) to the Analyzer that turns steps into snapshots
+// and the spool every step is recorded to. The worker adds only threading,
+// timing and signals. The GUI talks to it only through queued slots and reads
+// its pictures from a LatestSlot; it never waits on it.
 #include <QElapsedTimer>
 #include <QObject>
 #include <QString>
 #include <QStringList>
-#include <fstream>
 #include <memory>
 #include <string>
 
-#include "core/studio_analyzer.h"
-#include "core/studio_setup.h"
+#include "core/studio/analyzer.h"
+#include "core/studio/capture_schedule.h"
+#include "core/studio/recording.h"
+#include "core/studio/run_loop.h"
+#include "core/studio/studio_setup.h"
 #include "ui/snapshot_mailbox.h"
 
 class QTimer;
@@ -83,10 +86,8 @@ class EngineWorker : public QObject {
   void publish(bool force);
   void setRunning(bool running);
   void openSpool();
+  void closeRun();  // drops the loop, its source and its sinks
   void fail(const QString& message);
-  // Appends a step to the spool, or stops recording (limit reached, write failed).
-  void recordStep(const StepRecord& record);
-  void stopRecording(const QString& why);
   // The file writers behind the slots above; they throw h2o::Error.
   void writeRecording(const std::string& path);
   void writeLogs(const std::string& dir);
@@ -100,24 +101,25 @@ class EngineWorker : public QObject {
   StudioConfig config_;
   bool have_config_ = false;
   std::shared_ptr<StudioInputs> inputs_;
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<RecordingReader> replay_;
+  StudioCaptureSchedule schedule_;           // what each live step reads out
+  std::unique_ptr<Engine> engine_;           // live runs
+  std::unique_ptr<EngineSource> engine_source_;
+  std::unique_ptr<RecordingReader> replay_;  // replays
   QString replay_path_;
   std::unique_ptr<Analyzer> analyzer_;
+  std::unique_ptr<RecordingWriter> spool_;   // live runs: every step, up to recording_limit_
+  std::unique_ptr<RunLoop> loop_;
   ViewSelection view_;
   nlohmann::json manifest_;
 
   std::string spool_path_;
-  std::ofstream spool_;
   qint64 recording_limit_ = 0;
-  int64_t last_recorded_step_ = -1;
-  bool recording_stopped_ = false;  // the spool holds steps 0..last_recorded_step_ only
+  bool spool_stop_told_ = false;
 
   bool running_ = false;
   double speed_limit_ = 0;
   int autoplay_left_ = -1;  // -1: no autoplay
   bool autoplay_pending_ = false;
-  double engine_seconds_ = 0;
   QElapsedTimer since_publish_;
 };
 

@@ -5,7 +5,7 @@
 // inspects its token.
 #include <qcustomplot.h>
 
-#include "core/studio_snapshot.h"
+#include "core/studio/snapshot.h"
 
 namespace h2o::ui {
 

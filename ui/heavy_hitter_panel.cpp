@@ -8,8 +8,7 @@
 
 namespace h2o::ui {
 
-HeavyHitterPanel::HeavyHitterPanel(const std::vector<PolicyKind>& kinds, QWidget* parent)
-    : QWidget(parent), kinds_(kinds) {
+HeavyHitterPanel::HeavyHitterPanel(QWidget* parent) : QWidget(parent) {
   score_rank_ = make_plot("Score vs rank (log-log; legend: fitted slope)", "rank", "accumulated score");
   QSharedPointer<QCPAxisTickerLog> log_ticker(new QCPAxisTickerLog);
   for (QCPAxis* axis : {score_rank_->xAxis, score_rank_->yAxis}) {
@@ -18,23 +17,10 @@ HeavyHitterPanel::HeavyHitterPanel(const std::vector<PolicyKind>& kinds, QWidget
     axis->setNumberFormat("eb");
     axis->setNumberPrecision(0);
   }
-  for (PolicyKind kind : kinds) {
-    QCPGraph* points = score_rank_->addGraph();
-    points->setLineStyle(QCPGraph::lsNone);
-    points->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, policy_color(kind), 3.5));
-    points->setPen(QPen(policy_color(kind)));
-    points->setName(short_policy_title(kind));
-    QCPGraph* fit = score_rank_->addGraph();
-    QPen pen(policy_color(kind).lighter(130), 1.4, Qt::DashLine);
-    fit->setPen(pen);
-    fit->removeFromLegend();
-    points_.push_back(points);
-    fits_.push_back(fit);
-  }
   legend_above(score_rank_);
 
   sparsity_ = make_plot("Attention sparsity", "step", "share on top-k keys");
-  add_policy_graphs(sparsity_, kinds);
+  legend_above(sparsity_);
 
   auto* tabs = new QTabWidget;
   tabs->addTab(score_rank_, "Score vs rank");
@@ -45,17 +31,40 @@ HeavyHitterPanel::HeavyHitterPanel(const std::vector<PolicyKind>& kinds, QWidget
   setMinimumWidth(200);  // not the legend's width: the window fits 1280 pixels
 }
 
+// Two graphs per policy in the score plot: its points, and the fitted line.
+void HeavyHitterPanel::setPolicies(const std::vector<PolicyConfig>& policies) {
+  policies_ = policies;
+  score_rank_->clearGraphs();
+  points_.clear();
+  fits_.clear();
+  for (const PolicyConfig& policy : policies) {
+    QCPGraph* points = score_rank_->addGraph();
+    points->setLineStyle(QCPGraph::lsNone);
+    points->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, policy_color(policy), 3.5));
+    points->setPen(QPen(policy_color(policy)));
+    points->setName(short_policy_title(policy));
+    QCPGraph* fit = score_rank_->addGraph();
+    QPen pen(policy_color(policy).lighter(130), 1.4, Qt::DashLine);
+    fit->setPen(pen);
+    fit->removeFromLegend();
+    points_.push_back(points);
+    fits_.push_back(fit);
+  }
+  set_policy_graphs(sparsity_, policies);
+}
+
 void HeavyHitterPanel::draw(const StudioSnapshot& s) {
+  if (const auto policies = snapshot_policies(s); policies != policies_) setPolicies(policies);
   for (size_t i = 0; i < points_.size() && i < s.panes.size(); ++i) {
     const ScoreRank& sr = s.panes[i].score_rank;
     set_series(points_[i], {sr.rank, sr.score});
     const PowerLawFit& fit = sr.fit;
     if (!std::isnan(fit.slope) && !sr.fit_rank.empty()) {
       set_series(fits_[i], {sr.fit_rank, sr.fit_score});
-      points_[i]->setName(QString("%1 %2").arg(short_policy_title(kinds_[i])).arg(fit.slope, 0, 'f', 2).replace('-', QChar(0x2212)));
+      points_[i]->setName(QString("%1 %2").arg(short_policy_title(policies_[i])).arg(fit.slope, 0, 'f', 2).replace('-', QChar(0x2212)));
     } else {
       fits_[i]->data()->clear();
-      points_[i]->setName(short_policy_title(kinds_[i]));
+      points_[i]->setName(short_policy_title(policies_[i]));
     }
   }
   score_rank_->rescaleAxes(true);

@@ -5,7 +5,7 @@
 #include <QWidget>
 #include <vector>
 
-#include "core/studio_snapshot.h"
+#include "core/studio/snapshot.h"
 
 class QCustomPlot;
 class QCPGraph;
@@ -15,13 +15,14 @@ namespace h2o::ui {
 class HeavyHitterPanel : public QWidget {
   Q_OBJECT
  public:
-  explicit HeavyHitterPanel(const std::vector<PolicyKind>& kinds, QWidget* parent = nullptr);
+  explicit HeavyHitterPanel(QWidget* parent = nullptr);
   void draw(const StudioSnapshot& snapshot);
   QCustomPlot* scoreRank() const { return score_rank_; }
   QCustomPlot* sparsity() const { return sparsity_; }
 
  private:
-  std::vector<PolicyKind> kinds_;
+  void setPolicies(const std::vector<PolicyConfig>& policies);
+  std::vector<PolicyConfig> policies_;  // the graphs' policies, in order
   QCustomPlot *score_rank_, *sparsity_;
   std::vector<QCPGraph*> points_, fits_;
 };

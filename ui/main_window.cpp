@@ -25,14 +25,15 @@
 #include <QToolBar>
 #include <qcustomplot.h>
 
-#include "core/error.h"
-#include "core/frame_stats.h"
+#include "core/base/error.h"
+#include "ui/frame_stats.h"
 #include "ui/control_panel.h"
 #include "ui/curves_panel.h"
 #include "ui/heatmap_plot.h"
 #include "ui/heavy_hitter_panel.h"
 #include "ui/plot_context_menu.h"
 #include "ui/plot_export.h"
+#include "ui/plot_helpers.h"
 #include "ui/policy_pane.h"
 #include "ui/raster_plot.h"
 #include "ui/theme.h"
@@ -41,7 +42,23 @@
 namespace h2o::ui {
 
 namespace {
-const std::vector<PolicyKind> kKinds = {PolicyKind::Full, PolicyKind::Streaming, PolicyKind::H2O};
+
+// The panes a configuration asks for; its kinds with their defaults when its
+// numbers do not make a valid policy yet (the run will say why).
+std::vector<PolicyConfig> configured_policies(const StudioConfig& config) {
+  try {
+    return studio_policies(config);
+  } catch (const std::exception&) {
+    std::vector<PolicyConfig> out;
+    for (const std::string& name : config.policies) {
+      try {
+        out.push_back(PolicyConfig::named(name));
+      } catch (const std::exception&) {
+      }
+    }
+    return out;
+  }
+}
 
 // The fate colours, once, for the toolbar.
 QWidget* fate_legend() {
@@ -53,8 +70,7 @@ QWidget* fate_legend() {
   title->setStyleSheet("color:#8fa3ae;");
   h->addWidget(title);
   for (Fate f : {Fate::Sink, Fate::Heavy, Fate::Recent, Fate::Cached, Fate::Evicted, Fate::Unborn}) {
-    auto* label = new QLabel(QString("<span style='color:%1'>■</span> %2")
-                                 .arg(fate_color(f).name(), f == Fate::Unborn ? QString("new") : QString(fate_name(f))));
+    auto* label = new QLabel(QString("<span style='color:%1'>■</span> %2").arg(fate_color(f).name(), fate_legend_name(f)));
     label->setToolTip(fate_tooltip(f));
     h->addWidget(label);
   }
@@ -82,7 +98,7 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
 
   buildLayout();
   buildActions();
-  for (const auto& [name, plot] : plots()) add_export_menu(plot, name);
+  for (const auto& [name, plot] : sharedPlots()) add_export_menu(plot, name);
 
   connect(worker_, &EngineWorker::snapshotPending, this, &MainWindow::drainSnapshots);
   connect(worker_, &EngineWorker::failed, this, &MainWindow::showError);
@@ -132,17 +148,24 @@ MainWindow::~MainWindow() {
   thread_->wait();
 }
 
-void MainWindow::buildLayout() {
-  auto* panes = new QSplitter(Qt::Horizontal);
-  for (PolicyKind kind : kKinds) {
-    auto* pane = new PolicyPane(kind);
+void MainWindow::setPanePolicies(const std::vector<PolicyConfig>& policies) {
+  for (PolicyPane* pane : panes_) pane->deleteLater();
+  panes_.clear();
+  for (const PolicyConfig& policy : policies) {
+    auto* pane = new PolicyPane(policy);
     connect(pane, &PolicyPane::positionClicked, this, &MainWindow::inspect);
     panes_.push_back(pane);
-    panes->addWidget(pane);
+    panes_splitter_->addWidget(pane);
   }
-  curves_ = new CurvesPanel(kKinds);
-  heavy_ = new HeavyHitterPanel(kKinds);
-  inspector_ = new TokenInspector(kKinds);
+  for (const auto& [name, plot] : panePlots()) add_export_menu(plot, name);
+}
+
+void MainWindow::buildLayout() {
+  panes_splitter_ = new QSplitter(Qt::Horizontal);
+  setPanePolicies(configured_policies(options_.settings.config));
+  curves_ = new CurvesPanel;
+  heavy_ = new HeavyHitterPanel;
+  inspector_ = new TokenInspector;
   auto* bottom = new QSplitter(Qt::Horizontal);
   bottom->addWidget(curves_);
   bottom->addWidget(heavy_);
@@ -150,7 +173,7 @@ void MainWindow::buildLayout() {
   bottom->setSizes({1000, 430, 430});  // proportions: the splitter scales them to its width
   connect(inspector_, &TokenInspector::followRequested, this, [this] { inspect(-1); });
   auto* central = new QSplitter(Qt::Vertical);
-  central->addWidget(panes);
+  central->addWidget(panes_splitter_);
   central->addWidget(bottom);
   central->setStretchFactor(0, 3);
   central->setStretchFactor(1, 1);
@@ -373,12 +396,27 @@ void MainWindow::exportLogs(const QString& dir) {
 }
 
 std::vector<std::pair<QString, QCustomPlot*>> MainWindow::plots() const {
+  auto out = panePlots();
+  const auto shared = sharedPlots();
+  out.insert(out.end(), shared.begin(), shared.end());
+  return out;
+}
+
+std::vector<std::pair<QString, QCustomPlot*>> MainWindow::panePlots() const {
   std::vector<std::pair<QString, QCustomPlot*>> out;
-  for (size_t i = 0; i < panes_.size(); ++i) {
-    const QString policy = file_stem(policy_title(kKinds[i]));
-    out.push_back({policy + "-heatmap", panes_[i]->heatmap()});
-    out.push_back({policy + "-survival", panes_[i]->raster()});
+  QStringList used;
+  for (PolicyPane* pane : panes_) {
+    QString policy = file_stem(policy_title(pane->policy()));
+    if (used.contains(policy)) policy += QString("-%1").arg(used.count());  // the same kind twice
+    used << policy;
+    out.push_back({policy + "-heatmap", pane->heatmap()});
+    out.push_back({policy + "-survival", pane->raster()});
   }
+  return out;
+}
+
+std::vector<std::pair<QString, QCustomPlot*>> MainWindow::sharedPlots() const {
+  std::vector<std::pair<QString, QCustomPlot*>> out;
   out.push_back({"kv-memory", curves_->memory()});
   out.push_back({"throughput", curves_->throughput()});
   out.push_back({"perplexity", curves_->perplexity()});
@@ -455,6 +493,11 @@ void MainWindow::drainSnapshots() {
 
 void MainWindow::draw(const StudioSnapshot& s) {
   if (!last_ || last_->layers != s.layers || last_->heads != s.heads) controls_->setShape(s.layers, s.heads);
+  // The panes follow the run's policies (a new choice in the controls, or a replay's).
+  const auto policies = snapshot_policies(s);
+  std::vector<PolicyConfig> shown;
+  for (PolicyPane* pane : panes_) shown.push_back(pane->policy());
+  if (policies != shown) setPanePolicies(policies);
   const QString view = QString("layer %1 · %2")
                            .arg(s.shown_layer)
                            .arg(s.shown_head < 0 ? QString("mean over %1 heads").arg(s.heads)

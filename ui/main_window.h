@@ -1,5 +1,5 @@
 #pragma once
-// H2O Studio's window: three policy panes side by side, the shared curves,
+// H2O Studio's window: one pane per policy side by side (1 to 4), the shared curves,
 // heavy-hitter analytics and the token inspector under them, the controls in
 // a dock. It starts the engine worker on its own thread, draws the snapshots
 // the worker leaves in the mailbox, and forwards the user's commands.
@@ -18,6 +18,7 @@ class QDockWidget;
 class QLabel;
 class QProgressBar;
 class QPushButton;
+class QSplitter;
 class QThread;
 class QTimer;
 
@@ -68,6 +69,7 @@ class MainWindow : public QMainWindow {
   HeavyHitterPanel* heavyHitters() const { return heavy_; }
   TokenInspector* inspector() const { return inspector_; }
   ControlPanel* controls() const { return controls_; }
+  // Every plot with the file name it exports under: the panes' and the shared ones.
   std::vector<std::pair<QString, QCustomPlot*>> plots() const;
   const std::vector<double>& frameTimes() const { return frame_ms_; }
   void inspect(qint64 position);
@@ -92,6 +94,10 @@ class MainWindow : public QMainWindow {
  private:
   void buildActions();
   void buildLayout();
+  // One pane per policy, in order (replacing the panes there were).
+  void setPanePolicies(const std::vector<PolicyConfig>& policies);
+  std::vector<std::pair<QString, QCustomPlot*>> panePlots() const;
+  std::vector<std::pair<QString, QCustomPlot*>> sharedPlots() const;
   void applyRunSettings();
   void sendView();
   void draw(const StudioSnapshot& snapshot);
@@ -114,6 +120,7 @@ class MainWindow : public QMainWindow {
 
   ControlPanel* controls_;
   QDockWidget* controls_dock_;
+  QSplitter* panes_splitter_;
   std::vector<PolicyPane*> panes_;
   CurvesPanel* curves_;
   HeavyHitterPanel* heavy_;

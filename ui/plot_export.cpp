@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <qcustomplot.h>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace h2o::ui {
 

@@ -18,14 +18,20 @@ QCustomPlot* make_plot(const QString& title, const QString& x_label, const QStri
   return plot;
 }
 
-void add_policy_graphs(QCustomPlot* plot, const std::vector<PolicyKind>& kinds) {
-  for (PolicyKind kind : kinds) {
+void set_policy_graphs(QCustomPlot* plot, const std::vector<PolicyConfig>& policies) {
+  plot->clearGraphs();
+  for (const PolicyConfig& policy : policies) {
     QCPGraph* g = plot->addGraph();
-    g->setPen(QPen(policy_color(kind), 1.8));
-    g->setName(policy_title(kind));
+    g->setPen(QPen(policy_color(policy), 1.8));
+    g->setName(policy_title(policy));
     g->setAdaptiveSampling(true);
   }
-  legend_above(plot);
+}
+
+std::vector<PolicyConfig> snapshot_policies(const StudioSnapshot& snapshot) {
+  std::vector<PolicyConfig> out;
+  for (const PaneSnapshot& pane : snapshot.panes) out.push_back(pane.config);
+  return out;
 }
 
 void legend_above(QCustomPlot* plot) {

@@ -2,7 +2,7 @@
 // Small drawing helpers shared by the plot panels.
 #include <qcustomplot.h>
 
-#include "core/studio_snapshot.h"
+#include "core/studio/snapshot.h"
 
 namespace h2o::ui {
 
@@ -11,8 +11,11 @@ QCustomPlot* make_plot(const QString& title, const QString& x_label, const QStri
 // Moves the legend out of the axis rect into one row under the title, so that
 // it never covers data.
 void legend_above(QCustomPlot* plot);
-// One line per policy, in policy colours, named in the legend (above the plot).
-void add_policy_graphs(QCustomPlot* plot, const std::vector<PolicyKind>& kinds);
+// One line per policy, in policy colours, named in the legend (above the
+// plot, once legend_above put it there); replaces the plot's graphs.
+void set_policy_graphs(QCustomPlot* plot, const std::vector<PolicyConfig>& policies);
+// The policies a snapshot shows, in pane order.
+std::vector<PolicyConfig> snapshot_policies(const StudioSnapshot& snapshot);
 void set_series(QCPGraph* graph, const Series& series);
 // Fits the axes to the data, keeping zero in view on linear axes.
 void rescale(QCustomPlot* plot, bool include_zero = true);

@@ -4,6 +4,7 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
+#include "core/base/format.h"
 #include "ui/heatmap_plot.h"
 #include "ui/raster_plot.h"
 #include "ui/sparsity_meter.h"
@@ -12,11 +13,6 @@
 
 namespace h2o::ui {
 
-static QString bytes_text(int64_t bytes) {
-  if (bytes < 1024) return QString("%1 B").arg(bytes);
-  if (bytes < (1 << 20)) return QString("%1 KiB").arg(bytes / 1024.0, 0, 'f', 1);
-  return QString("%1 MiB").arg(bytes / 1048576.0, 0, 'f', 2);
-}
 
 static QWidget* captioned(const QString& caption, QWidget* body, QLabel** label_out = nullptr) {
   auto* box = new QWidget;
@@ -33,12 +29,13 @@ static QWidget* captioned(const QString& caption, QWidget* body, QLabel** label_
   return box;
 }
 
-PolicyPane::PolicyPane(PolicyKind kind, QWidget* parent) : QWidget(parent), kind_(kind) {
+PolicyPane::PolicyPane(const PolicyConfig& policy, QWidget* parent) : QWidget(parent), policy_(policy) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->setSpacing(3);
-  const QColor color = policy_color(kind);
-  title_ = new QLabel(policy_title(kind));
+  const QColor color = policy_color(policy);
+  title_ = new QLabel(policy_title(policy));
+  title_->setToolTip(QString::fromStdString(std::string(policy.unit().description())));
   title_->setStyleSheet(QString("font-weight: bold; font-size: 11pt; color: %1; border-bottom: 2px solid %1;")
                             .arg(color.name()));
   numbers_ = new QLabel("—");
@@ -48,6 +45,7 @@ PolicyPane::PolicyPane(PolicyKind kind, QWidget* parent) : QWidget(parent), kind
   title_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   meter_ = new SparsityMeter;
   text_ = new TokenFlowView;
+  text_->setPolicy(policy);
   heatmap_ = new HeatmapPlot;
   raster_ = new RasterPlot;
 
@@ -73,20 +71,20 @@ QString PolicyPane::numbersText() const { return numbers_->text(); }
 
 void PolicyPane::draw(const PaneSnapshot& pane, int top_k, const QString& view_caption, int64_t highlight) {
   title_->setText(QString("%1  <span style='color:#8fa3ae; font-weight:normal; font-size:8pt'>%2</span>")
-                      .arg(policy_title(kind_), QString::fromStdString(pane.policy)));
+                      .arg(policy_title(policy_), QString::fromStdString(pane.policy)));
   QString numbers = QString("<b>%1</b> cached · <b>%2</b> KV · <b>%3</b> tok/s · %4 in stream")
                         .arg(pane.cached_tokens)
-                        .arg(bytes_text(pane.live_bytes))
+                        .arg(QString::fromStdString(format_bytes(pane.live_bytes)))
                         .arg(pane.tokens_per_s, 0, 'f', 1)
                         .arg(pane.stream_length);
   if (!std::isnan(pane.perplexity)) numbers += QString(" · ppl <b>%1</b>").arg(pane.perplexity, 0, 'f', 2);
-  if (!std::isnan(pane.agreement) && pane.kind != PolicyKind::Full)
+  if (!std::isnan(pane.agreement) && pane.config.evicts())
     numbers += QString(" · agree <b>%1 %</b>").arg(pane.agreement * 100, 0, 'f', 1);
   if (!pane.stopped.empty())
     numbers += QString("<br><span style='color:#e06c75'><b>stopped:</b> %1</span>")
                    .arg(QString::fromStdString(pane.stopped).toHtmlEscaped());
   numbers_->setText(numbers);
-  meter_->setValue(pane.sparsity, top_k, policy_color(kind_));
+  meter_->setValue(pane.sparsity, top_k, policy_color(policy_));
   text_->setHighlight(highlight);
   text_->setTokens(pane.tokens);
   text_->repaint();

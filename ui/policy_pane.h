@@ -3,7 +3,7 @@
 // heatmap and survival raster, stacked in a splitter.
 #include <QWidget>
 
-#include "core/studio_snapshot.h"
+#include "core/studio/snapshot.h"
 
 class QLabel;
 
@@ -17,7 +17,8 @@ class SparsityMeter;
 class PolicyPane : public QWidget {
   Q_OBJECT
  public:
-  PolicyPane(PolicyKind kind, QWidget* parent = nullptr);
+  explicit PolicyPane(const PolicyConfig& policy, QWidget* parent = nullptr);
+  const PolicyConfig& policy() const { return policy_; }
   // Draws one snapshot of this policy (shown layer/head given for the captions).
   void draw(const PaneSnapshot& pane, int top_k, const QString& view_caption, int64_t highlight);
 
@@ -31,7 +32,7 @@ class PolicyPane : public QWidget {
   void positionClicked(qint64 position);
 
  private:
-  PolicyKind kind_;
+  PolicyConfig policy_;
   QLabel* title_;
   QLabel* numbers_;
   SparsityMeter* meter_;

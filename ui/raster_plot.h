@@ -4,7 +4,7 @@
 // at that step — who is still cached, and in which role.
 #include <qcustomplot.h>
 
-#include "core/analytics.h"
+#include "core/studio/analytics.h"
 
 namespace h2o::ui {
 

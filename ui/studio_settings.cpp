@@ -2,50 +2,52 @@
 
 #include <algorithm>
 
-#include <QFile>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QSettings>
+#include <QStringList>
 
-#include "core/defaults.h"
+#include "core/studio/assets.h"
 
 namespace h2o::ui {
 
-static QJsonObject builtin_defaults() {
-  QFile f(":/h2o/default_settings.json");
-  if (!f.open(QIODevice::ReadOnly)) return {};
-  return QJsonDocument::fromJson(f.readAll()).object();
-}
-
 StudioSettings load_settings(QSettings& settings) {
-  const QJsonObject d = builtin_defaults();
-  auto get = [&](const char* key) { return settings.value(key, d.value(key).toVariant()); };
+  const StudioSettings d;  // what nobody changed
+  const StudioConfig& dc = d.config;
+  auto text = [&](const char* key, const std::string& fallback) {
+    return settings.value(key, QString::fromStdString(fallback)).toString().toStdString();
+  };
+  auto number = [&](const char* key, auto fallback) { return settings.value(key, fallback).template value<decltype(fallback)>(); };
   StudioSettings s;
   StudioConfig& c = s.config;
-  c.model = get("model").toString().toStdString();
-  c.tokenizer = get("tokenizer").toString().toStdString();
-  c.prompts = get("prompts").toString().toStdString();
-  c.forced = get("forced").toBool();
-  c.forced_text = get("forced_text").toString().toStdString();
-  c.backend = get("backend").toString().toStdString();
-  if (c.backend.empty()) c.backend = "cpu";
-  c.threads = get("threads").toInt();
-  c.budget = get("budget").toInt();
-  c.sinks = get("sinks").toInt();
-  c.heavy = get("heavy").toInt();
-  c.recent = get("recent").toInt();
-  c.slack = get("slack").toInt();
-  c.kv_limit_mib = std::max(0, get("kv_limit_mib").toInt());
-  c.rolling = get("rolling").toBool();
-  c.max_new_tokens = get("max_new_tokens").toInt();
-  c.greedy = get("greedy").toBool();
-  c.temperature = get("temperature").toFloat();
-  c.seed = get("seed").toULongLong();
-  c.capture_layer = get("layer").toInt();
-  s.head = get("head").toInt();
-  s.speed_limit = get("speed_limit").toDouble();
-  if (c.budget < 2) c.budget = 64;
-  if (c.max_new_tokens < 1) c.max_new_tokens = 128;
+  c.model = text("model", dc.model);
+  c.tokenizer = text("tokenizer", dc.tokenizer);
+  c.prompts = text("prompts", dc.prompts);
+  c.forced = number("forced", dc.forced);
+  c.forced_text = text("forced_text", dc.forced_text);
+  c.backend = text("backend", dc.backend);
+  if (c.backend.empty()) c.backend = dc.backend;
+  c.threads = number("threads", dc.threads);
+  const QStringList policies =
+      settings.value("policies").toString().split(',', Qt::SkipEmptyParts);
+  if (!policies.isEmpty()) {
+    c.policies.clear();
+    for (const QString& p : policies) c.policies.push_back(p.toStdString());
+  }
+  c.budget = number("budget", dc.budget);
+  c.sinks = number("sinks", dc.sinks);
+  c.heavy = number("heavy", dc.heavy);
+  c.recent = number("recent", dc.recent);
+  c.slack = number("slack", dc.slack);
+  c.kv_limit_mib = std::max(0, number("kv_limit_mib", dc.kv_limit_mib));
+  c.rolling = number("rolling", dc.rolling);
+  c.max_new_tokens = number("max_new_tokens", dc.max_new_tokens);
+  c.greedy = number("greedy", dc.greedy);
+  c.temperature = number("temperature", dc.temperature);
+  c.seed = number("seed", qulonglong(dc.seed));
+  c.capture_layer = number("layer", dc.capture_layer);
+  s.head = number("head", d.head);
+  s.speed_limit = number("speed_limit", d.speed_limit);
+  if (c.budget < 2) c.budget = dc.budget;
+  if (c.max_new_tokens < 1) c.max_new_tokens = dc.max_new_tokens;
   return s;
 }
 
@@ -58,6 +60,9 @@ void save_settings(QSettings& settings, const StudioSettings& s) {
   settings.setValue("forced_text", QString::fromStdString(c.forced_text));
   settings.setValue("backend", QString::fromStdString(c.backend));
   settings.setValue("threads", c.threads);
+  QStringList policies;
+  for (const std::string& p : c.policies) policies << QString::fromStdString(p);
+  settings.setValue("policies", policies.join(','));
   settings.setValue("budget", c.budget);
   settings.setValue("sinks", c.sinks);
   settings.setValue("heavy", c.heavy);

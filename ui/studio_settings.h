@@ -1,11 +1,11 @@
 #pragma once
 // The app's settings: what the controls hold, remembered with QSettings. Keys
-// nobody has set fall back to resources/default_settings.json; empty input
-// paths fall back to the demo's defaults (h2o::default_inputs), so a first
-// run always has something to stream.
+// nobody has set fall back to StudioConfig's own initialisers (the one table
+// of defaults); empty input paths fall back to the demo's defaults
+// (h2o::default_inputs), so a first run always has something to stream.
 #include <QString>
 
-#include "core/studio_setup.h"
+#include "core/studio/studio_setup.h"
 
 class QSettings;
 

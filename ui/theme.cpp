@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QIcon>
 #include <QPalette>
+#include <QStringList>
 #include <QStyleFactory>
 #include <qcustomplot.h>
 
@@ -10,31 +11,24 @@ static void init_h2o_resources() { Q_INIT_RESOURCE(h2o_studio); }
 
 namespace h2o::ui {
 
-QColor policy_color(PolicyKind kind) {
-  switch (kind) {
-    case PolicyKind::Full: return QColor("#6fa8dc");
-    case PolicyKind::Streaming: return QColor("#f28e2b");
-    case PolicyKind::H2O: return QColor("#59c16f");
-  }
-  return Qt::white;
+static QString text(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
+
+QColor policy_color(const PolicyConfig& policy) { return QColor(text(policy.unit().color())); }
+QString policy_title(const PolicyConfig& policy) { return text(policy.unit().title()); }
+QString short_policy_title(const PolicyConfig& policy) { return text(policy.unit().short_title()); }
+
+// The names every kind that keeps tokens by score gives them: "heavy hitter / attended now".
+static QString scored_roles() {
+  QStringList roles;
+  for (const PolicyUnit* unit : policy_units())
+    if (PolicyConfig::named(unit->name()).rule().by_score > 0) roles << text(unit->scored_role());
+  roles.removeDuplicates();
+  return roles.join(" / ");
 }
 
-QString policy_title(PolicyKind kind) {
-  switch (kind) {
-    case PolicyKind::Full: return "Full cache";
-    case PolicyKind::Streaming: return "StreamingLLM";
-    case PolicyKind::H2O: return "H2O";
-  }
-  return "?";
-}
-
-QString short_policy_title(PolicyKind kind) {
-  switch (kind) {
-    case PolicyKind::Full: return "Full";
-    case PolicyKind::Streaming: return "Streaming";
-    case PolicyKind::H2O: return "H2O";
-  }
-  return "?";
+QString fate_legend_name(Fate fate) {
+  if (fate == Fate::Unborn) return "new";
+  return fate == Fate::Heavy ? scored_roles() : QString(fate_name(fate));
 }
 
 QColor fate_color(Fate fate) {
@@ -49,12 +43,15 @@ QColor fate_color(Fate fate) {
   return Qt::white;
 }
 
-QString fate_tooltip(Fate fate) {
+QString fate_tooltip(Fate fate, const PolicyConfig* policy) {
   switch (fate) {
     case Fate::Unborn: return "just generated, not yet in any cache";
     case Fate::Evicted: return "evicted: no longer in the cache of the shown layer/head";
-    case Fate::Cached: return "cached (the full cache keeps everything)";
-    case Fate::Heavy: return "heavy hitter: kept by H2O for its accumulated attention";
+    case Fate::Cached: return "cached, in no special role (the full cache keeps everything)";
+    case Fate::Heavy:
+      if (!policy) return scored_roles() + ": kept for its attention score";
+      return text(policy->unit().scored_role()) + ": kept for its attention score (" + policy_title(*policy) + ": " +
+             text(policy->unit().description()) + ")";
     case Fate::Recent: return "recent: inside the policy's window of latest tokens";
     case Fate::Sink: return "attention sink: one of the first tokens, always kept";
   }

@@ -117,7 +117,7 @@ bool TokenFlowView::event(QEvent* event) {
       QToolTip::showText(help->globalPos(), QString("<b>%1</b> · position %2<br>%3%4<br><i>click: score history and evictions</i>")
                                                 .arg(QString::fromStdString(t.text).toHtmlEscaped())
                                                 .arg(t.position)
-                                                .arg(fate_tooltip(t.fate))
+                                                .arg(fate_tooltip(t.fate, &policy_))
                                                 .arg(t.prompt ? " · prompt" : ""),
                          this);
     }

@@ -6,7 +6,7 @@
 #include <QWidget>
 #include <vector>
 
-#include "core/studio_snapshot.h"
+#include "core/studio/snapshot.h"
 
 namespace h2o::ui {
 
@@ -16,6 +16,7 @@ class TokenFlowView : public QWidget {
   explicit TokenFlowView(QWidget* parent = nullptr);
   void setTokens(std::vector<TokenCell> tokens);
   void setHighlight(int64_t position);
+  void setPolicy(const PolicyConfig& policy) { policy_ = policy; }  // names the fates in tooltips
   int tokenCount() const { return int(tokens_.size()); }
   QSize sizeHint() const override { return {420, 220}; }
 
@@ -45,6 +46,7 @@ class TokenFlowView : public QWidget {
   double content_height_ = 0;
   int laid_out_width_ = -1;
   int64_t highlight_ = -1;
+  PolicyConfig policy_;
   QHash<QString, double> advance_;
 };
 

@@ -12,7 +12,7 @@
 
 namespace h2o::ui {
 
-TokenInspector::TokenInspector(const std::vector<PolicyKind>& kinds, QWidget* parent) : QWidget(parent), kinds_(kinds) {
+TokenInspector::TokenInspector(QWidget* parent) : QWidget(parent) {
   plot_ = make_plot("Token: accumulated score", "step", "score");
   // Up to 3 policies x KV heads lines: colour = policy, dash = KV head, told in the text below.
   plot_->legend->setVisible(false);
@@ -64,20 +64,20 @@ void TokenInspector::draw(const InspectionSnapshot& in) {
                      .arg(QString::fromStdString(in.text).toHtmlEscaped())
                      .arg(in.position);
   size_t kv_heads = 0;
-  for (size_t i = 0; i < in.policies.size() && i < kinds_.size(); ++i) {
+  for (size_t i = 0; i < in.policies.size(); ++i) {
     const auto& p = in.policies[i];
-    const QColor color = policy_color(kinds_[i]);
+    const QColor color = policy_color(p.config);
     kv_heads = std::max(kv_heads, p.score_by_kv_head.size());
     for (size_t kv = 0; kv < p.score_by_kv_head.size(); ++kv) {
       QCPGraph* g = plot_->addGraph();
       g->setPen(QPen(color, 1.6, styles[kv % 4]));
-      g->setName(QString("%1 L%2 KV%3").arg(policy_title(kinds_[i])).arg(p.score_layer).arg(kv));
+      g->setName(QString("%1 L%2 KV%3").arg(policy_title(p.config)).arg(p.score_layer).arg(kv));
       set_series(g, p.score_by_kv_head[kv]);
     }
     html += QString("<br><span style='color:%1'><b>%2</b></span>: fed at step %3, now <i>%4</i>; ")
-                .arg(color.name(), policy_title(kinds_[i]))
+                .arg(color.name(), policy_title(p.config))
                 .arg(p.born_step)
-                .arg(fate_name(p.fate_now));
+                .arg(QString::fromStdString(fate_label(p.config, p.fate_now)));
     if (p.evictions.empty()) {
       html += "never evicted";
     } else {

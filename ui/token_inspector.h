@@ -1,11 +1,12 @@
 #pragma once
 // The clicked token: its accumulated score over time in each policy (one line
 // per KV head of the captured layer) and when each policy evicted it, per
-// layer and KV head. Until a token is clicked it follows H2O's top heavy hitter.
+// layer and KV head. Until a token is clicked it follows the top heavy hitter
+// (of the first policy that keeps tokens by accumulated score: H2O).
 #include <QWidget>
 #include <vector>
 
-#include "core/studio_snapshot.h"
+#include "core/studio/snapshot.h"
 
 class QCustomPlot;
 class QLabel;
@@ -15,7 +16,7 @@ namespace h2o::ui {
 class TokenInspector : public QWidget {
   Q_OBJECT
  public:
-  explicit TokenInspector(const std::vector<PolicyKind>& kinds, QWidget* parent = nullptr);
+  explicit TokenInspector(QWidget* parent = nullptr);
   void draw(const InspectionSnapshot& inspection);
   QCustomPlot* plot() const { return plot_; }
   QString detailsText() const;
@@ -24,7 +25,6 @@ class TokenInspector : public QWidget {
   void followRequested();  // back to following the top heavy hitter
 
  private:
-  std::vector<PolicyKind> kinds_;
   QCustomPlot* plot_;
   QLabel* details_;
   QWidget* follow_;

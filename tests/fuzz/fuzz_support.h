@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/model.h"
+#include "core/model/model.h"
 
 namespace h2o::fuzz {
 

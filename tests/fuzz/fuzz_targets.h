@@ -11,12 +11,12 @@
 #include <string>
 #include <string_view>
 
-#include "core/error.h"
-#include "core/mapped_file.h"
-#include "core/model.h"
-#include "core/prompts.h"
-#include "core/token_ids.h"
-#include "core/tokenizer.h"
+#include "core/base/error.h"
+#include "core/base/mapped_file.h"
+#include "core/model/model.h"
+#include "core/text/prompts.h"
+#include "core/text/token_ids.h"
+#include "core/text/tokenizer.h"
 #include "fuzz_support.h"
 
 namespace h2o::fuzz {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tokenizer.h"
+#include "core/text/tokenizer.h"
 #include "tests/model_writers.h"
 
 namespace fs = std::filesystem;

@@ -14,7 +14,7 @@
 #include <QXmlStreamReader>
 #include <qcustomplot.h>
 
-#include "core/studio_record.h"
+#include "core/studio/recording.h"
 #include "tests/gui/gui_test_helpers.h"
 #include "ui/control_panel.h"
 #include "ui/curves_panel.h"

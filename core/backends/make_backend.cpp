@@ -1,0 +1,29 @@
+#include "core/backends/make_backend.h"
+
+#include "core/base/error.h"
+#include "core/cpu/cpu_backend.h"
+
+#ifdef H2O_WITH_CUDA
+#include "kernels/cuda_backend.h"
+#endif
+
+namespace h2o {
+
+std::unique_ptr<Backend> make_backend(std::shared_ptr<const Model> model, const BackendOptions& options) {
+  if (options.threads < 0) fail("--threads", "must be >= 0 (0: all cores), got " + std::to_string(options.threads));
+  if (options.kv_limit_bytes < 0) fail("--kv-limit", "must be >= 0 MiB (0: no limit)");
+  if (options.kind == "cpu") {
+    if (options.precision != "f32") fail("--precision", "the CPU backend computes in f32 only");
+    return make_cpu_backend(std::move(model), options.threads, options.kv_limit_bytes);
+  }
+  if (options.kind == "cuda") {
+#ifdef H2O_WITH_CUDA
+    return make_cuda_backend(std::move(model), options);
+#else
+    fail("--backend", "cuda: this build has no CUDA backend (see kernels/README.md); use --backend cpu");
+#endif
+  }
+  fail("--backend", "unknown backend '" + options.kind + "' (expected cpu or cuda)");
+}
+
+}  // namespace h2o

@@ -1,0 +1,87 @@
+#include "core/base/thread_pool.h"
+
+#include <algorithm>
+
+#include "core/base/flush_denormals.h"
+
+namespace h2o {
+namespace {
+
+// About 20-50 µs of polling before a thread goes to sleep.
+constexpr int kSpins = 20000;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) {
+  // Workers start from generation 0, not from whatever they read once they
+  // run: a job posted before a worker's first instruction must not be missed.
+  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this] { worker_loop(0); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_ = true;
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::run_chunks() {
+  for (;;) {
+    const int begin = next_.fetch_add(grain_, std::memory_order_relaxed);
+    if (begin >= n_) return;
+    (*job_)(begin, std::min(n_, begin + grain_));
+  }
+}
+
+void ThreadPool::worker_loop(uint32_t seen) {
+  const FlushDenormals fast_floats;  // as the thread that posts the jobs does (CpuBackend::forward)
+  for (;;) {
+    uint32_t now = generation_.load(std::memory_order_acquire);
+    for (int spin = 0; now == seen && spin < kSpins; ++spin) {
+      cpu_relax();
+      now = generation_.load(std::memory_order_acquire);
+    }
+    if (now == seen) {
+      generation_.wait(seen, std::memory_order_acquire);
+      continue;
+    }
+    seen = now;
+    if (stop_) return;
+    run_chunks();
+    if (busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) busy_.notify_one();
+  }
+}
+
+void ThreadPool::parallel_for(int n, int grain, const std::function<void(int, int)>& fn) {
+  if (n <= 0) return;
+  grain = std::max(1, grain);
+  if (workers_.empty() || n <= grain) {
+    for (int begin = 0; begin < n; begin += grain) fn(begin, std::min(n, begin + grain));
+    return;
+  }
+  job_ = &fn;
+  n_ = n;
+  grain_ = grain;
+  next_.store(0, std::memory_order_relaxed);
+  busy_.store(int(workers_.size()), std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
+  run_chunks();
+  int left = busy_.load(std::memory_order_acquire);
+  for (int spin = 0; left != 0 && spin < kSpins; ++spin) {
+    cpu_relax();
+    left = busy_.load(std::memory_order_acquire);
+  }
+  while (left != 0) {
+    busy_.wait(left, std::memory_order_acquire);
+    left = busy_.load(std::memory_order_acquire);
+  }
+}
+
+}  // namespace h2o

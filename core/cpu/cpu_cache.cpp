@@ -1,0 +1,143 @@
+#include "core/cpu/cpu_cache.h"
+
+#include <algorithm>
+#include <cstring>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#include "core/policy/kept_set.h"
+
+namespace h2o {
+
+void CpuHeadCache::reserve(int rows, int head_dim, bool rolling) {
+  if (rows <= cap) return;
+  cap = rows;
+  // Exactly `cap` rows: resize() alone may double the capacity, and then
+  // allocated_bytes() would understate the memory held.
+  const auto grow = [](auto& buffer, size_t n) {
+    buffer.reserve(n);
+    buffer.resize(n);
+  };
+  grow(k, size_t(cap) * head_dim);
+  grow(v, size_t(cap) * head_dim);
+  if (rolling) grow(k_raw, size_t(cap) * head_dim);
+  grow(pos, size_t(cap));
+  grow(score, size_t(cap));
+}
+
+CpuCache::CpuCache(const PolicyConfig& policy, const ModelConfig& config, std::shared_ptr<KvMemoryAccount> account)
+    : policy_(policy),
+      rule_(policy.rule()),
+      layers_(config.n_layers),
+      kv_heads_(config.n_kv_heads),
+      head_dim_(config.head_dim()),
+      rope_theta_(config.rope_theta),
+      heads_(size_t(config.n_layers) * config.n_kv_heads),
+      account_(std::move(account)) {}
+
+CpuCache::~CpuCache() { account_->release(allocated_bytes()); }
+
+LayerState CpuCache::read_layer(int layer) const {
+  LayerState state;
+  state.layer = layer;
+  for (int g = 0; g < kv_heads_; ++g) {
+    const CpuHeadCache& h = head(layer, g);
+    state.positions.emplace_back(h.pos.begin(), h.pos.begin() + h.n);
+    state.scores.emplace_back(h.score.begin(), h.score.begin() + h.n);
+  }
+  return state;
+}
+
+int64_t CpuCache::live_bytes() const {
+  int64_t tokens = 0;
+  for (const auto& h : heads_) tokens += h.n;
+  return tokens * head_dim_ * 2 * int64_t(sizeof(float));
+}
+
+int64_t CpuCache::allocated_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& h : heads_) bytes += int64_t(h.k.size() + h.v.size() + h.k_raw.size()) * int64_t(sizeof(float));
+  return bytes;
+}
+
+void CpuCache::reserve_for(int rows) {
+  const bool rolling = rule_.rolling;
+  const int budget = rule_.budget;
+  // Every head's new capacity first, so the account can refuse the growth as a whole.
+  std::vector<int> targets(heads_.size());
+  int64_t more_rows = 0;
+  for (size_t i = 0; i < heads_.size(); ++i) {
+    const CpuHeadCache& h = heads_[i];
+    const int needed = h.n + rows;
+    targets[i] = needed <= h.cap               ? h.cap
+                 : budget >= 0                 ? std::max(needed, budget + rule_.slack + rows)
+                                               : std::max({needed, h.cap + h.cap / 2, 64});
+    more_rows += targets[i] - h.cap;
+  }
+  if (more_rows == 0) return;
+  const int64_t row_bytes = int64_t(head_dim_) * int64_t(sizeof(float)) * (rolling ? 3 : 2);
+  const int64_t booked = more_rows * row_bytes, before = allocated_bytes();
+  account_->grow(booked);
+  try {
+    for (size_t i = 0; i < heads_.size(); ++i) heads_[i].reserve(targets[i], head_dim_, rolling);
+  } catch (...) {
+    // A real allocation failure: the heads that did grow keep their bigger
+    // buffers (a later reserve uses them); the account keeps just those bytes.
+    account_->release(booked - (allocated_bytes() - before));
+    throw;
+  }
+  // Growth frees the old, smaller buffers. glibc keeps such memory in its heap
+  // for reuse, so the process would stay as large as its largest moment; give
+  // it back now (a growth happens a logarithmic number of times).
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
+  if (rolling) {
+    int max_cap = 0;
+    for (const auto& h : heads_) max_cap = std::max(max_cap, h.cap);
+    while (int(slot_angles_.size()) < max_cap)
+      slot_angles_.emplace_back(head_dim_, double(slot_angles_.size()), rope_theta_);
+  }
+}
+
+void CpuCache::cut(int layer, int kv_head, std::vector<EvictionEvent>& events) {
+  CpuHeadCache& h = head(layer, kv_head);
+  const std::vector<int> kept =
+      select_kept(rule_, std::span<const int32_t>(h.pos.data(), h.n), std::span<const float>(h.score.data(), h.n));
+  if (int(kept.size()) == h.n) return;
+  const size_t hd = size_t(head_dim_);
+  size_t next_kept = 0;
+  for (int slot = 0; slot < h.n; ++slot) {
+    if (next_kept < kept.size() && kept[next_kept] == slot) {
+      ++next_kept;
+    } else {
+      events.push_back({layer, kv_head, h.pos[slot]});
+    }
+  }
+  // Survivors move towards the front in slot order, so copying forward is safe.
+  for (size_t dst = 0; dst < kept.size(); ++dst) {
+    const size_t src = size_t(kept[dst]);
+    if (src == dst) continue;
+    std::memcpy(&h.v[dst * hd], &h.v[src * hd], hd * sizeof(float));
+    h.pos[dst] = h.pos[src];
+    h.score[dst] = h.score[src];
+    if (rule_.rolling) {
+      // The key now sits at slot dst: rotate its pre-RoPE copy there, once,
+      // so that rounding does not accumulate over many cuts.
+      std::memcpy(&h.k_raw[dst * hd], &h.k_raw[src * hd], hd * sizeof(float));
+      std::memcpy(&h.k[dst * hd], &h.k_raw[dst * hd], hd * sizeof(float));
+      rope_rotate(&h.k[dst * hd], 1, head_dim_, slot_angles_[dst]);
+    } else {
+      std::memcpy(&h.k[dst * hd], &h.k[src * hd], hd * sizeof(float));
+    }
+  }
+  h.n = int(kept.size());
+}
+
+void CpuCache::end_forward(int rows, std::vector<EvictionEvent>&& events) {
+  seen_ += rows;
+  evictions_ = EvictionSummary::from_events(std::move(events), layers_, kv_heads_);
+}
+
+}  // namespace h2o

@@ -1,0 +1,82 @@
+#pragma once
+// The CPU backend's KV cache of one session: per (layer, KV head), keys and
+// values of the cached tokens in slot order, their stream positions and
+// scores. A cut compacts the survivors to the front, so the memory a policy
+// keeps is the memory it uses.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/model/model.h"
+#include "core/model/rope.h"
+#include "core/runtime/backend.h"
+#include "core/runtime/kv_memory_account.h"
+
+namespace h2o {
+
+struct CpuHeadCache {
+  int n = 0;    // tokens held
+  int cap = 0;  // rows reserved
+  std::vector<float> k;      // [cap][head_dim], rotated to its position
+  std::vector<float> v;      // [cap][head_dim]
+  std::vector<float> k_raw;  // [cap][head_dim] before RoPE; rolling positions only
+  std::vector<int32_t> pos;  // [cap] stream positions
+  std::vector<float> score;  // [cap] accumulated attention (the current step's for ScoreKind::Current)
+
+  void reserve(int rows, int head_dim, bool rolling);
+};
+
+class CpuCache final : public SessionCache {
+ public:
+  // `account` (shared with the backend and its other caches) books every
+  // byte this cache reserves, and gets them back when the cache is destroyed.
+  // Without one, the cache has an account of its own with no limit.
+  CpuCache(const PolicyConfig& policy, const ModelConfig& config,
+           std::shared_ptr<KvMemoryAccount> account = std::make_shared<KvMemoryAccount>());
+  ~CpuCache() override;
+  CpuCache(const CpuCache&) = delete;
+  CpuCache& operator=(const CpuCache&) = delete;
+
+  const PolicyConfig& policy() const override { return policy_; }
+  int64_t tokens_seen() const override { return seen_; }
+  int layers() const override { return layers_; }
+  int kv_heads() const override { return kv_heads_; }
+  int size(int layer, int kv_head) const override { return head(layer, kv_head).n; }
+  LayerState read_layer(int layer) const override;
+  const EvictionSummary& last_evictions() const override { return evictions_; }
+  int64_t live_bytes() const override;
+  int64_t allocated_bytes() const override;
+
+  // Used by the CPU backend during a forward pass.
+  const EvictionRule& rule() const { return rule_; }
+  CpuHeadCache& head(int layer, int kv_head) { return heads_[size_t(layer) * kv_heads_ + kv_head]; }
+  const CpuHeadCache& head(int layer, int kv_head) const { return heads_[size_t(layer) * kv_heads_ + kv_head]; }
+  // Makes room for `rows` more tokens in every head (bounded policies reserve
+  // budget + slack + rows once; the full cache grows geometrically). Throws
+  // Error, having changed nothing, when the account's limit forbids it.
+  void reserve_for(int rows);
+  // Applies the rule to one head after attention: compacts survivors and,
+  // under rolling positions, re-rotates the keys whose slot changed.
+  void cut(int layer, int kv_head, std::vector<EvictionEvent>& events);
+  void end_forward(int rows, std::vector<EvictionEvent>&& events);
+  // Rolling positions: the angles of slot s (valid for every slot reserved).
+  const RopeAngles& slot_angles(int slot) const { return slot_angles_[size_t(slot)]; }
+
+  // Teacher forcing: the log-probabilities of the last forward's scored rows,
+  // kept for the sessions that compare with this one in the same step.
+  std::vector<double> logprobs;
+  int64_t logprobs_at = -1;  // tokens_seen() when they were computed
+
+ private:
+  PolicyConfig policy_;
+  EvictionRule rule_;
+  int layers_, kv_heads_, head_dim_;
+  float rope_theta_;
+  std::vector<CpuHeadCache> heads_;
+  std::vector<RopeAngles> slot_angles_;  // rolling positions: angles of each slot
+  int64_t seen_ = 0;
+  EvictionSummary evictions_;
+  std::shared_ptr<KvMemoryAccount> account_;
+};
+
+}  // namespace h2o

@@ -1,0 +1,28 @@
+#pragma once
+// The float32 building blocks of the CPU forward pass.
+#include <cstddef>
+
+#include "core/base/thread_pool.h"
+
+namespace h2o::cpu {
+
+using h2o::ThreadPool;
+
+// Multiply-adds below which a loop runs on one thread (~10 µs of work). The
+// pool's workers still spin between the jobs of one forward pass, so a
+// stories15M 288x288 projection (83k) is worth splitting; kjv-1M's 128x128
+// ones (16k) are not: waking the workers would cost more, and the first
+// session of each step would pay for it.
+inline constexpr size_t kParallelMinWork = 1 << 16;
+
+float dot(const float* a, const float* b, int n);
+// out[t][o] = sum_i w[o][i] * x[t][i] for t < rows; parallel over o.
+void matmul(float* out, const float* x, const float* w, int rows, int in, int out_features, ThreadPool& pool);
+// out = x / rms(x) * weight, per row of length n.
+void rmsnorm(float* out, const float* x, const float* weight, int rows, int n, float eps);
+// In place: softmax over x[0..n).
+void softmax(float* x, int n);
+// y += a * x
+void axpy(float* y, const float* x, float a, int n);
+
+}  // namespace h2o::cpu

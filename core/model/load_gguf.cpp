@@ -1,0 +1,491 @@
+// GGUF (llama.cpp's model format), versions 2 and 3, little-endian, for
+// Llama-architecture models stored as F32, F16 or BF16. Quantised types are
+// refused with a clear message rather than dequantised.
+//
+// Layout: "GGUF", version u32, tensor_count u64, kv_count u64, then kv_count
+// metadata entries, tensor_count tensor infos, padding to the alignment, and
+// the tensor data. Every read goes through ByteReader (bounds-checked), and
+// every count is compared with the bytes left before anything is allocated,
+// so a corrupt or hostile file yields one Error line, never a crash.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/error.h"
+#include "core/base/mapped_file.h"
+#include "core/model/model.h"
+
+namespace h2o {
+namespace {
+
+// Metadata value types (gguf_type).
+enum GgufType : uint32_t {
+  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
+  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+};
+
+// Tensor element types (ggml_type) this loader reads.
+constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlBF16 = 30;
+constexpr int kMaxDims = 4;             // GGML_MAX_DIMS
+constexpr int kMaxArrayNesting = 8;     // deeper nesting is never legitimate; bounds the recursion
+constexpr uint64_t kMinStringBytes = 8; // a string is at least its u64 length
+
+const char* ggml_type_name(uint32_t t) {
+  static const char* names[] = {"F32",   "F16",    "Q4_0",    "Q4_1",  "Q4_2", "Q4_3",   "Q5_0",  "Q5_1",
+                                "Q8_0",  "Q8_1",   "Q2_K",    "Q3_K",  "Q4_K", "Q5_K",   "Q6_K",  "Q8_K",
+                                "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS",
+                                "I8",    "I16",    "I32",     "I64",   "F64",  "IQ1_M",  "BF16"};
+  return t < sizeof(names) / sizeof(names[0]) ? names[t] : "unknown";
+}
+
+const char* gguf_type_name(uint32_t t) {
+  static const char* names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64"};
+  return t <= kF64 ? names[t] : "unknown";
+}
+
+// Size of a fixed-size metadata value, 0 for strings, arrays and unknown types.
+uint64_t scalar_size(uint32_t t) {
+  switch (t) {
+    case kU8: case kI8: case kBool: return 1;
+    case kU16: case kI16: return 2;
+    case kU32: case kI32: case kF32: return 4;
+    case kU64: case kI64: case kF64: return 8;
+    default: return 0;
+  }
+}
+
+// One metadata value. Scalars are decoded; arrays are kept as a position in
+// the file and decoded only by the few readers that need them.
+struct Value {
+  uint32_t type = 0;
+  bool is_int = false;
+  int64_t i = 0;   // integer and bool scalars (u64 values above INT64_MAX are out of range for every use here)
+  double f = 0;    // float scalars
+  std::string str;
+  uint32_t elem_type = 0;  // arrays
+  uint64_t count = 0;
+  uint64_t first = 0;  // offset of the first element
+};
+
+class GgufParser {
+ public:
+  explicit GgufParser(const MappedFile& file) : file_(file), r_(file) {}
+
+  std::shared_ptr<const Model> parse(std::shared_ptr<const MappedFile> keep_alive);
+
+ private:
+  [[noreturn]] void error(const std::string& problem) const { fail(file_.path(), problem); }
+  uint64_t remaining() const { return file_.size() - std::min<uint64_t>(r_.pos(), file_.size()); }
+
+  void read_preamble();
+  std::string read_string(const char* what);
+  Value read_value(uint32_t type, const std::string& key);
+  void skip_array(uint32_t elem_type, uint64_t count, int depth, const std::string& key);
+  void check_count(uint64_t count, uint64_t min_bytes_each, const std::string& what);
+  void read_metadata();
+  void read_tensor_infos();
+
+  // Metadata accessors; `key` names the entry in errors.
+  const Value* find(const std::string& key) const;
+  int get_int(const std::string& key, std::optional<int> def) const;
+  float get_float(const std::string& key, float def) const;
+  bool get_bool(const std::string& key, bool def) const;
+  std::string get_string(const std::string& key) const;
+
+  ModelConfig read_config() const;
+  Tensor tensor(const std::string& name, int64_t rows, int64_t cols, bool required = true);
+  std::optional<EmbeddedVocab> read_vocab(const ModelConfig& config) const;
+  std::vector<std::string> string_array(const std::string& key) const;
+  const Value& array_of(const std::string& key, uint32_t elem_type) const;
+
+  struct TensorInfo {
+    std::vector<uint64_t> dims;  // fastest-varying first
+    uint32_t type = 0;
+    uint64_t offset = 0;
+    bool used = false;
+  };
+
+  const MappedFile& file_;
+  ByteReader r_;
+  uint32_t version_ = 0;
+  uint64_t tensor_count_ = 0, kv_count_ = 0;
+  std::map<std::string, Value> kv_;
+  std::map<std::string, TensorInfo> tensors_;
+  uint64_t alignment_ = 32;
+  uint64_t data_start_ = 0;
+};
+
+void GgufParser::read_preamble() {
+  if (file_.size() < 4 || std::memcmp(file_.data(), "GGUF", 4) != 0) error("not a GGUF file (bad magic)");
+  r_.seek(4);
+  version_ = r_.read<uint32_t>("GGUF version");
+  if (version_ == 0x02000000u || version_ == 0x03000000u) error("big-endian GGUF files are not supported");
+  if (version_ != 2 && version_ != 3)
+    error("unsupported GGUF version " + std::to_string(version_) + " (this reader handles versions 2 and 3)");
+  tensor_count_ = r_.read<uint64_t>("tensor count");
+  kv_count_ = r_.read<uint64_t>("metadata count");
+  // A metadata entry is at least a key length, a type and one byte of value;
+  // a tensor info at least a name length, n_dims, a type and an offset.
+  check_count(kv_count_, kMinStringBytes + 4 + 1, "metadata count");
+  check_count(tensor_count_, kMinStringBytes + 4 + 4 + 8, "tensor count");
+}
+
+void GgufParser::check_count(uint64_t count, uint64_t min_bytes_each, const std::string& what) {
+  if (count > remaining() / min_bytes_each)
+    error(what + " " + std::to_string(count) + " cannot fit in the " + std::to_string(remaining()) +
+          " bytes left (corrupt or truncated file)");
+}
+
+std::string GgufParser::read_string(const char* what) {
+  const uint64_t len = r_.read<uint64_t>(what);
+  if (len > remaining())
+    error(std::string(what) + " length " + std::to_string(len) + " at byte " + std::to_string(r_.pos() - 8) +
+          " runs past the end of the file (" + std::to_string(file_.size()) + " bytes)");
+  const uint8_t* p = r_.bytes(len, what);
+  return std::string(reinterpret_cast<const char*>(p), len);
+}
+
+Value GgufParser::read_value(uint32_t type, const std::string& key) {
+  Value v;
+  v.type = type;
+  switch (type) {
+    case kU8: v.i = r_.read<uint8_t>("metadata value"); v.is_int = true; break;
+    case kI8: v.i = r_.read<int8_t>("metadata value"); v.is_int = true; break;
+    case kU16: v.i = r_.read<uint16_t>("metadata value"); v.is_int = true; break;
+    case kI16: v.i = r_.read<int16_t>("metadata value"); v.is_int = true; break;
+    case kU32: v.i = r_.read<uint32_t>("metadata value"); v.is_int = true; break;
+    case kI32: v.i = r_.read<int32_t>("metadata value"); v.is_int = true; break;
+    case kU64: {
+      const uint64_t u = r_.read<uint64_t>("metadata value");
+      v.i = u > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(u);  // saturate: any such value fails range checks
+      v.is_int = true;
+      break;
+    }
+    case kI64: v.i = r_.read<int64_t>("metadata value"); v.is_int = true; break;
+    case kBool: {
+      const uint8_t b = r_.read<uint8_t>("metadata value");
+      if (b > 1) error("metadata " + key + ": bool value " + std::to_string(b) + " is neither 0 nor 1");
+      v.i = b;
+      break;
+    }
+    case kF32: v.f = r_.read<float>("metadata value"); break;
+    case kF64: v.f = r_.read<double>("metadata value"); break;
+    case kString: v.str = read_string("metadata string"); break;
+    case kArray: {
+      v.elem_type = r_.read<uint32_t>("metadata array type");
+      v.count = r_.read<uint64_t>("metadata array count");
+      v.first = r_.pos();
+      skip_array(v.elem_type, v.count, 1, key);
+      break;
+    }
+    default:
+      error("metadata " + key + " has unknown value type " + std::to_string(type));
+  }
+  return v;
+}
+
+// Walks over an array's elements (recursively for arrays of arrays), checking
+// each count against the bytes left before looping over it.
+void GgufParser::skip_array(uint32_t elem_type, uint64_t count, int depth, const std::string& key) {
+  if (depth > kMaxArrayNesting) error("metadata " + key + ": arrays nested deeper than " + std::to_string(kMaxArrayNesting));
+  const std::string what = "metadata " + key + " array count";
+  if (const uint64_t size = scalar_size(elem_type)) {
+    check_count(count, size, what);
+    r_.seek(r_.pos() + count * size);
+    return;
+  }
+  if (elem_type == kString) {
+    check_count(count, kMinStringBytes, what);
+    for (uint64_t i = 0; i < count; ++i) {
+      const uint64_t len = r_.read<uint64_t>("metadata string");
+      if (len > remaining()) error("metadata " + key + ": string length " + std::to_string(len) + " runs past the end of the file");
+      r_.seek(r_.pos() + len);
+    }
+    return;
+  }
+  if (elem_type == kArray) {
+    check_count(count, 4 + 8, what);
+    for (uint64_t i = 0; i < count; ++i) {
+      const uint32_t inner = r_.read<uint32_t>("metadata array type");
+      const uint64_t n = r_.read<uint64_t>("metadata array count");
+      skip_array(inner, n, depth + 1, key);
+    }
+    return;
+  }
+  error("metadata " + key + ": array of unknown type " + std::to_string(elem_type));
+}
+
+void GgufParser::read_metadata() {
+  for (uint64_t i = 0; i < kv_count_; ++i) {
+    std::string key = read_string("metadata key");
+    const uint32_t type = r_.read<uint32_t>("metadata type");
+    Value v = read_value(type, key);
+    if (!kv_.emplace(key, std::move(v)).second) error("duplicate metadata key " + key);
+  }
+  if (const Value* a = find("general.alignment")) {
+    if (!a->is_int || a->i <= 0 || a->i > (1 << 20) || (a->i & (a->i - 1)) != 0)
+      error("general.alignment must be a power of two, got " + (a->is_int ? std::to_string(a->i) : std::string("a non-integer")));
+    alignment_ = uint64_t(a->i);
+  }
+}
+
+void GgufParser::read_tensor_infos() {
+  for (uint64_t i = 0; i < tensor_count_; ++i) {
+    std::string name = read_string("tensor name");
+    TensorInfo info;
+    const uint32_t n_dims = r_.read<uint32_t>("tensor dimension count");
+    if (n_dims == 0 || n_dims > kMaxDims)
+      error("tensor " + name + " has " + std::to_string(n_dims) + " dimensions (expected 1 to " + std::to_string(kMaxDims) + ")");
+    for (uint32_t d = 0; d < n_dims; ++d) info.dims.push_back(r_.read<uint64_t>("tensor dimension"));
+    info.type = r_.read<uint32_t>("tensor type");
+    info.offset = r_.read<uint64_t>("tensor offset");
+    if (!tensors_.emplace(name, std::move(info)).second) error("duplicate tensor " + name);
+  }
+  // The data section starts at the next multiple of the alignment.
+  const uint64_t end = r_.pos();
+  data_start_ = end + (alignment_ - end % alignment_) % alignment_;
+  if (data_start_ > file_.size())
+    error("truncated: tensor data would start at byte " + std::to_string(data_start_) + ", file has " +
+          std::to_string(file_.size()));
+}
+
+const Value* GgufParser::find(const std::string& key) const {
+  auto it = kv_.find(key);
+  return it == kv_.end() ? nullptr : &it->second;
+}
+
+int GgufParser::get_int(const std::string& key, std::optional<int> def) const {
+  const Value* v = find(key);
+  if (!v) {
+    if (!def) error("missing metadata " + key);
+    return *def;
+  }
+  if (!v->is_int) error("metadata " + key + " should be an integer, is " + gguf_type_name(v->type));
+  if (v->i < 0 || v->i > INT32_MAX) error("metadata " + key + " = " + std::to_string(v->i) + " is out of range");
+  return int(v->i);
+}
+
+float GgufParser::get_float(const std::string& key, float def) const {
+  const Value* v = find(key);
+  if (!v) return def;
+  if (v->type == kF32 || v->type == kF64) return float(v->f);
+  if (v->is_int) return float(v->i);
+  error("metadata " + key + " should be a number, is " + gguf_type_name(v->type));
+}
+
+bool GgufParser::get_bool(const std::string& key, bool def) const {
+  const Value* v = find(key);
+  if (!v) return def;
+  if (v->type != kBool) error("metadata " + key + " should be a bool, is " + gguf_type_name(v->type));
+  return v->i != 0;
+}
+
+std::string GgufParser::get_string(const std::string& key) const {
+  const Value* v = find(key);
+  if (!v) error("missing metadata " + key);
+  if (v->type != kString) error("metadata " + key + " should be a string, is " + gguf_type_name(v->type));
+  return v->str;
+}
+
+ModelConfig GgufParser::read_config() const {
+  const std::string arch = find("general.architecture") ? get_string("general.architecture") : "";
+  if (arch != "llama")
+    error(arch.empty() ? "missing general.architecture (expected llama)"
+                       : "architecture " + arch + " is not supported (only llama)");
+  ModelConfig c;
+  c.dim = get_int("llama.embedding_length", std::nullopt);
+  c.hidden_dim = get_int("llama.feed_forward_length", std::nullopt);
+  c.n_layers = get_int("llama.block_count", std::nullopt);
+  c.n_heads = get_int("llama.attention.head_count", std::nullopt);
+  c.n_kv_heads = get_int("llama.attention.head_count_kv", c.n_heads);
+  c.max_seq_len = get_int("llama.context_length", std::nullopt);
+  c.rope_theta = get_float("llama.rope.freq_base", 10000.0f);
+  c.norm_eps = get_float("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  c.bos_id = get_int("tokenizer.ggml.bos_token_id", 1);
+  c.eos_id = get_int("tokenizer.ggml.eos_token_id", 2);
+  // The vocabulary size is the embedding's row count: GGUF dims are {dim, vocab}.
+  auto emb = tensors_.find("token_embd.weight");
+  if (emb == tensors_.end()) error("missing tensor token_embd.weight");
+  const auto& dims = emb->second.dims;
+  if (dims.size() < 2 || dims[1] == 0 || dims[1] > uint64_t(INT32_MAX))
+    error("tensor token_embd.weight has an unusable shape");
+  c.vocab_size = int(dims[1]);
+  if (find("llama.vocab_size") && get_int("llama.vocab_size", 0) != c.vocab_size)
+    error("llama.vocab_size " + std::to_string(get_int("llama.vocab_size", 0)) + " disagrees with token_embd.weight rows " +
+          std::to_string(c.vocab_size));
+  c.validate(file_.path());
+  if (find("llama.rope.dimension_count") && get_int("llama.rope.dimension_count", 0) != c.head_dim())
+    error("llama.rope.dimension_count " + std::to_string(get_int("llama.rope.dimension_count", 0)) +
+          " differs from the head dimension " + std::to_string(c.head_dim()) + " (partial RoPE is not supported)");
+  // Each layer has 9 tensors: a block count the file cannot hold is refused
+  // before anything is sized by it.
+  if (uint64_t(c.n_layers) > tensor_count_ / 9)
+    error("llama.block_count " + std::to_string(c.n_layers) + " needs more tensors than the file's " +
+          std::to_string(tensor_count_));
+  return c;
+}
+
+// The view of one tensor with its expected shape [rows, cols] (a vector:
+// rows 1); `required` false returns an empty Tensor when it is absent.
+Tensor GgufParser::tensor(const std::string& name, int64_t rows, int64_t cols, bool required) {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) {
+    if (required) error("missing tensor " + name);
+    return Tensor{};
+  }
+  TensorInfo& info = it->second;
+  info.used = true;
+  DType dtype;
+  switch (info.type) {
+    case kGgmlF32: dtype = DType::F32; break;
+    case kGgmlF16: dtype = DType::F16; break;
+    case kGgmlBF16: dtype = DType::BF16; break;
+    default:
+      error("tensor " + name + " has type " + ggml_type_name(info.type) + " (" + std::to_string(info.type) +
+            "); only F32, F16 and BF16 are supported (quantised models are not)");
+  }
+  // dims[0] is the row length; trailing dims of 1 are padding.
+  uint64_t actual_rows = 1;
+  for (size_t d = 1; d < info.dims.size(); ++d) {
+    if (info.dims[d] != 0 && actual_rows > UINT64_MAX / info.dims[d]) error("tensor " + name + " has an absurd shape");
+    actual_rows *= info.dims[d];
+  }
+  if (info.dims[0] != uint64_t(cols) || actual_rows != uint64_t(rows)) {
+    std::string shape;
+    for (size_t d = 0; d < info.dims.size(); ++d) shape += (d ? ", " : "") + std::to_string(info.dims[d]);
+    error("tensor " + name + " has dims {" + shape + "}, expected {" + std::to_string(cols) +
+          (rows > 1 ? ", " + std::to_string(rows) : std::string()) + "} for this model's config");
+  }
+  Tensor t;
+  t.dtype = dtype;
+  t.rows = rows;
+  t.cols = cols;
+  const uint64_t bytes = uint64_t(t.bytes());  // rows*cols is bounded by ModelConfig::validate
+  const uint64_t data_size = file_.size() - data_start_;
+  if (info.offset > data_size || bytes > data_size - info.offset)
+    error("tensor " + name + " (offset " + std::to_string(info.offset) + ", " + std::to_string(bytes) +
+          " bytes) runs past the end of the file: truncated?");
+  if (info.offset % alignment_ != 0)
+    error("tensor " + name + " offset " + std::to_string(info.offset) + " is not a multiple of the alignment " +
+          std::to_string(alignment_));
+  t.data = file_.data() + data_start_ + info.offset;
+  if (reinterpret_cast<uintptr_t>(t.data) % dtype_size(dtype) != 0)
+    error("tensor " + name + " is not aligned for " + dtype_name(dtype) + " access");
+  return t;
+}
+
+const Value& GgufParser::array_of(const std::string& key, uint32_t elem_type) const {
+  const Value* v = find(key);
+  if (!v) error("missing metadata " + key);
+  if (v->type != kArray || v->elem_type != elem_type)
+    error("metadata " + key + " should be an array of " + gguf_type_name(elem_type));
+  return *v;
+}
+
+std::vector<std::string> GgufParser::string_array(const std::string& key) const {
+  const Value& v = array_of(key, kString);
+  ByteReader r(file_, v.first);
+  std::vector<std::string> out;
+  out.reserve(v.count);  // the count was checked against the file size while skipping
+  for (uint64_t i = 0; i < v.count; ++i) {
+    const uint64_t len = r.read<uint64_t>("metadata string");
+    const uint8_t* p = r.bytes(len, "metadata string");
+    out.emplace_back(reinterpret_cast<const char*>(p), len);
+  }
+  return out;
+}
+
+std::optional<EmbeddedVocab> GgufParser::read_vocab(const ModelConfig& config) const {
+  if (!find("tokenizer.ggml.model")) return std::nullopt;
+  EmbeddedVocab vocab;
+  vocab.model = get_string("tokenizer.ggml.model");
+  vocab.pieces = string_array("tokenizer.ggml.tokens");
+  const size_t n = vocab.pieces.size();
+  // Some files pad the embedding past the tokenizer's pieces; the reverse
+  // would let the tokenizer emit ids the model has no row for.
+  if (n == 0 || n > size_t(config.vocab_size))
+    error("tokenizer.ggml.tokens has " + std::to_string(n) + " pieces for a model vocabulary of " +
+          std::to_string(config.vocab_size));
+  vocab.scores.assign(n, 0.0f);
+  if (find("tokenizer.ggml.scores")) {
+    const Value& v = array_of("tokenizer.ggml.scores", kF32);
+    if (v.count != n) error("tokenizer.ggml.scores has " + std::to_string(v.count) + " entries for " + std::to_string(n) + " tokens");
+    std::memcpy(vocab.scores.data(), file_.at(v.first, n * 4, "tokenizer scores"), n * 4);
+  }
+  vocab.types.assign(n, 1);  // normal pieces unless the file says otherwise
+  if (find("tokenizer.ggml.token_type")) {
+    const Value& v = array_of("tokenizer.ggml.token_type", kI32);
+    if (v.count != n)
+      error("tokenizer.ggml.token_type has " + std::to_string(v.count) + " entries for " + std::to_string(n) + " tokens");
+    std::memcpy(vocab.types.data(), file_.at(v.first, n * 4, "tokenizer token types"), n * 4);
+  }
+  vocab.unk_id = get_int("tokenizer.ggml.unknown_token_id", 0);
+  vocab.add_space_prefix = get_bool("tokenizer.ggml.add_space_prefix", true);
+  auto check_id = [&](int id, const char* what) {
+    if (id < 0 || size_t(id) >= n)
+      error(std::string(what) + " " + std::to_string(id) + " is outside the tokenizer's " + std::to_string(n) + " pieces");
+  };
+  check_id(vocab.unk_id, "tokenizer.ggml.unknown_token_id");
+  check_id(config.bos_id, "tokenizer.ggml.bos_token_id");
+  check_id(config.eos_id, "tokenizer.ggml.eos_token_id");
+  return vocab;
+}
+
+std::shared_ptr<const Model> GgufParser::parse(std::shared_ptr<const MappedFile> keep_alive) {
+  read_preamble();
+  read_metadata();
+  read_tensor_infos();
+
+  auto model = std::make_shared<Model>();
+  model->config = read_config();
+  model->path = file_.path();
+  model->format = "gguf";
+  const ModelConfig& c = model->config;
+  const int64_t d = c.dim, hid = c.hidden_dim, q = int64_t(c.n_heads) * c.head_dim(), kv = c.kv_dim();
+
+  ModelWeights& w = model->weights;
+  w.token_embedding = tensor("token_embd.weight", c.vocab_size, d);
+  w.layers.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LayerWeights& lw = w.layers[l];
+    lw.attn_norm = tensor(p + "attn_norm.weight", 1, d);
+    // llama.cpp's converter already permuted Q/K rows to interleaved pairs.
+    lw.wq = tensor(p + "attn_q.weight", q, d);
+    lw.wk = tensor(p + "attn_k.weight", kv, d);
+    lw.wv = tensor(p + "attn_v.weight", kv, d);
+    lw.wo = tensor(p + "attn_output.weight", d, q);
+    lw.ffn_norm = tensor(p + "ffn_norm.weight", 1, d);
+    lw.w1 = tensor(p + "ffn_gate.weight", hid, d);
+    lw.w2 = tensor(p + "ffn_down.weight", d, hid);
+    lw.w3 = tensor(p + "ffn_up.weight", hid, d);
+  }
+  w.final_norm = tensor("output_norm.weight", 1, d);
+  w.classifier = tensor("output.weight", c.vocab_size, d, /*required=*/false);
+  if (!w.classifier.data) w.classifier = w.token_embedding;  // tied embeddings
+  for (const auto& [name, info] : tensors_)
+    if (!info.used && name.rfind("blk.", 0) == 0) {
+      // A layer tensor we do not use means a block count or architecture we misread.
+      const int layer = std::atoi(name.c_str() + 4);
+      if (layer >= c.n_layers) error("tensor " + name + " belongs to a layer beyond llama.block_count " + std::to_string(c.n_layers));
+    }
+  model->vocab = read_vocab(c);
+  model->storage = std::move(keep_alive);
+  return model;
+}
+
+}  // namespace
+
+std::shared_ptr<const Model> load_gguf(const std::string& path) {
+  auto file = MappedFile::open(path);
+  GgufParser parser(*file);
+  return parser.parse(file);
+}
+
+}  // namespace h2o

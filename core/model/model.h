@@ -1,0 +1,129 @@
+#pragma once
+// A loaded Llama-architecture model: its shape and views of its weight tensors.
+//
+// Weights are memory-mapped from the file when they are stored in a usable
+// layout; otherwise (synthetic models, layouts that need permuting) the model
+// owns the converted buffers. Every matrix is row-major [out, in], as in
+// llama2.c, and the query/key rows of each head are in interleaved-pair RoPE
+// order (llama2.c / GGUF convention; the safetensors loader converts from the
+// Hugging Face half-split order).
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model/dtype.h"
+
+namespace h2o {
+
+struct ModelConfig {
+  int dim = 0;
+  int hidden_dim = 0;
+  int n_layers = 0;
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int vocab_size = 0;
+  int max_seq_len = 0;  // trained context
+  float rope_theta = 10000.0f;
+  float norm_eps = 1e-5f;
+  int bos_id = 1;
+  int eos_id = 2;
+
+  int head_dim() const { return dim / n_heads; }
+  int kv_dim() const { return n_kv_heads * head_dim(); }
+  int group_size() const { return n_heads / n_kv_heads; }  // query heads per KV head
+  int64_t parameter_count() const;
+  // Throws Error("<what>: ...") if the shape is inconsistent.
+  void validate(const std::string& what) const;
+};
+
+// A view of one weight tensor: row-major, `rows` x `cols` (a vector has rows 1).
+struct Tensor {
+  const void* data = nullptr;
+  DType dtype = DType::F32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+
+  int64_t numel() const { return rows * cols; }
+  int64_t bytes() const { return numel() * dtype_size(dtype); }
+  const float* f32() const { return static_cast<const float*>(data); }
+};
+
+struct LayerWeights {
+  Tensor attn_norm;  // [dim]
+  Tensor wq;         // [n_heads*head_dim, dim]
+  Tensor wk;         // [kv_dim, dim]
+  Tensor wv;         // [kv_dim, dim]
+  Tensor wo;         // [dim, n_heads*head_dim]
+  Tensor ffn_norm;   // [dim]
+  Tensor w1;         // gate [hidden, dim]
+  Tensor w2;         // down [dim, hidden]
+  Tensor w3;         // up   [hidden, dim]
+};
+
+struct ModelWeights {
+  Tensor token_embedding;  // [vocab, dim]
+  std::vector<LayerWeights> layers;
+  Tensor final_norm;  // [dim]
+  Tensor classifier;  // [vocab, dim]; may alias token_embedding
+};
+
+// The vocabulary a model file carries (GGUF), enough to build a tokenizer.
+struct EmbeddedVocab {
+  std::string model;  // "llama" (SentencePiece)
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+  std::vector<int> types;  // SentencePiece piece types: 1 normal, 2 unknown, 3 control, 4 user, 5 unused, 6 byte
+  int unk_id = 0;
+  bool add_space_prefix = true;
+};
+
+struct Model {
+  ModelConfig config;
+  ModelWeights weights;
+  std::string path;    // file it came from, or "synthetic:<shape>"
+  std::string format;  // "llama2c", "gguf", "safetensors", "synthetic"
+  std::optional<EmbeddedVocab> vocab;
+
+  // Keeps the mapping or the owned buffers alive as long as the views are used.
+  std::shared_ptr<const void> storage;
+  std::vector<std::shared_ptr<const void>> owned;
+
+  // All tensors in a fixed order (embedding, per layer, final norm, classifier
+  // unless shared): used by backends that upload, and by checksums.
+  std::vector<const Tensor*> all_tensors() const;
+  bool shared_classifier() const { return weights.classifier.data == weights.token_embedding.data; }
+  int64_t weight_bytes() const;
+  DType weight_dtype() const;  // of the layer matrices
+};
+
+// Loads a model file, choosing the format from its contents (GGUF magic,
+// safetensors header or config.json folder, else llama2.c). Throws Error with
+// a one-line message naming the file on any problem.
+std::shared_ptr<const Model> load_model(const std::string& path);
+
+std::shared_ptr<const Model> load_llama2c(const std::string& path);
+std::shared_ptr<const Model> load_gguf(const std::string& path);
+// `path` is a config.json, a *.safetensors file, a *.safetensors.index.json,
+// or a folder holding config.json and the weights.
+std::shared_ptr<const Model> load_safetensors(const std::string& path);
+
+// Random weights at a named real shape, fixed seed. Names: stories260K,
+// stories15M, stories42M, stories110M, tinyllama-1.1b, llama2-7b; an optional
+// vocabulary override (e.g. 32000 to pair with tokenizer.model).
+struct SyntheticSpec {
+  std::string shape = "stories15M";
+  uint64_t seed = 1234;
+  DType dtype = DType::F32;
+  int vocab_size = 0;   // 0: the shape's own
+  int max_seq_len = 0;  // 0: the shape's own
+};
+ModelConfig synthetic_shape(const std::string& name);  // throws Error for an unknown name
+std::vector<std::string> synthetic_shape_names();
+std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec);
+// Parses "synthetic:<shape>[:vocab=N][:seed=N][:dtype=f16]" model paths.
+bool is_synthetic_path(const std::string& path);
+SyntheticSpec parse_synthetic_path(const std::string& path);
+
+}  // namespace h2o

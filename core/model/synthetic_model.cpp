@@ -1,0 +1,259 @@
+// Random-weight models at the shapes of real Llama checkpoints, for
+// benchmarks and tests where no weights file is at hand (or the real one is
+// far too large to ship). The weights are a pure function of (shape, seed,
+// dtype, vocab, context): chunks of each tensor are generated from their own
+// derived seeds, so the result does not depend on the number of threads.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/base/error.h"
+#include "core/base/thread_pool.h"
+#include "core/model/model.h"
+
+namespace h2o {
+namespace {
+
+struct Shape {
+  const char* name;
+  int dim, hidden, layers, heads, kv_heads, vocab, seq_len;
+  float norm_eps;
+  bool shared_classifier;  // llama2.c's TinyStories models tie it to the embedding
+};
+
+constexpr Shape kShapes[] = {
+    {"stories260K", 64, 172, 5, 8, 4, 512, 512, 1e-5f, true},
+    {"stories15M", 288, 768, 6, 6, 6, 32000, 256, 1e-5f, true},
+    {"stories42M", 512, 1376, 8, 8, 8, 32000, 1024, 1e-5f, true},
+    {"stories110M", 768, 2048, 12, 12, 12, 32000, 1024, 1e-5f, true},
+    {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000, 2048, 1e-5f, false},
+    {"llama2-7b", 4096, 11008, 32, 32, 32, 32000, 4096, 1e-5f, false},
+};
+
+const Shape* find_shape(const std::string& name) {
+  for (const Shape& s : kShapes)
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+std::string known_shapes() {
+  std::string known;
+  for (const Shape& s : kShapes) known += (known.empty() ? "" : ", ") + std::string(s.name);
+  return known;
+}
+
+const Shape& shape_or_fail(const std::string& name) {
+  if (const Shape* s = find_shape(name)) return *s;
+  fail("synthetic:" + name, "unknown synthetic shape (known: " + known_shapes() + ")");
+}
+
+// splitmix64: a fast, well-mixed generator whose state is a single counter,
+// so any chunk can start from a seed derived from its coordinates.
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t chunk_seed(uint64_t seed, uint64_t tensor, uint64_t chunk) {
+  uint64_t s = seed ^ (tensor * 0xd1b54a32d192ed03ull);
+  s = splitmix64(s) ^ (chunk * 0xabc98388fb8fac03ull);
+  return splitmix64(s);
+}
+
+// Uniform in [-1, 1) from the top 24 bits (exactly representable in float).
+float uniform_pm1(uint64_t& state) {
+  return float(int64_t(splitmix64(state) >> 40) - (int64_t(1) << 23)) * (1.0f / float(1 << 23));
+}
+
+// One tensor to fill: where it lives in the buffer and how its values are drawn.
+struct Plan {
+  Tensor* tensor;
+  size_t offset;  // bytes into the buffer
+  float center;   // values are center + scale * U(-1, 1)
+  float scale;
+};
+
+constexpr int64_t kChunk = 1 << 16;  // elements per independently seeded chunk
+constexpr size_t kAlign = 64;        // each tensor starts on a cache line
+
+// Writes n values to dst in `dtype`; a separate pass per type keeps the
+// generation loop free of branches so the compiler can vectorise it.
+void store(const float* src, int64_t n, DType dtype, void* dst) {
+  switch (dtype) {
+    case DType::F32:
+      std::memcpy(dst, src, size_t(n) * sizeof(float));
+      break;
+    case DType::F16:
+      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = f32_to_f16(src[i]);
+      break;
+    case DType::BF16:
+      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = f32_to_bf16(src[i]);
+      break;
+  }
+}
+
+void fill(const std::vector<Plan>& plans, uint8_t* buffer, uint64_t seed) {
+  struct Job {
+    int plan;
+    int64_t chunk;
+  };
+  std::vector<Job> jobs;
+  for (int p = 0; p < int(plans.size()); ++p)
+    for (int64_t c = 0; c * kChunk < plans[p].tensor->numel(); ++c) jobs.push_back({p, c});
+  ThreadPool pool(int(std::max(1u, std::thread::hardware_concurrency())));
+  pool.parallel_for(int(jobs.size()), 4, [&](int first, int last) {
+    std::vector<float> values(kChunk);
+    for (int j = first; j < last; ++j) {
+      const Plan& plan = plans[jobs[j].plan];
+      const Tensor& t = *plan.tensor;
+      uint64_t state = chunk_seed(seed, uint64_t(jobs[j].plan), uint64_t(jobs[j].chunk));
+      const int64_t begin = jobs[j].chunk * kChunk, n = std::min(t.numel() - begin, kChunk);
+      const float center = plan.center, scale = plan.scale;
+      for (int64_t i = 0; i < n; ++i) values[i] = center + scale * uniform_pm1(state);
+      store(values.data(), n, t.dtype, buffer + plan.offset + begin * dtype_size(t.dtype));
+    }
+  });
+}
+
+// Parses a whole decimal field of a synthetic path or fails naming the path.
+uint64_t parse_number(const std::string& text, const std::string& path, const std::string& field) {
+  uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || p != end) fail(path, field + " should be a non-negative integer, got \"" + text + "\"");
+  return v;
+}
+
+}  // namespace
+
+ModelConfig synthetic_shape(const std::string& name) {
+  const Shape& s = shape_or_fail(name);
+  ModelConfig c;
+  c.dim = s.dim;
+  c.hidden_dim = s.hidden;
+  c.n_layers = s.layers;
+  c.n_heads = s.heads;
+  c.n_kv_heads = s.kv_heads;
+  c.vocab_size = s.vocab;
+  c.max_seq_len = s.seq_len;
+  c.norm_eps = s.norm_eps;
+  c.rope_theta = 10000.0f;
+  c.bos_id = 1;
+  c.eos_id = 2;
+  return c;
+}
+
+std::vector<std::string> synthetic_shape_names() {
+  std::vector<std::string> names;
+  for (const Shape& s : kShapes) names.push_back(s.name);
+  return names;
+}
+
+bool is_synthetic_path(const std::string& path) { return path.rfind("synthetic:", 0) == 0; }
+
+SyntheticSpec parse_synthetic_path(const std::string& path) {
+  if (!is_synthetic_path(path)) fail(path, "not a synthetic model path (synthetic:<shape>[:vocab=N][:seed=N][:dtype=f16|bf16|f32][:ctx=N])");
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t colon; (colon = path.find(':', start)) != std::string::npos; start = colon + 1)
+    parts.push_back(path.substr(start, colon - start));
+  parts.push_back(path.substr(start));
+  SyntheticSpec spec;
+  spec.shape = parts.size() > 1 ? parts[1] : "";
+  if (!find_shape(spec.shape)) fail(path, "unknown synthetic shape \"" + spec.shape + "\" (known: " + known_shapes() + ")");
+  for (size_t i = 2; i < parts.size(); ++i) {
+    const std::string& opt = parts[i];
+    const size_t eq = opt.find('=');
+    const std::string key = opt.substr(0, eq), value = eq == std::string::npos ? "" : opt.substr(eq + 1);
+    if (eq == std::string::npos) fail(path, "option \"" + opt + "\" should be key=value");
+    if (key == "seed") {
+      spec.seed = parse_number(value, path, key);
+    } else if (key == "vocab" || key == "ctx") {
+      const uint64_t v = parse_number(value, path, key);
+      if (v == 0 || v > uint64_t(INT32_MAX)) fail(path, key + " must be between 1 and " + std::to_string(INT32_MAX));
+      (key == "vocab" ? spec.vocab_size : spec.max_seq_len) = int(v);
+    } else if (key == "dtype") {
+      if (value == "f32") spec.dtype = DType::F32;
+      else if (value == "f16") spec.dtype = DType::F16;
+      else if (value == "bf16") spec.dtype = DType::BF16;
+      else fail(path, "dtype should be f32, f16 or bf16, got \"" + value + "\"");
+    } else {
+      fail(path, "unknown option \"" + key + "\" (known: vocab, seed, dtype, ctx)");
+    }
+  }
+  return spec;
+}
+
+std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec) {
+  const Shape& shape = shape_or_fail(spec.shape);
+  auto model = std::make_shared<Model>();
+  ModelConfig& c = model->config;
+  c = synthetic_shape(spec.shape);
+  if (spec.vocab_size > 0) c.vocab_size = spec.vocab_size;
+  if (spec.max_seq_len > 0) c.max_seq_len = spec.max_seq_len;
+  model->path = "synthetic:" + spec.shape;
+  model->format = "synthetic";
+  c.validate(model->path);
+
+  const int64_t d = c.dim, hid = c.hidden_dim, q = int64_t(c.n_heads) * c.head_dim(), kv = c.kv_dim();
+  ModelWeights& w = model->weights;
+  w.layers.resize(c.n_layers);
+  std::vector<Plan> plans;
+  size_t total = 0;
+  // Matrices: U(-a, a) with a = sqrt(3 / in) has variance 1/in, so each
+  // projection maps unit-variance inputs to unit-variance outputs and the
+  // activations stay O(1) at any size. Norm gains are 1 with a little noise
+  // so that mixing up two norms changes the output.
+  auto add = [&](Tensor& t, int64_t rows, int64_t cols, float center, float scale) {
+    t.dtype = spec.dtype;
+    t.rows = rows;
+    t.cols = cols;
+    plans.push_back({&t, total, center, scale});
+    total += (size_t(t.bytes()) + kAlign - 1) / kAlign * kAlign;
+  };
+  auto matrix = [&](Tensor& t, int64_t rows, int64_t cols) { add(t, rows, cols, 0.0f, std::sqrt(3.0f / float(cols))); };
+  auto norm = [&](Tensor& t) { add(t, 1, d, 1.0f, 0.1f); };
+
+  // A tied embedding doubles as the classifier, so it gets the classifier's
+  // scale (unit-variance logits); an untied one gets O(1) entries.
+  matrix(w.token_embedding, c.vocab_size, d);
+  if (!shape.shared_classifier) plans.back().scale = 1.0f;
+  for (LayerWeights& l : w.layers) {
+    norm(l.attn_norm);
+    matrix(l.wq, q, d);
+    matrix(l.wk, kv, d);
+    matrix(l.wv, kv, d);
+    matrix(l.wo, d, q);
+    norm(l.ffn_norm);
+    matrix(l.w1, hid, d);
+    matrix(l.w2, d, hid);
+    matrix(l.w3, hid, d);
+  }
+  norm(w.final_norm);
+  if (!shape.shared_classifier) matrix(w.classifier, c.vocab_size, d);
+
+  // Uninitialised on purpose: every byte a tensor uses is written by fill(),
+  // and first-touching the pages in parallel spreads them across NUMA nodes.
+  std::shared_ptr<uint8_t[]> buffer;
+  try {
+    buffer.reset(new uint8_t[total]);
+  } catch (const std::bad_alloc&) {
+    fail(model->path, "cannot allocate " + std::to_string(total >> 20) + " MiB for " + dtype_name(spec.dtype) + " weights");
+  }
+  fill(plans, buffer.get(), spec.seed);
+  for (const Plan& p : plans) p.tensor->data = buffer.get() + p.offset;
+  if (shape.shared_classifier) w.classifier = w.token_embedding;
+  model->storage = buffer;
+  return model;
+}
+
+}  // namespace h2o

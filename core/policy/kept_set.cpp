@@ -1,0 +1,38 @@
+#include "core/policy/kept_set.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace h2o {
+
+std::vector<int> select_kept(const EvictionRule& rule, std::span<const int32_t> positions,
+                             std::span<const float> scores) {
+  const int n = int(positions.size());
+  std::vector<int> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  if (!rule.evicts() || n <= rule.budget + rule.slack) return all;
+
+  // Sinks are the first stream positions, never evicted, so they sit in the
+  // first slots; the recent tokens are the last slots.
+  int sinks = 0;
+  while (sinks < n && positions[size_t(sinks)] < rule.sinks) ++sinks;
+  const int recent_begin = std::max(sinks, n - rule.recent);
+
+  std::vector<int> kept(all.begin(), all.begin() + sinks);
+  if (rule.by_score > 0 && recent_begin > sinks) {
+    // The highest scores among the middle slots; ties go to the more recent token.
+    std::vector<int> middle(all.begin() + sinks, all.begin() + recent_begin);
+    const int h = std::min<int>(rule.by_score, int(middle.size()));
+    std::partial_sort(middle.begin(), middle.begin() + h, middle.end(), [&](int a, int b) {
+      if (scores[size_t(a)] != scores[size_t(b)]) return scores[size_t(a)] > scores[size_t(b)];
+      return a > b;
+    });
+    middle.resize(size_t(h));
+    std::sort(middle.begin(), middle.end());
+    kept.insert(kept.end(), middle.begin(), middle.end());
+  }
+  for (int i = recent_begin; i < n; ++i) kept.push_back(i);
+  return kept;
+}
+
+}  // namespace h2o

@@ -1,0 +1,110 @@
+// PolicyConfig and make_policy: values, validation and descriptions written
+// once for every policy kind, over the kind's parameter list.
+#include "core/policy/policy.h"
+
+#include <algorithm>
+
+#include "core/base/error.h"
+
+namespace h2o {
+
+const char* score_kind_name(ScoreKind kind) {
+  switch (kind) {
+    case ScoreKind::None: return "none";
+    case ScoreKind::Accumulated: return "accumulated";
+    case ScoreKind::Current: return "current";
+  }
+  return "?";
+}
+
+PolicyConfig::PolicyConfig() : PolicyConfig(*policy_units().front()) {}
+
+PolicyConfig::PolicyConfig(const PolicyUnit& unit) : unit_(&unit) {
+  for (const PolicyParam& p : unit.params()) values_.push_back(p.default_value);
+}
+
+PolicyConfig PolicyConfig::named(std::string_view name) { return PolicyConfig(policy_unit(name)); }
+
+int PolicyConfig::index_of(std::string_view param) const {
+  const auto params = unit_->params();
+  for (size_t i = 0; i < params.size(); ++i)
+    if (param == params[i].name) return int(i);
+  return -1;
+}
+
+int PolicyConfig::get(std::string_view param) const {
+  const int i = index_of(param);
+  if (i < 0) throw Error(std::string(name()) + " has no parameter '" + std::string(param) + "'");
+  return values_[size_t(i)];
+}
+
+PolicyConfig& PolicyConfig::set(std::string_view param, int value) {
+  const int i = index_of(param);
+  if (i < 0) throw Error(std::string(name()) + " has no parameter '" + std::string(param) + "'");
+  values_[size_t(i)] = value;
+  return *this;
+}
+
+EvictionRule PolicyConfig::rule() const {
+  EvictionRule r = unit_->rule(values_);
+  r.slack = slack;
+  r.rolling = rolling;
+  return r;
+}
+
+std::string PolicyConfig::describe() const {
+  std::string inside;
+  const auto params = unit_->params();
+  for (size_t i = 0; i < params.size(); ++i)
+    inside += (inside.empty() ? "" : ",") + std::string(params[i].name) + "=" + std::to_string(values_[i]);
+  if (evicts() && slack > 0) inside += ",slack=" + std::to_string(slack);
+  if (rolling) inside += inside.empty() ? "rolling" : ",rolling";
+  std::string out(name());
+  return inside.empty() ? out : out + "(" + inside + ")";
+}
+
+void PolicyConfig::validate() const {
+  if (slack < 0) fail("--slack", "must be >= 0, got " + std::to_string(slack));
+  const auto params = unit_->params();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string flag = std::string("--") + params[i].name;
+    const int v = values_[i];
+    if (v < 0) fail(flag, "must be >= 0, got " + std::to_string(v));
+    if (v < params[i].min_value) fail(flag, params[i].below_minimum);
+  }
+}
+
+bool PolicyConfig::operator==(const PolicyConfig& other) const {
+  return unit_ == other.unit_ && values_ == other.values_ && slack == other.slack && rolling == other.rolling;
+}
+
+PolicyConfig make_policy(std::string_view name, const PolicySettings& settings) {
+  PolicyConfig policy = PolicyConfig::named(name);
+  const auto params = policy.unit().params();
+  std::vector<bool> given(params.size(), false);
+  for (size_t i = 0; i < params.size(); ++i)
+    if (const auto it = settings.given.find(params[i].name); it != settings.given.end()) {
+      policy.set(params[i].name, it->second);
+      given[i] = true;
+    }
+  if (settings.budget && !params.empty()) {
+    const int budget = *settings.budget;
+    if (budget < 1) fail("--budget", "must be at least 1 token, got " + std::to_string(budget));
+    if (policy.has("sinks")) {
+      const int sinks = policy.get("sinks");
+      if (sinks < 0) fail("--sinks", "must be >= 0, got " + std::to_string(sinks));
+      if (sinks >= budget)
+        fail("--sinks", std::to_string(sinks) + " sinks leave no room in a budget of " + std::to_string(budget) +
+                            " (the newest token must fit)");
+    }
+    std::vector<int> values(policy.values().begin(), policy.values().end());
+    policy.unit().split_budget(budget, values, given);
+    for (size_t i = 0; i < params.size(); ++i) policy.set(params[i].name, values[i]);
+  }
+  policy.slack = settings.slack;
+  policy.rolling = settings.rolling;
+  policy.validate();
+  return policy;
+}
+
+}  // namespace h2o

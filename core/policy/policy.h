@@ -1,0 +1,143 @@
+#pragma once
+// A KV-cache policy (../shared/docs/SEMANTICS.md): which tokens each
+// (layer, KV head) keeps between steps.
+//
+// A policy kind is one small unit (full.cpp, streaming.cpp, h2o.cpp,
+// tova.cpp, each listed by one line in registry.cpp): its name, title,
+// colour, parameters, how it splits a budget, and the plain EvictionRule it
+// exports. Everything else — the kept set (kept_set.h), token roles
+// (fate.h), descriptions, validation, JSON — is written once over that rule,
+// so no code outside this folder asks which policy it is serving, and a
+// device kernel cuts by the rule's numbers alone.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <nlohmann/json_fwd.hpp>
+
+namespace h2o {
+
+// The scores a policy cuts by.
+enum class ScoreKind : uint8_t {
+  None,         // positions alone (full, StreamingLLM); attention is still summed, for display
+  Accumulated,  // summed over every query row since the token entered, and over the GQA group (H2O)
+  Current,      // the step's last query row only, summed over the GQA group, reset every step (TOVA)
+};
+const char* score_kind_name(ScoreKind kind);  // "none", "accumulated", "current"
+
+// What a backend cuts by, for any policy: once a (layer, KV head) holds more
+// than budget + slack tokens, keep the slots whose stream position is below
+// `sinks`, the last `recent` slots, and the `by_score` highest-scored of the
+// rest (ties go to the more recent): `budget` tokens. budget < 0: never cut.
+struct EvictionRule {
+  int sinks = 0;
+  int recent = 0;
+  int by_score = 0;
+  ScoreKind score = ScoreKind::None;
+  int budget = -1;
+  int slack = 0;
+  bool rolling = false;  // RoPE positions from cache slots instead of stream positions
+  bool evicts() const { return budget >= 0; }
+  bool operator==(const EvictionRule&) const = default;
+};
+
+// One parameter of a policy kind; flags and settings call it "--" + name.
+struct PolicyParam {
+  const char* name;           // "window"
+  const char* help;           // for --help
+  int default_value;
+  int min_value;              // 0, or 1 for a part that must hold the newest token
+  const char* below_minimum;  // why, when min_value is 1 and 0 was given
+};
+
+// A policy kind. One per file; registry.cpp lists them.
+class PolicyUnit {
+ public:
+  virtual ~PolicyUnit() = default;
+  virtual std::string_view name() const = 0;         // "h2o": flags, logs, recordings
+  virtual std::string_view title() const = 0;        // "H2O": pane titles, legends
+  virtual std::string_view short_title() const { return title(); }  // crowded legends
+  virtual std::string_view description() const = 0;  // one line: help texts, tooltips
+  virtual std::string_view color() const = 0;        // "#59c16f": panes, curves, legends
+  // What the app calls a token this kind keeps for its score (Fate::Heavy).
+  virtual std::string_view scored_role() const { return "kept for its score"; }
+  virtual std::vector<std::string_view> aliases() const { return {}; }
+  virtual std::span<const PolicyParam> params() const = 0;
+  // Fills the values not `given` so that sinks and the other parts add up to
+  // `budget` (values and given in params() order; sinks count as given).
+  // By default the parts not given share what is left evenly, the odd token
+  // to the last (H2O: heavy and recent half each, the paper's split). Throws
+  // Error naming the flag when the given parts leave no valid split.
+  virtual void split_budget(int budget, std::span<int> values, const std::vector<bool>& given) const;
+  // The rule of these values (params() order); PolicyConfig adds slack and rolling.
+  virtual EvictionRule rule(std::span<const int> values) const = 0;
+};
+
+// A chosen policy: a kind and its values. A small copyable value; the default is the full cache.
+class PolicyConfig {
+ public:
+  PolicyConfig();
+  // The kind named `name` (or an alias) with its default values; throws
+  // Error("--policy: unknown policy ...") naming every kind there is.
+  static PolicyConfig named(std::string_view name);
+
+  const PolicyUnit& unit() const { return *unit_; }
+  std::string_view name() const { return unit_->name(); }
+  bool has(std::string_view param) const { return index_of(param) >= 0; }
+  int get(std::string_view param) const;                 // throws Error if the kind has no such parameter
+  PolicyConfig& set(std::string_view param, int value);  // likewise
+  std::span<const int> values() const { return values_; }
+
+  int slack = 0;         // let the cache grow to budget + slack before one cut back to budget
+  bool rolling = false;  // positions from cache slots
+
+  EvictionRule rule() const;
+  int budget() const { return rule().budget; }
+  bool evicts() const { return rule().evicts(); }
+  // "h2o(sinks=4,heavy=28,recent=32,rolling)", "full"
+  std::string describe() const;
+  // Throws Error naming the flag of the first impossible value.
+  void validate() const;
+  bool operator==(const PolicyConfig& other) const;
+
+ private:
+  explicit PolicyConfig(const PolicyUnit& unit);
+  int index_of(std::string_view param) const;  // -1 if none
+  const PolicyUnit* unit_;
+  std::vector<int> values_;
+};
+
+// How front ends ask for a policy: the CLI from its flags, the app from its
+// settings, eval once per budget, the benchmark from its options.
+struct PolicySettings {
+  std::optional<int> budget;         // tokens per KV head; the kind splits what is not given
+  std::map<std::string, int> given;  // explicit values by parameter name ("sinks", "window", ...)
+  int slack = 0;
+  bool rolling = false;
+};
+// The kind `name` with `settings` applied, validated. Throws Error naming the flag.
+PolicyConfig make_policy(std::string_view name, const PolicySettings& settings);
+
+// Every kind, in the order menus and flag lists show them.
+std::span<const PolicyUnit* const> policy_units();
+// The kind named `name` or one of its aliases; throws Error("<flag>: unknown policy ...").
+const PolicyUnit& policy_unit(std::string_view name, const std::string& flag = "--policy");
+// "full, streaming, h2o or tova"
+std::string policy_names();
+// Every parameter name of every kind, once, in registry order, with the help
+// of each kind that takes it ("streaming: ...; tova: ..."): for registering flags.
+struct PolicyFlag {
+  std::string name, help;
+};
+std::vector<PolicyFlag> policy_flags();
+
+// The one JSON layout of a policy (manifests, recordings):
+// {"policy", "name", "rolling", <parameters>..., and "budget", "slack" when it evicts}.
+nlohmann::json policy_json(const PolicyConfig& policy);
+// Reads it back (also the "kind" key of version-1 recordings). Throws Error.
+PolicyConfig policy_from_json(const nlohmann::json& j);
+
+}  // namespace h2o

@@ -1,0 +1,31 @@
+// The one JSON layout of a policy, used by run manifests and recordings.
+#include <nlohmann/json.hpp>
+
+#include "core/base/error.h"
+#include "core/policy/policy.h"
+
+namespace h2o {
+
+nlohmann::json policy_json(const PolicyConfig& p) {
+  nlohmann::json j = {{"policy", p.name()}, {"name", p.describe()}, {"rolling", p.rolling}};
+  const auto params = p.unit().params();
+  for (size_t i = 0; i < params.size(); ++i) j[params[i].name] = p.values()[i];
+  if (p.evicts()) j.update({{"budget", p.budget()}, {"slack", p.slack}});
+  return j;
+}
+
+PolicyConfig policy_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw Error("policy: expected an object");
+  // Version-1 recordings named the kind "kind" and listed every parameter of every kind.
+  const char* key = j.contains("policy") ? "policy" : "kind";
+  if (!j.contains(key) || !j[key].is_string()) throw Error("policy: missing \"policy\" name");
+  PolicyConfig p = PolicyConfig::named(j[key].get<std::string>());
+  for (const PolicyParam& param : p.unit().params())
+    if (j.contains(param.name)) p.set(param.name, j[param.name].get<int>());
+  p.slack = j.value("slack", 0);
+  p.rolling = j.value("rolling", false);
+  p.validate();
+  return p;
+}
+
+}  // namespace h2o

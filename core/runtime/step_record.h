@@ -1,0 +1,53 @@
+#pragma once
+// What one engine step did: the one record the CLI's logs, the app's
+// analyzer, recordings and replays all read. The engine fills it; JSON lives
+// in core/studio/recording.h.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/runtime/capture.h"
+#include "core/runtime/evictions.h"
+
+namespace h2o {
+
+enum class Phase { Prefill, Decode, Forced, Done };
+const char* phase_name(Phase p);
+Phase phase_from_name(const std::string& name);  // throws Error
+
+// What one session did in one step.
+struct SessionRecord {
+  int session = 0;
+  std::vector<int> fed;                // tokens fed this step
+  int64_t position = 0;                // stream position of the first of them
+  std::vector<std::string> fed_text;   // their texts
+  int token = -1;                      // token generated this step (-1: none)
+  std::string text;                    // its text
+  bool eos = false;
+  int cached_tokens = 0;               // tokens per KV head after the cut (max over heads)
+  int64_t live_bytes = 0, allocated_bytes = 0;
+  double step_ms = 0;                  // wall time of the forward pass that served this session
+  double decode_tokens_per_s = 0;      // decode tokens / decode time so far
+  EvictionSummary evictions;
+  // Forced mode: per fed token that had a next token to predict.
+  std::vector<double> nll, kl;
+  std::vector<int> agree;              // 1 where the top-1 prediction equals the full cache's
+  std::vector<AttentionCapture> attention;  // as the step's capture plan asked
+  std::vector<LayerState> layer_states;     // likewise
+  // Set on the one step where this session stopped (its cache could not grow:
+  // out of memory, or past the KV limit); nothing was fed to it then, and it
+  // takes no further part. The other sessions go on.
+  std::string stopped;
+};
+
+struct StepRecord {
+  int64_t step = 0;
+  Phase phase = Phase::Done;
+  int prompt_index = -1;      // index into the turn list (stream mode)
+  bool turn_start = false;
+  bool turn_end = false;      // every session has finished its answer
+  double engine_seconds = 0;  // engine time since the run began, this step included
+  std::vector<SessionRecord> sessions;
+};
+
+}  // namespace h2o

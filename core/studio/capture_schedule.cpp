@@ -1,0 +1,23 @@
+#include "core/studio/capture_schedule.h"
+
+namespace h2o {
+
+CapturePlan StudioCaptureSchedule::plan(int64_t step, const Session& session) const {
+  CapturePlan plan;
+  CaptureRequest attention;
+  attention.layer = layer_;
+  attention.head = kAllHeads;
+  attention.rows = 1;
+  attention.max_keys = kRecordedKeys;
+  attention.keep_first = kRecordedFirstKeys;
+  attention.top_k = kSparsityTopK;
+  plan.attention.push_back(attention);
+  // Scores every step while the layer holds little, less often as it grows.
+  const SessionCache& cache = session.cache();
+  int64_t held = 0;
+  for (int h = 0; h < cache.kv_heads(); ++h) held += cache.size(layer_, h);
+  if (step % (1 + held / 1024) == 0) plan.layer_states.push_back(layer_);
+  return plan;
+}
+
+}  // namespace h2o

@@ -1,0 +1,30 @@
+#pragma once
+// What the app reads out of each step (and so what its recordings hold): the
+// watched layer's attention of every query head — the step's last row, the
+// first and the latest keys — with each head's top-k share, and, every few
+// steps, that layer's positions and scores. Reading the scores less often as
+// the caches grow keeps a long full-cache run's recording small.
+#include <cstdint>
+
+#include "core/runtime/engine.h"
+
+namespace h2o {
+
+// Attention keys kept per KV head (the first kRecordedFirstKeys and the latest rest).
+inline constexpr int kRecordedKeys = 192;
+inline constexpr int kRecordedFirstKeys = 8;
+// The k of the sparsity meter: share of attention on the top-k keys.
+inline constexpr int kSparsityTopK = 8;
+
+class StudioCaptureSchedule final : public CaptureSchedule {
+ public:
+  explicit StudioCaptureSchedule(int layer = 0) : layer_(layer) {}
+  int layer() const { return layer_; }
+  void set_layer(int layer) { layer_ = layer; }
+  CapturePlan plan(int64_t step, const Session& session) const override;
+
+ private:
+  int layer_;
+};
+
+}  // namespace h2o

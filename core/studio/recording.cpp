@@ -1,0 +1,237 @@
+#include "core/studio/recording.h"
+
+#include "core/base/error.h"
+#include "core/base/json_text.h"
+
+namespace h2o {
+using nlohmann::json;
+
+namespace {
+constexpr int kVersion = 2;
+}
+
+RecordingHeader make_header(const Engine& engine, const json& manifest, const std::string& mode) {
+  RecordingHeader h;
+  h.manifest = manifest;
+  h.mode = mode;
+  const ModelConfig& c = engine.model().config;
+  h.layers = c.n_layers;
+  h.heads = c.n_heads;
+  h.kv_heads = c.n_kv_heads;
+  const std::string& path = engine.model().path;
+  h.title = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  for (const auto& s : engine.sessions()) h.policies.push_back(s->policy());
+  return h;
+}
+
+// ---- header -----------------------------------------------------------------------
+
+json to_json(const RecordingHeader& h) {
+  json policies = json::array();
+  for (const auto& p : h.policies) policies.push_back(policy_json(p));
+  return {{"manifest", h.manifest}, {"mode", h.mode},         {"title", h.title},      {"layers", h.layers},
+          {"heads", h.heads},       {"kv_heads", h.kv_heads}, {"policies", policies}};
+}
+
+RecordingHeader header_from_json(const json& j) {
+  RecordingHeader h;
+  h.manifest = j.value("manifest", json::object());
+  h.mode = j.at("mode").get<std::string>();
+  h.title = j.value("title", "");
+  h.layers = j.at("layers").get<int>();
+  h.heads = j.at("heads").get<int>();
+  h.kv_heads = j.at("kv_heads").get<int>();
+  for (const auto& p : j.at("policies")) h.policies.push_back(policy_from_json(p));
+  if (h.policies.empty() || h.layers < 1 || h.heads < 1 || h.kv_heads < 1) throw Error("header: empty shape or no policies");
+  return h;
+}
+
+std::string recording_first_line(const RecordingHeader& header) {
+  return json_dump(json{{"format", "h2o-studio-recording"}, {"version", kVersion}, {"header", to_json(header)}});
+}
+
+// ---- steps --------------------------------------------------------------------------
+
+static json capture_json(const AttentionCapture& a) {
+  return {{"layer", a.layer},         {"head", a.head},   {"rows", a.rows},         {"query", a.query_positions},
+          {"keys", a.key_positions}, {"probs", a.probs}, {"top_share", a.top_share}};
+}
+
+static AttentionCapture capture_from_json(const json& a) {
+  AttentionCapture c;
+  c.layer = a.at("layer").get<int>();
+  c.head = a.value("head", kAllHeads);
+  c.rows = a.at("rows").get<int>();
+  c.query_positions = a.at("query").get<std::vector<int32_t>>();
+  c.key_positions = a.at("keys").get<std::vector<std::vector<int32_t>>>();
+  c.probs = a.at("probs").get<std::vector<std::vector<float>>>();
+  c.top_share = a.at("top_share").get<std::vector<float>>();
+  return c;
+}
+
+static json session_json(const SessionRecord& s) {
+  json fed_text = json::array();
+  for (const auto& t : s.fed_text) fed_text.push_back(text_json(t));
+  json heads = json::array();
+  for (const auto& e : s.evictions.by_head) heads.push_back({e.layer, e.kv_head, e.position});
+  json j = {{"session", s.session},
+            {"fed", s.fed},
+            {"position", s.position},
+            {"fed_text", fed_text},
+            {"token", s.token},
+            {"text", text_json(s.text)},
+            {"eos", s.eos},
+            {"cached_tokens", s.cached_tokens},
+            {"live_bytes", s.live_bytes},
+            {"allocated_bytes", s.allocated_bytes},
+            {"step_ms", s.step_ms},
+            {"tok_s", s.decode_tokens_per_s},
+            {"evictions", {{"all", s.evictions.everywhere}, {"heads", heads}}},
+            {"nll", s.nll},
+            {"kl", s.kl},
+            {"agree", s.agree}};
+  if (!s.attention.empty()) {
+    json captures = json::array();
+    for (const auto& a : s.attention) captures.push_back(capture_json(a));
+    j["attention"] = captures;
+  }
+  if (!s.layer_states.empty()) {
+    json states = json::array();
+    for (const auto& st : s.layer_states)
+      states.push_back({{"layer", st.layer}, {"positions", st.positions}, {"scores", st.scores}});
+    j["states"] = states;
+  }
+  if (!s.stopped.empty()) j["stopped"] = s.stopped;
+  return j;
+}
+
+static SessionRecord session_from_json(const json& j, int version) {
+  SessionRecord s;
+  s.session = j.at("session").get<int>();
+  s.fed = j.at("fed").get<std::vector<int>>();
+  s.position = j.value("position", int64_t(-1));  // version 1 did not record it
+  for (const auto& t : j.at("fed_text")) s.fed_text.push_back(text_from_json(t));
+  s.token = j.at("token").get<int>();
+  s.text = text_from_json(j.at("text"));
+  s.eos = j.at("eos").get<bool>();
+  s.cached_tokens = j.at("cached_tokens").get<int>();
+  s.live_bytes = j.at("live_bytes").get<int64_t>();
+  s.allocated_bytes = j.at("allocated_bytes").get<int64_t>();
+  s.step_ms = j.at("step_ms").get<double>();
+  s.decode_tokens_per_s = j.at("tok_s").get<double>();
+  s.nll = j.at("nll").get<std::vector<double>>();
+  s.kl = j.at("kl").get<std::vector<double>>();
+  s.agree = j.at("agree").get<std::vector<int>>();
+  if (j.contains("stopped")) s.stopped = j.at("stopped").get<std::string>();
+  if (version >= 2) {
+    const json& e = j.at("evictions");
+    s.evictions.everywhere = e.at("all").get<std::vector<int32_t>>();
+    for (const auto& h : e.at("heads"))
+      s.evictions.by_head.push_back({h.at(0).get<int>(), h.at(1).get<int>(), h.at(2).get<int32_t>()});
+    if (j.contains("attention"))
+      for (const auto& a : j["attention"]) s.attention.push_back(capture_from_json(a));
+    if (j.contains("states"))
+      for (const auto& st : j["states"])
+        s.layer_states.push_back({st.at("layer").get<int>(), st.at("positions").get<std::vector<std::vector<int32_t>>>(),
+                                  st.at("scores").get<std::vector<std::vector<float>>>()});
+    return s;
+  }
+  // Version 1: evictions as a list (layer and KV head counts unknown here:
+  // kept per head), one capture of every query head, "scores" of that layer.
+  for (const auto& e : j.at("evictions"))
+    s.evictions.by_head.push_back({e.at(0).get<int>(), e.at(1).get<int>(), e.at(2).get<int32_t>()});
+  if (j.contains("attention")) s.attention.push_back(capture_from_json(j["attention"]));
+  if (j.contains("scores"))
+    s.layer_states.push_back({j["scores"].at("layer").get<int>(),
+                              j["scores"].at("positions").get<std::vector<std::vector<int32_t>>>(),
+                              j["scores"].at("values").get<std::vector<std::vector<float>>>()});
+  return s;
+}
+
+json to_json(const StepRecord& r) {
+  json sessions = json::array();
+  for (const auto& s : r.sessions) sessions.push_back(session_json(s));
+  return {{"step", r.step},           {"phase", phase_name(r.phase)}, {"prompt", r.prompt_index},
+          {"turn_start", r.turn_start}, {"turn_end", r.turn_end},     {"engine_s", r.engine_seconds},
+          {"sessions", sessions}};
+}
+
+StepRecord step_from_json(const json& j, int version) {
+  StepRecord r;
+  r.step = j.at("step").get<int64_t>();
+  r.phase = phase_from_name(j.at("phase").get<std::string>());
+  r.prompt_index = j.at("prompt").get<int>();
+  r.turn_start = j.at("turn_start").get<bool>();
+  r.turn_end = j.at("turn_end").get<bool>();
+  r.engine_seconds = j.at("engine_s").get<double>();
+  for (const auto& s : j.at("sessions")) r.sessions.push_back(session_from_json(s, version));
+  return r;
+}
+
+// ---- reading --------------------------------------------------------------------------
+
+RecordingReader::RecordingReader(const std::string& path) : path_(path) {
+  auto file = std::make_unique<std::ifstream>(path, std::ios::binary);
+  if (!*file) fail(path, "cannot open the recording");
+  in_ = std::move(file);
+  std::string line;
+  if (!std::getline(*in_, line)) fail(path, "empty file, not an H2O Studio recording");
+  line_ = 1;
+  try {
+    const json first = json::parse(line);
+    if (first.value("format", "") != "h2o-studio-recording") fail(path, "not an H2O Studio recording");
+    version_ = first.value("version", 0);
+    if (version_ < 1 || version_ > kVersion)
+      fail(path, "recording version " + std::to_string(version_) + " is not one this build reads (1 to " +
+                     std::to_string(kVersion) + ")");
+    header_ = header_from_json(first.at("header"));
+  } catch (const json::exception& e) {
+    fail(path + ":1", e.what());
+  } catch (const Error& e) {
+    if (std::string(e.what()).rfind(path, 0) == 0) throw;
+    fail(path + ":1", e.what());
+  }
+}
+
+std::optional<StepRecord> RecordingReader::next() {
+  std::string line;
+  while (std::getline(*in_, line)) {
+    ++line_;
+    if (line.empty()) continue;
+    try {
+      const json j = json::parse(line);
+      if (j.contains("totals")) {
+        totals_ = j["totals"];
+        continue;
+      }
+      return step_from_json(j, version_);
+    } catch (const json::exception& e) {
+      fail(path_ + ":" + std::to_string(line_), e.what());
+    } catch (const Error& e) {
+      fail(path_ + ":" + std::to_string(line_), e.what());
+    }
+  }
+  return std::nullopt;
+}
+
+// ---- writing --------------------------------------------------------------------------
+
+RecordingWriter::RecordingWriter(const std::string& path, const RecordingHeader& header, int64_t limit_bytes)
+    : path_(path), out_(path, std::ios::binary | std::ios::trunc), limit_(limit_bytes) {
+  if (!out_) fail(path, "cannot create the recording");
+  out_ << recording_first_line(header) << '\n';
+}
+
+void RecordingWriter::write(const StepRecord& record) {
+  if (stopped()) return;
+  out_ << json_dump(to_json(record)) << '\n';
+  if (!out_) {
+    stop_reason_ = "The recording could not be written to " + path_ + " (disk full?)";
+    return;
+  }
+  last_step_ = record.step;
+  if (limit_ > 0 && out_.tellp() >= limit_)
+    stop_reason_ = "The recording reached its limit of " + std::to_string(limit_ >> 20) + " MiB";
+}
+
+}  // namespace h2o

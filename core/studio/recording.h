@@ -1,0 +1,98 @@
+#pragma once
+// H2O Studio recordings: a run's StepRecords in one JSON Lines file, enough
+// to replay every picture and number with no model and no GPU. The live app
+// and a replay feed the same records to the same Analyzer.
+//
+// Format (UTF-8, one object per line), version 2:
+//   line 1   {"format":"h2o-studio-recording","version":2,"header":{
+//              "manifest": <h2o::describe_run>, "mode": "stream"|"forced",
+//              "title": "<model name>", "layers": L, "heads": H, "kv_heads": K,
+//              "policies": [<h2o::policy_json>...]}}
+//   lines    {"step": n, "phase": "prefill"|"decode"|"forced", "prompt": i,
+//             "turn_start": b, "turn_end": b, "engine_s": seconds of engine time so far,
+//             "sessions": [{"session", "fed": [ids], "position": first fed position, "fed_text": [texts],
+//               "token", "text", "eos",
+//               "cached_tokens", "live_bytes", "allocated_bytes", "step_ms", "tok_s",
+//               "evictions": {"all": [positions], "heads": [[layer, kv_head, position]...]},
+//               "nll": [...], "kl": [...], "agree": [...],
+//               "attention"?: [{"layer", "head", "rows", "query": [...], "keys": [[per KV head]...],
+//                               "probs": [[per captured head, rows x keys]...], "top_share": [...]}...],
+//               "states"?: [{"layer", "positions": [[per KV head]...], "scores": [[per KV head]...]}...],
+//               "stopped"?: "why"}]}
+//   last     {"totals": <h2o::describe_totals>}   (optional)
+// Texts that are not valid UTF-8 (partial byte pieces) are stored as arrays of
+// byte values so that they read back byte for byte. Numbers round-trip exactly.
+// Version-1 files (one attention capture, "scores", evictions as a list) are read too.
+#include <cstdint>
+#include <fstream>
+#include <istream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+#include <nlohmann/json.hpp>
+
+#include "core/runtime/engine.h"
+#include "core/studio/run_loop.h"
+
+namespace h2o {
+
+struct RecordingHeader {
+  nlohmann::json manifest;  // describe_run
+  std::string mode = "stream";
+  std::string title;
+  int layers = 0, heads = 0, kv_heads = 0;
+  std::vector<PolicyConfig> policies;
+};
+
+RecordingHeader make_header(const Engine& engine, const nlohmann::json& manifest, const std::string& mode);
+
+nlohmann::json to_json(const RecordingHeader& header);
+RecordingHeader header_from_json(const nlohmann::json& j);  // throws Error
+nlohmann::json to_json(const StepRecord& record);
+StepRecord step_from_json(const nlohmann::json& j, int version = 2);  // throws Error
+
+// Line 1 of a recording.
+std::string recording_first_line(const RecordingHeader& header);
+
+// Reads a recording line by line. Throws Error("<path>:<line>: ...").
+class RecordingReader final : public StepSource {
+ public:
+  explicit RecordingReader(const std::string& path);
+  const RecordingHeader& header() const { return header_; }
+  // The next step, or nullopt at the end (the totals line, if any, is kept).
+  std::optional<StepRecord> next() override;
+  std::string end_reason() const override { return "replay finished"; }
+  const nlohmann::json& totals() const { return totals_; }
+
+ private:
+  std::string path_;
+  std::unique_ptr<std::istream> in_;
+  int line_ = 0;
+  int version_ = 2;
+  RecordingHeader header_;
+  nlohmann::json totals_;
+};
+
+// Writes a run's steps to a recording file as they come, up to a size limit:
+// past it (or when a write fails) it stops recording and says from which step.
+class RecordingWriter final : public StepSink {
+ public:
+  // Creates `path` (truncating it) and writes the header. Throws Error.
+  RecordingWriter(const std::string& path, const RecordingHeader& header, int64_t limit_bytes = 0);
+  void write(const StepRecord& record) override;
+  // Whether it stopped, why, and the last step it holds (-1: none).
+  bool stopped() const { return !stop_reason_.empty(); }
+  const std::string& stop_reason() const { return stop_reason_; }
+  int64_t last_step() const { return last_step_; }
+  const std::string& path() const { return path_; }
+  void flush() { out_.flush(); }
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+  int64_t limit_ = 0, last_step_ = -1;
+  std::string stop_reason_;
+};
+
+}  // namespace h2o

@@ -1,0 +1,59 @@
+#pragma once
+// How H2O Studio turns its settings into a running engine: the chosen
+// policies from one budget, the engine options, the inputs. Qt-free, so that
+// the worker thread, the tests and a replay agree on one definition. The
+// member initialisers below are the app's defaults (the one table of them).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/runtime/engine.h"
+
+namespace h2o {
+
+struct StudioConfig {
+  std::string model, tokenizer, prompts;  // "" prompts: the built-in ones
+  bool forced = false;                    // teacher-forced text instead of MT-Bench
+  std::string forced_text;                // the text file fed in forced mode
+  std::string backend = "cpu";
+  int threads = 0;  // 0: all cores, as h2o-cli (the pool sleeps when idle, so the GUI thread still gets its turn)
+  int kv_limit_mib = 0;  // KV memory of all sessions together (0: none); the one that needs more stops
+  std::vector<std::string> policies = {"full", "streaming", "h2o"};  // the panes, in order (1 to 4)
+  int budget = 64, sinks = 4;
+  int heavy = 0, recent = 0;  // H2O's split; 0 and 0: half the rest each
+  int slack = 0;
+  bool rolling = false;
+  int max_new_tokens = 128;
+  bool greedy = false;
+  float temperature = 0.8f;
+  uint64_t seed = 42;
+  int capture_layer = 0;
+};
+
+// The most policies shown side by side.
+inline constexpr int kMaxStudioPolicies = 4;
+
+// The chosen policies, in pane order, from one budget. Throws Error naming the setting.
+std::vector<PolicyConfig> studio_policies(const StudioConfig& config);
+EngineOptions studio_engine_options(const StudioConfig& config);
+
+struct StudioInputs {
+  std::shared_ptr<const Model> model;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  std::string model_path, tokenizer_path;
+};
+// Loads the model and its tokenizer (slow for big files: call off the GUI thread).
+StudioInputs load_studio_inputs(const StudioConfig& config);
+
+// A new engine on loaded inputs and a backend made for them (h2o::make_backend
+// with studio_backend_options; core/backends provides it), started on the
+// prompts (stream) or on the text file (forced). Throws Error.
+BackendOptions studio_backend_options(const StudioConfig& config);
+std::unique_ptr<Engine> make_studio_engine(const StudioConfig& config, const StudioInputs& inputs,
+                                           std::unique_ptr<Backend> backend);
+
+// "kjv-1M.bin", "synthetic:stories260K": the model's name for titles.
+std::string model_display_name(const std::string& path);
+
+}  // namespace h2o

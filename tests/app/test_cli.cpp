@@ -1,0 +1,192 @@
+// h2o-cli end to end: the MT-Bench stream and its logs, eval, sample, and the
+// one-line errors for bad input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/assets.h"
+#include "tests/cli_runner.h"
+
+using namespace h2o::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::vector<std::string>> read_csv(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> row;
+    std::string cell;
+    bool quoted = false;
+    for (char c : line) {
+      if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) row.push_back(cell), cell.clear();
+      else cell += c;
+    }
+    row.push_back(cell);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+int column(const std::vector<std::string>& header, const std::string& name) {
+  for (size_t i = 0; i < header.size(); ++i)
+    if (header[i] == name) return int(i);
+  ADD_FAILURE() << "no column " << name;
+  return 0;
+}
+
+// One line on stderr, naming `needle`, and a failing exit code.
+void expect_one_line_error(const CliResult& r, const std::string& needle) {
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+}
+
+}  // namespace
+
+TEST(CliStream, TenMtBenchQuestionsKvFlatForBoundedGrowingForFull) {
+  H2O_REQUIRE_ASSET("tokenizer.model");
+  H2O_REQUIRE_ASSET("mt_bench.jsonl");
+  const fs::path out = temp_dir("stream") / "logs";
+  const CliResult r = run_cli("stream --model synthetic:stories15M --tokenizer " + asset("tokenizer.model") +
+                              " --prompts " + asset("mt_bench.jsonl") +
+                              " --questions 10 --max-new-tokens 24 --threads 2 --quiet --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* f : {"manifest.json", "steps.jsonl", "steps.csv", "evictions.csv"})
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+
+  // stories15M: 6 layers x 6 KV heads x head dim 48, K and V in f32.
+  const int64_t bytes_per_token = 6 * 6 * 48 * 2 * 4;
+  const auto rows = read_csv(out / "steps.csv");
+  ASSERT_GT(rows.size(), 100u);
+  const int policy = column(rows[0], "policy"), live = column(rows[0], "kv_live_bytes"),
+            prompt = column(rows[0], "prompt"), alloc = column(rows[0], "kv_allocated_bytes");
+  std::map<std::string, std::vector<int64_t>> live_by_policy, alloc_by_policy;
+  std::set<int> prompts;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    live_by_policy[rows[i][policy]].push_back(std::stoll(rows[i][live]));
+    alloc_by_policy[rows[i][policy]].push_back(std::stoll(rows[i][alloc]));
+    prompts.insert(std::stoi(rows[i][prompt]));
+  }
+  EXPECT_EQ(prompts.size(), 20u);  // 10 questions x 2 turns
+  ASSERT_EQ(live_by_policy.size(), 3u);
+  for (const auto& [name, series] : live_by_policy) {
+    if (name == "full") {
+      for (size_t i = 1; i < series.size(); ++i) ASSERT_GT(series[i], series[i - 1]) << "full must grow";
+      EXPECT_GT(series.back(), 500 * bytes_per_token);
+    } else {
+      // Flat at the budget (64 tokens) once the cache has filled.
+      const int64_t at_budget = 64 * bytes_per_token;
+      size_t filled = 0;
+      while (filled < series.size() && series[filled] < at_budget) ++filled;
+      ASSERT_LT(filled, series.size() / 4) << name;
+      for (size_t i = filled; i < series.size(); ++i) ASSERT_EQ(series[i], at_budget) << name << " row " << i;
+      const auto& a = alloc_by_policy[name];
+      EXPECT_EQ(a.back(), a[a.size() / 2]) << name << ": allocated bytes must stay flat";
+    }
+  }
+
+  std::ifstream mf(out / "manifest.json");
+  const auto manifest = nlohmann::json::parse(mf);
+  EXPECT_EQ(manifest["status"], "complete");
+  EXPECT_EQ(manifest["tokenizer"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_EQ(manifest["policies"].size(), 3u);
+  EXPECT_EQ(manifest["model"]["vocab_size"], 32000);
+  EXPECT_GT(manifest["totals"][0]["decode_tokens_per_s"].get<double>(), 0.0);
+}
+
+TEST(CliStream, JsonlAndCsvAgree) {
+  const fs::path out = temp_dir("jsonl") / "logs";
+  const CliResult r = run_cli("stream --model synthetic:stories260K --questions 1 --max-new-tokens 8 --quiet "
+                              "--prompts /nonexistent-so-use-builtin 2>&1 || true");
+  // A missing prompt file is an error, not a silent fallback.
+  EXPECT_NE(r.out.find("/nonexistent-so-use-builtin"), std::string::npos);
+  const CliResult ok = run_cli("stream --model synthetic:stories260K --max-new-tokens 8 --quiet --questions 2 "
+                               "--policies full,h2o --budget 16 --out " + out.string());
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  std::ifstream jl(out / "steps.jsonl");
+  int lines = 0;
+  for (std::string line; std::getline(jl, line); ++lines) ASSERT_NO_THROW((void)nlohmann::json::parse(line));
+  EXPECT_EQ(size_t(lines) + 1, read_csv(out / "steps.csv").size());
+}
+
+TEST(CliGenerate, SeededSamplingIsReproducible) {
+  const std::string args = "generate --model synthetic:stories260K --prompt-ids 1 --max-new-tokens 40 "
+                           "--temperature 1 --seed 9 --print-ids --policy h2o --budget 16";
+  const CliResult a = run_cli(args), b = run_cli(args), c = run_cli(args + "0");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);  // seed 90
+}
+
+TEST(CliEval, SampledIdsThenTable) {
+  const fs::path dir = temp_dir("eval");
+  const CliResult s = run_cli("sample --model synthetic:stories260K --tokens 300 --temperature 1 --seed 3 --out " +
+                              (dir / "ids.txt").string());
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const CliResult e = run_cli("eval --model synthetic:stories260K --ids " + (dir / "ids.txt").string() +
+                              " --budgets 16,32 --out " + (dir / "run").string());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const auto rows = read_csv(dir / "run" / "eval.csv");
+  ASSERT_EQ(rows.size(), 6u);  // header, full, 2 budgets x 2 policies
+  EXPECT_EQ(rows[1][column(rows[0], "top1_agreement")], "1");
+  EXPECT_EQ(rows[1][column(rows[0], "mean_kl_vs_full")], "0");
+  for (size_t i = 2; i < rows.size(); ++i) {
+    EXPECT_GT(std::stod(rows[i][column(rows[0], "mean_kl_vs_full")]), 0.0);
+    EXPECT_EQ(std::stoi(rows[i][column(rows[0], "tokens")]), 299);
+  }
+  EXPECT_TRUE(fs::exists(dir / "run" / "tokens.csv"));
+}
+
+TEST(CliErrors, MissingModelFile) {
+  expect_one_line_error(run_cli("info --model /no/such/model.bin"), "/no/such/model.bin");
+}
+
+TEST(CliErrors, TruncatedCheckpoint) {
+  H2O_REQUIRE_ASSET("stories260K.bin");
+  const fs::path dir = temp_dir("trunc");
+  std::ifstream in(asset("stories260K.bin"), std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(in)), {});
+  std::ofstream(dir / "cut.bin", std::ios::binary).write(data.data(), std::streamsize(data.size() / 2));
+  expect_one_line_error(run_cli("info --model " + (dir / "cut.bin").string()), "cut.bin");
+}
+
+TEST(CliErrors, WrongTokenizerForModel) {
+  H2O_REQUIRE_ASSET("tokenizer.model");
+  H2O_REQUIRE_ASSET("stories260K.bin");
+  expect_one_line_error(
+      run_cli("info --model " + asset("stories260K.bin") + " --tokenizer " + asset("tokenizer.model")),
+      "tokenizer.model");
+}
+
+TEST(CliErrors, BudgetsAndFlags) {
+  const std::string base = "generate --model synthetic:stories260K --prompt-ids 1 --max-new-tokens 2 ";
+  expect_one_line_error(run_cli(base + "--policy h2o --budget 0"), "--budget");
+  expect_one_line_error(run_cli(base + "--policy streaming --budget 4 --sinks 4"), "--sinks");
+  expect_one_line_error(run_cli(base + "--policy streaming --window 0"), "--window");
+  expect_one_line_error(run_cli(base + "--threads -1"), "--threads");
+  expect_one_line_error(run_cli("generate --model synthetic:stories260K --prompt-ids 1 --max-new-tokens 0"),
+                        "--max-new-tokens");
+  expect_one_line_error(run_cli(base + "--policy lru"), "--policy");
+  expect_one_line_error(run_cli(base + "--backend tpu"), "--backend");
+  expect_one_line_error(run_cli("generate --model synthetic:stories260K --prompt-ids 1,99999"), "--prompt-ids");
+}
+
+TEST(CliErrors, MalformedPromptsLeaveNoLogs) {
+  const fs::path dir = temp_dir("badjsonl");
+  std::ofstream(dir / "q.jsonl") << "{\"question_id\": 1, \"turns\": [\"hi\"]}\n{\"question_id\": 2, \"turns\": 7}\n";
+  const fs::path out = dir / "logs";
+  expect_one_line_error(run_cli("stream --model synthetic:stories260K --prompts " + (dir / "q.jsonl").string() +
+                                " --out " + out.string()),
+                        "q.jsonl:2");
+  EXPECT_FALSE(fs::exists(out));
+}

@@ -1,0 +1,225 @@
+// The CPU backend against an independent float64 forward pass written the
+// slow way: keys stored before RoPE and every cached key rotated to its
+// position on every step (SEMANTICS.md's definition of rolling positions).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "core/cpu/cpu_backend.h"
+#include "core/model/model.h"
+#include "core/policy/kept_set.h"
+#include "core/policy/policy.h"
+
+using namespace h2o;
+
+namespace {
+
+struct RefEntry {
+  int32_t pos;
+  std::vector<double> k_raw, v;
+  double score = 0;
+};
+
+class ReferenceModel {
+ public:
+  ReferenceModel(const Model& m, const PolicyConfig& p) : m_(m), c_(m.config), p_(p) {}
+
+  std::vector<double> step(int token) {
+    const int dim = c_.dim, hd = c_.head_dim(), group = c_.group_size();
+    std::vector<double> x(dim);
+    for (int i = 0; i < dim; ++i) x[i] = m_.weights.token_embedding.f32()[size_t(token) * dim + i];
+    for (int l = 0; l < c_.n_layers; ++l) {
+      const LayerWeights& w = m_.weights.layers[l];
+      auto xb = rmsnorm(x, w.attn_norm);
+      auto q = matvec(w.wq, xb), k = matvec(w.wk, xb), v = matvec(w.wv, xb);
+      std::vector<double> att_out(size_t(c_.n_heads) * hd, 0.0);
+      for (int g = 0; g < c_.n_kv_heads; ++g) {
+        auto& cache = caches_[{l, g}];
+        cache.push_back({t_, {k.begin() + g * hd, k.begin() + (g + 1) * hd}, {v.begin() + g * hd, v.begin() + (g + 1) * hd}});
+        const int n = int(cache.size());
+        // TOVA scores by the current query alone (one token per step here).
+        if (p_.rule().score == ScoreKind::Current)
+          for (auto& e : cache) e.score = 0;
+        for (int qh = g * group; qh < (g + 1) * group; ++qh) {
+          std::vector<double> qv(q.begin() + qh * hd, q.begin() + (qh + 1) * hd);
+          rotate(qv, p_.rolling ? n - 1 : t_);
+          std::vector<double> s(n);
+          double max = -1e300;
+          for (int j = 0; j < n; ++j) {
+            auto kj = cache[j].k_raw;
+            rotate(kj, p_.rolling ? j : cache[j].pos);
+            double d = 0;
+            for (int i = 0; i < hd; ++i) d += qv[i] * kj[i];
+            s[j] = d / std::sqrt(double(hd));
+            max = std::max(max, s[j]);
+          }
+          double sum = 0;
+          for (auto& e : s) sum += e = std::exp(e - max);
+          for (int j = 0; j < n; ++j) {
+            const double pj = s[j] / sum;
+            cache[j].score += pj;
+            for (int i = 0; i < hd; ++i) att_out[size_t(qh) * hd + i] += pj * cache[j].v[i];
+          }
+        }
+        std::vector<int32_t> pos;
+        std::vector<float> score;
+        for (auto& e : cache) pos.push_back(e.pos), score.push_back(float(e.score));
+        std::vector<RefEntry> kept;
+        for (int j : select_kept(p_.rule(), pos, score)) kept.push_back(cache[j]);
+        cache = std::move(kept);
+      }
+      auto o = matvec(w.wo, att_out);
+      for (int i = 0; i < dim; ++i) x[i] += o[i];
+      xb = rmsnorm(x, w.ffn_norm);
+      auto h1 = matvec(w.w1, xb), h3 = matvec(w.w3, xb);
+      for (size_t i = 0; i < h1.size(); ++i) h1[i] = h1[i] / (1 + std::exp(-h1[i])) * h3[i];
+      auto down = matvec(w.w2, h1);
+      for (int i = 0; i < dim; ++i) x[i] += down[i];
+    }
+    ++t_;
+    return matvec(m_.weights.classifier, rmsnorm(x, m_.weights.final_norm));
+  }
+
+  int cache_size(int l, int g) { return int(caches_[{l, g}].size()); }
+
+ private:
+  std::vector<double> matvec(const Tensor& w, const std::vector<double>& x) const {
+    std::vector<double> out(w.rows, 0.0);
+    for (int64_t o = 0; o < w.rows; ++o)
+      for (int64_t i = 0; i < w.cols; ++i) out[o] += double(w.f32()[o * w.cols + i]) * x[i];
+    return out;
+  }
+  std::vector<double> rmsnorm(const std::vector<double>& x, const Tensor& w) const {
+    double ss = 0;
+    for (double e : x) ss += e * e;
+    const double s = 1.0 / std::sqrt(ss / x.size() + c_.norm_eps);
+    std::vector<double> out(x.size());
+    for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] * s * w.f32()[i];
+    return out;
+  }
+  void rotate(std::vector<double>& v, double pos) const {
+    const int hd = int(v.size());
+    for (int i = 0; i < hd / 2; ++i) {
+      const double a = pos * std::pow(double(c_.rope_theta), -2.0 * i / hd);
+      const double x0 = v[2 * i], x1 = v[2 * i + 1];
+      v[2 * i] = x0 * std::cos(a) - x1 * std::sin(a);
+      v[2 * i + 1] = x0 * std::sin(a) + x1 * std::cos(a);
+    }
+  }
+
+  const Model& m_;
+  const ModelConfig& c_;
+  PolicyConfig p_;
+  std::map<std::pair<int, int>, std::vector<RefEntry>> caches_;
+  int t_ = 0;
+};
+
+double relative_error(const std::vector<float>& a, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    num += (a[i] - ref[i]) * (a[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / den);
+}
+
+void compare_with_reference(const PolicyConfig& policy, int steps) {
+  auto model = make_synthetic({"stories260K", 7, DType::F32, 0, 0});
+  auto backend = make_cpu_backend(model, 2);
+  auto cache = backend->new_cache(policy);
+  ReferenceModel ref(*model, policy);
+  std::vector<float> logits;
+  int token = 1;
+  double worst = 0;
+  for (int t = 0; t < steps; ++t) {
+    ForwardItem item;
+    item.cache = cache.get();
+    item.tokens = std::span<const int>(&token, 1);
+    item.logits = &logits;
+    backend->forward(std::span<ForwardItem>(&item, 1));
+    const auto expected = ref.step(token);
+    worst = std::max(worst, relative_error(logits, expected));
+    ASSERT_LT(relative_error(logits, expected), 1e-4) << policy.describe() << " step " << t;
+    for (int l = 0; l < model->config.n_layers; ++l)
+      for (int g = 0; g < model->config.n_kv_heads; ++g) ASSERT_EQ(cache->size(l, g), ref.cache_size(l, g));
+    // Feed a varied token stream (not the model's own argmax, which may loop).
+    token = (token * 37 + 11) % model->config.vocab_size;
+  }
+  ::testing::Test::RecordProperty("worst_relative_error", std::to_string(worst));
+}
+
+// Each kind at a budget of 24 with 4 sinks, so that 80 steps cut often.
+PolicyConfig make(const std::string& kind, bool rolling) {
+  PolicySettings s;
+  s.budget = 24;
+  s.given = {{"sinks", 4}, {"heavy", 8}};
+  s.rolling = rolling;
+  return make_policy(kind, s);
+}
+
+}  // namespace
+
+TEST(ForwardReference, FullCacheMatchesFloat64) { compare_with_reference(make("full", false), 60); }
+TEST(ForwardReference, StreamingOriginalPositions) { compare_with_reference(make("streaming", false), 80); }
+TEST(ForwardReference, StreamingRollingPositions) { compare_with_reference(make("streaming", true), 80); }
+TEST(ForwardReference, H2OOriginalPositions) { compare_with_reference(make("h2o", false), 80); }
+TEST(ForwardReference, H2ORollingPositions) { compare_with_reference(make("h2o", true), 80); }
+TEST(ForwardReference, TovaOriginalPositions) { compare_with_reference(make("tova", false), 80); }
+TEST(ForwardReference, TovaRollingPositions) { compare_with_reference(make("tova", true), 80); }
+
+// A chunked prefill must give the same logits as feeding the same tokens one
+// by one when nothing is evicted (the full cache).
+TEST(ForwardReference, ChunkedPrefillEqualsOneByOne) {
+  auto model = make_synthetic({"stories260K", 3, DType::F32, 0, 0});
+  auto backend = make_cpu_backend(model, 2);
+  PolicyConfig full;
+  auto a = backend->new_cache(full), b = backend->new_cache(full);
+  std::vector<int> tokens;
+  for (int i = 0; i < 23; ++i) tokens.push_back((i * 53 + 1) % 512);
+  std::vector<float> chunk_logits, one_logits;
+  ForwardItem item;
+  item.cache = a.get();
+  item.tokens = tokens;
+  item.all_logits = true;
+  item.logits = &chunk_logits;
+  backend->forward(std::span<ForwardItem>(&item, 1));
+  const int vocab = model->config.vocab_size;
+  ASSERT_EQ(chunk_logits.size(), tokens.size() * vocab);
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    ForwardItem one;
+    one.cache = b.get();
+    one.tokens = std::span<const int>(&tokens[t], 1);
+    one.logits = &one_logits;
+    backend->forward(std::span<ForwardItem>(&one, 1));
+    for (int v = 0; v < vocab; ++v) ASSERT_NEAR(one_logits[v], chunk_logits[t * vocab + v], 1e-4);
+  }
+}
+
+// Sessions batched in one forward give the same logits as run alone.
+TEST(ForwardReference, BatchedSessionsEqualSeparate) {
+  auto model = make_synthetic({"stories260K", 5, DType::F32, 0, 0});
+  auto backend = make_cpu_backend(model, 2);
+  std::vector<PolicyConfig> policies = {make("full", false), make("streaming", false), make("h2o", true),
+                                        make("tova", false)};
+  std::vector<std::unique_ptr<SessionCache>> together, alone;
+  for (auto& p : policies) together.push_back(backend->new_cache(p)), alone.push_back(backend->new_cache(p));
+  std::vector<std::vector<float>> lt(policies.size()), la(policies.size());
+  for (int t = 0; t < 50; ++t) {
+    int token = (t * 29 + 1) % 512;
+    std::vector<ForwardItem> items(policies.size());
+    for (size_t i = 0; i < policies.size(); ++i) {
+      items[i].cache = together[i].get();
+      items[i].tokens = std::span<const int>(&token, 1);
+      items[i].logits = &lt[i];
+    }
+    backend->forward(items);
+    for (size_t i = 0; i < policies.size(); ++i) {
+      ForwardItem one = items[i];
+      one.cache = alone[i].get();
+      one.logits = &la[i];
+      backend->forward(std::span<ForwardItem>(&one, 1));
+      for (size_t v = 0; v < la[i].size(); ++v) ASSERT_NEAR(lt[i][v], la[i][v], 1e-5);
+    }
+  }
+}

@@ -1,0 +1,494 @@
+// H2O Studio's Qt-free analytics: fates, aligned attention matrices, survival
+// rasters, score-rank fits, sparsity, frame statistics, recordings, and the
+// Analyzer's promise that a replayed recording gives the same snapshots.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/base/atomic_file.h"
+#include "core/base/error.h"
+#include "core/base/json_text.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/studio/analytics.h"
+#include "core/studio/analyzer.h"
+#include "core/studio/capture_schedule.h"
+#include "core/studio/recording.h"
+#include "core/studio/report.h"
+#include "core/studio/run_log.h"
+#include "core/studio/studio_setup.h"
+#include "tests/assets.h"
+#include "ui/frame_stats.h"
+
+using namespace h2o;
+
+namespace {
+
+PolicyConfig h2o_policy(int sinks, int heavy, int recent) {
+  return PolicyConfig::named("h2o").set("sinks", sinks).set("heavy", heavy).set("recent", recent);
+}
+
+PolicyConfig streaming_policy(int sinks, int window) {
+  return PolicyConfig::named("streaming").set("sinks", sinks).set("window", window);
+}
+
+// Two KV heads (one query head each) holding different keys, one row each.
+AttentionCapture two_head_capture() {
+  AttentionCapture a;
+  a.layer = 1;
+  a.rows = 1;
+  a.query_positions = {9};
+  a.key_positions = {{0, 3, 9}, {0, 5, 9}};
+  a.probs = {{0.5f, 0.25f, 0.25f}, {0.1f, 0.6f, 0.3f}};
+  return a;
+}
+
+}  // namespace
+
+TEST(Fates, FollowThePolicyRoles) {
+  const PolicyConfig h = h2o_policy(2, 3, 4);
+  EXPECT_EQ(fate_of(h, 0, true, 20), Fate::Sink);
+  EXPECT_EQ(fate_of(h, 1, true, 20), Fate::Sink);
+  EXPECT_EQ(fate_of(h, 10, true, 20), Fate::Heavy);
+  EXPECT_EQ(fate_of(h, 15, true, 20), Fate::Heavy);  // 16..19 are the last 4
+  EXPECT_EQ(fate_of(h, 16, true, 20), Fate::Recent);
+  EXPECT_EQ(fate_of(h, 7, false, 20), Fate::Evicted);
+  EXPECT_EQ(fate_of(h, 20, false, 20), Fate::Unborn);
+
+  const PolicyConfig s = streaming_policy(4, 8);
+  EXPECT_EQ(fate_of(s, 3, true, 30), Fate::Sink);
+  EXPECT_EQ(fate_of(s, 22, true, 30), Fate::Recent);
+  EXPECT_EQ(fate_of(s, 21, true, 30), Fate::Cached);  // only under slack
+
+  PolicyConfig full;
+  EXPECT_EQ(fate_of(full, 0, true, 30), Fate::Cached);  // the full cache has no roles
+  EXPECT_EQ(fate_of(full, 29, true, 30), Fate::Cached);
+}
+
+TEST(Fates, TokenFatesMarkWhatIsNotCached) {
+  const PolicyConfig h = h2o_policy(1, 1, 2);
+  const std::vector<int32_t> cached = {0, 3, 5, 6};
+  const auto fates = token_fates(h, cached, 7);
+  const std::vector<Fate> want = {Fate::Sink, Fate::Evicted, Fate::Evicted, Fate::Heavy,
+                                  Fate::Evicted, Fate::Recent, Fate::Recent};
+  EXPECT_EQ(fates, want);
+}
+
+TEST(Attention, OneHeadUsesItsOwnKeys) {
+  const AttentionCapture a = two_head_capture();
+  const auto cols = attention_columns(a, 1, 1, 100, 4);
+  EXPECT_EQ(cols, (std::vector<int32_t>{0, 5, 9}));
+  std::vector<double> out;
+  append_attention_rows(a, 1, 1, cols, out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_FLOAT_EQ(out[0], 0.1f);
+  EXPECT_FLOAT_EQ(out[1], 0.6f);
+  EXPECT_FLOAT_EQ(out[2], 0.3f);
+}
+
+TEST(Attention, MeanOverHeadsAlignsByStreamPosition) {
+  const AttentionCapture a = two_head_capture();
+  const auto cols = attention_columns(a, -1, 1, 100, 4);
+  ASSERT_EQ(cols, (std::vector<int32_t>{0, 3, 5, 9}));
+  std::vector<double> out;
+  append_attention_rows(a, -1, 1, cols, out);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_NEAR(out[0], (0.5 + 0.1) / 2, 1e-7);  // both heads hold position 0
+  EXPECT_NEAR(out[1], 0.25 / 2, 1e-7);         // head 1 evicted 3: it contributes 0
+  EXPECT_NEAR(out[2], 0.6 / 2, 1e-7);
+  EXPECT_NEAR(out[3], (0.25 + 0.3) / 2, 1e-7);
+  double total = 0;
+  for (double v : out) total += v;
+  EXPECT_NEAR(total, 1.0, 1e-6);  // the mean of distributions is a distribution
+}
+
+TEST(Attention, MissingKeyOfOneHeadIsNaN) {
+  const AttentionCapture a = two_head_capture();
+  const std::vector<int32_t> cols = {0, 3, 5, 9};
+  std::vector<double> out;
+  append_attention_rows(a, 0, 1, cols, out);
+  EXPECT_TRUE(std::isnan(out[2]));  // head 0 does not hold position 5
+  EXPECT_FLOAT_EQ(out[1], 0.25f);
+}
+
+TEST(Attention, ColumnsKeepFirstAndLatest) {
+  AttentionCapture a;
+  a.rows = 1;
+  a.key_positions = {{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}};
+  a.probs = {std::vector<float>(10, 0.1f)};
+  EXPECT_EQ(attention_columns(a, 0, 1, 5, 2), (std::vector<int32_t>{0, 1, 7, 8, 9}));
+}
+
+TEST(Attention, TrimKeepsTheFirstAndTheLatestSlots) {
+  EXPECT_EQ(kept_key_slots(5, 3, 1), (std::vector<int>{0, 3, 4}));
+  EXPECT_EQ(kept_key_slots(5, 0, 1), (std::vector<int>{0, 1, 2, 3, 4}));  // 0: every key
+  EXPECT_EQ(kept_key_slots(5, 5, 2), (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(kept_key_slots(6, 3, 9), (std::vector<int>{0, 1, 2}));        // keep_first beyond the cap
+}
+
+TEST(Sparsity, TopKShareIsTheMassOnTheLargestKeys) {
+  const auto share = [](std::vector<float> row, int k) {
+    double sum = 0;
+    int rows = 0;
+    add_top_k_share(row, k, sum, rows);
+    return rows ? sum / rows : NAN;
+  };
+  EXPECT_NEAR(share({0.5f, 0.25f, 0.25f}, 1), 0.5, 1e-6);
+  EXPECT_NEAR(share({0.1f, 0.6f, 0.3f}, 1), 0.6, 1e-6);
+  EXPECT_NEAR(share({0.5f, 0.25f, 0.25f}, 10), 1.0, 1e-6);
+  EXPECT_TRUE(std::isnan(share({0.0f, 0.0f}, 1))) << "a row with no mass has no share";
+}
+
+TEST(PowerLaw, RecoversAnExactExponent) {
+  std::vector<double> ranks, values;
+  for (int r = 1; r <= 50; ++r) {
+    ranks.push_back(r);
+    values.push_back(7.0 * std::pow(r, -1.3));
+  }
+  const PowerLawFit fit = fit_power_law(ranks, values);
+  EXPECT_NEAR(fit.slope, -1.3, 1e-9);
+  EXPECT_NEAR(fit.intercept, std::log(7.0), 1e-9);
+  EXPECT_EQ(fit.points, 50);
+}
+
+TEST(PowerLaw, IgnoresNonPositiveScoresAndNeedsTwoPoints) {
+  EXPECT_TRUE(std::isnan(fit_power_law(std::vector<double>{1}, std::vector<double>{3}).slope));
+  const PowerLawFit fit = fit_power_law(std::vector<double>{1, 2, 3}, std::vector<double>{4, 1, 0});
+  EXPECT_EQ(fit.points, 2);
+  EXPECT_NEAR(fit.slope, -2.0, 1e-12);
+}
+
+TEST(ScoreRankCurve, SortsDescendingAndThins) {
+  std::vector<float> scores;
+  for (int i = 1; i <= 1000; ++i) scores.push_back(float(1000.0 / i));
+  const ScoreRank few = score_rank(scores, 40);
+  EXPECT_LE(few.rank.size(), 40u);
+  EXPECT_GT(few.rank.size(), 20u);
+  EXPECT_EQ(few.rank.front(), 1.0);
+  EXPECT_EQ(few.rank.back(), 1000.0);
+  EXPECT_TRUE(std::is_sorted(few.score.rbegin(), few.score.rend()));
+  EXPECT_NEAR(few.fit.slope, -1.0, 1e-4);
+  ASSERT_EQ(few.fit_rank.size(), 2u);
+  EXPECT_NEAR(few.fit_score.front(), 1000.0, 0.5);
+  const ScoreRank all = score_rank(std::vector<float>{1, 3, 2}, 0);
+  EXPECT_EQ(all.score, (std::vector<double>{3, 2, 1}));
+}
+
+TEST(Survival, RasterShowsBirthsRolesAndEvictions) {
+  // Positions 0..5 fed at steps 0,0,1,2,3,4; position 2 evicted at step 3.
+  const PolicyConfig h = h2o_policy(1, 1, 2);
+  const std::vector<int64_t> birth = {0, 0, 1, 2, 3, 4};
+  const std::vector<int64_t> evict = {-1, -1, 3, -1, -1, -1};
+  const SurvivalRaster r = survival_raster(h.rule(), birth, evict, 4, 10, 100);
+  EXPECT_EQ(r.first_step, 0);
+  EXPECT_EQ(r.steps, 5);
+  EXPECT_EQ(r.positions, 6);
+  EXPECT_EQ(r.at(0, 0), Fate::Sink);
+  EXPECT_EQ(r.at(0, 1), Fate::Recent);
+  EXPECT_EQ(r.at(0, 2), Fate::Unborn);
+  EXPECT_EQ(r.at(2, 2), Fate::Recent);   // step 2: stream 0..3, recent = 2,3
+  EXPECT_EQ(r.at(3, 2), Fate::Evicted);  // evicted by step 3's cut
+  EXPECT_EQ(r.at(4, 1), Fate::Heavy);    // step 4: held, neither sink nor recent
+  const SurvivalRaster window = survival_raster(h.rule(), birth, evict, 4, 2, 3);
+  EXPECT_EQ(window.first_step, 3);
+  EXPECT_EQ(window.first_position, 3);
+  EXPECT_EQ(window.cells.size(), 6u);
+}
+
+TEST(FrameStatsTest, NearestRankPercentiles) {
+  std::vector<double> ms;
+  for (int i = 1; i <= 100; ++i) ms.push_back(i);
+  const FrameStats s = frame_stats(ms);
+  EXPECT_EQ(s.frames, 100u);
+  EXPECT_EQ(s.median_ms, 50);
+  EXPECT_EQ(s.p95_ms, 95);
+  EXPECT_EQ(s.max_ms, 100);
+  EXPECT_TRUE(std::isnan(frame_stats({}).median_ms));
+}
+
+TEST(StudioSetup, SplitsOneBudgetIntoThreePolicies) {
+  StudioConfig c;
+  c.budget = 64;
+  c.sinks = 4;
+  const auto p = studio_policies(c);
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].name(), "full");
+  EXPECT_EQ(p[1].get("window"), 60);
+  EXPECT_EQ(p[2].get("heavy") + p[2].get("recent"), 60);
+  c.heavy = 10;
+  EXPECT_EQ(studio_policies(c)[2].get("recent"), 50);
+  c.heavy = 70;
+  EXPECT_THROW(studio_policies(c), Error);
+  c.heavy = 0;
+  c.sinks = 64;
+  EXPECT_THROW(studio_policies(c), Error);
+  // Any 1 to 4 kinds, in the order chosen.
+  c.sinks = 4;
+  c.policies = {"tova", "h2o"};
+  const auto two = studio_policies(c);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].describe(), "tova(sinks=4,window=60)");
+  c.policies = {"full", "streaming", "h2o", "tova", "full"};
+  EXPECT_THROW(studio_policies(c), Error);
+  c.policies = {"lru"};
+  EXPECT_THROW(studio_policies(c), Error);
+}
+
+TEST(Recording, StepRoundTripsExactlyIncludingPartialUtf8) {
+  StepRecord r;
+  r.step = 7;
+  r.phase = Phase::Decode;
+  r.prompt_index = 2;
+  r.turn_end = true;
+  r.engine_seconds = 0.1 + 0.2;
+  SessionRecord s;
+  s.session = 1;
+  s.fed = {5, 6};
+  s.fed_text = {"a\n", std::string("\xe2\x82", 2)};  // half a euro sign
+  s.token = 9;
+  s.text = "\xff";
+  s.cached_tokens = 3;
+  s.live_bytes = 1 << 20;
+  s.step_ms = 1.0 / 3;
+  s.decode_tokens_per_s = 123.456789;
+  s.position = 40;
+  s.evictions.everywhere = {2};
+  s.evictions.by_head = {{1, 0, 4}};
+  s.nll = {0.7};
+  s.kl = {0.01};
+  s.agree = {1};
+  s.attention = {two_head_capture()};
+  s.attention[0].top_share = {0.5f, 0.6f};
+  s.layer_states = {LayerState{1, {{0, 3}}, {{1.5f, 0.1f}}}};
+  r.sessions.push_back(s);
+  SessionRecord stopped;
+  stopped.session = 0;
+  stopped.stopped = "out of KV memory: 1.0 MiB held, 0.5 MiB more needed, limit 1.0 MiB";
+  r.sessions.push_back(stopped);
+  const std::string line = json_dump(to_json(r));
+  const StepRecord back = step_from_json(nlohmann::json::parse(line));
+  EXPECT_EQ(json_dump(to_json(back)), line);
+  EXPECT_EQ(back.sessions[0].fed_text[1], s.fed_text[1]);
+  EXPECT_EQ(back.sessions[0].text, "\xff");
+  EXPECT_EQ(back.engine_seconds, r.engine_seconds);
+  EXPECT_EQ(back.sessions[0].step_ms, s.step_ms);
+  EXPECT_EQ(back.sessions[0].attention[0].probs, s.attention[0].probs);
+  EXPECT_EQ(back.sessions[0].attention[0].top_share, s.attention[0].top_share);
+  EXPECT_EQ(back.sessions[0].layer_states[0].scores, s.layer_states[0].scores);
+  EXPECT_EQ(back.sessions[0].evictions, s.evictions);
+  EXPECT_EQ(back.sessions[0].position, 40);
+  EXPECT_TRUE(back.sessions[0].stopped.empty());
+  EXPECT_EQ(back.sessions[1].stopped, stopped.stopped);
+}
+
+TEST(Recording, ReaderNamesTheBadLine) {
+  const auto dir = test::temp_dir("recording");
+  const std::string path = (dir / "bad.jsonl").string();
+  RecordingHeader h;
+  h.layers = h.heads = h.kv_heads = 1;
+  h.policies = {PolicyConfig{}};
+  write_file_atomic(path, recording_first_line(h) + "\n{\"step\": 1}\n");
+  RecordingReader reader(path);
+  EXPECT_EQ(reader.header().layers, 1);
+  try {
+    reader.next();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.jsonl:2"), std::string::npos) << e.what();
+  }
+  write_file_atomic(path, "{\"format\":\"something else\"}\n");
+  EXPECT_THROW(RecordingReader{path}, Error);
+}
+
+namespace {
+
+// What the app reads out of each step, at layer 1.
+const StudioCaptureSchedule kWatchLayer1(1);
+
+std::unique_ptr<Engine> synthetic_engine() {
+  StudioConfig c;
+  c.model = "synthetic:stories260K";
+  c.budget = 24;
+  c.sinks = 2;
+  c.max_new_tokens = 12;
+  c.greedy = true;
+  c.capture_layer = 1;
+  const StudioInputs in = load_studio_inputs(c);
+  return make_studio_engine(c, in, make_cpu_backend(in.model, 1));
+}
+
+// The numbers a pane shows, and the pictures' data, as one comparable text.
+std::string fingerprint(const StudioSnapshot& s) {
+  std::ostringstream o;
+  o.precision(17);
+  o << s.step << ' ' << s.engine_seconds << ' ' << s.capture_layer << '\n';
+  for (const auto& p : s.panes) {
+    o << p.policy << ' ' << p.cached_tokens << ' ' << p.live_bytes << ' ' << p.tokens_per_s << ' '
+      << p.stream_length << ' ' << p.generated << ' ' << p.sparsity << ' ' << p.score_rank.fit.slope << '\n';
+    for (const auto& t : p.tokens) o << int(t.fate) << t.text;
+    for (double v : p.heatmap.values) o << v << ',';
+    for (uint8_t c : p.raster.cells) o << int(c);
+    o << '\n';
+  }
+  for (const auto& series : s.kv_bytes)
+    for (double y : series.y) o << y << ',';
+  for (const auto& series : s.throughput)
+    for (double y : series.y) o << y << ',';
+  for (const auto& pp : s.inspection.policies) {
+    for (const auto& e : pp.evictions) o << e.layer << e.kv_head << e.step;
+    for (const auto& h : pp.score_by_kv_head)
+      for (double y : h.y) o << y << ',';
+  }
+  return o.str();
+}
+
+}  // namespace
+
+TEST(Analyzer, ReplayGivesTheSameSnapshotsAsTheLiveRun) {
+  auto engine = synthetic_engine();
+  Analyzer live(make_header(*engine, nlohmann::json::object(), "stream"));
+  std::string recording = recording_first_line(live.header()) + "\n";
+  for (int i = 0; i < 60; ++i) {
+    const StepRecord record = engine->step(&kWatchLayer1);
+    recording += json_dump(to_json(record)) + "\n";
+    live.ingest(record);
+  }
+  const auto dir = test::temp_dir("replay");
+  const std::string path = (dir / "run.jsonl").string();
+  write_file_atomic(path, recording);
+
+  RecordingReader reader(path);
+  Analyzer replay(reader.header());
+  while (auto record = reader.next()) replay.ingest(*record);
+  EXPECT_EQ(replay.steps_ingested(), 60);
+
+  for (int head : {-1, 0, 3}) {
+    ViewSelection view;
+    view.layer = 1;
+    view.head = head;
+    view.inspect_position = 3;
+    const StudioSnapshot a = live.snapshot(view), b = replay.snapshot(view);
+    EXPECT_EQ(fingerprint(a), fingerprint(b)) << "head " << head;
+    // And the snapshot holds real pictures.
+    ASSERT_EQ(a.panes.size(), 3u);
+    for (const auto& p : a.panes) {
+      EXPECT_GT(p.tokens.size(), 0u);
+      EXPECT_GT(p.heatmap.rows(), 0);
+      EXPECT_GT(p.heatmap.cols(), 0);
+      EXPECT_GT(p.raster.cells.size(), 0u);
+      EXPECT_GT(p.score_rank.rank.size(), 0u);
+    }
+  }
+}
+
+TEST(Analyzer, SnapshotsAgreeWithTheEngineCaches) {
+  auto engine = synthetic_engine();
+  Analyzer analyzer(make_header(*engine, nlohmann::json::object(), "stream"));
+  for (int i = 0; i < 50; ++i) analyzer.ingest(engine->step(&kWatchLayer1));
+  ViewSelection view;
+  view.layer = 1;
+  view.head = 2;  // stories260K: 8 heads, 4 KV heads: KV head 1
+  view.max_tokens = 1 << 20;
+  const StudioSnapshot s = analyzer.snapshot(view);
+  for (size_t i = 0; i < engine->sessions().size(); ++i) {
+    const Session& session = *engine->sessions()[i];
+    const auto& pane = s.panes[i];
+    EXPECT_EQ(pane.stream_length, int64_t(session.stream().size()));
+    EXPECT_EQ(pane.cached_tokens, session.cache().max_size());
+    // The fates' "held" set is exactly the cache's positions of that head.
+    const auto held = session.cache().read_layer(1).positions[1];
+    const auto want = token_fates(session.policy(), held, int64_t(session.stream().size()));
+    size_t fed = 0;
+    for (const auto& t : pane.tokens) {
+      if (t.position >= pane.stream_length) continue;  // the sampled, unfed token
+      EXPECT_EQ(t.fate, want[size_t(t.position)]) << "policy " << i << " position " << t.position;
+      ++fed;
+    }
+    EXPECT_EQ(fed, session.stream().size());
+  }
+  // The streaming and H2O caches evicted something by now; the full cache did not.
+  EXPECT_EQ(s.panes[0].cached_tokens, s.panes[0].stream_length);
+  EXPECT_LT(s.panes[2].cached_tokens, s.panes[2].stream_length);
+}
+
+TEST(Analyzer, OldEvictedTokensLoseTheirScoreHistoryCachedOnesKeepIt) {
+  auto engine = synthetic_engine();
+  constexpr int64_t kKept = 40;
+  Analyzer analyzer(make_header(*engine, nlohmann::json::object(), "stream"), kKept);
+  for (int i = 0; i < 160; ++i) analyzer.ingest(engine->step(&kWatchLayer1));
+  ViewSelection view;
+  view.layer = 1;
+  const Session& streaming = *engine->sessions()[1];
+  const int64_t length = int64_t(streaming.stream().size());
+  ASSERT_GT(length, 3 * kKept);
+  const auto history = [&](int64_t position, size_t policy) {
+    view.inspect_position = position;
+    const StudioSnapshot snapshot = analyzer.snapshot(view);  // alive for the loop, not a temporary
+    size_t samples = 0;
+    for (const Series& s : snapshot.inspection.policies[policy].score_by_kv_head) samples += s.x.size();
+    return samples;
+  };
+  // StreamingLLM: position 10 left long ago (beyond the horizon), a sink is
+  // still cached, a token that left within the horizon still has its history.
+  const auto held = streaming.cache().read_layer(1).positions[0];
+  ASSERT_EQ(std::count(held.begin(), held.end(), 10), 0);
+  EXPECT_EQ(history(10, 1), 0u);
+  EXPECT_GT(history(0, 1), 0u);
+  const int64_t recent_evicted = held[2] - 1;  // just before the window: gone, but recently
+  ASSERT_GT(recent_evicted, length - kKept);
+  EXPECT_GT(history(recent_evicted, 1), 0u);
+  // The full cache holds everything, so it forgets nothing.
+  EXPECT_GT(history(10, 0), 0u);
+}
+
+TEST(Analyzer, InspectorFollowsTheTopHeavyHitterUntilAClick) {
+  auto engine = synthetic_engine();
+  Analyzer analyzer(make_header(*engine, nlohmann::json::object(), "stream"));
+  for (int i = 0; i < 50; ++i) analyzer.ingest(engine->step(&kWatchLayer1));
+  ViewSelection view;
+  view.layer = 1;
+  view.head = 2;  // KV head 1
+  const StudioSnapshot s = analyzer.snapshot(view);
+  ASSERT_TRUE(s.inspection.followed);
+  const int64_t followed = s.inspection.position;
+  ASSERT_GE(followed, 0);
+  // It is one of H2O's heavy hitters, held at that head.
+  const Session& h2o = *engine->sessions()[2];
+  const auto positions = h2o.cache().read_layer(1).positions[1];
+  EXPECT_EQ(fate_of(h2o.policy(), followed, true, int64_t(h2o.stream().size())), Fate::Heavy);
+  EXPECT_NE(std::find(positions.begin(), positions.end(), int32_t(followed)), positions.end());
+  EXPECT_EQ(s.panes[2].tokens[size_t(followed - s.panes[2].tokens.front().position)].fate, Fate::Heavy);
+  // A click pins the inspector to that token instead.
+  view.inspect_position = 1;
+  const StudioSnapshot clicked = analyzer.snapshot(view);
+  EXPECT_FALSE(clicked.inspection.followed);
+  EXPECT_EQ(clicked.inspection.position, 1);
+}
+
+TEST(Labels, SpacedByImportanceTakesTheBrightestThatFit) {
+  const std::vector<double> importance = {5, 1, 0.5, 9, 2, NAN, 3, 0.1};
+  // Gap 1: every index, ascending.
+  EXPECT_EQ(spaced_by_importance(importance, 1), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  // Gap 2: 3 first (9), then 0 (5), then 6 (3); 4 touches 3, 1 touches 0; 7 and 5 touch 6.
+  EXPECT_EQ(spaced_by_importance(importance, 2), (std::vector<int>{0, 3, 6}));
+  // Gap 3: 3, then 0 (3 apart), then 6 (3 apart from 3).
+  EXPECT_EQ(spaced_by_importance(importance, 3), (std::vector<int>{0, 3, 6}));
+  // Gap 4: 3, then 7 (4 apart)... 0 is 3 away from 3: skipped; 7 has 0.1 but fits.
+  EXPECT_EQ(spaced_by_importance(importance, 4), (std::vector<int>{3, 7}));
+  EXPECT_TRUE(spaced_by_importance({}, 3).empty());
+}
+
+TEST(Report, SummaryNamesPoliciesPlotsAndLogs) {
+  ReportContents r;
+  r.manifest = {{"model", {{"path", "m.bin"}, {"format", "llama2c"}, {"n_layers", 4}}}};
+  r.totals = nlohmann::json::array({{{"policy", "h2o(sinks=4,heavy=30,recent=30)"}, {"generated_tokens", 5}}});
+  r.steps = 12;
+  r.plots = {"kv-memory.png", "kv-memory.svg"};
+  r.logs = {"steps.csv"};
+  const std::string md = report_markdown(r);
+  EXPECT_NE(md.find("h2o(sinks=4,heavy=30,recent=30)"), std::string::npos);
+  EXPECT_NE(md.find("![kv-memory.png](kv-memory.png)"), std::string::npos);
+  EXPECT_NE(md.find("[kv-memory.svg](kv-memory.svg)"), std::string::npos);
+  EXPECT_NE(md.find("[steps.csv](steps.csv)"), std::string::npos);
+  EXPECT_NE(md.find("**Steps**: 12"), std::string::npos);
+}
