@@ -50,16 +50,7 @@ int main(int argc, char** argv) {
           const TokenChoice greedy;
           int token = model->config.bos_id;
           const auto t0 = std::chrono::steady_clock::now();
-          for (int t = 0; t < tokens; ++t) {
-            int next = -1;
-            ForwardItem item;
-            item.cache = cache.get();
-            item.tokens = std::span<const int>(&token, 1);
-            item.choose = &greedy;
-            item.chosen = &next;
-            backend->forward(std::span<ForwardItem>(&item, 1));
-            token = next;
-          }
+          for (int t = 0; t < tokens; ++t) token = feed_one(*backend, *cache, token, greedy);
           const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           rates.push_back(tokens / s);
           live = cache->live_bytes();

@@ -126,7 +126,7 @@ std::vector<std::string> policy_list(const std::string& list, const std::string&
   std::stringstream ss(list);
   for (std::string name; std::getline(ss, name, ',');) {
     if (name.empty()) continue;
-    out.emplace_back(policy_unit(name, flag).name());
+    out.emplace_back(policy_unit(name, flag).name);
   }
   if (out.empty()) fail(flag, "no policy given");
   return out;
@@ -265,7 +265,7 @@ int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
     turn.ids = encode_with_bos(*in.tokenizer, gf.prompt);
   }
   Engine engine(in.model, make_backend(in.model, backend_options(f)), in.tokenizer,
-                engine_options(f, {make_policy(policy_unit(f.policy).name(), policy_settings(f))}));
+                engine_options(f, {make_policy(policy_unit(f.policy).name, policy_settings(f))}));
   engine.start_stream({turn});
   stop_on_signals();
   EngineSource source(engine);
@@ -391,15 +391,7 @@ int run_sample(Flags& f, int count, const std::string& out_path, const char* arg
     int token = in.tokenizer->bos_id();
     for (int n = 0; n < ctx && int(ids.size()) < count; ++n) {
       ids.push_back(token);
-      const TokenChoice choice = sampler.next();
-      int next = -1;
-      ForwardItem item;
-      item.cache = cache.get();
-      item.tokens = std::span<const int>(&token, 1);
-      item.choose = &choice;
-      item.chosen = &next;
-      backend->forward(std::span<ForwardItem>(&item, 1));
-      token = next;
+      token = feed_one(*backend, *cache, token, sampler.next());
       if (token == in.tokenizer->eos_id()) break;
     }
   }

@@ -110,10 +110,10 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   auto* kinds_layout = new QGridLayout(kinds);
   kinds_layout->setContentsMargins(0, 0, 0, 0);
   for (const PolicyUnit* unit : policy_units()) {
-    auto* box = new QCheckBox(QString::fromStdString(std::string(unit->short_title())));
-    box->setObjectName(QString("policy_") + QString::fromStdString(std::string(unit->name())));
-    box->setToolTip(QString::fromStdString(std::string(unit->title()) + ": " + std::string(unit->description())));
-    box->setProperty("policy", QString::fromStdString(std::string(unit->name())));
+    auto* box = new QCheckBox(QString::fromStdString(std::string(unit->short_title)));
+    box->setObjectName(QString("policy_") + QString::fromStdString(std::string(unit->name)));
+    box->setToolTip(QString::fromStdString(std::string(unit->title) + ": " + std::string(unit->description)));
+    box->setProperty("policy", QString::fromStdString(std::string(unit->name)));
     kinds_layout->addWidget(box, int(policies_.size()) / 2, int(policies_.size()) % 2);
     policies_.push_back(box);
   }

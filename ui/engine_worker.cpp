@@ -402,23 +402,18 @@ void EngineWorker::writeLogs(const std::string& dir) {
                               : running_ ? "running" : "paused");
 }
 
-void EngineWorker::saveRecording(const QString& path) {
+void EngineWorker::writeFile(const QString& path, const QString& action, void (EngineWorker::*writer)(const std::string&)) {
   try {
-    writeRecording(path.toStdString());
+    (this->*writer)(path.toStdString());
     emit fileWritten(path);
   } catch (const std::exception& e) {
-    emit failed("Saving the recording failed: " + QString::fromUtf8(e.what()));
+    emit failed(action + " failed: " + QString::fromUtf8(e.what()));
   }
 }
 
-void EngineWorker::exportLogs(const QString& dir) {
-  try {
-    writeLogs(dir.toStdString());
-    emit fileWritten(dir);
-  } catch (const std::exception& e) {
-    emit failed("Exporting the logs failed: " + QString::fromUtf8(e.what()));
-  }
-}
+void EngineWorker::saveRecording(const QString& path) { writeFile(path, "Saving the recording", &EngineWorker::writeRecording); }
+
+void EngineWorker::exportLogs(const QString& dir) { writeFile(dir, "Exporting the logs", &EngineWorker::writeLogs); }
 
 void EngineWorker::writeReport(const QString& staging, const QString& dir, const QStringList& plots) {
   namespace fs = std::filesystem;

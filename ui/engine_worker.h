@@ -91,6 +91,8 @@ class EngineWorker : public QObject {
   // The file writers behind the slots above; they throw h2o::Error.
   void writeRecording(const std::string& path);
   void writeLogs(const std::string& dir);
+  // Runs one of the writers above and says how it went (fileWritten, or failed naming `action`).
+  void writeFile(const QString& path, const QString& action, void (EngineWorker::*writer)(const std::string&));
   void finishAutoplayIfDue();
 
   std::shared_ptr<SnapshotSlot> slot_;

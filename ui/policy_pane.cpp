@@ -35,7 +35,7 @@ PolicyPane::PolicyPane(const PolicyConfig& policy, QWidget* parent) : QWidget(pa
   layout->setSpacing(3);
   const QColor color = policy_color(policy);
   title_ = new QLabel(policy_title(policy));
-  title_->setToolTip(QString::fromStdString(std::string(policy.unit().description())));
+  title_->setToolTip(QString::fromStdString(std::string(policy.unit().description)));
   title_->setStyleSheet(QString("font-weight: bold; font-size: 11pt; color: %1; border-bottom: 2px solid %1;")
                             .arg(color.name()));
   numbers_ = new QLabel("—");

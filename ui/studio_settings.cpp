@@ -8,75 +8,80 @@
 #include "core/studio/assets.h"
 
 namespace h2o::ui {
+namespace {
+
+// Every remembered setting with its key, once: loading and saving both walk
+// this list, so a new setting is one line here.
+template <class Settings, class Visit>
+void for_each_setting(Settings& s, Visit&& visit) {
+  auto& c = s.config;
+  visit("model", c.model);
+  visit("tokenizer", c.tokenizer);
+  visit("prompts", c.prompts);
+  visit("forced", c.forced);
+  visit("forced_text", c.forced_text);
+  visit("backend", c.backend);
+  visit("threads", c.threads);
+  visit("policies", c.policies);
+  visit("budget", c.budget);
+  visit("sinks", c.sinks);
+  visit("heavy", c.heavy);
+  visit("recent", c.recent);
+  visit("slack", c.slack);
+  visit("kv_limit_mib", c.kv_limit_mib);
+  visit("rolling", c.rolling);
+  visit("max_new_tokens", c.max_new_tokens);
+  visit("greedy", c.greedy);
+  visit("temperature", c.temperature);
+  visit("seed", c.seed);
+  visit("layer", c.capture_layer);
+  visit("head", s.head);
+  visit("speed_limit", s.speed_limit);
+}
+
+// QSettings values of each setting's type (lists as comma-separated text).
+QVariant to_variant(const std::string& v) { return QString::fromStdString(v); }
+QVariant to_variant(const std::vector<std::string>& v) {
+  QStringList list;
+  for (const std::string& s : v) list << QString::fromStdString(s);
+  return list.join(',');
+}
+QVariant to_variant(uint64_t v) { return quint64(v); }
+template <class T>
+QVariant to_variant(T v) {
+  return QVariant::fromValue(v);
+}
+
+void from_variant(const QVariant& q, std::string& v) { v = q.toString().toStdString(); }
+void from_variant(const QVariant& q, std::vector<std::string>& v) {
+  v.clear();
+  for (const QString& s : q.toString().split(',', Qt::SkipEmptyParts)) v.push_back(s.toStdString());
+}
+void from_variant(const QVariant& q, uint64_t& v) { v = q.toULongLong(); }
+template <class T>
+void from_variant(const QVariant& q, T& v) {
+  v = q.value<T>();
+}
+
+}  // namespace
 
 StudioSettings load_settings(QSettings& settings) {
-  const StudioSettings d;  // what nobody changed
-  const StudioConfig& dc = d.config;
-  auto text = [&](const char* key, const std::string& fallback) {
-    return settings.value(key, QString::fromStdString(fallback)).toString().toStdString();
-  };
-  auto number = [&](const char* key, auto fallback) { return settings.value(key, fallback).template value<decltype(fallback)>(); };
-  StudioSettings s;
+  StudioSettings s;  // starts as the defaults: what nobody changed stays so
+  for_each_setting(s, [&](const char* key, auto& field) {
+    if (settings.contains(key)) from_variant(settings.value(key), field);
+  });
+  const StudioSettings d;
   StudioConfig& c = s.config;
-  c.model = text("model", dc.model);
-  c.tokenizer = text("tokenizer", dc.tokenizer);
-  c.prompts = text("prompts", dc.prompts);
-  c.forced = number("forced", dc.forced);
-  c.forced_text = text("forced_text", dc.forced_text);
-  c.backend = text("backend", dc.backend);
-  if (c.backend.empty()) c.backend = dc.backend;
-  c.threads = number("threads", dc.threads);
-  const QStringList policies =
-      settings.value("policies").toString().split(',', Qt::SkipEmptyParts);
-  if (!policies.isEmpty()) {
-    c.policies.clear();
-    for (const QString& p : policies) c.policies.push_back(p.toStdString());
-  }
-  c.budget = number("budget", dc.budget);
-  c.sinks = number("sinks", dc.sinks);
-  c.heavy = number("heavy", dc.heavy);
-  c.recent = number("recent", dc.recent);
-  c.slack = number("slack", dc.slack);
-  c.kv_limit_mib = std::max(0, number("kv_limit_mib", dc.kv_limit_mib));
-  c.rolling = number("rolling", dc.rolling);
-  c.max_new_tokens = number("max_new_tokens", dc.max_new_tokens);
-  c.greedy = number("greedy", dc.greedy);
-  c.temperature = number("temperature", dc.temperature);
-  c.seed = number("seed", qulonglong(dc.seed));
-  c.capture_layer = number("layer", dc.capture_layer);
-  s.head = number("head", d.head);
-  s.speed_limit = number("speed_limit", d.speed_limit);
-  if (c.budget < 2) c.budget = dc.budget;
-  if (c.max_new_tokens < 1) c.max_new_tokens = dc.max_new_tokens;
+  if (c.backend.empty()) c.backend = d.config.backend;
+  if (c.policies.empty()) c.policies = d.config.policies;
+  if (c.budget < 2) c.budget = d.config.budget;
+  if (c.max_new_tokens < 1) c.max_new_tokens = d.config.max_new_tokens;
+  c.kv_limit_mib = std::max(0, c.kv_limit_mib);
   return s;
 }
 
 void save_settings(QSettings& settings, const StudioSettings& s) {
-  const StudioConfig& c = s.config;
-  settings.setValue("model", QString::fromStdString(c.model));
-  settings.setValue("tokenizer", QString::fromStdString(c.tokenizer));
-  settings.setValue("prompts", QString::fromStdString(c.prompts));
-  settings.setValue("forced", c.forced);
-  settings.setValue("forced_text", QString::fromStdString(c.forced_text));
-  settings.setValue("backend", QString::fromStdString(c.backend));
-  settings.setValue("threads", c.threads);
-  QStringList policies;
-  for (const std::string& p : c.policies) policies << QString::fromStdString(p);
-  settings.setValue("policies", policies.join(','));
-  settings.setValue("budget", c.budget);
-  settings.setValue("sinks", c.sinks);
-  settings.setValue("heavy", c.heavy);
-  settings.setValue("recent", c.recent);
-  settings.setValue("slack", c.slack);
-  settings.setValue("kv_limit_mib", c.kv_limit_mib);
-  settings.setValue("rolling", c.rolling);
-  settings.setValue("max_new_tokens", c.max_new_tokens);
-  settings.setValue("greedy", c.greedy);
-  settings.setValue("temperature", double(c.temperature));
-  settings.setValue("seed", quint64(c.seed));
-  settings.setValue("layer", c.capture_layer);
-  settings.setValue("head", s.head);
-  settings.setValue("speed_limit", s.speed_limit);
+  for_each_setting(s, [&](const char* key, const auto& field) { settings.setValue(key, to_variant(field)); });
 }
 
 void fill_default_inputs(StudioConfig& c, const QString& argv0) {

@@ -13,15 +13,15 @@ namespace h2o::ui {
 
 static QString text(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
 
-QColor policy_color(const PolicyConfig& policy) { return QColor(text(policy.unit().color())); }
-QString policy_title(const PolicyConfig& policy) { return text(policy.unit().title()); }
-QString short_policy_title(const PolicyConfig& policy) { return text(policy.unit().short_title()); }
+QColor policy_color(const PolicyConfig& policy) { return QColor(text(policy.unit().color)); }
+QString policy_title(const PolicyConfig& policy) { return text(policy.unit().title); }
+QString short_policy_title(const PolicyConfig& policy) { return text(policy.unit().short_title); }
 
 // The names every kind that keeps tokens by score gives them: "heavy hitter / attended now".
 static QString scored_roles() {
   QStringList roles;
   for (const PolicyUnit* unit : policy_units())
-    if (PolicyConfig::named(unit->name()).rule().by_score > 0) roles << text(unit->scored_role());
+    if (PolicyConfig::named(unit->name).rule().by_score > 0) roles << text(unit->scored_role);
   roles.removeDuplicates();
   return roles.join(" / ");
 }
@@ -50,8 +50,8 @@ QString fate_tooltip(Fate fate, const PolicyConfig* policy) {
     case Fate::Cached: return "cached, in no special role (the full cache keeps everything)";
     case Fate::Heavy:
       if (!policy) return scored_roles() + ": kept for its attention score";
-      return text(policy->unit().scored_role()) + ": kept for its attention score (" + policy_title(*policy) + ": " +
-             text(policy->unit().description()) + ")";
+      return text(policy->unit().scored_role) + ": kept for its attention score (" + policy_title(*policy) + ": " +
+             text(policy->unit().description) + ")";
     case Fate::Recent: return "recent: inside the policy's window of latest tokens";
     case Fate::Sink: return "attention sink: one of the first tokens, always kept";
   }

@@ -129,10 +129,7 @@ std::shared_ptr<const Model> load_llama2c(const std::string& path) {
   if (reinterpret_cast<uintptr_t>(file->data() + kHeaderBytes) % alignof(float) != 0)
     fail(path, "weights are not aligned for float32 access");
 
-  auto model = std::make_shared<Model>();
-  model->config = header.config;
-  model->path = path;
-  model->format = "llama2c";
+  auto model = new_model(header.config, path, "llama2c");
   const ModelConfig& c = model->config;
   const int64_t d = c.dim, hid = c.hidden_dim, q = int64_t(c.n_heads) * c.head_dim(), kv = c.kv_dim();
   const int L = c.n_layers;

@@ -400,10 +400,7 @@ std::shared_ptr<const Model> load_safetensors(const std::string& path) {
   const Paths paths = resolve_paths(path);
   const HfConfig hf = read_config(paths.config);
 
-  auto model = std::make_shared<Model>();
-  model->config = hf.config;
-  model->path = path;
-  model->format = "safetensors";
+  auto model = new_model(hf.config, path, "safetensors");
   const ModelConfig& c = model->config;
   const int64_t d = c.dim, hid = c.hidden_dim, q = int64_t(c.n_heads) * c.head_dim(), kv = c.kv_dim();
 

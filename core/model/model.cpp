@@ -57,6 +57,14 @@ DType Model::weight_dtype() const {
   return weights.layers.empty() ? weights.token_embedding.dtype : weights.layers[0].wq.dtype;
 }
 
+std::shared_ptr<Model> new_model(const ModelConfig& config, const std::string& path, const std::string& format) {
+  auto model = std::make_shared<Model>();
+  model->config = config;
+  model->path = path;
+  model->format = format;
+  return model;
+}
+
 std::shared_ptr<const Model> load_model(const std::string& path) {
   if (is_synthetic_path(path)) return make_synthetic(parse_synthetic_path(path));
   namespace fs = std::filesystem;

@@ -98,6 +98,9 @@ struct Model {
   DType weight_dtype() const;  // of the layer matrices
 };
 
+// A model of this shape that came from `path` in `format`; the loader sets its tensors.
+std::shared_ptr<Model> new_model(const ModelConfig& config, const std::string& path, const std::string& format);
+
 // Loads a model file, choosing the format from its contents (GGUF magic,
 // safetensors header or config.json folder, else llama2.c). Throws Error with
 // a one-line message naming the file on any problem.

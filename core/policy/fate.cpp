@@ -17,7 +17,7 @@ const char* fate_name(Fate fate) {
 }
 
 std::string fate_label(const PolicyConfig& policy, Fate fate) {
-  return fate == Fate::Heavy ? std::string(policy.unit().scored_role()) : fate_name(fate);
+  return fate == Fate::Heavy ? std::string(policy.unit().scored_role) : fate_name(fate);
 }
 
 Fate fate_of(const EvictionRule& rule, int64_t position, bool cached, int64_t stream_length) {

@@ -1,26 +1,16 @@
 // The full cache: nothing is ever evicted. Memory grows with the stream and,
 // past the model's trained context, quality collapses: the baseline the other
-// policies are measured against.
+// policies are measured against. No parameters, and the default rule: never cut.
 #include "core/policy/units.h"
 
 namespace h2o {
-namespace {
-
-class FullPolicy final : public PolicyUnit {
- public:
-  std::string_view name() const override { return "full"; }
-  std::string_view title() const override { return "Full cache"; }
-  std::string_view short_title() const override { return "Full"; }
-  std::string_view description() const override { return "nothing is evicted; memory grows with the stream"; }
-  std::string_view color() const override { return "#6fa8dc"; }
-  std::span<const PolicyParam> params() const override { return {}; }
-  EvictionRule rule(std::span<const int>) const override { return {}; }
-};
-
-}  // namespace
 
 const PolicyUnit& full_policy() {
-  static const FullPolicy unit;
+  static const PolicyUnit unit{.name = "full",
+                               .title = "Full cache",
+                               .short_title = "Full",
+                               .color = "#6fa8dc",
+                               .description = "nothing is evicted; memory grows with the stream"};
   return unit;
 }
 

@@ -1,6 +1,7 @@
 // H2O (Zhang et al., 2023): per layer and KV head, the sinks, the recent
 // tokens, and the heavy hitters — the tokens with the highest attention
-// accumulated over every query since they entered (SEMANTICS.md).
+// accumulated over every query since they entered (SEMANTICS.md). Its budget
+// splits evenly between heavy hitters and recent tokens, as in the paper.
 #include "core/policy/units.h"
 
 namespace h2o {
@@ -12,31 +13,17 @@ constexpr PolicyParam kParams[] = {
     {"recent", "the last tokens kept", 32, 1, "H2O needs at least 1 recent token (the newest)"},
 };
 
-class H2OPolicy final : public PolicyUnit {
- public:
-  std::string_view name() const override { return "h2o"; }
-  std::string_view title() const override { return "H2O"; }
-  std::string_view description() const override {
-    return "sinks, recent tokens and the heavy hitters of accumulated attention, per layer and KV head";
-  }
-  std::string_view color() const override { return "#59c16f"; }
-  std::string_view scored_role() const override { return "heavy hitter"; }
-  std::span<const PolicyParam> params() const override { return kParams; }
-  EvictionRule rule(std::span<const int> v) const override {
-    EvictionRule r;
-    r.sinks = v[0];
-    r.by_score = v[1];
-    r.recent = v[2];
-    r.score = ScoreKind::Accumulated;
-    r.budget = v[0] + v[1] + v[2];
-    return r;
-  }
-};
+EvictionRule rule(std::span<const int> v) {
+  return {.sinks = v[0], .recent = v[2], .by_score = v[1], .score = ScoreKind::Accumulated, .budget = v[0] + v[1] + v[2]};
+}
 
 }  // namespace
 
 const PolicyUnit& h2o_policy() {
-  static const H2OPolicy unit;
+  static const PolicyUnit unit{
+      .name = "h2o", .title = "H2O", .short_title = "H2O", .color = "#59c16f",
+      .description = "sinks, recent tokens and the heavy hitters of accumulated attention, per layer and KV head",
+      .scored_role = "heavy hitter", .params = kParams, .rule = rule};
   return unit;
 }
 

@@ -20,13 +20,13 @@ const char* score_kind_name(ScoreKind kind) {
 PolicyConfig::PolicyConfig() : PolicyConfig(*policy_units().front()) {}
 
 PolicyConfig::PolicyConfig(const PolicyUnit& unit) : unit_(&unit) {
-  for (const PolicyParam& p : unit.params()) values_.push_back(p.default_value);
+  for (const PolicyParam& p : unit.params) values_.push_back(p.default_value);
 }
 
 PolicyConfig PolicyConfig::named(std::string_view name) { return PolicyConfig(policy_unit(name)); }
 
 int PolicyConfig::index_of(std::string_view param) const {
-  const auto params = unit_->params();
+  const auto params = unit_->params;
   for (size_t i = 0; i < params.size(); ++i)
     if (param == params[i].name) return int(i);
   return -1;
@@ -46,7 +46,7 @@ PolicyConfig& PolicyConfig::set(std::string_view param, int value) {
 }
 
 EvictionRule PolicyConfig::rule() const {
-  EvictionRule r = unit_->rule(values_);
+  EvictionRule r = unit_->rule ? unit_->rule(values_) : EvictionRule{};
   r.slack = slack;
   r.rolling = rolling;
   return r;
@@ -54,7 +54,7 @@ EvictionRule PolicyConfig::rule() const {
 
 std::string PolicyConfig::describe() const {
   std::string inside;
-  const auto params = unit_->params();
+  const auto params = unit_->params;
   for (size_t i = 0; i < params.size(); ++i)
     inside += (inside.empty() ? "" : ",") + std::string(params[i].name) + "=" + std::to_string(values_[i]);
   if (evicts() && slack > 0) inside += ",slack=" + std::to_string(slack);
@@ -65,7 +65,7 @@ std::string PolicyConfig::describe() const {
 
 void PolicyConfig::validate() const {
   if (slack < 0) fail("--slack", "must be >= 0, got " + std::to_string(slack));
-  const auto params = unit_->params();
+  const auto params = unit_->params;
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string flag = std::string("--") + params[i].name;
     const int v = values_[i];
@@ -80,7 +80,7 @@ bool PolicyConfig::operator==(const PolicyConfig& other) const {
 
 PolicyConfig make_policy(std::string_view name, const PolicySettings& settings) {
   PolicyConfig policy = PolicyConfig::named(name);
-  const auto params = policy.unit().params();
+  const auto params = policy.unit().params;
   std::vector<bool> given(params.size(), false);
   for (size_t i = 0; i < params.size(); ++i)
     if (const auto it = settings.given.find(params[i].name); it != settings.given.end()) {
@@ -98,7 +98,8 @@ PolicyConfig make_policy(std::string_view name, const PolicySettings& settings) 
                             " (the newest token must fit)");
     }
     std::vector<int> values(policy.values().begin(), policy.values().end());
-    policy.unit().split_budget(budget, values, given);
+    const auto split = policy.unit().split_budget ? policy.unit().split_budget : split_budget_evenly;
+    split(policy.unit(), budget, values, given);
     for (size_t i = 0; i < params.size(); ++i) policy.set(params[i].name, values[i]);
   }
   policy.slack = settings.slack;

@@ -53,28 +53,30 @@ struct PolicyParam {
   const char* below_minimum;  // why, when min_value is 1 and 0 was given
 };
 
-// A policy kind. One per file; registry.cpp lists them.
-class PolicyUnit {
- public:
-  virtual ~PolicyUnit() = default;
-  virtual std::string_view name() const = 0;         // "h2o": flags, logs, recordings
-  virtual std::string_view title() const = 0;        // "H2O": pane titles, legends
-  virtual std::string_view short_title() const { return title(); }  // crowded legends
-  virtual std::string_view description() const = 0;  // one line: help texts, tooltips
-  virtual std::string_view color() const = 0;        // "#59c16f": panes, curves, legends
+// A policy kind: who it is, what it takes, and its rule. One per file,
+// written as one constant of this type; registry.cpp lists them.
+struct PolicyUnit {
+  std::string_view name;         // "h2o": flags, logs, recordings
+  std::string_view title;        // "H2O": pane titles, legends
+  std::string_view short_title;  // "H2O": crowded legends and menus
+  std::string_view color;        // "#59c16f": panes, curves, legends
+  std::string_view description;  // one line: help texts and tooltips
   // What the app calls a token this kind keeps for its score (Fate::Heavy).
-  virtual std::string_view scored_role() const { return "kept for its score"; }
-  virtual std::vector<std::string_view> aliases() const { return {}; }
-  virtual std::span<const PolicyParam> params() const = 0;
+  std::string_view scored_role = "kept for its score";
+  std::span<const PolicyParam> params = {};
+  std::span<const std::string_view> aliases = {};
+  // The rule of these values (params order); PolicyConfig adds slack and rolling.
+  EvictionRule (*rule)(std::span<const int> values) = nullptr;
   // Fills the values not `given` so that sinks and the other parts add up to
-  // `budget` (values and given in params() order; sinks count as given).
-  // By default the parts not given share what is left evenly, the odd token
-  // to the last (H2O: heavy and recent half each, the paper's split). Throws
-  // Error naming the flag when the given parts leave no valid split.
-  virtual void split_budget(int budget, std::span<int> values, const std::vector<bool>& given) const;
-  // The rule of these values (params() order); PolicyConfig adds slack and rolling.
-  virtual EvictionRule rule(std::span<const int> values) const = 0;
+  // `budget` (both in params order; sinks count as given). Null: the parts
+  // not given share what is left evenly, the odd token to the last (H2O:
+  // heavy and recent half each, the paper's split). Throws Error naming the
+  // flag when the given parts leave no valid split.
+  void (*split_budget)(const PolicyUnit& unit, int budget, std::span<int> values, const std::vector<bool>& given) = nullptr;
 };
+
+// The default split (see PolicyUnit::split_budget).
+void split_budget_evenly(const PolicyUnit& unit, int budget, std::span<int> values, const std::vector<bool>& given);
 
 // A chosen policy: a kind and its values. A small copyable value; the default is the full cache.
 class PolicyConfig {
@@ -85,7 +87,7 @@ class PolicyConfig {
   static PolicyConfig named(std::string_view name);
 
   const PolicyUnit& unit() const { return *unit_; }
-  std::string_view name() const { return unit_->name(); }
+  std::string_view name() const { return unit_->name; }
   bool has(std::string_view param) const { return index_of(param) >= 0; }
   int get(std::string_view param) const;                 // throws Error if the kind has no such parameter
   PolicyConfig& set(std::string_view param, int value);  // likewise

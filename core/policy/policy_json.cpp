@@ -8,7 +8,7 @@ namespace h2o {
 
 nlohmann::json policy_json(const PolicyConfig& p) {
   nlohmann::json j = {{"policy", p.name()}, {"name", p.describe()}, {"rolling", p.rolling}};
-  const auto params = p.unit().params();
+  const auto params = p.unit().params;
   for (size_t i = 0; i < params.size(); ++i) j[params[i].name] = p.values()[i];
   if (p.evicts()) j.update({{"budget", p.budget()}, {"slack", p.slack}});
   return j;
@@ -20,7 +20,7 @@ PolicyConfig policy_from_json(const nlohmann::json& j) {
   const char* key = j.contains("policy") ? "policy" : "kind";
   if (!j.contains(key) || !j[key].is_string()) throw Error("policy: missing \"policy\" name");
   PolicyConfig p = PolicyConfig::named(j[key].get<std::string>());
-  for (const PolicyParam& param : p.unit().params())
+  for (const PolicyParam& param : p.unit().params)
     if (j.contains(param.name)) p.set(param.name, j[param.name].get<int>());
   p.slack = j.value("slack", 0);
   p.rolling = j.value("rolling", false);

@@ -21,14 +21,14 @@ std::string policy_names() {
   const auto units = policy_units();
   std::string text;
   for (size_t i = 0; i < units.size(); ++i)
-    text += (i == 0 ? "" : i + 1 == units.size() ? " or " : ", ") + std::string(units[i]->name());
+    text += (i == 0 ? "" : i + 1 == units.size() ? " or " : ", ") + std::string(units[i]->name);
   return text;
 }
 
 const PolicyUnit& policy_unit(std::string_view name, const std::string& flag) {
   for (const PolicyUnit* unit : policy_units()) {
-    const auto aliases = unit->aliases();
-    if (name == unit->name() || std::find(aliases.begin(), aliases.end(), name) != aliases.end()) return *unit;
+    if (name == unit->name || std::find(unit->aliases.begin(), unit->aliases.end(), name) != unit->aliases.end())
+      return *unit;
   }
   fail(flag, "unknown policy '" + std::string(name) + "' (expected " + policy_names() + ")");
 }
@@ -36,8 +36,8 @@ const PolicyUnit& policy_unit(std::string_view name, const std::string& flag) {
 std::vector<PolicyFlag> policy_flags() {
   std::vector<PolicyFlag> flags;
   for (const PolicyUnit* unit : policy_units())
-    for (const PolicyParam& p : unit->params()) {
-      const std::string help = std::string(unit->name()) + ": " + p.help + " (default " +
+    for (const PolicyParam& p : unit->params) {
+      const std::string help = std::string(unit->name) + ": " + p.help + " (default " +
                                std::to_string(p.default_value) + ")";
       auto it = std::find_if(flags.begin(), flags.end(), [&](const PolicyFlag& f) { return f.name == p.name; });
       if (it == flags.end()) flags.push_back({p.name, help});

@@ -1,5 +1,5 @@
-// PolicyUnit::split_budget's default: the parts a user did not give share
-// what the sinks and the given parts leave of the budget.
+// The default budget split: the parts a user did not give share what the
+// sinks and the given parts leave of the budget.
 #include "core/policy/policy.h"
 
 #include "core/base/error.h"
@@ -18,8 +18,8 @@ std::string parts_text(std::span<const PolicyParam> params, std::span<const int>
 
 }  // namespace
 
-void PolicyUnit::split_budget(int budget, std::span<int> values, const std::vector<bool>& given) const {
-  const auto p = params();
+void split_budget_evenly(const PolicyUnit& unit, int budget, std::span<int> values, const std::vector<bool>& given) {
+  const auto p = unit.params;
   int left = budget;
   std::vector<size_t> open;  // parts to fill
   for (size_t i = 0; i < p.size(); ++i) {

@@ -1,8 +1,8 @@
 // TOVA (Oren et al., 2024, "Transformers are Multi-State RNNs"): per layer
 // and KV head, the sinks and the W tokens the step's last query attends to
 // most, summed over the query heads of the group. Nothing accumulates, and
-// the newest token competes like any other (SEMANTICS.md: per KV head, not
-// kvpress's per-layer mean).
+// the newest token competes like any other: no recent band (SEMANTICS.md —
+// per KV head, not kvpress's per-layer mean).
 #include "core/policy/units.h"
 
 namespace h2o {
@@ -13,30 +13,16 @@ constexpr PolicyParam kParams[] = {
     {"window", "tokens kept by the current query's attention", 60, 1, "TOVA needs a window of at least 1 token"},
 };
 
-class TovaPolicy final : public PolicyUnit {
- public:
-  std::string_view name() const override { return "tova"; }
-  std::string_view title() const override { return "TOVA"; }
-  std::string_view description() const override {
-    return "sinks and the tokens the current query attends to most, per layer and KV head";
-  }
-  std::string_view color() const override { return "#e15759"; }
-  std::string_view scored_role() const override { return "attended now"; }
-  std::span<const PolicyParam> params() const override { return kParams; }
-  EvictionRule rule(std::span<const int> v) const override {
-    EvictionRule r;
-    r.sinks = v[0];
-    r.by_score = v[1];
-    r.score = ScoreKind::Current;
-    r.budget = v[0] + v[1];
-    return r;
-  }
-};
+EvictionRule rule(std::span<const int> v) {
+  return {.sinks = v[0], .by_score = v[1], .score = ScoreKind::Current, .budget = v[0] + v[1]};
+}
 
 }  // namespace
 
 const PolicyUnit& tova_policy() {
-  static const TovaPolicy unit;
+  static const PolicyUnit unit{.name = "tova", .title = "TOVA", .short_title = "TOVA", .color = "#e15759",
+                               .description = "sinks and the tokens the current query attends to most, per layer and KV head",
+                               .scored_role = "attended now", .params = kParams, .rule = rule};
   return unit;
 }
 

@@ -11,4 +11,15 @@ int SessionCache::max_size() const {
   return most;
 }
 
+int feed_one(Backend& backend, SessionCache& cache, int token, const TokenChoice& choice) {
+  int next = -1;
+  ForwardItem item;
+  item.cache = &cache;
+  item.tokens = std::span<const int>(&token, 1);
+  item.choose = &choice;
+  item.chosen = &next;
+  backend.forward(std::span<ForwardItem>(&item, 1));
+  return next;
+}
+
 }  // namespace h2o

@@ -113,6 +113,10 @@ class Backend {
   virtual int64_t peak_kv_bytes() const = 0;
 };
 
+// Feeds one token to one cache and returns the token `choice` picks after it
+// (tools and benchmarks that drive a backend without an engine).
+int feed_one(Backend& backend, SessionCache& cache, int token, const TokenChoice& choice);
+
 struct BackendOptions {
   std::string kind = "cpu";       // "cpu" or "cuda"
   int threads = 0;                // CPU threads; 0: all cores

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Parity: the shared greedy references through `h2o-cli generate`, per backend.
 
-Builds each case's command exactly as tests/test_reference_greedy.cpp does
+Builds each case's command exactly as tests/app/test_reference_greedy.cpp does
 (`generate --model M [--tokenizer T] --prompt-ids ... --max-new-tokens N
 --prefill-chunk 1 --threads 2 --print-ids --policy ...`), adds `--backend B`,
 and compares the printed ids with the reference. Appends a Markdown table to
@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-# reference file -> (model, tokenizer or None), as tests/test_reference_greedy.cpp pairs them.
+# reference file -> (model, tokenizer or None), as tests/app/test_reference_greedy.cpp pairs them.
 REFERENCES = [
     ("stories260K-greedy.json", "stories260K.bin", None),
     ("kjv-1M-greedy.json", "kjv-1M.bin", "kjv-tok2k.model"),
@@ -27,7 +27,7 @@ REFERENCES = [
 
 
 def policy_flags(case):
-    """The same flags as policy_flags() in tests/test_reference_greedy.cpp (tova: sinks + window)."""
+    """The same flags as policy_flags() in tests/app/test_reference_greedy.cpp (tova: sinks + window)."""
     policy = case["policy"]
     flags = ["--policy", policy]
     if policy in ("streaming", "tova"):

@@ -434,7 +434,7 @@ stage_check() {
 
   # Step: parity, before the slow sanitizers: the shared greedy references through h2o-cli, cpu (control) and cuda.
   t0=$SECONDS
-  subtable "Parity: the shared greedy references through \`h2o-cli generate --prefill-chunk 1 --print-ids\` (flags as tests/test_reference_greedy.cpp), f32; cpu is the control:"
+  subtable "Parity: the shared greedy references through \`h2o-cli generate --prefill-chunk 1 --print-ids\` (flags as tests/app/test_reference_greedy.cpp), f32; cpu is the control:"
   if run_step "$plog" 200 python3 "$HERE/parity.py" --cli "$BUILD/app/h2o-cli" --assets "$ASSETS" --backends cpu,cuda --md "$RESULTS"; then
     row "parity (cpu, cuda)" ok $((SECONDS - t0)) "every case identical to the reference"
   else

@@ -29,16 +29,16 @@ std::string error_of(const std::function<void()>& f) {
 TEST(PolicyUnits, EveryKindIsRegisteredWithItsOwnNameTitleAndColour) {
   std::set<std::string> names, colours;
   for (const PolicyUnit* unit : policy_units()) {
-    EXPECT_TRUE(names.insert(std::string(unit->name())).second) << unit->name();
-    EXPECT_TRUE(colours.insert(std::string(unit->color())).second) << unit->name();
-    EXPECT_FALSE(unit->title().empty());
-    EXPECT_FALSE(unit->description().empty());
-    EXPECT_EQ(&policy_unit(unit->name()), unit);
+    EXPECT_TRUE(names.insert(std::string(unit->name)).second) << unit->name;
+    EXPECT_TRUE(colours.insert(std::string(unit->color)).second) << unit->name;
+    EXPECT_FALSE(unit->title.empty());
+    EXPECT_FALSE(unit->description.empty());
+    EXPECT_EQ(&policy_unit(unit->name), unit);
   }
   EXPECT_EQ(names, (std::set<std::string>{"full", "streaming", "h2o", "tova"}));
   EXPECT_EQ(policy_names(), "full, streaming, h2o or tova");
   EXPECT_EQ(PolicyConfig().name(), "full");
-  EXPECT_EQ(policy_unit("streamingllm").name(), "streaming");
+  EXPECT_EQ(policy_unit("streamingllm").name, "streaming");
   EXPECT_EQ(error_of([] { policy_unit("lru", "--policies"); }),
             "--policies: unknown policy 'lru' (expected full, streaming, h2o or tova)");
 }
@@ -107,7 +107,7 @@ TEST(PolicyUnits, ImpossibleSplitsAreOneLineNamingTheFlag) {
 
 TEST(PolicyUnits, DescriptionsAndJsonRoundTripForEveryKind) {
   for (const PolicyUnit* unit : policy_units()) {
-    PolicyConfig p = PolicyConfig::named(unit->name());
+    PolicyConfig p = PolicyConfig::named(unit->name);
     p.rolling = true;
     if (p.evicts()) p.slack = 2;  // slack means nothing to a cache that never cuts
     const PolicyConfig back = policy_from_json(policy_json(p));
