@@ -46,16 +46,30 @@ void Engine::start_forced(std::vector<int> tokens) {
   phase_ = Phase::Forced;
 }
 
+void Engine::queue_turn(Turn turn) {
+  if (!forced_.empty() || turns_.empty()) throw Error("a typed prompt needs the MT-Bench stream (not teacher-forced text)");
+  if (phase_ == Phase::Done) throw Error("the stream is over: a typed prompt has nothing to join");
+  if (turn.text.empty() && turn.ids.empty()) throw Error("the typed prompt is empty");
+  queued_.push_back(std::move(turn));
+}
+
 void Engine::begin_turn() {
-  ++turn_;
-  if (turn_ >= int(turns_.size())) {
-    if (!options_.loop_prompts) {
-      phase_ = Phase::Done;
-      return;
+  Turn typed;
+  typed_ = !queued_.empty();
+  if (typed_) {
+    typed = std::move(queued_.front());
+    queued_.pop_front();
+  } else {
+    ++turn_;
+    if (turn_ >= int(turns_.size())) {
+      if (!options_.loop_prompts) {
+        phase_ = Phase::Done;
+        return;
+      }
+      turn_ = 0;
     }
-    turn_ = 0;
   }
-  const Turn& turn = turns_[size_t(turn_)];
+  const Turn& turn = typed_ ? typed : turns_[size_t(turn_)];
   if (!turn.ids.empty()) {
     prompt_ = turn.ids;
   } else {
@@ -77,7 +91,7 @@ StepRecord Engine::step(const CaptureSchedule* schedule) {
   StepRecord record;
   record.step = step_;
   record.phase = phase_;
-  record.prompt_index = turn_;
+  record.prompt_index = typed_ ? -1 : turn_;
   switch (phase_) {
     case Phase::Prefill: step_prefill(record, schedule); break;
     case Phase::Decode: step_decode(record, schedule); break;

@@ -10,6 +10,7 @@
 //  - forced: a fixed token sequence fed to every session (teacher forcing),
 //    scored by next-token NLL and by agreement/KL against the full cache.
 #include <chrono>
+#include <deque>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -86,6 +87,12 @@ class Engine {
          std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options);
 
   void start_stream(std::vector<Turn> turns);
+  // A turn typed into the live stream: it begins when the current turn ends,
+  // before the rest of the list (which then goes on where it was). Its steps
+  // record prompt_index -1. Several queue in order. Throws Error in forced
+  // mode or once the stream is over.
+  void queue_turn(Turn turn);
+  size_t queued_turns() const { return queued_.size(); }
   void start_forced(std::vector<int> tokens);
   // The stream is over, or every session has stopped.
   bool done() const { return phase_ == Phase::Done; }
@@ -146,6 +153,8 @@ class Engine {
   double engine_seconds_ = 0;
   std::vector<Turn> turns_;
   int turn_ = -1;
+  std::deque<Turn> queued_;  // typed turns, begun before the list's next
+  bool typed_ = false;       // the current turn was typed (queue_turn)
   std::vector<int> prompt_;  // tokens of the current turn
   size_t prompt_done_ = 0;   // prefilled so far
   std::vector<int> forced_;

@@ -43,7 +43,7 @@ struct SessionRecord {
 struct StepRecord {
   int64_t step = 0;
   Phase phase = Phase::Done;
-  int prompt_index = -1;      // index into the turn list (stream mode)
+  int prompt_index = -1;      // index into the turn list (stream mode); -1: a typed turn (Engine::queue_turn)
   bool turn_start = false;
   bool turn_end = false;      // every session has finished its answer
   double engine_seconds = 0;  // engine time since the run began, this step included
