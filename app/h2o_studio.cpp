@@ -1,16 +1,26 @@
 // h2o-studio: the desktop app. Watches MT-Bench stream through the full
-// cache, StreamingLLM and H2O side by side (or scores a text teacher-forced),
-// with fates, attention heatmaps, survival rasters and heavy-hitter analytics.
+// cache, StreamingLLM, H2O and TOVA side by side (or scores a text
+// teacher-forced), with fates, attention heatmaps, whole-stream survival
+// rasters, a timeline, heavy-hitter analytics and bertviz-style views.
 //
-//   h2o-studio [--model M] [--tokenizer T] [--prompts P] [--replay run.jsonl]
+//   h2o-studio [--model M] [--tokenizer T] [--prompts P] [--replay run.jsonl] [run flags]
 //   h2o-studio --screenshot out.png --autoplay-steps N [--perf] [--window-size 1600x900]
 //              [--inspect-token POS]   (headless-friendly; --perf prints frame times on stdout)
+//   h2o-studio --play --quit-after SECONDS --stats-interval S   (scripts/soak_studio.sh)
+//
+// --help and --version need no display: they are answered before any window
+// system is touched. With no display at all, the app runs offscreen.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QSettings>
+#include <QSocketNotifier>
 #include <QTimer>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
 
+#include "core/base/error.h"
 #include "ui/frame_stats.h"
 #include "ui/main_window.h"
 #include "ui/plot_export.h"
@@ -28,9 +38,104 @@ void print_perf(const std::vector<double>& frames) {
   std::fflush(stdout);
 }
 
+struct Options {
+  QCommandLineOption model{{"m", "model"}, "Model file or synthetic:<shape>.", "path"};
+  QCommandLineOption tokenizer{{"t", "tokenizer"}, "SentencePiece tokenizer.model.", "path"};
+  QCommandLineOption prompts{"prompts", "MT-Bench question.jsonl.", "path"};
+  QCommandLineOption forced{"forced-text", "Teacher-forced mode on this text file.", "path"};
+  QCommandLineOption replay{"replay", "Replay a saved recording (no model needed).", "path"};
+  QCommandLineOption backend{"backend", "Compute backend: cpu or cuda (without CUDA: the CPU, with a banner saying so).", "name"};
+  QCommandLineOption threads{"threads", "CPU threads (0: every core).", "n"};
+  QCommandLineOption policies{"policies", "The panes, in order: 2 to 4 of full, streaming, h2o, tova (comma-separated).", "list"};
+  QCommandLineOption budget{"budget", "Tokens per KV head for every policy that evicts.", "n"};
+  QCommandLineOption sinks{"sinks", "Attention sinks (the first tokens, always kept).", "n"};
+  QCommandLineOption heavy{"heavy", "H2O heavy hitters (default: half of budget - sinks).", "n"};
+  QCommandLineOption recent{"recent", "H2O recent tokens (default: the rest of the budget).", "n"};
+  QCommandLineOption rolling{"position-rolling", "RoPE positions from cache slots instead of stream positions."};
+  QCommandLineOption layer{"layer", "Layer shown.", "n"};
+  QCommandLineOption head{"head", "Query head shown (-1: mean over heads).", "n"};
+  QCommandLineOption inspect{QStringList{"inspect-token", "inspect"},
+                             "Inspect this stream position (as if clicked; default: follow H2O's top heavy hitter).",
+                             "position"};
+  QCommandLineOption size{"window-size", "Window size, WIDTHxHEIGHT (default 1800x1000).", "size"};
+  QCommandLineOption screenshot{"screenshot", "Play, save a screenshot of the window to this PNG and exit.", "file"};
+  QCommandLineOption autoplay{"autoplay-steps", "Play this many engine steps at start (then pause).", "n"};
+  QCommandLineOption play{"play", "Play at start, without end."};
+  QCommandLineOption quit_after{"quit-after", "Quit after this many seconds (soak runs).", "seconds"};
+  QCommandLineOption stats{"stats-interval", "Print the analyzer's memory figures on stdout every N seconds.", "seconds"};
+  QCommandLineOption perf{"perf", "Show and print the frame time (drawing time per snapshot)."};
+  QCommandLineOption presentation{"presentation", "Start in presentation mode (full screen, larger text and lines)."};
+  QCommandLineOption theme{"theme", "dark (default) or light (projectors, print).", "name"};
+  QCommandLineOption scale{"ui-scale", "Text and line scale, 0.75 to 3 (default 1).", "factor"};
+  QCommandLineOption tab{"tab", "Analysis tab shown: inspector, heavy-hitters, head-view or model-view.", "name"};
+  QCommandLineOption fresh{"no-settings", "Neither read nor write remembered settings."};
+  QCommandLineOption recording_limit{"recording-limit",
+                                     "Most MiB of the run kept for Save recording, logs, reports and the timeline "
+                                     "(default 512; 0: no limit). Later steps are shown, not recorded.",
+                                     "MiB"};
+  void add_to(QCommandLineParser& parser) const {
+    parser.setApplicationDescription(
+        "H2O Studio: KV-cache eviction (full, StreamingLLM, H2O, TOVA) made visible, side by side.");
+    parser.addHelpOption();
+    parser.addVersionOption();
+    for (const auto* o : {&model, &tokenizer, &prompts, &forced, &replay, &backend, &threads, &policies, &budget, &sinks,
+                          &heavy, &recent, &rolling, &layer, &head, &inspect, &size, &screenshot, &autoplay, &play,
+                          &quit_after, &stats, &perf, &presentation, &theme, &scale, &tab, &fresh, &recording_limit})
+      parser.addOption(*o);
+  }
+};
+
+bool asks_only_for_text(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help" || a == "-?" || a == "--help-all" || a == "-v" || a == "--version") return true;
+  }
+  return false;
+}
+
+// One line on stderr, exit 2: how every bad flag ends.
+[[noreturn]] void bad_flag(const QString& flag, const QString& why) {
+  std::fprintf(stderr, "h2o-studio: %s: %s\n", flag.toUtf8().constData(), why.toUtf8().constData());
+  std::exit(2);
+}
+
+int int_flag(const QCommandLineParser& parser, const QCommandLineOption& o, int lo, int hi) {
+  bool ok = false;
+  const int v = parser.value(o).toInt(&ok);
+  if (!ok || v < lo || v > hi)
+    bad_flag("--" + o.names().last(), QString("expected a whole number from %1 to %2, got '%3'").arg(lo).arg(hi).arg(parser.value(o)));
+  return v;
+}
+
+// SIGTERM and SIGINT end the app as a quit would (the spool is removed, the
+// settings kept): the handler only writes to a pipe the event loop watches.
+int g_signal_pipe[2] = {-1, -1};
+volatile std::sig_atomic_t g_signal = 0;
+void on_signal(int sig) {
+  g_signal = sig;
+  const char byte = 1;
+  [[maybe_unused]] const auto n = ::write(g_signal_pipe[1], &byte, 1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const Options opts;
+  if (asks_only_for_text(argc, argv)) {
+    // No window system needed to print the help or the version.
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName("h2o-studio");
+    QCoreApplication::setApplicationVersion(H2O_VERSION);
+    QCommandLineParser parser;
+    opts.add_to(parser);
+    parser.process(app);  // prints and exits
+    return 0;
+  }
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
+      qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
+    std::fprintf(stderr, "h2o-studio: no display: running offscreen (--screenshot, --play and --quit-after still work)\n");
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+  }
   QApplication app(argc, argv);
   QApplication::setOrganizationName("H2O Studio");
   QApplication::setApplicationName("h2o-studio");
@@ -38,64 +143,37 @@ int main(int argc, char** argv) {
   h2o::ui::apply_theme(app);
 
   QCommandLineParser parser;
-  parser.setApplicationDescription("H2O Studio: KV-cache eviction (full, StreamingLLM, H2O) made visible.");
-  parser.addHelpOption();
-  parser.addVersionOption();
-  const QCommandLineOption model({"m", "model"}, "Model file or synthetic:<shape>.", "path");
-  const QCommandLineOption tokenizer({"t", "tokenizer"}, "SentencePiece tokenizer.model.", "path");
-  const QCommandLineOption prompts("prompts", "MT-Bench question.jsonl.", "path");
-  const QCommandLineOption forced("forced-text", "Teacher-forced mode on this text file.", "path");
-  const QCommandLineOption replay("replay", "Replay a saved recording (no model needed).", "path");
-  const QCommandLineOption budget("budget", "Tokens per KV head for StreamingLLM and H2O.", "n");
-  const QCommandLineOption layer("layer", "Layer shown.", "n");
-  const QCommandLineOption head("head", "Query head shown (-1: mean over heads).", "n");
-  const QCommandLineOption inspect(QStringList{"inspect-token", "inspect"},
-                                   "Inspect this stream position (as if clicked; default: follow H2O's top heavy hitter).",
-                                   "position");
-  const QCommandLineOption size("window-size", "Window size, WIDTHxHEIGHT (default 1800x1000).", "size");
-  const QCommandLineOption screenshot("screenshot", "Play, save a screenshot of the window to this PNG and exit.", "file");
-  const QCommandLineOption autoplay("autoplay-steps", "Play this many engine steps at start (then pause).", "n");
-  const QCommandLineOption perf("perf", "Show and print the frame time (drawing time per snapshot).");
-  const QCommandLineOption fresh("no-settings", "Neither read nor write remembered settings.");
-  const QCommandLineOption recording_limit("recording-limit",
-                                           "Most MiB of the run kept for Save recording, logs and reports "
-                                           "(default 512; 0: no limit). Later steps are shown, not recorded.",
-                                           "MiB");
-  for (const auto& o : {model, tokenizer, prompts, forced, replay, budget, layer, head, inspect, size, screenshot, autoplay,
-                        perf, fresh, recording_limit})
-    parser.addOption(o);
+  opts.add_to(parser);
   parser.process(app);
 
-  const bool shooting = parser.isSet(screenshot);
+  const bool shooting = parser.isSet(opts.screenshot);
   h2o::ui::MainWindowOptions options;
   options.argv0 = QString::fromLocal8Bit(argv[0]);
-  options.persist = !shooting && !parser.isSet(fresh);
-  options.dialogs = !shooting;
-  options.perf = parser.isSet(perf);
-  options.replay = parser.value(replay);
-  if (parser.isSet(size)) {
-    const QStringList wh = parser.value(size).split('x');
+  options.persist = !shooting && !parser.isSet(opts.fresh) && !parser.isSet(opts.quit_after);
+  options.dialogs = !shooting && !parser.isSet(opts.quit_after);
+  options.perf = parser.isSet(opts.perf);
+  options.replay = parser.value(opts.replay);
+  options.presentation = parser.isSet(opts.presentation);
+  options.tab = parser.value(opts.tab);
+  if (parser.isSet(opts.tab) && !QStringList{"inspector", "heavy-hitters", "head-view", "model-view"}.contains(options.tab))
+    bad_flag("--tab", "expected inspector, heavy-hitters, head-view or model-view, got '" + options.tab + "'");
+  if (parser.isSet(opts.size)) {
+    const QStringList wh = parser.value(opts.size).split('x');
     const int w = wh.value(0).toInt(), h = wh.value(1).toInt();
-    if (wh.size() != 2 || w < 640 || h < 480) {
-      std::fprintf(stderr, "h2o-studio: --window-size: expected WIDTHxHEIGHT of at least 640x480, got '%s'\n",
-                   parser.value(size).toUtf8().constData());
-      return 2;
-    }
+    if (wh.size() != 2 || w < 640 || h < 480)
+      bad_flag("--window-size", "expected WIDTHxHEIGHT of at least 640x480, got '" + parser.value(opts.size) + "'");
     options.size = QSize(w, h);
   }
-  if (parser.isSet(recording_limit)) {
+  if (parser.isSet(opts.recording_limit)) {
     bool ok = false;
-    const qlonglong mib = parser.value(recording_limit).toLongLong(&ok);
-    if (!ok || mib < 0 || mib > (qlonglong(1) << 30)) {
-      std::fprintf(stderr, "h2o-studio: --recording-limit: expected MiB between 0 and 2^30, got '%s'\n",
-                   parser.value(recording_limit).toUtf8().constData());
-      return 2;
-    }
+    const qlonglong mib = parser.value(opts.recording_limit).toLongLong(&ok);
+    if (!ok || mib < 0 || mib > (qlonglong(1) << 30))
+      bad_flag("--recording-limit", "expected MiB between 0 and 2^30, got '" + parser.value(opts.recording_limit) + "'");
     options.recording_limit = qint64(mib) << 20;
   }
   QSettings settings;
-  if (parser.isSet(fresh) || shooting) {
-    // Only the built-in defaults: a screenshot must not depend on this user's settings.
+  if (!options.persist) {
+    // Only the built-in defaults: a screenshot or a soak must not depend on this user's settings.
     QSettings empty(QString(), QSettings::IniFormat);
     empty.clear();
     options.settings = h2o::ui::load_settings(empty);
@@ -103,36 +181,85 @@ int main(int argc, char** argv) {
     options.settings = h2o::ui::load_settings(settings);
   }
   h2o::StudioConfig& c = options.settings.config;
-  if (parser.isSet(model)) {
-    c.model = parser.value(model).toStdString();
+  if (parser.isSet(opts.model)) {
+    c.model = parser.value(opts.model).toStdString();
     c.tokenizer.clear();
   }
-  if (parser.isSet(tokenizer)) c.tokenizer = parser.value(tokenizer).toStdString();
-  if (parser.isSet(prompts)) c.prompts = parser.value(prompts).toStdString();
-  if (parser.isSet(forced)) {
+  if (parser.isSet(opts.tokenizer)) c.tokenizer = parser.value(opts.tokenizer).toStdString();
+  if (parser.isSet(opts.prompts)) c.prompts = parser.value(opts.prompts).toStdString();
+  if (parser.isSet(opts.forced)) {
     c.forced = true;
-    c.forced_text = parser.value(forced).toStdString();
+    c.forced_text = parser.value(opts.forced).toStdString();
   }
-  if (parser.isSet(budget)) c.budget = parser.value(budget).toInt();
-  if (parser.isSet(layer)) c.capture_layer = parser.value(layer).toInt();
-  if (parser.isSet(head)) options.settings.head = parser.value(head).toInt();
+  if (parser.isSet(opts.backend)) {
+    c.backend = parser.value(opts.backend).toStdString();
+    if (c.backend != "cpu" && c.backend != "cuda") bad_flag("--backend", "expected cpu or cuda, got '" + parser.value(opts.backend) + "'");
+  }
+  if (parser.isSet(opts.threads)) c.threads = int_flag(parser, opts.threads, 0, 1024);
+  if (parser.isSet(opts.policies)) {
+    c.policies.clear();
+    for (const QString& p : parser.value(opts.policies).split(',', Qt::SkipEmptyParts)) c.policies.push_back(p.trimmed().toStdString());
+  }
+  if (parser.isSet(opts.budget)) c.budget = int_flag(parser, opts.budget, 2, 1 << 20);
+  if (parser.isSet(opts.sinks)) c.sinks = int_flag(parser, opts.sinks, 0, 1 << 20);
+  if (parser.isSet(opts.heavy)) c.heavy = int_flag(parser, opts.heavy, 1, 1 << 20);
+  if (parser.isSet(opts.recent)) c.recent = int_flag(parser, opts.recent, 1, 1 << 20);
+  if (parser.isSet(opts.rolling)) c.rolling = true;
+  if (parser.isSet(opts.layer)) c.capture_layer = int_flag(parser, opts.layer, 0, 4096);
+  if (parser.isSet(opts.head)) options.settings.head = int_flag(parser, opts.head, -1, 4096);
+  if (parser.isSet(opts.theme)) {
+    bool ok = false;
+    h2o::ui::theme_from_name(parser.value(opts.theme), &ok);
+    if (!ok) bad_flag("--theme", "expected dark or light, got '" + parser.value(opts.theme) + "'");
+    options.settings.theme = parser.value(opts.theme).toLower().toStdString();
+  }
+  if (parser.isSet(opts.scale)) {
+    bool ok = false;
+    const double v = parser.value(opts.scale).toDouble(&ok);
+    if (!ok || v < 0.75 || v > 3) bad_flag("--ui-scale", "expected a factor from 0.75 to 3, got '" + parser.value(opts.scale) + "'");
+    options.settings.ui_scale = v;
+  }
+  // Flags that cannot make a run say so now, in one line, not in a window later.
+  if (options.replay.isEmpty()) {
+    try {
+      if (c.policies.size() < 2) h2o::fail("--policies", "choose 2 to 4 policies for side by side");
+      h2o::studio_policies(c);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "h2o-studio: %s\n", e.what());
+      return 2;
+    }
+  }
+
+  if (::pipe(g_signal_pipe) == 0) {
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGINT, on_signal);
+  }
+  QSocketNotifier signals_in(g_signal_pipe[0], QSocketNotifier::Read);
+  QObject::connect(&signals_in, &QSocketNotifier::activated, &app, [] { QApplication::quit(); });
 
   h2o::ui::MainWindow window(options);
   window.show();
   window.start();
-  if (parser.isSet(inspect)) window.inspect(parser.value(inspect).toLongLong());
+  if (parser.isSet(opts.inspect)) window.inspect(parser.value(opts.inspect).toLongLong());
+  if (parser.isSet(opts.stats)) window.setStatsInterval(int_flag(parser, opts.stats, 1, 86400));
+  if (parser.isSet(opts.quit_after)) {
+    const int seconds = int_flag(parser, opts.quit_after, 1, 7 * 86400);
+    QTimer::singleShot(seconds * 1000, &app, [] { QApplication::quit(); });
+  }
 
-  const int steps = parser.value(autoplay).toInt();
+  const int steps = parser.isSet(opts.autoplay) ? int_flag(parser, opts.autoplay, 0, 1 << 30) : 0;
   if (steps > 0) window.playSteps(steps);
+  else if (parser.isSet(opts.play)) window.playSteps(1 << 30);
   if (shooting) {
-    const QString out = parser.value(screenshot);
+    const QString out = parser.value(opts.screenshot);
     QObject::connect(&window, &h2o::ui::MainWindow::errorShown, &app, [](const QString& message) {
       std::fprintf(stderr, "h2o-studio: %s\n", message.toUtf8().constData());
       QApplication::exit(1);
     });
     auto shoot = [&window, &app, out, perf_on = options.perf] {
       // Let the last frame's layout settle before grabbing.
-      QTimer::singleShot(100, &app, [&window, out, perf_on] {
+      QTimer::singleShot(300, &app, [&window, out, perf_on] {
+        window.drainSnapshots();
         try {
           h2o::ui::save_widget_png(&window, out);
         } catch (const std::exception& e) {
@@ -151,5 +278,5 @@ int main(int argc, char** argv) {
   }
   const int rc = app.exec();
   if (options.perf && !shooting) print_perf(window.frameTimes());
-  return rc;
+  return g_signal ? 128 + int(g_signal) : rc;
 }

@@ -7,6 +7,7 @@
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QGroupBox>
+#include <QLabel>
 #include <QHBoxLayout>
 #include <QLineEdit>
 #include <QPushButton>
@@ -14,6 +15,8 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <algorithm>
+
+#include "ui/theme.h"
 
 namespace h2o::ui {
 
@@ -67,7 +70,7 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   model_ = make_edit("model", "Model: llama2.c .bin, .gguf, safetensors folder/config.json, or synthetic:<shape>[:vocab=N]");
   tokenizer_ = make_edit("tokenizer", "SentencePiece tokenizer.model (empty: the model's own, or bytes)");
   prompts_ = make_edit("prompts", "MT-Bench question.jsonl (empty: built-in prompts)");
-  forced_text_ = make_edit("forced_text", "Text file scored in teacher-forced mode");
+  forced_text_ = make_edit("forced_text", "Text file scored in teacher-forced mode (empty: the assets' held-out text)");
   mode_ = new QComboBox;
   mode_->setObjectName("mode");
   mode_->addItems({"MT-Bench stream", "Teacher-forced text"});
@@ -126,6 +129,11 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   fc->addRow("Recent (H2O)", recent_);
   fc->addRow("Slack", slack_);
   fc->addRow(rolling_);
+  split_ = new QLabel;
+  split_->setObjectName("budget_split");
+  split_->setWordWrap(true);
+  split_->setTextFormat(Qt::RichText);
+  fc->addRow(split_);
 
   max_new_ = spin("max_new_tokens", 1, 1 << 16, "Tokens generated per turn");
   greedy_ = new QCheckBox("Greedy");
@@ -145,54 +153,61 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   fg->addRow("Temperature", temperature_);
   fg->addRow("Seed", seed_);
 
-  layer_ = new QComboBox;
-  layer_->setObjectName("layer");
-  layer_->setToolTip("Layer shown in fates, heatmaps, raster and scores (changes the engine's capture)");
-  head_ = new QComboBox;
-  head_->setObjectName("head");
-  head_->setToolTip("Query head shown (KV head = head / group), or the mean over heads aligned by position");
-  speed_ = new QDoubleSpinBox;
-  speed_->setObjectName("speed");
-  speed_->setRange(0, 1000);
-  speed_->setSpecialValueText("unlimited");
-  speed_->setSuffix(" steps/s");
-  speed_->setKeyboardTracking(false);
-  speed_->setToolTip("Speed limit (0: as fast as the engine goes)");
-  auto* view = new QGroupBox("View");
-  auto* fv = new QFormLayout(view);
-  fv->addRow("Layer", layer_);
-  fv->addRow("Head", head_);
-  fv->addRow("Speed", speed_);
-
   for (QWidget* box : {static_cast<QWidget*>(inputs), static_cast<QWidget*>(backend), static_cast<QWidget*>(cache),
-                       static_cast<QWidget*>(gen), static_cast<QWidget*>(view)})
+                       static_cast<QWidget*>(gen)})
     layout->addWidget(box);
   layout->addStretch(1);
 
   auto changed = [this] {
     if (!loading_) emit runSettingsChanged();
   };
-  for (QSpinBox* s : {threads_, kv_limit_, budget_, sinks_, heavy_, recent_, slack_, max_new_, seed_})
-    connect(s, &QSpinBox::valueChanged, this, changed);
+  for (QSpinBox* s : {threads_, kv_limit_, slack_, max_new_, seed_}) connect(s, &QSpinBox::valueChanged, this, changed);
+  for (QSpinBox* s : {budget_, sinks_, heavy_, recent_})
+    connect(s, &QSpinBox::valueChanged, this, [this, changed] {
+      if (loading_) return;
+      fitSplit();
+      changed();
+    });
   connect(temperature_, &QDoubleSpinBox::valueChanged, this, changed);
   for (QCheckBox* c : {rolling_, greedy_}) connect(c, &QCheckBox::toggled, this, changed);
   for (QCheckBox* c : policies_)
     connect(c, &QCheckBox::toggled, this, [this, changed] {
       limitPolicyChoice();
+      if (!loading_) fitSplit();
       changed();
     });
   for (QComboBox* c : {mode_, backend_}) connect(c, &QComboBox::currentIndexChanged, this, changed);
   connect(greedy_, &QCheckBox::toggled, temperature_, &QWidget::setDisabled);
-  auto view_changed = [this] {
-    if (!loading_) emit viewChanged();
-  };
-  connect(layer_, &QComboBox::currentIndexChanged, this, view_changed);
-  connect(head_, &QComboBox::currentIndexChanged, this, view_changed);
-  connect(speed_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
-    if (!loading_) emit speedChanged(v);
-  });
-  setShape(1, 1);
+  fitSplit();
 }
+
+void ControlPanel::fitSplit() {
+  const bool was = loading_;
+  loading_ = true;
+  const BudgetSplit fit = fit_budget_split(budget_->value(), sinks_->value(), heavy_->value(), recent_->value());
+  // The fields' ranges follow the budget, so that the arrows cannot leave a valid split.
+  sinks_->setMaximum(fit.budget - 1);
+  heavy_->setMaximum(std::max(0, fit.budget - fit.sinks - 1));
+  recent_->setMaximum(std::max(0, fit.budget - fit.sinks));
+  sinks_->setValue(fit.sinks);
+  heavy_->setValue(fit.heavy);
+  recent_->setValue(fit.recent);
+  loading_ = was;
+  QStringList parts;
+  try {
+    for (const PolicyConfig& p : studio_policies(config()))
+      if (p.evicts()) parts << QString::fromStdString(p.describe()).toHtmlEscaped();
+  } catch (const std::exception& e) {
+    parts << QString("<span style='color:%1'>%2</span>").arg(warning_color().name(), QString::fromUtf8(e.what()).toHtmlEscaped());
+  }
+  QString text = QString("<span style='color:%1'>%2</span>").arg(muted_text_color().name(), parts.join("<br>"));
+  if (!fit.adjusted.empty())
+    text = QString("<span style='color:%1'><b>%2</b></span><br>").arg(warning_color().name(),
+                                                                      QString::fromStdString(fit.adjusted).toHtmlEscaped()) + text;
+  split_->setText(text);
+}
+
+QString ControlPanel::splitText() const { return split_->text(); }
 
 // Side by side means at least two panes, and no more than fit.
 void ControlPanel::limitPolicyChoice() {
@@ -200,20 +215,6 @@ void ControlPanel::limitPolicyChoice() {
   for (QCheckBox* box : policies_) checked += box->isChecked();
   for (QCheckBox* box : policies_)
     box->setEnabled(box->isChecked() ? checked > 2 : checked < kMaxStudioPolicies);
-}
-
-void ControlPanel::setShape(int layers, int heads) {
-  const bool was = loading_;
-  loading_ = true;
-  const int layer = std::max(0, layer_->currentIndex()), head = head_->currentIndex();
-  layer_->clear();
-  for (int l = 0; l < layers; ++l) layer_->addItem(QString("layer %1").arg(l));
-  head_->clear();
-  head_->addItem("mean over heads");
-  for (int h = 0; h < heads; ++h) head_->addItem(QString("head %1").arg(h));
-  layer_->setCurrentIndex(std::min(layer, layers - 1));
-  head_->setCurrentIndex(head >= 0 && head < head_->count() ? head : 0);
-  loading_ = was;
 }
 
 void ControlPanel::setDefaultInputs(const StudioConfig& d) {
@@ -225,14 +226,12 @@ void ControlPanel::setDefaultInputs(const StudioConfig& d) {
   show(model_, d.model, "default");
   show(tokenizer_, d.tokenizer, "the model's own");
   show(prompts_, d.prompts, "built-in prompts");
+  show(forced_text_, d.forced_text, "built-in prompts' text");
 }
 
-int ControlPanel::layer() const { return std::max(0, layer_->currentIndex()); }
-int ControlPanel::head() const { return head_->currentIndex() - 1; }
-
-void ControlPanel::setSettings(const StudioSettings& s) {
+void ControlPanel::setConfig(const StudioConfig& c) {
   loading_ = true;
-  const StudioConfig& c = s.config;
+  capture_layer_ = c.capture_layer;
   model_->setText(QString::fromStdString(c.model));
   tokenizer_->setText(QString::fromStdString(c.tokenizer));
   prompts_->setText(QString::fromStdString(c.prompts));
@@ -240,6 +239,8 @@ void ControlPanel::setSettings(const StudioSettings& s) {
   mode_->setCurrentIndex(c.forced ? 1 : 0);
   backend_->setCurrentText(QString::fromStdString(c.backend));
   threads_->setValue(c.threads);
+  // Ranges first wide open: the stored values are fitted below, visibly.
+  for (QSpinBox* b : {sinks_, heavy_, recent_}) b->setMaximum(1 << 20);
   budget_->setValue(c.budget);
   sinks_->setValue(c.sinks);
   heavy_->setValue(c.heavy);
@@ -256,17 +257,12 @@ void ControlPanel::setSettings(const StudioSettings& s) {
     box->setChecked(std::find(c.policies.begin(), c.policies.end(), box->property("policy").toString().toStdString()) !=
                     c.policies.end());
   limitPolicyChoice();
-  if (layer_->count() <= c.capture_layer) setShape(c.capture_layer + 1, std::max(1, head_->count() - 1));
-  layer_->setCurrentIndex(c.capture_layer);
-  if (head_->count() <= s.head + 1) setShape(layer_->count(), s.head + 1);
-  head_->setCurrentIndex(s.head + 1);
-  speed_->setValue(s.speed_limit);
+  fitSplit();
   loading_ = false;
 }
 
-StudioSettings ControlPanel::settings() const {
-  StudioSettings s;
-  StudioConfig& c = s.config;
+StudioConfig ControlPanel::config() const {
+  StudioConfig c;
   c.model = model_->text().trimmed().toStdString();
   c.tokenizer = tokenizer_->text().trimmed().toStdString();
   c.prompts = prompts_->text().trimmed().toStdString();
@@ -288,10 +284,8 @@ StudioSettings ControlPanel::settings() const {
   c.policies.clear();
   for (QCheckBox* box : policies_)
     if (box->isChecked()) c.policies.push_back(box->property("policy").toString().toStdString());
-  c.capture_layer = layer();
-  s.head = head();
-  s.speed_limit = speed_->value();
-  return s;
+  c.capture_layer = capture_layer_;
+  return c;
 }
 
 }  // namespace h2o::ui

@@ -1,7 +1,10 @@
 #pragma once
-// The controls dock: inputs, backend, cache policy, generation and view.
-// It only holds values: changes are reported as a whole StudioSettings (run
-// settings, applied by restarting the run) or as a view change (instant).
+// The controls dock: inputs, backend, cache policy and generation. It only
+// holds values: a change is reported as runSettingsChanged (the window asks
+// before restarting the run). The budget fields can only hold a split every
+// policy takes: they are fitted as they change (h2o::fit_budget_split), and a
+// line under them says what was adjusted and what each policy keeps. (What is
+// shown — layer, head, speed — sits in the always-visible transport bar.)
 #include <QWidget>
 #include <vector>
 
@@ -10,6 +13,7 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QLabel;
 class QLineEdit;
 class QPushButton;
 class QSpinBox;
@@ -20,29 +24,30 @@ class ControlPanel : public QWidget {
   Q_OBJECT
  public:
   explicit ControlPanel(QWidget* parent = nullptr);
-  void setSettings(const StudioSettings& s);
-  StudioSettings settings() const;
-  // The model's shape, for the layer and head choices.
-  void setShape(int layers, int heads);
+  // The run settings (capture_layer is not the panel's: it is left as given).
+  void setConfig(const StudioConfig& c);
+  StudioConfig config() const;
   // What empty input fields stand for (the demo's default files), shown as placeholders.
   void setDefaultInputs(const StudioConfig& defaults);
-  int layer() const;
-  int head() const;
+  // The line under the budget fields: what was adjusted, what each policy keeps.
+  QString splitText() const;
 
  signals:
   void runSettingsChanged();  // restart needed (debounced by the caller)
-  void viewChanged();
-  void speedChanged(double steps_per_second);
 
  private:
   QLineEdit *model_, *tokenizer_, *prompts_, *forced_text_;
-  QComboBox *mode_, *backend_, *layer_, *head_;
+  QComboBox *mode_, *backend_;
   QSpinBox *threads_, *kv_limit_, *budget_, *sinks_, *heavy_, *recent_, *slack_, *max_new_, *seed_;
   QCheckBox *rolling_, *greedy_;
   std::vector<QCheckBox*> policies_;  // one per registered kind, in registry order
-  QDoubleSpinBox *temperature_, *speed_;
-  bool loading_ = false;  // setSettings() in progress: no change signals
+  QDoubleSpinBox* temperature_;
+  QLabel* split_;
+  int capture_layer_ = 0;
+  bool loading_ = false;  // setConfig() in progress: no change signals
   void limitPolicyChoice();
+  // Fits the budget fields to a valid split (visibly) and says what each policy keeps.
+  void fitSplit();
 };
 
 }  // namespace h2o::ui

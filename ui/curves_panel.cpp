@@ -2,9 +2,11 @@
 
 #include <QHBoxLayout>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTabWidget>
 
 #include "ui/plot_helpers.h"
+#include "ui/theme.h"
 
 namespace h2o::ui {
 
@@ -12,41 +14,101 @@ CurvesPanel::CurvesPanel(QWidget* parent) : QWidget(parent) {
   memory_ = make_plot("KV memory", "tokens in the stream", "live KV (KiB)");
   throughput_ = make_plot("Decode throughput", "engine time (s)", "tokens/s");
   perplexity_ = make_plot("Perplexity (teacher-forced)", "scored tokens", "running perplexity");
-  agreement_ = make_plot("Top-1 agreement with full (teacher-forced)", "scored tokens", "agreement");
+  agreement_ = make_plot("Top-1 agreement with full", "scored tokens", "agreement");
   for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_}) legend_above(p);
+  context_line_ = new QCPItemStraightLine(memory_);
+  context_label_ = new QCPItemText(memory_);
+  context_label_->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+  context_label_->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  context_line_->setVisible(false);
+  context_label_->setVisible(false);
   quality_ = new QTabWidget;
+  quality_->setDocumentMode(true);
   quality_->addTab(perplexity_, "Perplexity");
   quality_->addTab(agreement_, "Agreement");
-  quality_->setToolTip("Filled in teacher-forced mode (choose a text file in the controls)");
+  // Stream mode decodes (throughput); forced mode scores (perplexity, agreement): one or the other.
+  second_ = new QStackedWidget;
+  second_->addWidget(throughput_);
+  second_->addWidget(quality_);
   auto* splitter = new QSplitter(Qt::Horizontal);
   splitter->addWidget(memory_);
-  splitter->addWidget(throughput_);
-  splitter->addWidget(quality_);
+  splitter->addWidget(second_);
+  splitter->setChildrenCollapsible(false);
   auto* layout = new QHBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(splitter);
+  restyle();
 }
+
+void CurvesPanel::restyle() {
+  for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_}) {
+    style_plot(p);
+    p->legend->setBrush(Qt::NoBrush);
+    p->legend->setBorderPen(Qt::NoPen);
+  }
+  context_line_->setPen(QPen(marker_color(), 1.4 * std::max(1.0, ui_scale()), Qt::DashLine));
+  context_label_->setColor(marker_color());
+  QFont f = memory_->font();
+  f.setPointSizeF(scaled_pt(7.5));
+  context_label_->setFont(f);
+  policies_.clear();  // the graphs take the theme's policy colours at the next frame
+  for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_}) p->replot();
+}
+
+std::vector<QCustomPlot*> CurvesPanel::plotsForMode(const std::string& mode) const {
+  if (mode == "forced") return {memory_, perplexity_, agreement_};
+  return {memory_, throughput_};
+}
+
+bool CurvesPanel::contextMarkerShown() const { return context_line_->visible(); }
 
 void CurvesPanel::draw(const StudioSnapshot& s) {
   if (const auto policies = snapshot_policies(s); policies != policies_) {
     policies_ = policies;
     for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_}) set_policy_graphs(p, policies_);
   }
-  auto fill = [](QCustomPlot* plot, const std::vector<Series>& series, double y_scale) {
-    for (int i = 0; i < plot->graphCount() && i < int(series.size()); ++i) {
+  const bool forced = s.mode == "forced";
+  second_->setCurrentIndex(forced ? 1 : 0);
+  auto fill = [](QCustomPlot* plot, const std::vector<Series>& series, double y_scale, const AxisRange& y) {
+    for (int i = 0; i < plot->graphCount(); ++i) {
+      if (i >= int(series.size())) {
+        plot->graph(i)->data()->clear();
+        continue;
+      }
       Series scaled = series[size_t(i)];
-      for (double& y : scaled.y) y *= y_scale;
+      for (double& v : scaled.y) v *= y_scale;
       set_series(plot->graph(i), scaled);
     }
-    rescale(plot);
+    rescale(plot, true, y);
+    thin_ticks(plot);
     if (plot->isVisible()) plot->replot(QCustomPlot::rpImmediateRefresh);
   };
-  // Perplexity and agreement exist only when a text is teacher-forced.
-  quality_->setVisible(s.mode == "forced");
-  fill(memory_, s.kv_bytes, 1.0 / 1024);
-  fill(throughput_, s.throughput, 1.0);
-  fill(perplexity_, s.perplexity, 1.0);
-  fill(agreement_, s.agreement, 1.0);
+  // Where the stream passes the model's trained context: past it, the full
+  // cache's queries sit at positions the model never saw.
+  int64_t longest = 0;
+  for (const auto& pane : s.panes) longest = std::max(longest, pane.stream_length);
+  const bool marker = s.context > 0 && longest > 0;
+  context_line_->setVisible(marker);
+  context_label_->setVisible(marker);
+  if (marker) {
+    context_line_->point1->setCoords(s.context, 0);
+    context_line_->point2->setCoords(s.context, 1);
+    context_label_->position->setCoords(s.context, 0.02);
+    context_label_->setText(QString(" trained context %1").arg(s.context));
+  }
+  fill(memory_, s.kv_bytes, 1.0 / 1024, {});
+  if (marker && memory_->xAxis->range().upper < s.context * 1.05) {
+    // Keep the marker in view from the start: the demo is about crossing it.
+    memory_->xAxis->setRange(0, s.context * 1.1);
+    memory_->replot(QCustomPlot::rpImmediateRefresh);
+  }
+  fill(throughput_, s.throughput, 1.0, s.throughput_range);
+  fill(perplexity_, s.perplexity, 1.0, s.perplexity_range);
+  fill(agreement_, s.agreement, 1.0, {});
+  if (forced) {
+    agreement_->yAxis->setRange(std::min(0.0, agreement_->yAxis->range().lower), 1.05);
+    if (agreement_->isVisible()) agreement_->replot(QCustomPlot::rpImmediateRefresh);
+  }
 }
 
 }  // namespace h2o::ui

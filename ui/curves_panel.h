@@ -1,13 +1,18 @@
 #pragma once
-// The shared curves under the panes: KV memory against tokens and decode
-// throughput against time, plus perplexity and agreement with the full cache
-// in teacher-forced mode; every policy shown in each plot.
+// The shared curves under the panes: KV memory against tokens (with a marker
+// where the stream passes the model's trained context) and decode throughput
+// against time; in teacher-forced mode perplexity and agreement with the full
+// cache take the throughput's place (nothing decodes there). Every policy in
+// each plot; early spikes do not set the scale.
 #include <QWidget>
 #include <vector>
 
 #include "core/studio/snapshot.h"
 
 class QCustomPlot;
+class QCPItemStraightLine;
+class QCPItemText;
+class QStackedWidget;
 class QTabWidget;
 
 namespace h2o::ui {
@@ -21,10 +26,17 @@ class CurvesPanel : public QWidget {
   QCustomPlot* throughput() const { return throughput_; }
   QCustomPlot* perplexity() const { return perplexity_; }
   QCustomPlot* agreement() const { return agreement_; }
+  // The plots that hold this mode's data (what a report exports).
+  std::vector<QCustomPlot*> plotsForMode(const std::string& mode) const;
+  bool contextMarkerShown() const;
+  void restyle();
 
  private:
   QCustomPlot *memory_, *throughput_, *perplexity_, *agreement_;
   QTabWidget* quality_;
+  QStackedWidget* second_;
+  QCPItemStraightLine* context_line_;
+  QCPItemText* context_label_;
   std::vector<PolicyConfig> policies_;  // the graphs' policies, in order
 };
 

@@ -47,6 +47,7 @@ EngineWorker::EngineWorker(std::shared_ptr<SnapshotSlot> slot, QObject* parent)
 }
 
 EngineWorker::~EngineWorker() {
+  // The spool goes with the run, however the app ends (main() turns SIGTERM and SIGINT into a quit).
   {
     std::lock_guard lock(ticket_->mutex);
     ticket_->worker = nullptr;
@@ -69,7 +70,8 @@ void EngineWorker::fail(const QString& message) {
 void EngineWorker::setRunning(bool running) {
   if (running == running_) return;
   running_ = running;
-  if (running) timer_->start(speed_limit_ > 0 ? int(1000.0 / speed_limit_) : 0);
+  // A replay at its pace ticks often and steps when the recorded time says so.
+  if (running) timer_->start(replay_ && replay_pace_ > 0 ? 15 : !replay_ && speed_limit_ > 0 ? int(1000.0 / speed_limit_) : 0);
   else timer_->stop();
   emit runningChanged(running);
 }
@@ -101,6 +103,8 @@ void EngineWorker::configure(const StudioConfig& config) {
   engine_.reset();
   inputs_.reset();
   const quint64 generation = ++generation_;
+  loading_ = true;
+  unusable_.clear();
   emit loading(q(model_display_name(config.model)));
   // Loading can take seconds for big files: a thread of its own, whose result
   // is dropped if another load (or a cancel) came after it.
@@ -125,16 +129,23 @@ void EngineWorker::cancelLoad() {
   if (inputs_ || replay_) return;
   ++generation_;
   autoplay_pending_ = false;
+  loading_ = false;
+  unusable_ = "loading " + q(model_display_name(config_.model)) + " was cancelled; Reset loads it again";
   emit loadCancelled();
 }
 
 void EngineWorker::onLoaded(quint64 generation, std::shared_ptr<StudioInputs> inputs, QString error) {
   if (generation != generation_) return;  // cancelled or superseded
+  loading_ = false;
   if (!error.isEmpty()) {
     autoplay_pending_ = false;
+    unusable_ = error;
+    // It stays said: Play has nothing to run until another model loads.
+    emit banner("model", "No model to run: " + error + " — choose another model in the controls.");
     fail(error);
     return;
   }
+  emit banner("model", {});
   inputs_ = std::move(inputs);
   startLive();
 }
@@ -145,6 +156,9 @@ void EngineWorker::startLive() {
   replay_.reset();
   engine_.reset();
   analyzer_.reset();
+  cursor_ = -1;
+  window_.reset();
+  lines_.reset();
   try {
     StudioConfig config = config_;
     config.capture_layer = std::clamp(view_.layer, 0, inputs_->model->config.n_layers - 1);
@@ -162,7 +176,13 @@ void EngineWorker::startLive() {
     const auto size = std::filesystem::file_size(inputs_->model_path, ec);
     info.hash_files = !ec && size < (64u << 20);
     manifest_ = describe_run(*engine_, info);
-    analyzer_ = std::make_unique<Analyzer>(make_header(*engine_, manifest_, config.forced ? "forced" : "stream"));
+    manifest_["mode"] = config.forced ? "forced" : "stream";
+    RecordingHeader header = make_header(*engine_, manifest_, config.forced ? "forced" : "stream");
+    // What a replay restores: the view when recording began and the settings.
+    header.view_layer = config.capture_layer;
+    header.view_head = view_.head;
+    header.settings = studio_config_json(config);
+    analyzer_ = std::make_unique<Analyzer>(std::move(header));
     openSpool();
     loop_ = std::make_unique<RunLoop>(*engine_source_);
     loop_->add_sink(*spool_);
@@ -170,14 +190,18 @@ void EngineWorker::startLive() {
   } catch (const std::bad_alloc&) {
     closeRun();
     engine_.reset();
+    unusable_ = "out of memory while starting the engine";
     fail("Out of memory while starting the engine.");
     return;
   } catch (const std::exception& e) {
     closeRun();
     engine_.reset();
+    unusable_ = QString::fromUtf8(e.what());
     fail(QString::fromUtf8(e.what()));
     return;
   }
+  unusable_.clear();
+  emit liveStarted(!config_.forced);
   const Model& m = engine_->model();
   emit loaded(q(model_display_name(m.path)),
               QString("%1 · %2 layers × %3 heads (%4 KV) · vocab %5 · context %6 · %7")
@@ -197,13 +221,18 @@ void EngineWorker::startLive() {
 
 std::unique_ptr<Backend> EngineWorker::makeBackend(const StudioConfig& config) {
   try {
-    return make_backend(inputs_->model, studio_backend_options(config));
+    auto backend = make_backend(inputs_->model, studio_backend_options(config));
+    emit banner("backend", {});
+    return backend;
   } catch (const std::bad_alloc&) {
     throw;
   } catch (const std::exception& e) {
     if (config.backend == "cpu") throw;
-    // No CUDA in this build, or no GPU: say so and stream on the CPU rather than show nothing.
-    emit warned(QString("%1 — running on the CPU instead.").arg(QString::fromUtf8(e.what())));
+    // No CUDA in this build, or no GPU: say so — for as long as it lasts — and
+    // stream on the CPU rather than show nothing.
+    const QString why = QString("%1 — running on the CPU instead.").arg(QString::fromUtf8(e.what()));
+    emit warned(why);
+    emit banner("backend", QString("Device %1 chose, CPU runs: %2").arg(q(config.backend), why));
     StudioConfig cpu = config;
     cpu.backend = "cpu";
     return make_backend(inputs_->model, studio_backend_options(cpu));
@@ -226,8 +255,11 @@ void EngineWorker::setRecordingLimit(qint64 bytes) { recording_limit_ = std::max
 void EngineWorker::openReplay(const QString& path) {
   setRunning(false);
   ++generation_;  // a model still loading is no longer wanted
+  loading_ = false;
+  int64_t steps = 0;
   try {
     auto reader = std::make_unique<RecordingReader>(path.toStdString());
+    steps = count_recorded_steps(path.toStdString());
     closeRun();
     engine_.reset();
     inputs_.reset();
@@ -237,11 +269,28 @@ void EngineWorker::openReplay(const QString& path) {
     manifest_ = analyzer_->header().manifest;
     loop_ = std::make_unique<RunLoop>(*replay_);
     loop_->add_sink(*analyzer_);
+    cursor_ = -1;
+    window_.reset();
+    lines_.reset();
+    unusable_.clear();
   } catch (const std::exception& e) {
     fail(QString::fromUtf8(e.what()));
     return;
   }
+  emit banner("backend", {});
+  emit banner("model", {});
+  emit banner("recording", {});
   const RecordingHeader& h = analyzer_->header();
+  // The view it was recorded with; older files say nothing: the first step's watched layer.
+  int layer = h.view_layer, head = h.view_head;
+  if (layer < 0) {
+    stepOnceInternal();
+    layer = std::max(0, analyzer_->live_window().watched_layer());
+    head = -1;
+  }
+  view_.layer = layer;
+  view_.head = head;
+  emit replayOpened(layer, head, studio_config_from_json(h.settings), !h.settings.is_null(), steps);
   emit loaded(q(h.title) + " (replay)", QString("replay of %1 · %2 layers × %3 heads (%4 KV) · no model needed")
                                             .arg(QFileInfo(path).fileName())
                                             .arg(h.layers)
@@ -257,7 +306,21 @@ void EngineWorker::openReplay(const QString& path) {
 // ---- playing ----------------------------------------------------------------------
 
 void EngineWorker::play() {
-  if (loop_) setRunning(true);
+  if (!loop_) {
+    // Nothing to run: say why rather than do nothing.
+    if (loading_) emit status("Still loading the model: Play starts once it is loaded.");
+    else fail("Cannot play: " + (unusable_.isEmpty() ? QString("no model is loaded — choose one in the controls") : unusable_));
+    return;
+  }
+  // A live run cannot rewind its engine: Play goes back to the newest step. A
+  // replay plays on from the step shown.
+  if (!replay_ && cursor_ >= 0) {
+    cursor_ = -1;
+    window_.reset();
+  }
+  pace_clock_.start();
+  pace_from_ = analyzer_->engine_seconds_at(cursor_ >= 0 ? cursor_ : analyzer_->latest_step());
+  setRunning(true);
 }
 
 void EngineWorker::pause() {
@@ -267,12 +330,146 @@ void EngineWorker::pause() {
 
 void EngineWorker::stepOnce() {
   setRunning(false);
-  if (!loop_) return;
-  stepOnceInternal();
+  if (!loop_) {
+    play();  // says why
+    return;
+  }
+  if (cursor_ >= 0 && analyzer_ && cursor_ < analyzer_->latest_step()) {
+    advanceCursor();
+  } else {
+    cursor_ = -1;
+    window_.reset();
+    stepOnceInternal();
+  }
   publish(true);
 }
 
+void EngineWorker::advanceCursor() {
+  // Through the history: the cursor's next line from the file.
+  ++cursor_;
+  try {
+    const RecordingIndex* idx = index();
+    if (window_ && idx && idx->has(cursor_)) {
+      if (!lines_) lines_ = std::make_unique<RecordingLines>(recordingPath(), replay_ ? replay_->version() : 2);
+      if (spool_) spool_->flush();
+      window_->add(lines_->read(*idx, cursor_));
+    } else {
+      loadWindow();
+    }
+  } catch (const std::exception& e) {
+    window_.reset();
+    emit warned(QString("Reading step %1 back failed: %2").arg(cursor_).arg(QString::fromUtf8(e.what())));
+  }
+  if (cursor_ >= analyzer_->latest_step()) {
+    cursor_ = -1;
+    window_.reset();
+    lines_.reset();
+  }
+}
+
+void EngineWorker::stepBack() {
+  if (!analyzer_ || analyzer_->steps_ingested() == 0) return;
+  const int64_t from = cursor_ >= 0 ? cursor_ : analyzer_->latest_step();
+  seek(std::max(analyzer_->first_step(), from - 1));
+}
+
+void EngineWorker::seek(qint64 step) {
+  setRunning(false);
+  if (!analyzer_) return;
+  if (replay_ && step > analyzer_->latest_step()) readReplayTo(step);
+  if (step >= analyzer_->latest_step()) {
+    cursor_ = -1;
+    window_.reset();
+  } else {
+    cursor_ = std::max<int64_t>(analyzer_->first_step(), step);
+    loadWindow();
+  }
+  publish(true);
+}
+
+void EngineWorker::goLive() {
+  cursor_ = -1;
+  window_.reset();
+  lines_.reset();
+  publish(true);
+}
+
+const RecordingIndex* EngineWorker::index() const {
+  if (replay_) return &replay_->index();
+  if (spool_) return &spool_->index();
+  return nullptr;
+}
+
+std::string EngineWorker::recordingPath() const { return replay_ ? replay_path_.toStdString() : spool_path_; }
+
+void EngineWorker::loadWindow() {
+  window_.reset();
+  lines_.reset();
+  const RecordingIndex* idx = index();
+  if (!idx || !analyzer_ || !idx->has(cursor_)) return;  // past the recording's limit: the snapshot says so
+  try {
+    if (spool_) spool_->flush();
+    window_ = std::make_unique<CaptureWindow>(load_capture_window(recordingPath(), *idx, replay_ ? replay_->version() : 2,
+                                                                  analyzer_->header().policies.size(), cursor_));
+  } catch (const std::exception& e) {
+    emit warned(QString("Reading step %1 back failed: %2").arg(cursor_).arg(QString::fromUtf8(e.what())));
+  }
+}
+
+void EngineWorker::readReplayTo(int64_t step) {
+  while (analyzer_->latest_step() < step)
+    if (!stepOnceInternal()) break;
+}
+
+void EngineWorker::queuePrompt(const QString& text) {
+  if (!engine_) {
+    emit failed("A typed prompt needs a live run (a replay only plays what was recorded).");
+    return;
+  }
+  try {
+    engine_->queue_turn(Turn{.category = "typed", .text = text.toStdString()});
+    emit status(QString("Queued: “%1” follows the current turn (%2 waiting)").arg(text).arg(engine_->queued_turns()));
+  } catch (const std::exception& e) {
+    emit failed(QString("The prompt was not queued: ") + QString::fromUtf8(e.what()));
+  }
+}
+
+void EngineWorker::setReplayPace(double times) {
+  replay_pace_ = std::max(0.0, times);
+  if (analyzer_) pace_from_ = analyzer_->engine_seconds_at(cursor_ >= 0 ? cursor_ : analyzer_->latest_step());
+  pace_clock_.start();
+  if (running_) timer_->start(replay_ && replay_pace_ > 0 ? 15 : speed_limit_ > 0 && !replay_ ? int(1000.0 / speed_limit_) : 0);
+}
+
+void EngineWorker::setStatsInterval(int seconds) {
+  if (!stats_timer_) {
+    stats_timer_ = new QTimer(this);
+    connect(stats_timer_, &QTimer::timeout, this, &EngineWorker::printStats);
+    stats_clock_.start();
+  }
+  if (seconds > 0) stats_timer_->start(seconds * 1000);
+  else stats_timer_->stop();
+}
+
+void EngineWorker::printStats() {
+  if (!analyzer_) return;
+  int64_t positions = 0;
+  const StudioSnapshot s = analyzer_->snapshot(ViewSelection{.max_tokens = 1, .heatmap_rows = 1, .overview_columns = 1,
+                                                             .overview_rows = 1, .detail_positions = 1, .detail_rows = 1});
+  for (const auto& p : s.panes) positions += p.stream_length;
+  std::printf("h2o-studio stats: seconds %.0f step %lld positions %lld history_bytes %lld bounded_bytes %lld "
+              "recording_bytes %lld\n",
+              stats_clock_.elapsed() / 1000.0, static_cast<long long>(analyzer_->latest_step()),
+              static_cast<long long>(positions), static_cast<long long>(analyzer_->history_bytes()),
+              static_cast<long long>(analyzer_->bounded_bytes()),
+              static_cast<long long>(spool_ ? std::filesystem::file_size(spool_path_) : 0));
+  std::fflush(stdout);
+}
+
 void EngineWorker::reset() {
+  cursor_ = -1;
+  window_.reset();
+  lines_.reset();
   if (replay_) {
     openReplay(replay_path_);
   } else if (inputs_) {
@@ -290,11 +487,12 @@ void EngineWorker::playSteps(int steps) {
 
 void EngineWorker::setSpeedLimit(double steps_per_second) {
   speed_limit_ = std::max(0.0, steps_per_second);
-  if (running_) timer_->start(speed_limit_ > 0 ? int(1000.0 / speed_limit_) : 0);
+  if (running_ && !replay_) timer_->start(speed_limit_ > 0 ? int(1000.0 / speed_limit_) : 0);
 }
 
 void EngineWorker::setView(const ViewSelection& view) {
   view_ = view;
+  if (analyzer_) analyzer_->pin(view.inspect_position);
   if (engine_) schedule_.set_layer(std::clamp(view.layer, 0, engine_->model().config.n_layers - 1));
   if (analyzer_) publish(true);
 }
@@ -311,10 +509,12 @@ bool EngineWorker::stepOnceInternal() {
       emit warned(QString::fromStdString(line));
     if (spool_ && spool_->stopped() && !spool_stop_told_) {
       spool_stop_told_ = true;
-      emit warned(QString::fromStdString(spool_->stop_reason()) +
-                  QString(" at step %1: later steps are shown but not recorded; recordings, logs and reports "
-                          "hold steps 0–%1")
-                      .arg(spool_->last_step()));
+      const QString why = QString::fromStdString(spool_->stop_reason()) +
+                          QString(" at step %1: later steps are shown but not recorded; recordings, logs and reports "
+                                  "hold steps 0–%1")
+                              .arg(spool_->last_step());
+      emit warned(why);
+      emit banner("recording", QString("Recording stopped at step %1 (%2).").arg(spool_->last_step()).arg(QString::fromStdString(spool_->stop_reason())));
     }
     return true;
   } catch (const std::bad_alloc&) {
@@ -326,9 +526,39 @@ bool EngineWorker::stepOnceInternal() {
 }
 
 void EngineWorker::tick() {
+  if (replay_ && replay_pace_ > 0) {
+    // The recorded pace: show each step once the wall time since Play, times
+    // the speed, has reached the engine time it was recorded at.
+    const double target = pace_from_ + pace_clock_.elapsed() / 1000.0 * replay_pace_;
+    QElapsedTimer budget;
+    budget.start();
+    while (budget.elapsed() < kTickBudgetMs) {
+      if (cursor_ >= 0) {
+        if (analyzer_->engine_seconds_at(cursor_ + 1) > target) break;
+        advanceCursor();  // through the history read so far
+        continue;
+      }
+      if (analyzer_->steps_ingested() > 0 && analyzer_->engine_seconds_at(analyzer_->latest_step()) > target) break;
+      if (!stepOnceInternal()) {
+        setRunning(false);
+        publish(true);
+        finishAutoplayIfDue();
+        autoplay_left_ = -1;
+        return;
+      }
+      if (autoplay_left_ > 0 && --autoplay_left_ == 0) {
+        setRunning(false);
+        publish(true);
+        finishAutoplayIfDue();
+        return;
+      }
+    }
+    publish(false);
+    return;
+  }
   QElapsedTimer budget;
   budget.start();
-  const bool one_per_tick = speed_limit_ > 0;
+  const bool one_per_tick = speed_limit_ > 0 && !replay_;
   do {
     if (!stepOnceInternal()) {
       setRunning(false);
@@ -358,7 +588,9 @@ void EngineWorker::publish(bool force) {
   // Building costs worker time: not more often than the GUI can use.
   if (!force && (since_publish_.elapsed() < kPublishIntervalMs || !slot_->empty())) return;
   since_publish_.restart();
-  auto snapshot = std::make_shared<StudioSnapshot>(analyzer_->snapshot(view_));
+  ViewSelection view = view_;
+  view.step = cursor_;
+  auto snapshot = std::make_shared<StudioSnapshot>(analyzer_->snapshot(view, window_.get()));
   if (slot_->put(std::move(snapshot))) emit snapshotPending();
 }
 
@@ -394,6 +626,8 @@ void EngineWorker::writeLogs(const std::string& dir) {
   info.tokenizer_path = inputs_->tokenizer_path;
   info.prompts_path = config_.forced ? config_.forced_text : config_.prompts;
   info.hash_files = false;
+  // One instant for the run's start everywhere: the manifest the run began with.
+  info.started = manifest_.value("started", "");
   RunLog log(dir, *engine_, info);
   RecordingReader spool(spool_path_);
   while (auto record = spool.next()) log.write(*record);
@@ -415,12 +649,13 @@ void EngineWorker::saveRecording(const QString& path) { writeFile(path, "Saving 
 
 void EngineWorker::exportLogs(const QString& dir) { writeFile(dir, "Exporting the logs", &EngineWorker::writeLogs); }
 
-void EngineWorker::writeReport(const QString& staging, const QString& dir, const QStringList& plots) {
+void EngineWorker::writeReport(const QString& staging, const QString& dir, const QStringList& plots, const QString& written) {
   namespace fs = std::filesystem;
   try {
     ReportContents report;
     report.manifest = manifest_;
     report.steps = analyzer_ ? analyzer_->steps_ingested() : 0;
+    report.written = written.toStdString();
     for (const QString& p : plots) report.plots.push_back(p.toStdString());
     const std::string folder = staging.toStdString();
     if (engine_) {

@@ -5,6 +5,14 @@
 // and the spool every step is recorded to. The worker adds only threading,
 // timing and signals. The GUI talks to it only through queued slots and reads
 // its pictures from a LatestSlot; it never waits on it.
+//
+// The timeline: the worker shows either the newest step (following) or a
+// chosen earlier one (the cursor). For the cursor it reads the captures
+// around that step back from the spool (live) or the recording (replay)
+// through their step index (core/studio/capture_window.h); the analyzer's
+// whole history gives the rest. Stepping forward from the cursor reads one
+// more line; at the newest step it runs the engine (or reads the replay on).
+// A replay plays at its recorded pace times the speed (0: as fast as it reads).
 #include <QElapsedTimer>
 #include <QObject>
 #include <QString>
@@ -43,11 +51,19 @@ class EngineWorker : public QObject {
   void cancelLoad();
   void play();
   void pause();
-  void stepOnce();
+  void stepOnce();   // one step forward: through the history from the cursor, else a new step
+  void stepBack();   // one step back on the timeline (pauses)
+  void seek(qint64 step);  // show this step (pauses); past the newest: a replay reads on to it
+  void goLive();     // follow the newest step again
   void reset();
   // Plays exactly `steps` steps (from whatever is loaded, once it is), then pauses and emits autoplayDone.
   void playSteps(int steps);
-  void setSpeedLimit(double steps_per_second);  // 0: as fast as it goes
+  void setSpeedLimit(double steps_per_second);  // live runs; 0: as fast as it goes
+  void setReplayPace(double times);             // replays: times the recorded pace; 0: as fast as it reads
+  // A prompt typed into the live stream (Engine::queue_turn): it follows the current turn.
+  void queuePrompt(const QString& text);
+  // Prints one line of memory figures on stdout every `seconds` (0: off), for scripts/soak_studio.sh.
+  void setStatsInterval(int seconds);
   // The most the recording spool may hold (0: no limit). Past it, steps are
   // still shown but no longer recorded, and one warning says from which step.
   void setRecordingLimit(qint64 bytes);
@@ -59,7 +75,8 @@ class EngineWorker : public QObject {
   // Completes a report in `staging`, which already holds `plots`: the logs,
   // the recording and summary.md; then renames `staging` to `dir`. On any
   // failure the staging folder is removed and `dir` never appears.
-  void writeReport(const QString& staging, const QString& dir, const QStringList& plots);
+  // `written`: the report's instant (utc_timestamp), the same as the folder's stamp.
+  void writeReport(const QString& staging, const QString& dir, const QStringList& plots, const QString& written);
 
  signals:
   void snapshotPending();
@@ -70,6 +87,12 @@ class EngineWorker : public QObject {
   void loadCancelled();  // something was substituted; the run goes on
   void status(const QString& message);
   void runningChanged(bool running);
+  // A message that stays until cleared (empty text): "backend", "model", "recording".
+  void banner(const QString& key, const QString& text);
+  // A replay was opened: the view and the settings it was recorded with, and its length in steps.
+  void replayOpened(int layer, int head, const h2o::StudioConfig& settings, bool has_settings, qint64 steps);
+  // A live run started: the prompt box applies (stream mode) or not.
+  void liveStarted(bool accepts_prompts);
   void autoplayDone();
   void fileWritten(const QString& path);
   void reportWritten(const QString& dir);
@@ -84,6 +107,15 @@ class EngineWorker : public QObject {
   std::unique_ptr<Backend> makeBackend(const StudioConfig& config);
   bool stepOnceInternal();  // false when the run has nothing more to give
   void publish(bool force);
+  // The captures around the cursor, read back from the spool or the recording.
+  void loadWindow();
+  // The cursor one step on through the history (the file's next line); at the newest step it follows again.
+  void advanceCursor();
+  // Reads the replay on to `step` (or its end) without drawing each step.
+  void readReplayTo(int64_t step);
+  const RecordingIndex* index() const;
+  std::string recordingPath() const;
+  void printStats();
   void setRunning(bool running);
   void openSpool();
   void closeRun();  // drops the loop, its source and its sinks
@@ -120,6 +152,16 @@ class EngineWorker : public QObject {
 
   bool running_ = false;
   double speed_limit_ = 0;
+  double replay_pace_ = 1;
+  int64_t cursor_ = -1;                       // the shown step, -1: the newest
+  std::unique_ptr<CaptureWindow> window_;     // the captures around the cursor
+  std::unique_ptr<RecordingLines> lines_;     // reads the cursor's next lines
+  QElapsedTimer pace_clock_;                  // replay pace: wall time since play
+  double pace_from_ = 0;                      // engine seconds of the step shown when play began
+  QString unusable_;                          // why there is no run (Play says it)
+  bool loading_ = false;
+  QTimer* stats_timer_ = nullptr;
+  QElapsedTimer stats_clock_;
   int autoplay_left_ = -1;  // -1: no autoplay
   bool autoplay_pending_ = false;
   QElapsedTimer since_publish_;

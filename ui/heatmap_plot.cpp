@@ -2,27 +2,28 @@
 
 #include <QToolTip>
 
+#include "ui/plot_helpers.h"
 #include "ui/theme.h"
 
 namespace h2o::ui {
 
 HeatmapPlot::HeatmapPlot(QWidget* parent) : QCustomPlot(parent) {
   style_plot(this);
+  title_ = add_title(this, "Attention", 8);
   map_ = new QCPColorMap(xAxis, yAxis);
   map_->setInterpolate(false);
   map_->setTightBoundary(true);
-  // Dark for no attention, through purple and orange to pale yellow: small
-  // probabilities still show, sinks do not wash out the rest.
-  QCPColorGradient g;
-  g.setColorStopAt(0.0, QColor("#11161a"));
-  g.setColorStopAt(0.05, QColor("#2b1d4f"));
-  g.setColorStopAt(0.2, QColor("#7a2d82"));
-  g.setColorStopAt(0.45, QColor("#d24f4f"));
-  g.setColorStopAt(0.7, QColor("#f59c3a"));
-  g.setColorStopAt(1.0, QColor("#fcf4b0"));
-  g.setNanHandling(QCPColorGradient::nhNanColor);
-  g.setNanColor(QColor("#262d32"));
-  map_->setGradient(g);
+  scale_ = new QCPColorScale(this);
+  scale_->setType(QCPAxis::atRight);
+  scale_->setBarWidth(8);
+  scale_->axis()->setLabel("probability");
+  scale_->axis()->ticker()->setTickCount(3);
+  plotLayout()->addElement(1, 1, scale_);
+  setProperty("h2o_title_inset", 70);  // the colour scale's column
+  map_->setColorScale(scale_);
+  auto* margins = new QCPMarginGroup(this);
+  axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
+  scale_->setMarginGroup(QCP::msBottom | QCP::msTop, margins);
   columns_ticker_.reset(new QCPAxisTickerText);
   rows_ticker_.reset(new QCPAxisTickerText);
   xAxis->setTicker(columns_ticker_);
@@ -31,35 +32,72 @@ HeatmapPlot::HeatmapPlot(QWidget* parent) : QCustomPlot(parent) {
   xAxis->grid()->setVisible(false);
   yAxis->grid()->setVisible(false);
   yAxis->setRangeReversed(true);  // newest query at the bottom, like the text
-  QFont small = xAxis->tickLabelFont();
-  small.setPointSizeF(7);
-  xAxis->setTickLabelFont(small);
-  yAxis->setTickLabelFont(small);
-  yAxis->setLabel("query (position)");
-  yAxis->setLabelFont(small);
+  yAxis->setLabel("query position");
+  note_ = new QCPItemText(this);
+  note_->position->setType(QCPItemPosition::ptAxisRectRatio);
+  note_->position->setCoords(0.5, 0.5);
+  note_->setVisible(false);
+  restyle();
   setMouseTracking(true);
-  setMinimumHeight(120);
+  // Explicit, so that neither the title nor the labels set the pane's width.
+  setMinimumSize(160, 130);
 }
 
-void HeatmapPlot::setData(HeatmapData data) {
+void HeatmapPlot::restyle() {
+  style_plot(this);
+  map_->setGradient(attention_gradient());
+  QFont small = xAxis->tickLabelFont();
+  small.setPointSizeF(scaled_pt(7));
+  xAxis->setTickLabelFont(small);
+  yAxis->setTickLabelFont(small);
+  yAxis->setLabelFont(small);
+  for (QCPAxis* a : {scale_->axis()}) {
+    a->setBasePen(QPen(axis_color()));
+    a->setTickPen(QPen(axis_color()));
+    a->setSubTickPen(Qt::NoPen);
+    a->setTickLabelColor(text_color());
+    a->setLabelColor(text_color());
+    a->setTickLabelFont(small);
+    a->setLabelFont(small);
+  }
+  note_->setColor(muted_text_color());
+  note_->setFont(small);
+}
+
+QString HeatmapPlot::title() const { return title_->property("h2o_full").toString(); }
+QString HeatmapPlot::exportTitle() const { return title_->property("h2o_export").toString(); }
+
+void HeatmapPlot::setData(HeatmapData data, const QString& title, const QString& exported) {
   data_ = std::move(data);
+  set_title(title_, title, exported);
   const int rows = data_.rows(), cols = data_.cols();
   map_->data()->setSize(std::max(cols, 1), std::max(rows, 1));
   map_->data()->setRange(QCPRange(0, std::max(cols - 1, 0)), QCPRange(0, std::max(rows - 1, 0)));
-  double top = 0;
   for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) {
-      const double v = data_.at(r, c);
-      map_->data()->setCell(c, r, v);
-      if (v > top) top = v;
-    }
+    for (int c = 0; c < cols; ++c) map_->data()->setCell(c, r, data_.at(r, c));
   if (rows == 0 || cols == 0) map_->data()->fill(std::nan(""));
-  map_->setDataRange(QCPRange(0, top > 0 ? top : 1));
+  map_->setProperty("h2o_has_data", rows > 0 && cols > 0);
+  map_->setDataRange(QCPRange(0, data_.top > 0 ? data_.top : 1));
+  note_->setVisible(rows == 0 || cols == 0);
+  note_->setText(data_.note.empty() ? "no attention captured yet" : QString::fromStdString(data_.note));
+  xAxis->setRange(-0.5, std::max(cols, 1) - 0.5);
+  yAxis->setRange(-0.5, std::max(rows, 1) - 0.5);
+  label();
+}
 
+void HeatmapPlot::resizeEvent(QResizeEvent* event) {
+  QCustomPlot::resizeEvent(event);
+  fit_titles(this);
+  label();
+}
+
+void HeatmapPlot::label() {
   // Name as many columns as fit side by side (rotated labels, one text line
   // apart), the brightest first: those are the tokens the eye goes to.
+  const int rows = data_.rows(), cols = data_.cols();
   columns_ticker_->clear();
-  const double label_px = QFontMetricsF(xAxis->tickLabelFont()).height() + 3;
+  const QFontMetricsF fm(xAxis->tickLabelFont());
+  const double label_px = fm.height() + 3;
   const double column_px = double(std::max(60, axisRect()->width())) / std::max(cols, 1);
   const int gap = int(std::ceil(label_px / column_px));
   for (int c : spaced_by_importance(data_.column_mass, gap)) {
@@ -67,11 +105,12 @@ void HeatmapPlot::setData(HeatmapData data) {
     if (label.isEmpty()) label = "␣";
     columns_ticker_->addTick(c, label.left(8));
   }
+  // Rows: numbers at least a text line apart, the newest always named (prefill
+  // chunks put many rows in a few pixels; their labels must not pile up).
   rows_ticker_->clear();
-  const int every_row = std::max(1, rows * 12 / std::max(40, axisRect()->height()));
+  const double row_px = double(std::max(20, axisRect()->height())) / std::max(rows, 1);
+  const int every_row = std::max(1, int(std::ceil((fm.height() + 2) / row_px)));
   for (int r = rows - 1; r >= 0; r -= every_row) rows_ticker_->addTick(r, QString::number(data_.query_positions[size_t(r)]));
-  xAxis->setRange(-0.5, std::max(cols, 1) - 0.5);
-  yAxis->setRange(-0.5, std::max(rows, 1) - 0.5);
 }
 
 bool HeatmapPlot::cellAt(QPointF point, int& row, int& col) const {
@@ -86,9 +125,10 @@ void HeatmapPlot::mouseMoveEvent(QMouseEvent* event) {
   if (cellAt(event->position(), row, col)) {
     const double p = data_.at(row, col), score = data_.column_scores[size_t(col)];
     QToolTip::showText(event->globalPosition().toPoint(),
-                       QString("<b>%1</b> · key position %2<br>query position %3<br>probability %4<br>accumulated score %5")
+                       QString("<b>%1</b> · key position %2<br>query “%3” at position %4<br>probability %5<br>accumulated score %6")
                            .arg(QString::fromStdString(data_.labels[size_t(col)]).toHtmlEscaped())
                            .arg(data_.columns[size_t(col)])
+                           .arg(QString::fromStdString(data_.query_labels.size() > size_t(row) ? data_.query_labels[size_t(row)] : "").toHtmlEscaped())
                            .arg(data_.query_positions[size_t(row)])
                            .arg(std::isnan(p) ? QString("— (not held by this head)") : QString::number(p, 'f', 4))
                            .arg(std::isnan(score) ? QString("—") : QString::number(score, 'f', 3)),

@@ -1,8 +1,9 @@
 #pragma once
-// The live attention heatmap of one policy: recent query steps (rows) x the
-// cache slots they attended (columns, labelled with their tokens). Hovering
-// shows token, position, probability and accumulated score; clicking a column
-// inspects its token.
+// The attention heatmap of one policy: recent query steps (rows) x the cache
+// slots they attended (columns, labelled with their characters), titled with
+// the policy, layer and head, with its colour scale. Hovering shows token,
+// position, probability and accumulated score; clicking a column inspects its
+// token; clicking a row's label area picks that query for the head view.
 #include <qcustomplot.h>
 
 #include "core/studio/snapshot.h"
@@ -13,8 +14,12 @@ class HeatmapPlot : public QCustomPlot {
   Q_OBJECT
  public:
   explicit HeatmapPlot(QWidget* parent = nullptr);
-  void setData(HeatmapData data);
+  // `title`: what the pane shows; `exported`: the file's (policy, layer, head, step).
+  void setData(HeatmapData data, const QString& title, const QString& exported = {});
   const HeatmapData& data() const { return data_; }
+  QString title() const;          // as shown
+  QString exportTitle() const;    // as exported
+  void restyle();
 
  signals:
   void positionClicked(qint64 position);
@@ -22,11 +27,16 @@ class HeatmapPlot : public QCustomPlot {
  protected:
   void mouseMoveEvent(QMouseEvent* event) override;
   void mousePressEvent(QMouseEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   bool cellAt(QPointF point, int& row, int& col) const;
+  void label();  // the ticks that fit the current size
 
   QCPColorMap* map_;
+  QCPColorScale* scale_;
+  QCPTextElement* title_;
+  QCPItemText* note_;
   QSharedPointer<QCPAxisTickerText> columns_ticker_, rows_ticker_;
   HeatmapData data_;
 };

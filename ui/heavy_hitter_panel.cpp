@@ -1,6 +1,6 @@
 #include "heavy_hitter_panel.h"
 
-#include <QTabWidget>
+#include <QSplitter>
 #include <QVBoxLayout>
 
 #include "ui/plot_helpers.h"
@@ -19,16 +19,26 @@ HeavyHitterPanel::HeavyHitterPanel(QWidget* parent) : QWidget(parent) {
   }
   legend_above(score_rank_);
 
-  sparsity_ = make_plot("Attention sparsity", "step", "share on top-k keys");
+  sparsity_ = make_plot("Attention sparsity (mean per stretch of steps)", "step", "share on top-k keys");
   legend_above(sparsity_);
 
-  auto* tabs = new QTabWidget;
-  tabs->addTab(score_rank_, "Score vs rank");
-  tabs->addTab(sparsity_, "Sparsity");
+  auto* split = new QSplitter(Qt::Horizontal);
+  split->addWidget(score_rank_);
+  split->addWidget(sparsity_);
+  split->setChildrenCollapsible(false);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(tabs);
+  layout->addWidget(split);
   setMinimumWidth(200);  // not the legend's width: the window fits 1280 pixels
+}
+
+void HeavyHitterPanel::restyle() {
+  for (QCustomPlot* p : {score_rank_, sparsity_}) {
+    style_plot(p);
+    p->legend->setBrush(Qt::NoBrush);
+    p->legend->setBorderPen(Qt::NoPen);
+  }
+  policies_.clear();
 }
 
 // Two graphs per policy in the score plot: its points, and the fitted line.
@@ -40,17 +50,18 @@ void HeavyHitterPanel::setPolicies(const std::vector<PolicyConfig>& policies) {
   for (const PolicyConfig& policy : policies) {
     QCPGraph* points = score_rank_->addGraph();
     points->setLineStyle(QCPGraph::lsNone);
-    points->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, policy_color(policy), 3.5));
+    points->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, policy_color(policy), 3.5 * std::max(1.0, ui_scale())));
     points->setPen(QPen(policy_color(policy)));
     points->setName(short_policy_title(policy));
     QCPGraph* fit = score_rank_->addGraph();
-    QPen pen(policy_color(policy).lighter(130), 1.4, Qt::DashLine);
+    QPen pen(policy_color(policy), 1.4 * std::max(1.0, ui_scale()), Qt::DashLine);
     fit->setPen(pen);
     fit->removeFromLegend();
     points_.push_back(points);
     fits_.push_back(fit);
   }
   set_policy_graphs(sparsity_, policies);
+  fit_legend(score_rank_);
 }
 
 void HeavyHitterPanel::draw(const StudioSnapshot& s) {
@@ -67,12 +78,13 @@ void HeavyHitterPanel::draw(const StudioSnapshot& s) {
       points_[i]->setName(short_policy_title(policies_[i]));
     }
   }
-  score_rank_->rescaleAxes(true);
+  rescale(score_rank_, false);
   if (score_rank_->isVisible()) score_rank_->replot(QCustomPlot::rpImmediateRefresh);
   for (int i = 0; i < sparsity_->graphCount() && i < int(s.panes.size()); ++i)
     set_series(sparsity_->graph(i), s.panes[size_t(i)].sparsity_history);
-  sparsity_->xAxis->rescale(true);
+  rescale(sparsity_);
   sparsity_->yAxis->setRange(0, 1.05);
+  thin_ticks(sparsity_);
   sparsity_->yAxis->setLabel(QString("share on top-%1 keys").arg(s.top_k));
   if (sparsity_->isVisible()) sparsity_->replot(QCustomPlot::rpImmediateRefresh);
 }

@@ -19,6 +19,7 @@ class HeavyHitterPanel : public QWidget {
   void draw(const StudioSnapshot& snapshot);
   QCustomPlot* scoreRank() const { return score_rank_; }
   QCustomPlot* sparsity() const { return sparsity_; }
+  void restyle();  // theme colours and scale: the graphs are made again at the next frame
 
  private:
   void setPolicies(const std::vector<PolicyConfig>& policies);

@@ -2,7 +2,6 @@
 
 #include <QApplication>
 #include <QCloseEvent>
-#include <QDateTime>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
@@ -19,25 +18,34 @@
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
-#include <QStyle>
+#include <QTabWidget>
 #include <QThread>
 #include <QTimer>
 #include <QToolBar>
+#include <QVBoxLayout>
+#include <ctime>
+#include <map>
 #include <qcustomplot.h>
 
 #include "core/base/error.h"
-#include "ui/frame_stats.h"
+#include "core/base/format.h"
+#include "ui/banner.h"
 #include "ui/control_panel.h"
 #include "ui/curves_panel.h"
+#include "ui/frame_stats.h"
+#include "ui/head_view.h"
 #include "ui/heatmap_plot.h"
 #include "ui/heavy_hitter_panel.h"
+#include "ui/model_view.h"
+#include "ui/pane_area.h"
 #include "ui/plot_context_menu.h"
 #include "ui/plot_export.h"
 #include "ui/plot_helpers.h"
 #include "ui/policy_pane.h"
 #include "ui/raster_plot.h"
-#include "ui/theme.h"
+#include "ui/token_flow_view.h"
 #include "ui/token_inspector.h"
+#include "ui/transport_bar.h"
 
 namespace h2o::ui {
 
@@ -60,22 +68,21 @@ std::vector<PolicyConfig> configured_policies(const StudioConfig& config) {
   }
 }
 
-// The fate colours, once, for the toolbar.
-QWidget* fate_legend() {
-  auto* w = new QWidget;
-  auto* h = new QHBoxLayout(w);
-  h->setContentsMargins(8, 0, 8, 0);
-  h->setSpacing(10);
-  auto* title = new QLabel("Token fate:");
-  title->setStyleSheet("color:#8fa3ae;");
-  h->addWidget(title);
-  for (Fate f : {Fate::Sink, Fate::Heavy, Fate::Recent, Fate::Cached, Fate::Evicted, Fate::Unborn}) {
-    auto* label = new QLabel(QString("<span style='color:%1'>■</span> %2").arg(fate_color(f).name(), fate_legend_name(f)));
-    label->setToolTip(fate_tooltip(f));
-    h->addWidget(label);
-  }
-  return w;
+// What differs between two run settings, as "budget 64 → 32, device cpu → cuda" ("" : nothing that restarts).
+QString run_changes(const StudioConfig& from, const StudioConfig& to) {
+  nlohmann::json a = studio_config_json(from), b = studio_config_json(to);
+  a.erase("layer");  // the view: applied live
+  b.erase("layer");
+  QStringList parts;
+  for (auto it = b.begin(); it != b.end(); ++it)
+    if (!a.contains(it.key()) || a[it.key()] != it.value())
+      parts << QString("%1 %2 → %3")
+                   .arg(QString::fromStdString(it.key()).replace('_', ' '),
+                        QString::fromStdString(a.value(it.key(), nlohmann::json()).dump()),
+                        QString::fromStdString(it.value().dump()));
+  return parts.join(", ");
 }
+
 }  // namespace
 
 template <class F>
@@ -96,8 +103,8 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
   onWorker([w = worker_] { w->yieldToGui(); });  // before any backend makes its threads
   onWorker([w = worker_, limit = options_.recording_limit] { w->setRecordingLimit(limit); });
 
-  buildLayout();
   buildActions();
+  buildLayout();
   for (const auto& [name, plot] : sharedPlots()) add_export_menu(plot, name);
 
   connect(worker_, &EngineWorker::snapshotPending, this, &MainWindow::drainSnapshots);
@@ -106,7 +113,14 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
     statusBar()->showMessage("Warning: " + m, 20000);
     emit warningShown(m);
   });
-  connect(worker_, &EngineWorker::status, this, [this](const QString& m) { statusBar()->showMessage(m, 8000); });
+  connect(worker_, &EngineWorker::banner, this, [this](const QString& key, const QString& text) {
+    banner_->set(key, text);
+    if (key == "recording" && !text.isEmpty()) record_label_->setText("● " + text);
+  });
+  connect(worker_, &EngineWorker::status, this, [this](const QString& m) {
+    statusBar()->showMessage(m, 8000);
+    emit statusShown(m);
+  });
   connect(worker_, &EngineWorker::runningChanged, this, &MainWindow::setRunning);
   connect(worker_, &EngineWorker::autoplayDone, this, [this] {
     drainSnapshots();
@@ -141,6 +155,36 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
     statusBar()->showMessage(details, 15000);
     emit modelLoaded(title);
   });
+  connect(worker_, &EngineWorker::liveStarted, this, [this](bool prompts) {
+    replaying_ = false;
+    replay_steps_ = -1;
+    transport_->setReplay(false);
+    transport_->setSpeed(applied_.speed_limit);
+    transport_->setPromptEnabled(prompts, "Typed prompts join the MT-Bench stream; teacher-forced mode scores a fixed text");
+    record_label_->setText(options_.recording_limit > 0
+                               ? QString("● recording (up to %1 MiB)").arg(options_.recording_limit >> 20)
+                               : "● recording");
+  });
+  connect(worker_, &EngineWorker::replayOpened, this,
+          [this](int layer, int head, const StudioConfig& settings, bool has_settings, qint64 steps) {
+            replaying_ = true;
+            replay_steps_ = steps;
+            view_.layer = layer;
+            view_.head = head;
+            transport_->setView(layer, head);
+            transport_->setReplay(true);
+            transport_->setSpeed(1.0);
+            onWorker([w = worker_] { w->setReplayPace(1.0); });
+            transport_->setPromptEnabled(false, "A replay plays what was recorded: prompts join live runs");
+            if (has_settings) {
+              // Shown as recorded (not remembered, not applied: a change asks to start a live run).
+              controls_->setConfig(settings);
+              applied_.config = controls_->config();
+              have_applied_ = true;
+            }
+            record_label_->setText(QString("replay · %1 steps").arg(steps));
+            emit replayOpened();
+          });
 }
 
 MainWindow::~MainWindow() {
@@ -149,39 +193,122 @@ MainWindow::~MainWindow() {
 }
 
 void MainWindow::setPanePolicies(const std::vector<PolicyConfig>& policies) {
-  for (PolicyPane* pane : panes_) pane->deleteLater();
-  panes_.clear();
+  std::vector<PolicyPane*> panes;
   for (const PolicyConfig& policy : policies) {
     auto* pane = new PolicyPane(policy);
     connect(pane, &PolicyPane::positionClicked, this, &MainWindow::inspect);
-    panes_.push_back(pane);
-    panes_splitter_->addWidget(pane);
+    connect(pane, &PolicyPane::detailRequested, this, [this](qint64 first, int count) {
+      if (count < 0) {
+        // The overview: centre the detail on the clicked position; near the end, follow the end.
+        const int64_t length = last_ && !last_->panes.empty() ? last_->panes.front().stream_length : 0;
+        first = first - view_.detail_positions / 2;
+        view_.detail_first = first + view_.detail_positions >= length ? -1 : std::max<qint64>(0, first);
+      } else {
+        view_.detail_first = first;
+        view_.detail_positions = count;
+      }
+      sendView();
+    });
+    connect(pane, &PolicyPane::rasterPixels, this, [this](QSize, QSize) {
+      // One cell per pixel at most, by the smallest pane: sinks and heavy hitters never fall between pixels.
+      int ow = 1 << 20, oh = 1 << 20, dw = 1 << 20, dh = 1 << 20;
+      for (PolicyPane* p : panes_) {
+        if (!p->isVisible()) continue;
+        ow = std::min(ow, p->overview()->axisRect()->width());
+        oh = std::min(oh, p->overview()->axisRect()->height());
+        dw = std::min(dw, p->raster()->axisRect()->width());
+        dh = std::min(dh, p->raster()->axisRect()->height());
+      }
+      if (ow == 1 << 20) return;
+      const ViewSelection before = view_;
+      view_.overview_columns = std::max(16, ow);
+      view_.overview_rows = std::max(8, oh);
+      view_.detail_columns = std::max(16, dw);
+      view_.detail_rows = std::max(8, dh);
+      if (before.overview_columns != view_.overview_columns || before.overview_rows != view_.overview_rows ||
+          before.detail_columns != view_.detail_columns || before.detail_rows != view_.detail_rows)
+        sendView();
+    });
+    connect(pane, &PolicyPane::textScrollRequested, this, [this](qint64 first) {
+      view_.text_first = first;
+      sendView();
+    });
+    panes.push_back(pane);
   }
+  panes_ = panes;
+  pane_area_->setPanes(std::move(panes));
   for (const auto& [name, plot] : panePlots()) add_export_menu(plot, name);
 }
 
+QWidget* MainWindow::makeFateLegend() {
+  auto* w = new QWidget;
+  auto* h = new QHBoxLayout(w);
+  h->setContentsMargins(8, 0, 8, 0);
+  h->setSpacing(8);
+  auto* title = new QLabel("Token fate:");
+  title->setStyleSheet(QString("color:%1;").arg(muted_text_color().name()));
+  h->addWidget(title);
+  for (Fate f : {Fate::Sink, Fate::Heavy, Fate::Recent, Fate::Cached, Fate::Evicted, Fate::Unborn}) {
+    auto* label = new QLabel(QString("<span style='color:%1'>■</span> %2").arg(fate_color(f).name(), fate_legend_name(f)));
+    label->setToolTip(fate_tooltip(f));
+    h->addWidget(label);
+  }
+  return w;
+}
+
 void MainWindow::buildLayout() {
-  panes_splitter_ = new QSplitter(Qt::Horizontal);
-  setPanePolicies(configured_policies(options_.settings.config));
+  pane_area_ = new PaneArea;
+  banner_ = new Banner;
   curves_ = new CurvesPanel;
   heavy_ = new HeavyHitterPanel;
   inspector_ = new TokenInspector;
-  auto* bottom = new QSplitter(Qt::Horizontal);
-  bottom->addWidget(curves_);
-  bottom->addWidget(heavy_);
-  bottom->addWidget(inspector_);
-  bottom->setSizes({1000, 430, 430});  // proportions: the splitter scales them to its width
+  head_view_ = new HeadView;
+  model_view_ = new ModelView;
+  analysis_ = new QTabWidget;
+  analysis_->setObjectName("analysis");
+  analysis_->setDocumentMode(true);
+  analysis_->addTab(inspector_, "Inspector");
+  analysis_->addTab(heavy_, "Heavy hitters");
+  analysis_->addTab(head_view_, "Head view");
+  analysis_->addTab(model_view_, "Model view");
+  connect(analysis_, &QTabWidget::currentChanged, this, [this] {
+    if (last_) drawAnalysis(*last_);
+  });
+  setPanePolicies(configured_policies(options_.settings.config));
+  bottom_ = new QSplitter(Qt::Horizontal);
+  bottom_->addWidget(curves_);
+  bottom_->addWidget(analysis_);
+  bottom_->setSizes({1000, 900});  // proportions: the splitter scales them to its width
+  bottom_->setChildrenCollapsible(false);
   connect(inspector_, &TokenInspector::followRequested, this, [this] { inspect(-1); });
-  auto* central = new QSplitter(Qt::Vertical);
-  central->addWidget(panes_splitter_);
-  central->addWidget(bottom);
-  central->setStretchFactor(0, 3);
-  central->setStretchFactor(1, 1);
-  central->setChildrenCollapsible(false);
+  connect(head_view_, &HeadView::positionClicked, this, &MainWindow::inspect);
+  connect(model_view_, &ModelView::cellClicked, this, [this](int layer, int head) {
+    transport_->setView(layer, head);
+    view_.layer = layer;
+    view_.head = head;
+    sendView();
+  });
+  connect(model_view_, &ModelView::policyChosen, this, [this](int policy) {
+    view_.model_view_policy = policy;
+    sendView();
+  });
+  central_split_ = new QSplitter(Qt::Vertical);
+  central_split_->addWidget(pane_area_);
+  central_split_->addWidget(bottom_);
+  central_split_->setStretchFactor(0, 3);
+  central_split_->setStretchFactor(1, 1);
+  central_split_->setSizes({700, 260});
+  central_split_->setChildrenCollapsible(false);
+  auto* central = new QWidget;
+  auto* v = new QVBoxLayout(central);
+  v->setContentsMargins(0, 0, 0, 0);
+  v->setSpacing(0);
+  v->addWidget(banner_);
+  v->addWidget(central_split_, 1);
   setCentralWidget(central);
 
   controls_ = new ControlPanel;
-  controls_->setSettings(options_.settings);
+  controls_->setConfig(options_.settings.config);
   StudioConfig defaults;  // empty inputs: what the demo falls back to
   fill_default_inputs(defaults, options_.argv0);
   controls_->setDefaultInputs(defaults);
@@ -192,32 +319,52 @@ void MainWindow::buildLayout() {
   // Only ever scroll vertically: the dock is as wide as its widest field.
   scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   const int dock_width = controls_->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4;
-  scroll->setMinimumWidth(dock_width);
+  scroll->setMinimumWidth(std::min(dock_width, 300));
   auto* dock = new QDockWidget("Controls");
   dock->setObjectName("controls");
   dock->setWidget(scroll);
   dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
                     QDockWidget::DockWidgetClosable);
   addDockWidget(Qt::LeftDockWidgetArea, dock);
-  resizeDocks({dock}, {dock_width}, Qt::Horizontal);
+  resizeDocks({dock}, {std::min(dock_width, 300)}, Qt::Horizontal);
 
   apply_timer_ = new QTimer(this);
   apply_timer_->setSingleShot(true);
   apply_timer_->setInterval(400);  // settle after a burst of spin-box clicks
   connect(apply_timer_, &QTimer::timeout, this, &MainWindow::applyRunSettings);
   connect(controls_, &ControlPanel::runSettingsChanged, apply_timer_, qOverload<>(&QTimer::start));
-  connect(controls_, &ControlPanel::viewChanged, this, &MainWindow::sendView);
-  connect(controls_, &ControlPanel::speedChanged, this, [this](double v) {
-    onWorker([w = worker_, v] { w->setSpeedLimit(v); });
-    if (options_.persist) {
-      QSettings settings;
-      save_settings(settings, controls_->settings());
+
+  // The transport bar: one toolbar line, never scrolled away (files and the
+  // rest are in the menus, with their shortcuts).
+  transport_ = new TransportBar(back_, play_, step_, live_, {reset_, report_, presentation_});
+  transport_->setView(options_.settings.config.capture_layer, options_.settings.head);
+  transport_->setSpeed(options_.settings.speed_limit);
+  connect(transport_, &TransportBar::seekRequested, this, &MainWindow::seek);
+  connect(transport_, &TransportBar::viewChanged, this, [this](int layer, int head) {
+    view_.layer = layer;
+    view_.head = head;
+    persist();
+    sendView();
+  });
+  connect(transport_, &TransportBar::speedChanged, this, [this](double v) {
+    if (replaying_) {
+      onWorker([w = worker_, v] { w->setReplayPace(v); });
+    } else {
+      onWorker([w = worker_, v] { w->setSpeedLimit(v); });
+      applied_.speed_limit = v;
+      persist();
     }
   });
+  connect(transport_, &TransportBar::promptSubmitted, this, &MainWindow::queuePrompt);
+  auto* timeline = addToolBar("Timeline");
+  timeline->setObjectName("timeline_bar");
+  timeline->setMovable(false);
+  timeline->addWidget(transport_);
 
-  step_label_ = new QLabel("no run");
   perf_label_ = new QLabel;
   load_label_ = new QLabel;
+  record_label_ = new QLabel;
+  record_label_->setObjectName("record_label");
   load_bar_ = new QProgressBar;
   load_bar_->setRange(0, 0);  // the loaders report no fraction: a busy bar and the time so far
   load_ticker_ = new QTimer(this);
@@ -236,43 +383,51 @@ void MainWindow::buildLayout() {
     statusBar()->addPermanentWidget(w);
     w->hide();
   }
+  legend_ = makeFateLegend();
+  statusBar()->addPermanentWidget(legend_);
   statusBar()->addPermanentWidget(perf_label_);
-  statusBar()->addPermanentWidget(step_label_);
+  statusBar()->addPermanentWidget(record_label_);
   perf_label_->setVisible(options_.perf);
   dock->toggleViewAction()->setShortcut(QKeySequence("Ctrl+K"));
   controls_dock_ = dock;
+  menuBar()->findChild<QMenu*>("view_menu")->insertAction(presentation_, dock->toggleViewAction());
 }
 
 void MainWindow::buildActions() {
-  QStyle* st = style();
-  play_ = new QAction(st->standardIcon(QStyle::SP_MediaPlay), "Play", this);
-  play_->setObjectName("play");
-  play_->setShortcut(Qt::Key_Space);
-  play_->setToolTip("Play / pause (Space)");
-  step_ = new QAction(st->standardIcon(QStyle::SP_MediaSkipForward), "Step", this);
-  step_->setObjectName("step");
-  step_->setShortcut(Qt::Key_S);
-  step_->setToolTip("One engine step (S)");
-  reset_ = new QAction(st->standardIcon(QStyle::SP_BrowserReload), "Reset", this);
-  reset_->setObjectName("reset");
-  reset_->setShortcut(Qt::Key_R);
-  reset_->setToolTip("Start the run again with the current settings (R)");
+  const auto action = [this](IconKind icon, const QString& text, const char* name, const QKeySequence& key,
+                             const QString& tip) {
+    auto* a = new QAction(theme_icon(icon), text, this);
+    a->setObjectName(name);
+    a->setProperty("h2o_icon", int(icon));
+    if (!key.isEmpty()) a->setShortcut(key);
+    a->setToolTip(tip);
+    return a;
+  };
+  play_ = action(IconKind::Play, "Play", "play", Qt::Key_Space, "Play / pause (Space)");
+  step_ = action(IconKind::StepForward, "Step", "step", Qt::Key_S, "One step forward (S): through the history, else a new step");
+  back_ = action(IconKind::StepBack, "Back", "back", Qt::Key_B, "One step back on the timeline (B)");
+  live_ = action(IconKind::Live, "Live", "live", Qt::Key_L, "Show the newest step again (L)");
+  reset_ = action(IconKind::Reset, "Reset", "reset", Qt::Key_R, "Start the run again with the current settings (R)");
   connect(play_, &QAction::triggered, this, [this] {
     if (running_) onWorker([w = worker_] { w->pause(); });
     else onWorker([w = worker_] { w->play(); });
   });
   connect(step_, &QAction::triggered, this, [this] { onWorker([w = worker_] { w->stepOnce(); }); });
-  connect(reset_, &QAction::triggered, this, [this] { onWorker([w = worker_] { w->reset(); }); });
+  connect(back_, &QAction::triggered, this, &MainWindow::stepBack);
+  connect(live_, &QAction::triggered, this, &MainWindow::goLive);
+  connect(reset_, &QAction::triggered, this, [this] {
+    if (last_ && last_->steps_ingested > 0 && !replaying_ && !confirmRestart("Reset"))
+      return;
+    onWorker([w = worker_] { w->reset(); });
+  });
 
-  auto* open = new QAction(st->standardIcon(QStyle::SP_DialogOpenButton), "Open recording…", this);
-  open->setShortcut(QKeySequence::Open);
-  connect(open, &QAction::triggered, this, [this] {
+  open_ = action(IconKind::Open, "Open recording…", "open", QKeySequence::Open, "Replay a saved run (no model needed)");
+  connect(open_, &QAction::triggered, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, "Open a recording", {}, "H2O Studio recordings (*.jsonl);;All files (*)");
     if (!path.isEmpty()) openReplay(path);
   });
-  auto* save = new QAction(st->standardIcon(QStyle::SP_DialogSaveButton), "Save recording…", this);
-  save->setShortcut(QKeySequence::Save);
-  connect(save, &QAction::triggered, this, [this] {
+  save_ = action(IconKind::Save, "Save recording…", "save", QKeySequence::Save, "Save the run to replay later");
+  connect(save_, &QAction::triggered, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, "Save the run", "run.h2orec.jsonl", "H2O Studio recordings (*.jsonl)");
     if (!path.isEmpty()) saveRecording(path);
   });
@@ -288,13 +443,12 @@ void MainWindow::buildActions() {
     const QString dir = QFileDialog::getExistingDirectory(this, "Folder for the logs");
     if (!dir.isEmpty()) exportLogs(dir);
   });
-  auto* report = new QAction(st->standardIcon(QStyle::SP_FileDialogDetailedView), "Export report", this);
-  report->setShortcut(QKeySequence("Ctrl+E"));
-  report->setToolTip("One click: plots, logs, recording and a summary in a new folder under ./reports (Ctrl+E)");
-  connect(report, &QAction::triggered, this, [this] {
-    const QString dir = QDir::current().filePath("reports/h2o-report-" +
-                                                 QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss"));
-    exportReport(dir);
+  report_ = action(IconKind::Report, "Export report", "report", QKeySequence("Ctrl+E"),
+                   "One click: plots, logs, recording and a summary in a new folder under ./reports (Ctrl+E)");
+  connect(report_, &QAction::triggered, this, [this] {
+    const std::time_t now = std::time(nullptr);
+    exportReport(QDir::current().filePath("reports/h2o-report-" + QString::fromStdString(file_stamp(now))),
+                 QString::fromStdString(utc_timestamp(now)));
   });
   auto* shot = new QAction("Save screenshot…", this);
   connect(shot, &QAction::triggered, this, [this] {
@@ -310,30 +464,59 @@ void MainWindow::buildActions() {
   quit->setShortcut(QKeySequence::Quit);
   connect(quit, &QAction::triggered, this, &QWidget::close);
 
+  presentation_ = action(IconKind::Fullscreen, "Presentation mode", "presentation", Qt::Key_F11,
+                         "Full screen, larger text and lines, controls hidden (F11)");
+  presentation_->setCheckable(true);
+  connect(presentation_, &QAction::toggled, this, &MainWindow::setPresentation);
+  light_ = new QAction("Light theme (projectors, print)", this);
+  light_->setObjectName("light");
+  light_->setCheckable(true);
+  light_->setChecked(options_.settings.theme == "light");
+  connect(light_, &QAction::toggled, this, [this](bool on) { setLook(on ? ThemeKind::Light : ThemeKind::Dark, ui_scale()); });
+  bigger_ = new QAction("Larger text and lines", this);
+  bigger_->setShortcut(QKeySequence::ZoomIn);
+  connect(bigger_, &QAction::triggered, this, [this] { setLook(current_theme(), std::min(3.0, ui_scale() + 0.15)); });
+  smaller_ = new QAction("Smaller text and lines", this);
+  smaller_->setShortcut(QKeySequence::ZoomOut);
+  connect(smaller_, &QAction::triggered, this, [this] { setLook(current_theme(), std::max(0.75, ui_scale() - 0.15)); });
+
   QMenu* file = menuBar()->addMenu("&File");
-  file->addActions({open, save});
+  file->addActions({open_, save_});
   file->addSeparator();
-  file->addActions({plots, logs, report, shot});
+  file->addActions({plots, logs, report_, shot});
   file->addSeparator();
   file->addAction(quit);
   QMenu* run = menuBar()->addMenu("&Run");
-  run->addActions({play_, step_, reset_});
-  menuBar()->addMenu("&View")->addAction(controls_dock_->toggleViewAction());
+  run->addActions({play_, back_, step_, live_, reset_});
+  QMenu* view = menuBar()->addMenu("&View");
+  view->setObjectName("view_menu");
+  view->addActions({presentation_, light_, bigger_, smaller_});
 
-  QToolBar* bar = addToolBar("Run");
-  bar->setObjectName("run");
-  bar->setMovable(false);
-  bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-  bar->addActions({play_, step_, reset_});
-  bar->addSeparator();
-  bar->addActions({open, save, report});
-  bar->addSeparator();
-  bar->addWidget(fate_legend());
+}
+
+StudioSettings MainWindow::settings() const {
+  StudioSettings s;
+  s.config = controls_->config();
+  s.config.capture_layer = transport_->layer();
+  s.head = transport_->head();
+  s.speed_limit = replaying_ ? applied_.speed_limit : transport_->speed();
+  s.theme = theme_name(current_theme()).toStdString();
+  s.ui_scale = presentation_on_ ? scale_before_presentation_ : ui_scale();
+  return s;
+}
+
+void MainWindow::persist() {
+  if (!options_.persist || replaying_) return;
+  QSettings settings;
+  save_settings(settings, this->settings());
 }
 
 void MainWindow::start() {
-  view_.layer = controls_->layer();
-  view_.head = controls_->head();
+  view_.layer = transport_->layer();
+  view_.head = transport_->head();
+  setLook(theme_from_name(QString::fromStdString(options_.settings.theme)), options_.settings.ui_scale);
+  if (options_.presentation) presentation_->setChecked(true);
+  if (!options_.tab.isEmpty()) showTab(options_.tab);
   if (!options_.replay.isEmpty()) {
     openReplay(options_.replay);
     return;
@@ -342,12 +525,35 @@ void MainWindow::start() {
   sendView();
 }
 
+bool MainWindow::confirmRestart(const QString& what) {
+  const qint64 steps = last_ ? last_->steps_ingested : 0;
+  const QString question =
+      replaying_ ? QString("%1 leaves the replay and starts a live run with these settings.").arg(what)
+                 : QString("%1 restarts the run: its %2 steps are discarded (Save recording keeps them).").arg(what).arg(steps);
+  if (options_.confirm_restart) return options_.confirm_restart(question);
+  if (!options_.dialogs) return true;
+  return QMessageBox::question(this, "Restart the run?", question + "\n\nRestart now?",
+                               QMessageBox::Yes | QMessageBox::No, QMessageBox::No) == QMessageBox::Yes;
+}
+
 void MainWindow::applyRunSettings() {
-  StudioSettings s = controls_->settings();
-  if (options_.persist) {
-    QSettings settings;
-    save_settings(settings, s);
+  StudioSettings s = settings();
+  if (have_applied_) {
+    const QString changes = run_changes(applied_.config, s.config);
+    if (changes.isEmpty()) return;  // nothing that restarts changed
+    if (last_ && last_->steps_ingested > 0 && !confirmRestart("Changing " + changes)) {
+      // Keep the run: the controls show what it runs with.
+      StudioConfig keep = applied_.config;
+      keep.capture_layer = transport_->layer();
+      controls_->setConfig(keep);
+      statusBar()->showMessage("Kept the run; the controls show its settings again.", 8000);
+      return;
+    }
   }
+  applied_ = s;
+  have_applied_ = true;
+  persist();
+  replaying_ = false;
   fill_default_inputs(s.config, options_.argv0);
   onWorker([w = worker_, config = s.config, speed = s.speed_limit] {
     w->setSpeedLimit(speed);
@@ -356,25 +562,26 @@ void MainWindow::applyRunSettings() {
 }
 
 void MainWindow::sendView() {
-  view_.layer = controls_->layer();
-  view_.head = controls_->head();
-  if (options_.persist) {
-    QSettings settings;
-    save_settings(settings, controls_->settings());
-  }
   onWorker([w = worker_, view = view_] { w->setView(view); });
 }
 
 void MainWindow::setView(int layer, int head) {
+  transport_->setView(layer, head);
   view_.layer = layer;
   view_.head = head;
-  onWorker([w = worker_, view = view_] { w->setView(view); });
+  sendView();
 }
 
 void MainWindow::inspect(qint64 position) {
   view_.inspect_position = position;
-  onWorker([w = worker_, view = view_] { w->setView(view); });
+  sendView();
 }
+
+void MainWindow::seek(qint64 step) { onWorker([w = worker_, step] { w->seek(step); }); }
+void MainWindow::stepBack() { onWorker([w = worker_] { w->stepBack(); }); }
+void MainWindow::goLive() { onWorker([w = worker_] { w->goLive(); }); }
+void MainWindow::queuePrompt(const QString& text) { onWorker([w = worker_, text] { w->queuePrompt(text); }); }
+void MainWindow::setStatsInterval(int seconds) { onWorker([w = worker_, seconds] { w->setStatsInterval(seconds); }); }
 
 void MainWindow::playSteps(int steps) {
   onWorker([w = worker_, steps] { w->playSteps(steps); });
@@ -395,10 +602,82 @@ void MainWindow::exportLogs(const QString& dir) {
   onWorker([w = worker_, dir] { w->exportLogs(dir); });
 }
 
+void MainWindow::showTab(const QString& name) {
+  const std::map<QString, QWidget*> tabs = {{"curves", curves_}, {"inspector", inspector_}, {"heavy-hitters", heavy_},
+                                            {"head-view", head_view_}, {"model-view", model_view_}};
+  const auto it = tabs.find(name.toLower());
+  if (it != tabs.end() && analysis_->indexOf(it->second) >= 0) analysis_->setCurrentWidget(it->second);
+}
+
+void MainWindow::setLook(ThemeKind theme, double scale) {
+  apply_theme(*qApp, theme, scale);
+  light_->blockSignals(true);
+  light_->setChecked(theme == ThemeKind::Light);
+  light_->blockSignals(false);
+  restyle();
+  persist();
+}
+
+void MainWindow::restyle() {
+  for (QAction* a : findChildren<QAction*>())
+    if (a->property("h2o_icon").isValid()) a->setIcon(theme_icon(IconKind(a->property("h2o_icon").toInt())));
+  if (running_) play_->setIcon(theme_icon(IconKind::Pause));
+  if (legend_) {
+    statusBar()->removeWidget(legend_);
+    legend_->deleteLater();
+  }
+  legend_ = makeFateLegend();
+  statusBar()->insertPermanentWidget(0, legend_);
+  for (PolicyPane* pane : panes_) pane->restyle();
+  curves_->restyle();
+  heavy_->restyle();
+  inspector_->restyle();
+  banner_->restyle();
+  // Redraw everything in the new look.
+  if (last_) {
+    auto again = last_;
+    last_.reset();
+    draw(*again);
+    last_ = again;
+  }
+  sendView();
+}
+
+void MainWindow::setPresentation(bool on) {
+  if (on == presentation_on_) return;
+  presentation_on_ = on;
+  presentation_->blockSignals(true);
+  presentation_->setChecked(on);
+  presentation_->blockSignals(false);
+  if (on) {
+    scale_before_presentation_ = ui_scale();
+    controls_dock_->hide();
+    showFullScreen();
+    setLook(current_theme(), std::max(1.3, ui_scale()));
+  } else {
+    controls_dock_->show();
+    showNormal();
+    setLook(current_theme(), scale_before_presentation_);
+  }
+}
+
 std::vector<std::pair<QString, QCustomPlot*>> MainWindow::plots() const {
   auto out = panePlots();
   const auto shared = sharedPlots();
   out.insert(out.end(), shared.begin(), shared.end());
+  return out;
+}
+
+std::vector<std::pair<QString, QCustomPlot*>> MainWindow::reportPlots() const {
+  const std::string mode = last_ ? last_->mode : "stream";
+  const auto of_mode = curves_->plotsForMode(mode);
+  std::vector<std::pair<QString, QCustomPlot*>> out;
+  for (const auto& [name, plot] : plots()) {
+    const bool curve = plot == curves_->memory() || plot == curves_->throughput() || plot == curves_->perplexity() ||
+                       plot == curves_->agreement();
+    if (curve && std::find(of_mode.begin(), of_mode.end(), plot) == of_mode.end()) continue;
+    if (plot_has_data(plot)) out.push_back({name, plot});
+  }
   return out;
 }
 
@@ -410,7 +689,8 @@ std::vector<std::pair<QString, QCustomPlot*>> MainWindow::panePlots() const {
     if (used.contains(policy)) policy += QString("-%1").arg(used.count());  // the same kind twice
     used << policy;
     out.push_back({policy + "-heatmap", pane->heatmap()});
-    out.push_back({policy + "-survival", pane->raster()});
+    out.push_back({policy + "-survival-whole", pane->overview()});
+    out.push_back({policy + "-survival-detail", pane->raster()});
   }
   return out;
 }
@@ -427,10 +707,11 @@ std::vector<std::pair<QString, QCustomPlot*>> MainWindow::sharedPlots() const {
   return out;
 }
 
-QStringList MainWindow::writePlots(const QString& dir, const QList<int>& formats) {
+QStringList MainWindow::writePlots(const QString& dir, const QList<int>& formats,
+                                   const std::vector<std::pair<QString, QCustomPlot*>>& plots) {
   if (!QDir().mkpath(dir)) throw Error(dir.toStdString() + ": cannot create the folder");
   QStringList written;
-  for (const auto& [name, plot] : plots())
+  for (const auto& [name, plot] : plots)
     for (int f : formats) {
       const auto format = PlotFormat(f);
       const QString file = name + "." + plot_format_suffix(format);
@@ -442,14 +723,15 @@ QStringList MainWindow::writePlots(const QString& dir, const QList<int>& formats
 
 QStringList MainWindow::exportPlots(const QString& dir, const QList<int>& formats) {
   try {
-    return writePlots(dir, formats);
+    fillHiddenPlots();
+    return writePlots(dir, formats, reportPlots());
   } catch (const std::exception& e) {
     showError("Export failed: " + QString::fromUtf8(e.what()));
     return {};
   }
 }
 
-void MainWindow::exportReport(const QString& dir) {
+void MainWindow::exportReport(const QString& dir, const QString& written) {
   if (QFileInfo::exists(dir)) {
     showError("Not writing the report: " + dir + " already exists");
     return;
@@ -460,7 +742,8 @@ void MainWindow::exportReport(const QString& dir) {
   QDir(staging).removeRecursively();
   QStringList plots;
   try {
-    plots = writePlots(staging, {int(PlotFormat::Png), int(PlotFormat::Svg)});
+    fillHiddenPlots();
+    plots = writePlots(staging, {int(PlotFormat::Png), int(PlotFormat::Pdf), int(PlotFormat::Svg)}, reportPlots());
     save_widget_png(this, QDir(staging).filePath("window.png"));
     plots.prepend("window.png");
   } catch (const std::exception& e) {
@@ -468,7 +751,8 @@ void MainWindow::exportReport(const QString& dir) {
     showError("Writing the report failed: " + QString::fromUtf8(e.what()));
     return;
   }
-  onWorker([w = worker_, staging, dir, plots] { w->writeReport(staging, dir, plots); });
+  const QString when = written.isEmpty() ? QString::fromStdString(utc_timestamp(std::time(nullptr))) : written;
+  onWorker([w = worker_, staging, dir, plots, when] { w->writeReport(staging, dir, plots, when); });
 }
 
 void MainWindow::drainSnapshots() {
@@ -480,6 +764,7 @@ void MainWindow::drainSnapshots() {
   last_ = std::move(snapshot);
   const double ms = timer.nsecsElapsed() / 1e6;
   frame_ms_.push_back(ms);
+  if (frame_ms_.size() > 100000) frame_ms_.erase(frame_ms_.begin(), frame_ms_.begin() + 50000);  // bounded
   if (options_.perf) {
     const FrameStats stats = frame_stats(std::vector<double>(frame_ms_.end() - std::min<long>(200, long(frame_ms_.size())), frame_ms_.end()));
     perf_label_->setText(QString("frame %1 ms · median %2 · p95 %3 (last %4)")
@@ -492,27 +777,41 @@ void MainWindow::drainSnapshots() {
 }
 
 void MainWindow::draw(const StudioSnapshot& s) {
-  if (!last_ || last_->layers != s.layers || last_->heads != s.heads) controls_->setShape(s.layers, s.heads);
+  if (!last_ || last_->layers != s.layers || last_->heads != s.heads) {
+    transport_->setShape(s.layers, s.heads);
+    transport_->setView(s.shown_layer, s.shown_head);
+  }
   // The panes follow the run's policies (a new choice in the controls, or a replay's).
   const auto policies = snapshot_policies(s);
   std::vector<PolicyConfig> shown;
   for (PolicyPane* pane : panes_) shown.push_back(pane->policy());
   if (policies != shown) setPanePolicies(policies);
-  const QString view = QString("layer %1 · %2")
-                           .arg(s.shown_layer)
-                           .arg(s.shown_head < 0 ? QString("mean over %1 heads").arg(s.heads)
-                                                 : QString("head %1 (KV %2)").arg(s.shown_head).arg(s.shown_head / std::max(1, s.heads / std::max(1, s.kv_heads))));
-  for (size_t i = 0; i < panes_.size() && i < s.panes.size(); ++i)
-    panes_[i]->draw(s.panes[i], s.top_k, view, s.inspection.position);
+  for (size_t i = 0; i < panes_.size() && i < s.panes.size(); ++i) panes_[i]->draw(s, s.panes[i], s.inspection.position);
   curves_->draw(s);
-  heavy_->draw(s);
-  inspector_->draw(s.inspection);
-  step_label_->setText(QString("%1 · step %2 · %3 · turn %4 · engine %5 s")
-                           .arg(QString::fromStdString(s.mode))
-                           .arg(s.step)
-                           .arg(QString::fromStdString(s.phase))
-                           .arg(s.prompt_index + 1)
-                           .arg(s.engine_seconds, 0, 'f', 1));
+  drawAnalysis(s);
+  transport_->setRange(s.first_step, s.latest_step, replaying_ ? replay_steps_ : s.latest_step + 1);
+  transport_->setStep(s.step, s.following);
+  QString where = QString("%1 · %2 · turn %3 · engine %4 s")
+                      .arg(QString::fromStdString(s.mode), QString::fromStdString(s.phase))
+                      .arg(s.prompt_index < 0 ? (s.steps_ingested ? QString("typed") : QString("—")) : QString::number(s.prompt_index + 1))
+                      .arg(s.engine_seconds, 0, 'f', 1);
+  transport_->stepLabel()->setToolTip(where);
+}
+
+void MainWindow::drawAnalysis(const StudioSnapshot& s) {
+  // Only the analysis tab in view is drawn: the others when they are shown.
+  QWidget* tab = analysis_->currentWidget();
+  if (tab == heavy_) heavy_->draw(s);
+  if (tab == inspector_) inspector_->draw(s.inspection);
+  if (tab == head_view_) head_view_->setData(s.head_view);
+  if (tab == model_view_) model_view_->setData(s.model_view, snapshot_policies(s), s.shown_layer, s.shown_head);
+}
+
+void MainWindow::fillHiddenPlots() {
+  // The analysis tabs not in view are drawn only for exports.
+  if (!last_) return;
+  heavy_->draw(*last_);
+  inspector_->draw(last_->inspection);
 }
 
 void MainWindow::hideLoading() {
@@ -532,14 +831,29 @@ void MainWindow::showError(const QString& message) {
 void MainWindow::setRunning(bool running) {
   running_ = running;
   play_->setText(running ? "Pause" : "Play");
-  play_->setIcon(style()->standardIcon(running ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
+  play_->setIcon(theme_icon(running ? IconKind::Pause : IconKind::Play));
+}
+
+void MainWindow::resizeEvent(QResizeEvent* event) {
+  QMainWindow::resizeEvent(event);
+  // Short windows (1280x720, a projector) give the panes the height: the
+  // curves become the first analysis tab instead of a column of their own.
+  const bool compact = height() < int(900 * std::max(1.0, ui_scale()));
+  const bool is_compact = analysis_->indexOf(curves_) >= 0;
+  if (compact == is_compact) return;
+  if (compact) {
+    analysis_->insertTab(0, curves_, "Curves");
+    analysis_->setCurrentIndex(0);
+  } else {
+    analysis_->removeTab(analysis_->indexOf(curves_));
+    bottom_->insertWidget(0, curves_);
+    curves_->show();
+    bottom_->setSizes({1000, 900});
+  }
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
-  if (options_.persist) {
-    QSettings settings;
-    save_settings(settings, controls_->settings());
-  }
+  persist();
   event->accept();
 }
 

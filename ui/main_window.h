@@ -1,16 +1,21 @@
 #pragma once
-// H2O Studio's window: one pane per policy side by side (1 to 4), the shared curves,
-// heavy-hitter analytics and the token inspector under them, the controls in
-// a dock. It starts the engine worker on its own thread, draws the snapshots
-// the worker leaves in the mailbox, and forwards the user's commands.
+// H2O Studio's window: one pane per policy (side by side, a 2x2 grid or tabs,
+// as the size allows), the timeline and view controls always in view, a
+// banner for what must not scroll away, the shared curves and the analysis
+// tabs (inspector, heavy hitters, head view, model view) under the panes, the
+// run's settings in a dock. It starts the engine worker on its own thread,
+// draws the snapshots the worker leaves in the mailbox, and forwards the
+// user's commands; a change that would restart a run asks first.
 #include <QElapsedTimer>
 #include <QMainWindow>
 #include <QSize>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "ui/engine_worker.h"
 #include "ui/studio_settings.h"
+#include "ui/theme.h"
 
 class QAction;
 class QCustomPlot;
@@ -19,16 +24,22 @@ class QLabel;
 class QProgressBar;
 class QPushButton;
 class QSplitter;
+class QTabWidget;
 class QThread;
 class QTimer;
 
 namespace h2o::ui {
 
+class Banner;
 class ControlPanel;
 class CurvesPanel;
+class HeadView;
 class HeavyHitterPanel;
+class ModelView;
+class PaneArea;
 class PolicyPane;
 class TokenInspector;
+class TransportBar;
 
 struct MainWindowOptions {
   StudioSettings settings;   // what to start with
@@ -39,8 +50,14 @@ struct MainWindowOptions {
   QString replay;            // open this recording instead of loading a model
   QSize size{1800, 1000};    // initial window size
   // The run is recorded to a spool in the temp folder (for Save recording, the
-  // logs and reports), ~50 KB a step: bounded, so an endless demo stays flat.
+  // logs, reports and the timeline), ~50 KB a step: bounded, so an endless demo stays flat.
   qint64 recording_limit = qint64(512) << 20;  // bytes; 0: no limit
+  // Asked before a settings change restarts a run that has steps ("what
+  // changes" given); false keeps the run and puts the controls back. Unset:
+  // a message box when dialogs are on, else yes.
+  std::function<bool(const QString& what)> confirm_restart;
+  bool presentation = false;  // start in presentation mode
+  QString tab;                // analysis tab to show: "inspector", "heavy-hitters", "head-view", "model-view"
 };
 
 class MainWindow : public QMainWindow {
@@ -54,13 +71,14 @@ class MainWindow : public QMainWindow {
   void playSteps(int steps);
   void openReplay(const QString& path);
   void saveRecording(const QString& path);
-  // Every plot in each format, into `dir`; returns the file names written
-  // (none, with an error shown, if one failed).
+  // Every plot with data in each format, into `dir`; returns the file names
+  // written (none, with an error shown, if one failed).
   QStringList exportPlots(const QString& dir, const QList<int>& formats);
   void exportLogs(const QString& dir);
   // Plots + logs + recording + summary.md into the new folder `dir`, which
   // appears only once complete (finishes on the worker: reportWritten).
-  void exportReport(const QString& dir);
+  // `written`: the report's instant (utc_timestamp), the same as its folder's stamp.
+  void exportReport(const QString& dir, const QString& written = {});
 
   // For tests and the --perf report.
   std::shared_ptr<const StudioSnapshot> lastSnapshot() const { return last_; }
@@ -69,43 +87,72 @@ class MainWindow : public QMainWindow {
   HeavyHitterPanel* heavyHitters() const { return heavy_; }
   TokenInspector* inspector() const { return inspector_; }
   ControlPanel* controls() const { return controls_; }
+  TransportBar* transport() const { return transport_; }
+  Banner* banner() const { return banner_; }
+  PaneArea* paneArea() const { return pane_area_; }
+  HeadView* headView() const { return head_view_; }
+  ModelView* modelView() const { return model_view_; }
+  QTabWidget* analysisTabs() const { return analysis_; }
+  QDockWidget* controlsDock() const { return controls_dock_; }
   // Every plot with the file name it exports under: the panes' and the shared ones.
   std::vector<std::pair<QString, QCustomPlot*>> plots() const;
+  // The plots a report holds: those of this mode that have data.
+  std::vector<std::pair<QString, QCustomPlot*>> reportPlots() const;
   const std::vector<double>& frameTimes() const { return frame_ms_; }
   void inspect(qint64 position);
   void setView(int layer, int head);
+  void seek(qint64 step);
+  void stepBack();
+  void goLive();
+  void queuePrompt(const QString& text);
+  void setPresentation(bool on);
+  bool presentation() const { return presentation_on_; }
+  void setLook(ThemeKind theme, double scale);
+  void showTab(const QString& name);
+  void setStatsInterval(int seconds);
 
  signals:
   void snapshotDrawn();
   void autoplayFinished();
   void errorShown(const QString& message);
   void warningShown(const QString& message);
+  void statusShown(const QString& message);
   void loadCancelled();  // the run goes on (e.g. CUDA missing: on the CPU instead)
   void fileWritten(const QString& path);
   void reportWritten(const QString& dir);
   void modelLoaded(const QString& title);
+  void replayOpened();
 
  public slots:
   void drainSnapshots();
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void buildActions();
   void buildLayout();
+  QWidget* makeFateLegend();
   // One pane per policy, in order (replacing the panes there were).
   void setPanePolicies(const std::vector<PolicyConfig>& policies);
   std::vector<std::pair<QString, QCustomPlot*>> panePlots() const;
   std::vector<std::pair<QString, QCustomPlot*>> sharedPlots() const;
+  StudioSettings settings() const;  // the controls' run settings and the transport's view
   void applyRunSettings();
+  bool confirmRestart(const QString& what);
   void sendView();
+  void persist();
   void draw(const StudioSnapshot& snapshot);
+  void drawAnalysis(const StudioSnapshot& snapshot);
+  void fillHiddenPlots();
   void showError(const QString& message);
   // exportPlots' writer, which throws h2o::Error at the first plot that fails.
-  QStringList writePlots(const QString& dir, const QList<int>& formats);
+  QStringList writePlots(const QString& dir, const QList<int>& formats,
+                         const std::vector<std::pair<QString, QCustomPlot*>>& plots);
   void hideLoading();
   void setRunning(bool running);
+  void restyle();
   template <class F>
   void onWorker(F&& f);  // runs f on the worker's thread
 
@@ -115,18 +162,31 @@ class MainWindow : public QMainWindow {
   EngineWorker* worker_;
   std::shared_ptr<const StudioSnapshot> last_;
   ViewSelection view_;
+  StudioSettings applied_;  // the settings the current run was started with
+  bool have_applied_ = false, replaying_ = false;
+  qint64 replay_steps_ = -1;
   bool running_ = false;
   std::vector<double> frame_ms_;
+  bool presentation_on_ = false;
+  double scale_before_presentation_ = 1.0;
 
   ControlPanel* controls_;
   QDockWidget* controls_dock_;
-  QSplitter* panes_splitter_;
+  PaneArea* pane_area_;
   std::vector<PolicyPane*> panes_;
+  Banner* banner_;
+  TransportBar* transport_;
   CurvesPanel* curves_;
   HeavyHitterPanel* heavy_;
   TokenInspector* inspector_;
-  QAction *play_, *step_, *reset_;
-  QLabel *step_label_, *perf_label_, *load_label_;
+  HeadView* head_view_;
+  ModelView* model_view_;
+  QTabWidget* analysis_;
+  QSplitter* central_split_;
+  QSplitter* bottom_;
+  QAction *play_, *step_, *back_, *live_, *reset_, *open_, *save_, *report_, *presentation_, *light_, *bigger_, *smaller_;
+  QWidget* legend_ = nullptr;  // the fate colours, in the status bar
+  QLabel *perf_label_, *load_label_, *record_label_;
   QProgressBar* load_bar_;
   QPushButton* cancel_load_;
   QTimer* load_ticker_;

@@ -7,6 +7,7 @@
 #include <qcustomplot.h>
 
 #include "core/base/error.h"
+#include "ui/plot_helpers.h"
 
 namespace h2o::ui {
 
@@ -45,8 +46,31 @@ static void save_via_temp(const QString& path, const std::function<bool(const QS
   }
 }
 
+// Shows the layout elements meant for exported files only (a raster's fate
+// legend) while it lives.
+class ExportDecorations {
+ public:
+  explicit ExportDecorations(QCustomPlot* plot) : plot_(plot) {
+    for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
+      if (e && e->objectName() == kExportOnly && !e->visible()) {
+        e->setVisible(true);
+        shown_.push_back(e);
+      }
+  }
+  ~ExportDecorations() {
+    for (QCPLayoutElement* e : shown_) e->setVisible(false);
+    if (!shown_.empty()) plot_->replot(QCustomPlot::rpQueuedReplot);
+  }
+
+ private:
+  QCustomPlot* plot_;
+  std::vector<QCPLayoutElement*> shown_;
+};
+
 void save_plot(QCustomPlot* plot, const QString& path, PlotFormat format) {
   const int w = std::max(plot->width(), 640), h = std::max(plot->height(), 400);
+  const ExportDecorations decorations(plot);
+  const ExportTitles titles(plot);
   switch (format) {
     case PlotFormat::Png:
       save_via_temp(path, [&](const QString& temp) { return plot->savePng(temp, w, h); });

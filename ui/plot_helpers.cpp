@@ -4,17 +4,85 @@
 
 namespace h2o::ui {
 
+QCPTextElement* add_title(QCustomPlot* plot, const QString& title, double point_size) {
+  plot->plotLayout()->insertRow(0);
+  auto* caption = new QCPTextElement(plot, title, QFont(plot->font().family(), 9, QFont::Bold));
+  caption->setProperty("h2o_pt", point_size);
+  QFont f = caption->font();
+  f.setPointSizeF(scaled_pt(point_size));
+  caption->setFont(f);
+  caption->setTextColor(text_color());
+  caption->setMargins(QMargins(2, 1, 2, 0));
+  plot->plotLayout()->addElement(0, 0, caption);
+  set_title(caption, title);
+  plot->plotLayout()->setRowStretchFactor(0, 0.001);
+  return caption;
+}
+
+void set_title(QCPTextElement* title, const QString& text, const QString& exported) {
+  title->setProperty("h2o_full", text);
+  title->setProperty("h2o_export", exported.isEmpty() ? text : exported);
+  QCustomPlot* plot = title->parentPlot();
+  const QFontMetricsF fm(title->font());
+  // The title's column may share the width with a colour scale beside the axis rect.
+  const int room = std::max(40, plot->width() - 8 - plot->property("h2o_title_inset").toInt());
+  title->setText(fm.elidedText(text, Qt::ElideRight, room));
+}
+
+ExportTitles::ExportTitles(QCustomPlot* plot) : plot_(plot) {
+  for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
+    if (auto* t = qobject_cast<QCPTextElement*>(e); t && t->property("h2o_export").isValid())
+      t->setText(t->property("h2o_export").toString());
+}
+
+ExportTitles::~ExportTitles() { fit_titles(plot_); }
+
+void fit_titles(QCustomPlot* plot) {
+  for (QCPLayoutElement* e : plot->plotLayout()->elements(false))
+    if (auto* t = qobject_cast<QCPTextElement*>(e); t && t->property("h2o_full").isValid())
+      set_title(t, t->property("h2o_full").toString());
+}
+
+namespace {
+// Keeps a plot's titles elided and its legend wrapped to its width as it is resized.
+class FitOnResize : public QObject {
+ public:
+  using QObject::QObject;
+  bool eventFilter(QObject* watched, QEvent* event) override {
+    if (event->type() == QEvent::Resize)
+      if (auto* plot = qobject_cast<QCustomPlot*>(watched)) {
+        fit_titles(plot);
+        fit_legend(plot);
+      }
+    return false;
+  }
+};
+}  // namespace
+
+void fit_legend(QCustomPlot* plot) {
+  QCPLegend* legend = plot->legend;
+  if (!legend->visible() || legend->itemCount() == 0 || legend->layout() != plot->plotLayout()) return;
+  // Whole entries only: as many per line as fit, the rest on the next lines.
+  double widest = 0;
+  for (int i = 0; i < legend->elementCount(); ++i)
+    if (QCPLayoutElement* item = legend->elementAt(i)) widest = std::max(widest, double(item->minimumOuterSizeHint().width()));
+  if (widest <= 0) return;
+  const int per_line = std::max(1, int((plot->width() - 10) / (widest + legend->columnSpacing())));
+  if (legend->wrap() != per_line) {
+    legend->setWrap(per_line);
+    legend->setFillOrder(QCPLegend::foColumnsFirst, true);
+  }
+}
+
 QCustomPlot* make_plot(const QString& title, const QString& x_label, const QString& y_label, QWidget* parent) {
   auto* plot = new QCustomPlot(parent);
   style_plot(plot);
-  plot->plotLayout()->insertRow(0);
-  auto* caption = new QCPTextElement(plot, title, QFont(plot->font().family(), 9, QFont::Bold));
-  caption->setTextColor(text_color());
-  plot->plotLayout()->addElement(0, 0, caption);
+  add_title(plot, title);
   plot->xAxis->setLabel(x_label);
   plot->yAxis->setLabel(y_label);
-  plot->setMinimumSize(180, 130);  // explicit: a long legend must not widen the window
+  plot->setMinimumSize(160, 100);  // explicit: a long legend must not widen the window
   plot->setObjectName(title);
+  plot->installEventFilter(new FitOnResize(plot));
   return plot;
 }
 
@@ -22,10 +90,12 @@ void set_policy_graphs(QCustomPlot* plot, const std::vector<PolicyConfig>& polic
   plot->clearGraphs();
   for (const PolicyConfig& policy : policies) {
     QCPGraph* g = plot->addGraph();
-    g->setPen(QPen(policy_color(policy), 1.8));
-    g->setName(policy_title(policy));
+    g->setProperty("h2o_width", 1.8);
+    g->setPen(QPen(policy_color(policy), 1.8 * std::max(1.0, ui_scale())));
+    g->setName(short_policy_title(policy));
     g->setAdaptiveSampling(true);
   }
+  fit_legend(plot);
 }
 
 std::vector<PolicyConfig> snapshot_policies(const StudioSnapshot& snapshot) {
@@ -46,8 +116,8 @@ void legend_above(QCustomPlot* plot) {
   legend->setBrush(Qt::NoBrush);
   legend->setMargins(QMargins(4, 0, 4, 0));
   legend->setRowSpacing(0);
-  legend->setColumnSpacing(10);
-  legend->setIconSize(16, 8);
+  legend->setColumnSpacing(8);
+  legend->setIconSize(14, 8);
   legend->setVisible(true);
 }
 
@@ -56,7 +126,14 @@ void set_series(QCPGraph* graph, const Series& series) {
                  true);
 }
 
-void rescale(QCustomPlot* plot, bool include_zero) {
+void rescale(QCustomPlot* plot, bool include_zero, const AxisRange& y) {
+  bool any = false;
+  for (int i = 0; i < plot->graphCount(); ++i) any = any || !plot->graph(i)->data()->isEmpty();
+  if (!any) {
+    for (QCPAxis* axis : {plot->xAxis, plot->yAxis})
+      axis->setRange(axis->scaleType() == QCPAxis::stLogarithmic ? QCPRange(1, 10) : QCPRange(0, 1));
+    return;
+  }
   plot->rescaleAxes(true);
   for (QCPAxis* axis : {plot->xAxis, plot->yAxis}) {
     QCPRange r = axis->range();
@@ -67,6 +144,25 @@ void rescale(QCustomPlot* plot, bool include_zero) {
     }
     axis->setRange(r);
   }
+  if (y.valid()) plot->yAxis->setRange(include_zero && y.lower > 0 ? 0 : y.lower, y.upper);
+}
+
+void thin_ticks(QCustomPlot* plot) {
+  const QFontMetricsF fm(plot->xAxis->tickLabelFont());
+  // A label of ~7 characters on x needs that much room and a gap; on y, about two text lines.
+  const int x_ticks = std::clamp(int(plot->axisRect()->width() / (fm.horizontalAdvance("0000000") + 12)), 2, 8);
+  const int y_ticks = std::clamp(int(plot->axisRect()->height() / (fm.height() * 2.2)), 2, 6);
+  if (plot->xAxis->scaleType() == QCPAxis::stLinear) plot->xAxis->ticker()->setTickCount(x_ticks);
+  if (plot->yAxis->scaleType() == QCPAxis::stLinear) plot->yAxis->ticker()->setTickCount(y_ticks);
+}
+
+bool plot_has_data(QCustomPlot* plot) {
+  for (int i = 0; i < plot->plottableCount(); ++i) {
+    QCPAbstractPlottable* p = plot->plottable(i);
+    if (auto* g = qobject_cast<QCPGraph*>(p); g && !g->data()->isEmpty()) return true;
+    if (auto* m = qobject_cast<QCPColorMap*>(p); m && m->property("h2o_has_data").toBool()) return true;
+  }
+  return false;
 }
 
 }  // namespace h2o::ui

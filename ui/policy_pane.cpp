@@ -1,6 +1,7 @@
 #include "policy_pane.h"
 
 #include <QLabel>
+#include <QRegularExpression>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -13,65 +14,85 @@
 
 namespace h2o::ui {
 
-
-static QWidget* captioned(const QString& caption, QWidget* body, QLabel** label_out = nullptr) {
-  auto* box = new QWidget;
-  auto* layout = new QVBoxLayout(box);
-  layout->setContentsMargins(0, 2, 0, 0);
-  layout->setSpacing(1);
-  auto* label = new QLabel(caption);
-  label->setStyleSheet("color: #8fa3ae; font-size: 8pt;");
-  // A long caption is clipped rather than widening the pane (and the window).
-  label->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-  layout->addWidget(label);
-  layout->addWidget(body, 1);
-  if (label_out) *label_out = label;
-  return box;
+QString view_caption(const StudioSnapshot& s) {
+  const int group = std::max(1, s.heads / std::max(1, s.kv_heads));
+  return QString("layer %1 · %2")
+      .arg(s.shown_layer)
+      .arg(s.shown_head < 0 ? QString("mean over %1 heads").arg(s.heads)
+                            : QString("head %1 (KV %2)").arg(s.shown_head).arg(s.shown_head / group));
 }
 
 PolicyPane::PolicyPane(const PolicyConfig& policy, QWidget* parent) : QWidget(parent), policy_(policy) {
   auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(4, 4, 4, 4);
-  layout->setSpacing(3);
-  const QColor color = policy_color(policy);
+  layout->setContentsMargins(3, 3, 3, 3);
+  layout->setSpacing(2);
   title_ = new QLabel(policy_title(policy));
   title_->setToolTip(QString::fromStdString(std::string(policy.unit().description)));
-  title_->setStyleSheet(QString("font-weight: bold; font-size: 11pt; color: %1; border-bottom: 2px solid %1;")
-                            .arg(color.name()));
+  // A long title is elided by the label's width rather than wrapping or widening the pane.
+  title_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+  title_->setTextFormat(Qt::RichText);
+  title_->setWordWrap(false);
   numbers_ = new QLabel("—");
-  numbers_->setStyleSheet("font-size: 8.5pt;");
   numbers_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  numbers_->setWordWrap(true);  // narrow panes wrap their numbers instead of growing
-  title_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  // One line: a narrow pane elides it (the tooltip has it all); a stopped session adds its reason.
+  numbers_->setWordWrap(false);
+  numbers_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   meter_ = new SparsityMeter;
   text_ = new TokenFlowView;
   text_->setPolicy(policy);
   heatmap_ = new HeatmapPlot;
-  raster_ = new RasterPlot;
+  overview_ = new RasterPlot(RasterPlot::Role::Overview);
+  detail_ = new RasterPlot(RasterPlot::Role::Detail);
 
+  text_->setToolTip("The stream: colour = fate of each token in this cache (legend in the status bar)");
   auto* splitter = new QSplitter(Qt::Vertical);
-  splitter->addWidget(captioned("Stream (colour = fate of each token in this cache)", text_));
-  splitter->addWidget(captioned("Attention heatmap", heatmap_, &heatmap_caption_));
-  splitter->addWidget(captioned("Survival raster (who is still cached)", raster_));
-  // Proportions of the pane (the splitter scales them): the heatmap needs room for its labels.
-  splitter->setSizes({38, 38, 24});
+  splitter->addWidget(text_);
+  splitter->addWidget(heatmap_);
+  splitter->addWidget(overview_);
+  splitter->addWidget(detail_);
+  // Proportions of the pane (the splitter scales them); minimum heights keep every plot readable.
+  splitter->setSizes({26, 34, 18, 22});
   splitter->setChildrenCollapsible(false);
 
   layout->addWidget(title_);
   layout->addWidget(numbers_);
   layout->addWidget(meter_);
   layout->addWidget(splitter, 1);
+  restyle();
 
   connect(text_, &TokenFlowView::tokenClicked, this, &PolicyPane::positionClicked);
+  connect(text_, &TokenFlowView::scrollRequested, this, &PolicyPane::textScrollRequested);
   connect(heatmap_, &HeatmapPlot::positionClicked, this, &PolicyPane::positionClicked);
-  connect(raster_, &RasterPlot::positionClicked, this, &PolicyPane::positionClicked);
+  connect(detail_, &RasterPlot::positionClicked, this, &PolicyPane::positionClicked);
+  connect(overview_, &RasterPlot::detailRequested, this, &PolicyPane::detailRequested);
+  connect(detail_, &RasterPlot::detailRequested, this, &PolicyPane::detailRequested);
+  for (RasterPlot* r : {overview_, detail_})
+    connect(r, &RasterPlot::pixelsChanged, this, [this] {
+      emit rasterPixels(overview_->axisRect()->rect().size(), detail_->axisRect()->rect().size());
+    });
+}
+
+void PolicyPane::restyle() {
+  const QColor color = policy_color(policy_);
+  title_->setStyleSheet(QString("font-weight: bold; font-size: %2pt; color: %1; border-bottom: 2px solid %1;")
+                            .arg(color.name())
+                            .arg(scaled_pt(11)));
+  numbers_->setStyleSheet(QString("font-size: %1pt;").arg(scaled_pt(8.5)));
+  text_->restyle();
+  heatmap_->restyle();
+  overview_->restyle();
+  detail_->restyle();
 }
 
 QString PolicyPane::numbersText() const { return numbers_->text(); }
 
-void PolicyPane::draw(const PaneSnapshot& pane, int top_k, const QString& view_caption, int64_t highlight) {
-  title_->setText(QString("%1  <span style='color:#8fa3ae; font-weight:normal; font-size:8pt'>%2</span>")
-                      .arg(policy_title(policy_), QString::fromStdString(pane.policy)));
+void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t highlight) {
+  const QString title = policy_title(policy_);
+  const QString describe = QString::fromStdString(pane.policy);
+  title_->setText(QString("%1&nbsp;&nbsp;<span style='color:%3; font-weight:normal; font-size:%4pt'>%2</span>")
+                      .arg(title, describe.toHtmlEscaped(), muted_text_color().name())
+                      .arg(scaled_pt(8)));
+  title_->setToolTip(title + " · " + describe + "\n" + QString::fromStdString(std::string(policy_.unit().description)));
   QString numbers = QString("<b>%1</b> cached · <b>%2</b> KV · <b>%3</b> tok/s · %4 in stream")
                         .arg(pane.cached_tokens)
                         .arg(QString::fromStdString(format_bytes(pane.live_bytes)))
@@ -81,18 +102,41 @@ void PolicyPane::draw(const PaneSnapshot& pane, int top_k, const QString& view_c
   if (!std::isnan(pane.agreement) && pane.config.evicts())
     numbers += QString(" · agree <b>%1 %</b>").arg(pane.agreement * 100, 0, 'f', 1);
   if (!pane.stopped.empty())
-    numbers += QString("<br><span style='color:#e06c75'><b>stopped:</b> %1</span>")
-                   .arg(QString::fromStdString(pane.stopped).toHtmlEscaped());
+    numbers += QString("<br><span style='color:%2'><b>stopped:</b> %1</span>")
+                   .arg(QString::fromStdString(pane.stopped).toHtmlEscaped(), warning_color().name());
   numbers_->setText(numbers);
-  meter_->setValue(pane.sparsity, top_k, policy_color(policy_));
+  numbers_->setToolTip(QString(numbers).replace("<br>", "\n").remove(QRegularExpression("<[^>]*>")));
+  meter_->setValue(pane.sparsity, s.top_k, policy_color(policy_));
   text_->setHighlight(highlight);
-  text_->setTokens(pane.tokens);
+  text_->setTokens(pane.tokens, pane.text_follows_end, pane.stream_length);
   text_->repaint();
-  heatmap_caption_->setText("Attention · " + view_caption + " · queries × cache slots");
-  heatmap_->setData(pane.heatmap);
+  // In the pane the header names the policy; an exported file names everything.
+  const QString view = view_caption(s);
+  const QString compact_view = QString("L%1 %2").arg(s.shown_layer).arg(s.shown_head < 0 ? QString("mean") : QString("H%1").arg(s.shown_head));
+  const QString exported = QString("%1 (%2) · %3").arg(title, describe, view);
+  heatmap_->setData(pane.heatmap, QString("attention · %1 · step %2").arg(view).arg(s.step),
+                    QString("%1 · attention · step %2").arg(exported).arg(s.step));
   heatmap_->replot(QCustomPlot::rpImmediateRefresh);
-  raster_->setData(pane.raster);
-  raster_->replot(QCustomPlot::rpImmediateRefresh);
+  // The trained context matters where positions are not rolled and the cache outgrows it: the full cache.
+  const int64_t context = !pane.config.evicts() && !pane.config.rolling ? s.context : 0;
+  const SurvivalRaster& o = pane.overview;
+  const QString whole = QString("whole stream: %1 positions × %2 steps%3")
+                            .arg(o.positions())
+                            .arg(o.steps())
+                            .arg(o.binned() ? " (binned)" : "");
+  overview_->setData(o, QString("survival · %1 · %2").arg(compact_view, whole),
+                     QString("%1 · survival · %2").arg(exported, whole), pane.detail.first_position,
+                     pane.detail.end_position, context);
+  overview_->replot(QCustomPlot::rpImmediateRefresh);
+  const SurvivalRaster& d = pane.detail;
+  const QString stretch = QString("positions %1–%2 · steps %3–%4")
+                              .arg(d.first_position)
+                              .arg(std::max<int64_t>(d.first_position, d.end_position - 1))
+                              .arg(d.first_step)
+                              .arg(d.last_step);
+  detail_->setData(d, QString("survival · %1").arg(stretch), QString("%1 · survival · %2").arg(exported, stretch), -1, -1,
+                   context);
+  detail_->replot(QCustomPlot::rpImmediateRefresh);
 }
 
 }  // namespace h2o::ui

@@ -1,6 +1,7 @@
 #pragma once
 // One policy's column: its numbers, sparsity meter, coloured text, attention
-// heatmap and survival raster, stacked in a splitter.
+// heatmap and the two survival rasters (the whole stream, and a detail),
+// stacked in a splitter that never squeezes a plot below what it needs.
 #include <QWidget>
 
 #include "core/studio/snapshot.h"
@@ -19,17 +20,24 @@ class PolicyPane : public QWidget {
  public:
   explicit PolicyPane(const PolicyConfig& policy, QWidget* parent = nullptr);
   const PolicyConfig& policy() const { return policy_; }
-  // Draws one snapshot of this policy (shown layer/head given for the captions).
-  void draw(const PaneSnapshot& pane, int top_k, const QString& view_caption, int64_t highlight);
+  // Draws this policy's part of a snapshot.
+  void draw(const StudioSnapshot& snapshot, const PaneSnapshot& pane, int64_t highlight);
 
   TokenFlowView* text() const { return text_; }
   HeatmapPlot* heatmap() const { return heatmap_; }
-  RasterPlot* raster() const { return raster_; }
+  RasterPlot* overview() const { return overview_; }
+  RasterPlot* raster() const { return detail_; }
   SparsityMeter* meter() const { return meter_; }
+  QLabel* titleLabel() const { return title_; }
   QString numbersText() const;
+  void restyle();
 
  signals:
   void positionClicked(qint64 position);
+  void detailRequested(qint64 first, int count);
+  void textScrollRequested(qint64 first);
+  // The rasters' cell areas in pixels (overview, detail).
+  void rasterPixels(QSize overview, QSize detail);
 
  private:
   PolicyConfig policy_;
@@ -38,8 +46,11 @@ class PolicyPane : public QWidget {
   SparsityMeter* meter_;
   TokenFlowView* text_;
   HeatmapPlot* heatmap_;
-  RasterPlot* raster_;
-  QLabel* heatmap_caption_;
+  RasterPlot* overview_;
+  RasterPlot* detail_;
 };
+
+// "layer 1 · mean over 8 heads", "layer 1 · head 3 (KV 1)": how panes and exports name the view.
+QString view_caption(const StudioSnapshot& snapshot);
 
 }  // namespace h2o::ui

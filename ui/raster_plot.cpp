@@ -1,52 +1,183 @@
 #include "raster_plot.h"
 
+#include "ui/plot_helpers.h"
 #include "ui/theme.h"
 
 namespace h2o::ui {
 
-RasterPlot::RasterPlot(QWidget* parent) : QCustomPlot(parent) {
+namespace {
+constexpr int kMinDetail = 24, kMaxDetail = 4096;
+}
+
+RasterPlot::RasterPlot(Role role, QWidget* parent) : QCustomPlot(parent), role_(role) {
   style_plot(this);
+  title_ = add_title(this, "", 8);
   map_ = new QCPColorMap(xAxis, yAxis);
   map_->setInterpolate(false);
   map_->setTightBoundary(false);
-  // One exact colour per Fate value: stops at i/(n-1), sampled at n levels.
-  QCPColorGradient g;
-  for (int f = 0; f < kFateCount; ++f) {
-    QColor c = f == int(Fate::Unborn) ? background_color() : fate_color(Fate(f));
-    if (f == int(Fate::Evicted)) c = QColor("#323b41");
-    g.setColorStopAt(double(f) / (kFateCount - 1), c);
-  }
-  g.setLevelCount(kFateCount);
-  map_->setGradient(g);
   map_->setDataRange(QCPRange(0, kFateCount - 1));
   yAxis->setRangeReversed(true);
   yAxis->setLabel("step");
-  xAxis->setLabel("stream position");
-  yAxis->ticker()->setTickCount(3);  // a short plot: a few step labels that do not collide
+  // The overview's title says what its axes are (and how long the stream is): its height goes to the cells.
+  if (role == Role::Overview) xAxis->setTickLabels(false);
   xAxis->grid()->setVisible(false);
   yAxis->grid()->setVisible(false);
-  setMinimumHeight(90);
-  setToolTip("Survival raster: each row is a step, each column a stream position.\n"
-             "Colour = fate at that step (sink, heavy hitter, recent, cached, evicted). Click: inspect the token.");
+  mark_ = new QCPItemRect(this);
+  mark_->setVisible(false);
+  mark_->setSelectable(false);
+  context_line_ = new QCPItemStraightLine(this);
+  context_line_->setVisible(false);
+  context_label_ = new QCPItemText(this);
+  context_label_->setVisible(false);
+  context_label_->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+  context_label_->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  buildLegend();
+  restyle();
+  // Explicit, so that the title does not set the pane's width.
+  setMinimumSize(160, role == Role::Overview ? 70 : 80);
+  setToolTip(role == Role::Overview
+                 ? "The whole stream: each column is a stretch of positions, each row a stretch of steps;\n"
+                   "a cell shows the most telling fate in it (sink, heavy hitter, recent, cached, evicted).\n"
+                   "Click: show that stretch in the detail below."
+                 : "Detail: each column a stream position, each row a step (binned when long).\n"
+                   "Wheel: zoom · drag: scroll · double-click: follow the end · click: inspect the token.");
 }
 
-void RasterPlot::setData(const SurvivalRaster& r) {
-  const int cols = std::max(r.positions, 1), rows = std::max(r.steps, 1);
+void RasterPlot::buildLegend() {
+  // The fate colours, shown under the raster in exported files (the toolbar shows them in the app).
+  legend_row_ = new QCPLayoutGrid;
+  legend_row_->setObjectName(kExportOnly);
+  plotLayout()->addElement(plotLayout()->rowCount(), 0, legend_row_);
+  plotLayout()->setRowStretchFactor(plotLayout()->rowCount() - 1, 0.001);
+  int col = 0;
+  for (Fate f : {Fate::Sink, Fate::Heavy, Fate::Recent, Fate::Cached, Fate::Evicted}) {
+    auto* t = new QCPTextElement(this, QString("■ %1").arg(fate_legend_name(f)));
+    t->setProperty("fate", int(f));
+    legend_row_->addElement(0, col++, t);
+  }
+  legend_row_->setVisible(false);
+}
+
+void RasterPlot::restyle() {
+  style_plot(this);
+  QCPColorGradient g;
+  for (int f = 0; f < kFateCount; ++f) g.setColorStopAt(double(f) / (kFateCount - 1), raster_color(Fate(f)));
+  g.setLevelCount(kFateCount);
+  map_->setGradient(g);
+  mark_->setPen(QPen(text_color(), 1.2 * std::max(1.0, ui_scale()), Qt::DashLine));
+  mark_->setBrush(Qt::NoBrush);
+  context_line_->setPen(QPen(marker_color(), 1.4 * std::max(1.0, ui_scale()), Qt::DashLine));
+  context_label_->setColor(marker_color());
+  QFont f = font();
+  f.setPointSizeF(scaled_pt(7.5));
+  context_label_->setFont(f);
+  for (int i = 0; legend_row_ && i < legend_row_->elementCount(); ++i)
+    if (auto* t = qobject_cast<QCPTextElement*>(legend_row_->elementAt(i))) {
+      t->setTextColor(fate_color(Fate(t->property("fate").toInt())));
+      t->setFont(f);
+    }
+}
+
+QString RasterPlot::title() const { return title_->property("h2o_full").toString(); }
+QString RasterPlot::exportTitle() const { return title_->property("h2o_export").toString(); }
+
+void RasterPlot::setData(const SurvivalRaster& r, const QString& title, const QString& exported, int64_t marked_first,
+                         int64_t marked_end, int64_t context) {
+  raster_ = r;
+  set_title(title_, title, exported);
+  const int cols = std::max(r.cols, 1), rows = std::max(r.rows, 1);
   map_->data()->setSize(cols, rows);
-  const double x0 = double(r.first_position), y0 = double(r.first_step);
-  map_->data()->setRange(QCPRange(x0, x0 + cols - 1), QCPRange(y0, y0 + rows - 1));
-  if (r.positions == 0 || r.steps == 0) map_->data()->fill(0);
-  for (int row = 0; row < r.steps; ++row)
-    for (int c = 0; c < r.positions; ++c) map_->data()->setCell(c, row, double(r.cells[size_t(row) * r.positions + c]));
-  cells_ = r.positions * r.steps;
-  xAxis->setRange(x0 - 0.5, x0 + cols - 0.5);
-  yAxis->setRange(y0 - 0.5, y0 + rows - 0.5);
+  // Cell c stands for positions [column_first(c), column_first(c + 1)): its centre sits mid-way.
+  const double per_col = r.cols ? double(r.positions()) / r.cols : 1.0;
+  const double per_row = r.rows ? double(r.steps()) / r.rows : 1.0;
+  const double x0 = double(r.first_position) - 0.5, y0 = double(r.first_step) - 0.5;
+  map_->data()->setRange(QCPRange(x0 + per_col / 2, x0 + per_col * (cols - 0.5)),
+                         QCPRange(y0 + per_row / 2, y0 + per_row * (rows - 0.5)));
+  if (r.cells.empty()) map_->data()->fill(0);
+  for (int row = 0; row < r.rows; ++row)
+    for (int c = 0; c < r.cols; ++c) map_->data()->setCell(c, row, double(r.cells[size_t(row) * size_t(r.cols) + size_t(c)]));
+  map_->setProperty("h2o_has_data", !r.cells.empty());
+  xAxis->setRange(x0, x0 + per_col * cols);
+  yAxis->setRange(y0, y0 + per_row * rows);
+  mark_->setVisible(marked_first >= 0 && marked_end > marked_first);
+  if (mark_->visible()) {
+    mark_->topLeft->setCoords(double(marked_first) - 0.5, y0);
+    mark_->bottomRight->setCoords(double(marked_end) - 0.5, y0 + per_row * rows);
+  }
+  const bool marker = context > 0 && context >= r.first_position && context < r.end_position;
+  context_line_->setVisible(marker);
+  context_label_->setVisible(marker);
+  if (marker) {
+    context_line_->point1->setCoords(double(context) - 0.5, 0);
+    context_line_->point2->setCoords(double(context) - 0.5, 1);
+    context_label_->position->setCoords(double(context), 0.02);
+    context_label_->setText(QString(" trained context %1").arg(context));
+  }
+  // Labels that fit: a few positions across, steps at least two text lines apart.
+  const QFontMetricsF fm(xAxis->tickLabelFont());
+  xAxis->ticker()->setTickCount(std::clamp(int(axisRect()->width() / (fm.horizontalAdvance("000000") + 14)), 2, 8));
+  yAxis->ticker()->setTickCount(std::clamp(int(axisRect()->height() / (fm.height() * 2.2)), 1, 4));
+}
+
+QPoint RasterPlot::cellPixel(int row, int col) const {
+  const double per_col = raster_.cols ? double(raster_.positions()) / raster_.cols : 1.0;
+  const double per_row = raster_.rows ? double(raster_.steps()) / raster_.rows : 1.0;
+  const double x = double(raster_.first_position) - 0.5 + per_col * (col + 0.5);
+  const double y = double(raster_.first_step) - 0.5 + per_row * (row + 0.5);
+  return QPoint(int(std::lround(xAxis->coordToPixel(x))), int(std::lround(yAxis->coordToPixel(y))));
+}
+
+void RasterPlot::resizeEvent(QResizeEvent* event) {
+  QCustomPlot::resizeEvent(event);
+  fit_titles(this);
+  replot(QCustomPlot::rpImmediateRefresh);  // lays the axis rect out for this size
+  emit pixelsChanged(axisRect()->width(), axisRect()->height());
 }
 
 void RasterPlot::mousePressEvent(QMouseEvent* event) {
-  if (event->button() == Qt::LeftButton && axisRect()->rect().contains(event->position().toPoint()))
-    emit positionClicked(qint64(std::lround(xAxis->pixelToCoord(event->position().x()))));
+  press_ = event->position();
+  press_first_ = double(raster_.first_position);
+  dragging_ = false;
   QCustomPlot::mousePressEvent(event);
+}
+
+void RasterPlot::mouseMoveEvent(QMouseEvent* event) {
+  if (role_ == Role::Detail && (event->buttons() & Qt::LeftButton) && raster_.cols > 0) {
+    const double dx = event->position().x() - press_.x();
+    if (std::abs(dx) > 4) dragging_ = true;
+    if (dragging_) {
+      const double per_px = double(raster_.positions()) / std::max(1, axisRect()->width());
+      emit detailRequested(qint64(std::max(0.0, press_first_ - dx * per_px)), int(raster_.positions()));
+    }
+  }
+  QCustomPlot::mouseMoveEvent(event);
+}
+
+void RasterPlot::mouseReleaseEvent(QMouseEvent* event) {
+  const bool inside = axisRect()->rect().contains(event->position().toPoint());
+  if (event->button() == Qt::LeftButton && inside && !dragging_) {
+    const qint64 position = qint64(std::lround(xAxis->pixelToCoord(event->position().x())));
+    if (role_ == Role::Overview) emit detailRequested(position, -1);
+    else emit positionClicked(position);
+  }
+  dragging_ = false;
+  QCustomPlot::mouseReleaseEvent(event);
+}
+
+void RasterPlot::mouseDoubleClickEvent(QMouseEvent* event) {
+  if (role_ == Role::Detail) emit detailRequested(-1, int(std::max<int64_t>(kMinDetail, raster_.positions())));
+  QCustomPlot::mouseDoubleClickEvent(event);
+}
+
+void RasterPlot::wheelEvent(QWheelEvent* event) {
+  if (role_ != Role::Detail || raster_.cols == 0) return QCustomPlot::wheelEvent(event);
+  // Zoom around the position under the pointer.
+  const double at = xAxis->pixelToCoord(event->position().x());
+  const int count = int(raster_.positions());
+  const int zoomed = std::clamp(int(event->angleDelta().y() > 0 ? count / 1.5 : count * 1.5), kMinDetail, kMaxDetail);
+  const double ratio = (at - double(raster_.first_position)) / std::max(1, count);
+  emit detailRequested(qint64(std::max(0.0, at - ratio * zoomed)), zoomed);
+  event->accept();
 }
 
 }  // namespace h2o::ui

@@ -1,29 +1,64 @@
 #pragma once
-// The survival raster of one policy: stream positions (x) over the latest
-// steps (y, newest at the bottom), each cell coloured by the position's fate
-// at that step — who is still cached, and in which role.
+// A survival raster of one policy: stream positions (x) over steps (y, the
+// newest at the bottom), each cell coloured by the fate its positions held
+// then. Two of them per pane: the overview of the whole stream (click to move
+// the detail there) and the detail, a stretch of positions since the first of
+// them was fed (wheel: zoom, drag: scroll, double-click: follow the end again,
+// click: inspect the token). Binned cells show the most telling fate they
+// hold, so sinks and heavy hitters stay visible at any zoom (core/studio/survival.h).
 #include <qcustomplot.h>
 
-#include "core/studio/analytics.h"
+#include "core/studio/survival.h"
 
 namespace h2o::ui {
 
 class RasterPlot : public QCustomPlot {
   Q_OBJECT
  public:
-  explicit RasterPlot(QWidget* parent = nullptr);
-  void setData(const SurvivalRaster& raster);
-  int cellCount() const { return cells_; }
+  enum class Role { Overview, Detail };
+  explicit RasterPlot(Role role, QWidget* parent = nullptr);
+  // `title`: policy, layer/head and what is shown; `marked_first/end`: the
+  // detail's stretch (overview only, -1: none); `context`: a marker at this
+  // position (0: none).
+  void setData(const SurvivalRaster& raster, const QString& title, const QString& exported, int64_t marked_first = -1,
+               int64_t marked_end = -1, int64_t context = 0);
+  QString title() const;
+  QString exportTitle() const;
+  const SurvivalRaster& raster() const { return raster_; }
+  int cellCount() const { return int(raster_.cells.size()); }
+  // The pixel of a cell's centre (tests).
+  QPoint cellPixel(int row, int col) const;
+  // Re-reads the theme's colours.
+  void restyle();
 
  signals:
   void positionClicked(qint64 position);
+  // Overview: centre the detail on this position. Detail: show `count` positions from `first` (-1: follow the end).
+  void detailRequested(qint64 first, int count);
+  // The cells' area in pixels: the most cells that can each be seen.
+  void pixelsChanged(int width, int height);
 
  protected:
   void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
+  void buildLegend();
+  Role role_;
   QCPColorMap* map_;
-  int cells_ = 0;
+  QCPTextElement* title_;
+  QCPItemRect* mark_;
+  QCPItemStraightLine* context_line_;
+  QCPItemText* context_label_;
+  QCPLayoutGrid* legend_row_ = nullptr;
+  SurvivalRaster raster_;
+  QPointF press_;
+  double press_first_ = 0;
+  bool dragging_ = false;
 };
 
 }  // namespace h2o::ui

@@ -7,7 +7,7 @@
 namespace h2o::ui {
 
 SparsityMeter::SparsityMeter(QWidget* parent) : QWidget(parent) {
-  setFixedHeight(16);
+  setFixedHeight(int(16 * std::max(1.0, ui_scale())));
   setToolTip("Attention sparsity: share of the latest step's attention mass (shown layer/head) on its top-k keys");
 }
 
@@ -21,7 +21,7 @@ void SparsityMeter::setValue(double share, int top_k, const QColor& color) {
 void SparsityMeter::paintEvent(QPaintEvent*) {
   QPainter p(this);
   const QRect r = rect().adjusted(0, 1, -1, -2);
-  p.fillRect(r, QColor("#2a3136"));
+  p.fillRect(r, grid_color());
   if (!std::isnan(share_)) {
     QColor c = color_;
     c.setAlpha(170);
@@ -29,7 +29,7 @@ void SparsityMeter::paintEvent(QPaintEvent*) {
   }
   p.setPen(text_color());
   QFont f = font();
-  f.setPointSizeF(7.5);
+  f.setPointSizeF(scaled_pt(7.5));
   p.setFont(f);
   p.drawText(r.adjusted(6, 0, -6, 0), Qt::AlignVCenter | Qt::AlignLeft,
              std::isnan(share_) ? QString("attention on top-%1 keys: —").arg(top_k_)

@@ -37,6 +37,8 @@ void for_each_setting(Settings& s, Visit&& visit) {
   visit("layer", c.capture_layer);
   visit("head", s.head);
   visit("speed_limit", s.speed_limit);
+  visit("theme", s.theme);
+  visit("ui_scale", s.ui_scale);
 }
 
 // QSettings values of each setting's type (lists as comma-separated text).
@@ -77,6 +79,8 @@ StudioSettings load_settings(QSettings& settings) {
   if (c.budget < 2) c.budget = d.config.budget;
   if (c.max_new_tokens < 1) c.max_new_tokens = d.config.max_new_tokens;
   c.kv_limit_mib = std::max(0, c.kv_limit_mib);
+  if (s.theme != "light") s.theme = "dark";
+  s.ui_scale = std::clamp(s.ui_scale, 0.75, 3.0);
   return s;
 }
 
@@ -85,8 +89,9 @@ void save_settings(QSettings& settings, const StudioSettings& s) {
 }
 
 void fill_default_inputs(StudioConfig& c, const QString& argv0) {
-  if (!c.model.empty()) return;
   const DefaultInputs d = default_inputs(find_assets_dir(argv0.toStdString()));
+  if (c.forced_text.empty()) c.forced_text = d.forced_text;
+  if (!c.model.empty()) return;
   c.model = d.model;
   if (c.tokenizer.empty()) c.tokenizer = d.tokenizer;
   if (c.prompts.empty()) c.prompts = d.prompts;

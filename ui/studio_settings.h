@@ -15,11 +15,14 @@ struct StudioSettings {
   StudioConfig config;
   int head = -1;             // query head shown, -1: mean over heads
   double speed_limit = 0;    // steps per second, 0: unlimited
+  std::string theme = "dark";  // "dark" or "light" (projectors, print)
+  double ui_scale = 1.0;       // fonts and lines (presentation mode: larger)
 };
 
 StudioSettings load_settings(QSettings& settings);
 void save_settings(QSettings& settings, const StudioSettings& s);
-// Fills empty model/tokenizer/prompts from the assets found beside `argv0`.
+// Fills empty model/tokenizer/prompts and the teacher-forced text from the
+// assets found beside `argv0` (the text also when a model was chosen).
 void fill_default_inputs(StudioConfig& config, const QString& argv0);
 
 }  // namespace h2o::ui

@@ -3,25 +3,52 @@
 #include <QHelpEvent>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QScrollBar>
 #include <QToolTip>
 
 #include "ui/theme.h"
 
 namespace h2o::ui {
 
-TokenFlowView::TokenFlowView(QWidget* parent) : QWidget(parent) {
+TokenFlowView::TokenFlowView(QWidget* parent) : QWidget(parent), bar_(new QScrollBar(Qt::Vertical, this)) {
   setAttribute(Qt::WA_OpaquePaintEvent);
-  setMinimumHeight(80);
-  QFont f("DejaVu Sans Mono");
-  f.setStyleHint(QFont::Monospace);
-  f.setPointSizeF(8.5);
-  setFont(f);
+  setMinimumHeight(48);
+  restyle();
   setCursor(Qt::PointingHandCursor);
+  bar_->setCursor(Qt::ArrowCursor);
+  bar_->setToolTip("Scroll through the whole stream; at the bottom the text follows the newest tokens");
+  connect(bar_, &QScrollBar::valueChanged, this, [this](int value) {
+    if (updating_bar_) return;
+    requestFrom(value >= bar_->maximum() ? -1 : int64_t(value));
+  });
 }
 
-void TokenFlowView::setTokens(std::vector<TokenCell> tokens) {
-  tokens_ = std::move(tokens);
+void TokenFlowView::restyle() {
+  // Noto Sans CJK and Noto Color Emoji (README's install command) fill in what DejaVu lacks.
+  QFont f("DejaVu Sans Mono");
+  f.setStyleHint(QFont::Monospace);
+  f.setPointSizeF(scaled_pt(8.5));
+  setFont(f);
+  advance_.clear();
   laid_out_width_ = -1;
+  update();
+}
+
+void TokenFlowView::setTokens(std::vector<TokenCell> tokens, bool follows_end, int64_t stream_length) {
+  tokens_ = std::move(tokens);
+  follows_end_ = follows_end;
+  stream_length_ = stream_length;
+  laid_out_width_ = -1;
+  // The bar counts positions: at the bottom while following, else at the window's first position.
+  updating_bar_ = true;
+  const int length = int(std::min<int64_t>(stream_length, INT32_MAX));
+  const int first = tokens_.empty() ? 0 : int(tokens_.front().first_position);
+  const int page = std::max(1, int(std::min<size_t>(tokens_.size(), 200)));
+  bar_->setRange(0, std::max(0, length - page));
+  bar_->setPageStep(page);
+  bar_->setSingleStep(8);
+  bar_->setValue(follows_end ? bar_->maximum() : std::min(first, bar_->maximum() - 1));
+  updating_bar_ = false;
   update();
 }
 
@@ -29,6 +56,8 @@ void TokenFlowView::setHighlight(int64_t position) {
   highlight_ = position;
   update();
 }
+
+void TokenFlowView::requestFrom(int64_t first) { emit scrollRequested(first); }
 
 double TokenFlowView::advance(const QString& piece) {
   if (const auto it = advance_.constFind(piece); it != advance_.constEnd()) return *it;
@@ -38,72 +67,125 @@ double TokenFlowView::advance(const QString& piece) {
   return w;
 }
 
+void TokenFlowView::resizeEvent(QResizeEvent*) {
+  laid_out_width_ = -1;
+  const int w = bar_->sizeHint().width();
+  bar_->setGeometry(width() - w, 0, w, height());
+}
+
 // Flows the tokens left to right, breaking lines at newlines and at the edge.
 void TokenFlowView::layout() {
   placed_.clear();
   const QFontMetricsF fm(font());
-  const double line_h = fm.height() + 2, margin = 4, width = std::max(40, this->width()) - 2 * margin;
+  line_height_ = fm.height() + 2;
+  const double margin = 4, width = std::max(40, this->width() - bar_->width()) - 2 * margin;
   double x = 0, y = 0;
   for (size_t i = 0; i < tokens_.size(); ++i) {
     const QStringList lines = QString::fromStdString(tokens_[i].text).split('\n');
     for (int l = 0; l < lines.size(); ++l) {
       if (l > 0) {
         // Newlines show as a small mark, then break.
-        placed_.push_back({QRectF(margin + x, y, advance(QString(QChar(0x21b5))), line_h), i, QString(QChar(0x21b5))});
+        placed_.push_back({QRectF(margin + x, y, advance(QString(QChar(0x21b5))), line_height_), i, QString(QChar(0x21b5))});
         x = 0;
-        y += line_h;
+        y += line_height_;
       }
       QString piece = lines[l];
       if (piece.isEmpty()) continue;
       double w = advance(piece);
       if (x > 0 && x + w > width) {
         x = 0;
-        y += line_h;
+        y += line_height_;
         if (piece.startsWith(' ')) {
           piece.remove(0, 1);
           w = advance(piece);
         }
       }
-      placed_.push_back({QRectF(margin + x, y, w, line_h), i, piece});
+      placed_.push_back({QRectF(margin + x, y, w, line_height_), i, piece});
       x += w;
     }
   }
-  content_height_ = y + line_h;
+  content_height_ = y + line_height_;
   laid_out_width_ = this->width();
+}
+
+double TokenFlowView::shift() const {
+  // Following: keep the newest line in view. Scrolled: the window's first token at the top.
+  return follows_end_ ? std::max(0.0, content_height_ - height() + 4) : 0.0;
 }
 
 void TokenFlowView::paintEvent(QPaintEvent*) {
   if (laid_out_width_ != width()) layout();
   QPainter p(this);
   p.fillRect(rect(), background_color());
-  // Keep the newest line in view: shift everything up when the text overflows.
-  const double shift = std::max(0.0, content_height_ - height() + 4);
+  const double up = shift();
   const QFontMetricsF fm(font());
   p.setFont(font());
+  const bool dark = current_theme() == ThemeKind::Dark;
   for (const Placed& placed : placed_) {
-    const QRectF r = placed.rect.translated(0, -shift);
-    if (r.bottom() < 0) continue;
+    const QRectF r = placed.rect.translated(0, -up);
+    if (r.bottom() < 0 || r.top() > height()) continue;
     const TokenCell& t = tokens_[placed.token];
-    if (t.prompt) p.fillRect(r, QColor(255, 255, 255, 14));
-    if (t.position == highlight_) p.fillRect(r.adjusted(-1, 0, 1, 0), QColor(255, 255, 255, 60));
+    if (t.prompt) p.fillRect(r, dark ? QColor(255, 255, 255, 14) : QColor(0, 0, 0, 12));
+    if (t.position == highlight_) p.fillRect(r.adjusted(-1, 0, 1, 0), dark ? QColor(255, 255, 255, 60) : QColor(0, 0, 0, 40));
     QColor c = fate_color(t.fate);
-    if (t.prompt && t.fate != Fate::Evicted) c = c.darker(125);
+    if (t.prompt && t.fate != Fate::Evicted) c = dark ? c.darker(125) : c.lighter(115);
     p.setPen(c);
     p.drawText(QPointF(r.left(), r.top() + fm.ascent() + 1), placed.text);
     if (t.fate == Fate::Unborn) p.drawLine(QPointF(r.left(), r.bottom() - 1), QPointF(r.right(), r.bottom() - 1));
   }
+  if (!follows_end_) {
+    // Say so: the text no longer moves with the stream.
+    const QString note = "scrolled back · scroll to the bottom to follow";
+    QFont f = font();
+    f.setPointSizeF(scaled_pt(7.5));
+    p.setFont(f);
+    const QRectF box(width() - bar_->width() - QFontMetricsF(f).horizontalAdvance(note) - 12, height() - QFontMetricsF(f).height() - 4,
+                     QFontMetricsF(f).horizontalAdvance(note) + 8, QFontMetricsF(f).height() + 2);
+    p.fillRect(box, dark ? QColor(40, 48, 54, 230) : QColor(235, 239, 242, 230));
+    p.setPen(muted_text_color());
+    p.drawText(box, Qt::AlignCenter, note);
+  }
+}
+
+int64_t TokenFlowView::firstVisiblePosition() const {
+  const double up = shift();
+  for (const Placed& placed : placed_)
+    if (placed.rect.translated(0, -up).bottom() > 0) return tokens_[placed.token].first_position;
+  return -1;
+}
+
+QRect TokenFlowView::cellRect(size_t cell) const {
+  for (const Placed& placed : placed_)
+    if (placed.token == cell) return placed.rect.translated(0, -shift()).toRect();
+  return {};
 }
 
 int TokenFlowView::hit(QPointF point) const {
-  const double shift = std::max(0.0, content_height_ - height() + 4);
+  const double up = shift();
   for (const Placed& placed : placed_)
-    if (placed.rect.translated(0, -shift).contains(point)) return int(placed.token);
+    if (placed.rect.translated(0, -up).contains(point)) return int(placed.token);
   return -1;
 }
 
 void TokenFlowView::mousePressEvent(QMouseEvent* event) {
   const int i = hit(event->position());
   if (i >= 0 && event->button() == Qt::LeftButton) emit tokenClicked(tokens_[size_t(i)].position);
+}
+
+void TokenFlowView::wheelEvent(QWheelEvent* event) {
+  if (tokens_.empty()) return;
+  // About three lines a notch, in positions: the window's tokens per line.
+  const double lines = std::max(1.0, content_height_ / line_height_);
+  const double per_line = std::max(1.0, double(tokens_.size()) / lines);
+  const int64_t step = std::max<int64_t>(1, int64_t(3 * per_line * std::abs(event->angleDelta().y()) / 120));
+  const int64_t top = follows_end_ ? std::max<int64_t>(0, firstVisiblePosition()) : tokens_.front().first_position;
+  if (event->angleDelta().y() > 0) {
+    requestFrom(std::max<int64_t>(0, top - step));
+  } else if (!follows_end_) {
+    const int64_t next = top + step;
+    requestFrom(next >= bar_->maximum() ? -1 : next);
+  }
+  event->accept();
 }
 
 bool TokenFlowView::event(QEvent* event) {
@@ -114,9 +196,15 @@ bool TokenFlowView::event(QEvent* event) {
       QToolTip::hideText();
     } else {
       const TokenCell& t = tokens_[size_t(i)];
-      QToolTip::showText(help->globalPos(), QString("<b>%1</b> · position %2<br>%3%4<br><i>click: score history and evictions</i>")
+      const QString where = t.first_position == t.position
+                                ? QString("position %1").arg(t.position)
+                                : QString("positions %1–%2 (one character, %3 byte tokens)")
+                                      .arg(t.first_position)
+                                      .arg(t.position)
+                                      .arg(t.position - t.first_position + 1);
+      QToolTip::showText(help->globalPos(), QString("<b>%1</b> · %2<br>%3%4<br><i>click: score history and evictions</i>")
                                                 .arg(QString::fromStdString(t.text).toHtmlEscaped())
-                                                .arg(t.position)
+                                                .arg(where)
                                                 .arg(fate_tooltip(t.fate, &policy_))
                                                 .arg(t.prompt ? " · prompt" : ""),
                          this);

@@ -14,21 +14,29 @@ namespace h2o::ui {
 
 TokenInspector::TokenInspector(QWidget* parent) : QWidget(parent) {
   plot_ = make_plot("Token: accumulated score", "step", "score");
-  // Up to 3 policies x KV heads lines: colour = policy, dash = KV head, told in the text below.
-  plot_->legend->setVisible(false);
+  // Up to 4 policies x KV heads lines: colour = policy, dash = KV head, named in the legend above.
+  legend_above(plot_);
   details_ = new QLabel("Click a token in any pane (text, heatmap column or raster) to follow it here.");
   details_->setWordWrap(true);
   details_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   details_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  details_->setStyleSheet("font-size: 8pt; padding: 3px;");
+  details_->setObjectName("inspector_details");
   auto* scroll = new QScrollArea;
   scroll->setWidget(details_);
   scroll->setWidgetResizable(true);
-  auto* splitter = new QSplitter(Qt::Vertical);
+  // Side by side: the bottom area is wide and short.
+  auto* right = new QWidget;
+  auto* rv = new QVBoxLayout(right);
+  rv->setContentsMargins(0, 0, 0, 0);
+  rv->setSpacing(0);
+  rv->addWidget(scroll, 1);
+  auto* splitter = new QSplitter(Qt::Horizontal);
   splitter->addWidget(plot_);
-  splitter->addWidget(scroll);
+  splitter->addWidget(right);
   splitter->setStretchFactor(0, 3);
   splitter->setStretchFactor(1, 2);
+  splitter->setChildrenCollapsible(false);
+  scroll->setMinimumSize(160, 40);
   auto* follow = new QToolButton;
   follow->setText("Follow the top heavy hitter");
   follow->setToolTip("Stop following the clicked token; show H2O's highest-scored heavy hitter instead");
@@ -39,11 +47,18 @@ TokenInspector::TokenInspector(QWidget* parent) : QWidget(parent) {
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(0);
   layout->addWidget(splitter, 1);
-  layout->addWidget(follow, 0, Qt::AlignRight);
+  rv->addWidget(follow, 0, Qt::AlignRight);
   setMinimumWidth(200);
 }
 
 QString TokenInspector::detailsText() const { return details_->text(); }
+
+void TokenInspector::restyle() {
+  style_plot(plot_);
+  plot_->legend->setBrush(Qt::NoBrush);
+  plot_->legend->setBorderPen(Qt::NoPen);
+  details_->setStyleSheet(QString("font-size: %1pt; padding: 3px;").arg(scaled_pt(8)));
+}
 
 void TokenInspector::draw(const InspectionSnapshot& in) {
   plot_->clearGraphs();
@@ -58,9 +73,9 @@ void TokenInspector::draw(const InspectionSnapshot& in) {
   const Qt::PenStyle styles[] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};
   const char* dash_names[] = {"solid", "dashed", "dotted", "dash-dot"};
   QString html = QString("%1<b>“%2”</b> at stream position <b>%3</b>")
-                     .arg(in.followed ? "<span style='color:#8fa3ae'>Top H2O heavy hitter (click a token to pin "
-                                        "another):</span><br>"
-                                      : "")
+                     .arg(in.followed ? QString("<span style='color:%1'>Top H2O heavy hitter (click a token to pin "
+                                                "another):</span><br>").arg(muted_text_color().name())
+                                      : QString())
                      .arg(QString::fromStdString(in.text).toHtmlEscaped())
                      .arg(in.position);
   size_t kv_heads = 0;
@@ -70,8 +85,9 @@ void TokenInspector::draw(const InspectionSnapshot& in) {
     kv_heads = std::max(kv_heads, p.score_by_kv_head.size());
     for (size_t kv = 0; kv < p.score_by_kv_head.size(); ++kv) {
       QCPGraph* g = plot_->addGraph();
-      g->setPen(QPen(color, 1.6, styles[kv % 4]));
-      g->setName(QString("%1 L%2 KV%3").arg(policy_title(p.config)).arg(p.score_layer).arg(kv));
+      g->setPen(QPen(color, 1.6 * std::max(1.0, ui_scale()), styles[kv % 4]));
+      g->setName(QString("%1 KV%2").arg(short_policy_title(p.config)).arg(kv));
+      if (p.score_by_kv_head[kv].x.empty()) g->removeFromLegend();
       set_series(g, p.score_by_kv_head[kv]);
     }
     html += QString("<br><span style='color:%1'><b>%2</b></span>: fed at step %3, now <i>%4</i>; ")
@@ -94,10 +110,12 @@ void TokenInspector::draw(const InspectionSnapshot& in) {
   if (kv_heads > 0) {
     QStringList lines;
     for (size_t kv = 0; kv < kv_heads; ++kv) lines << QString("KV head %1 %2").arg(kv).arg(dash_names[kv % 4]);
-    html += "<br><span style='color:#8fa3ae'>Score lines: colour = policy; " + lines.join(", ") + "</span>";
+    html += QString("<br><span style='color:%1'>Score lines (layer %2): colour = policy; ").arg(muted_text_color().name()).arg(in.policies.empty() ? -1 : in.policies.front().score_layer) + lines.join(", ") + "</span>";
   }
   details_->setText(html);
+  fit_legend(plot_);
   rescale(plot_);
+  thin_ticks(plot_);
   plot_->replot(QCustomPlot::rpImmediateRefresh);
 }
 

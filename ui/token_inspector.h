@@ -20,6 +20,7 @@ class TokenInspector : public QWidget {
   void draw(const InspectionSnapshot& inspection);
   QCustomPlot* plot() const { return plot_; }
   QString detailsText() const;
+  void restyle();
 
  signals:
   void followRequested();  // back to following the top heavy hitter

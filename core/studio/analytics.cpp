@@ -118,32 +118,45 @@ ScoreRank score_rank(std::span<const float> scores, int max_points) {
   return out;
 }
 
-// ---- survival ---------------------------------------------------------------
+// ---- curves ------------------------------------------------------------------
 
-SurvivalRaster survival_raster(const EvictionRule& rule, std::span<const int64_t> birth_step,
-                               std::span<const int64_t> evict_step, int64_t last_step, int max_steps,
-                               int max_positions) {
-  SurvivalRaster r;
-  const int64_t length = int64_t(std::min(birth_step.size(), evict_step.size()));
-  r.first_step = std::max<int64_t>(0, last_step - max_steps + 1);
-  r.steps = int(std::max<int64_t>(0, last_step - r.first_step + 1));
-  r.first_position = std::max<int64_t>(0, length - max_positions);
-  r.positions = int(length - r.first_position);
-  r.cells.assign(size_t(r.steps) * r.positions, uint8_t(Fate::Unborn));
-  for (int row = 0; row < r.steps; ++row) {
-    const int64_t t = r.first_step + row;
-    // Births are in position order: the stream's length after step t.
-    const int64_t stream_length =
-        int64_t(std::upper_bound(birth_step.begin(), birth_step.begin() + length, t) - birth_step.begin());
-    for (int c = 0; c < r.positions; ++c) {
-      const int64_t p = r.first_position + c;
-      if (birth_step[size_t(p)] > t) continue;
-      const int64_t e = evict_step[size_t(p)];
-      const bool cached = e < 0 || e > t;
-      r.cells[size_t(row) * r.positions + c] = uint8_t(fate_of(rule, p, cached, stream_length));
+YRange robust_y_range(const std::vector<std::vector<double>>& xs, const std::vector<std::vector<double>>& ys,
+                      double skip_fraction, int skip_points) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (size_t k = 0; k < xs.size() && k < ys.size(); ++k) {
+    const auto& x = xs[k];
+    const auto& y = ys[k];
+    const size_t n = std::min(x.size(), y.size());
+    if (n == 0) continue;
+    const double from = x.front() + (x[n - 1] - x.front()) * skip_fraction;
+    for (size_t i = 0; i < n; ++i) {
+      if ((int(i) < skip_points && n > size_t(skip_points)) || x[i] < from || !std::isfinite(y[i])) continue;
+      lo = std::min(lo, y[i]);
+      hi = std::max(hi, y[i]);
     }
   }
+  YRange r;
+  if (!(hi >= lo)) return r;
+  const double pad = std::max((hi - lo) * 0.05, std::abs(hi) * 1e-3 + 1e-9);
+  r.lower = lo - pad;
+  r.upper = hi + pad;
   return r;
+}
+
+void binned_means(const std::vector<double>& x, const std::vector<double>& y, int max_points,
+                  std::vector<double>& out_x, std::vector<double>& out_y) {
+  out_x.clear();
+  out_y.clear();
+  const size_t n = std::min(x.size(), y.size());
+  if (n == 0 || max_points < 1) return;
+  const size_t per = (n + size_t(max_points) - 1) / size_t(max_points);
+  for (size_t i = 0; i < n; i += per) {
+    const size_t end = std::min(n, i + per);
+    double sx = 0, sy = 0;
+    for (size_t k = i; k < end; ++k) sx += x[k], sy += y[k];
+    out_x.push_back(sx / double(end - i));
+    out_y.push_back(sy / double(end - i));
+  }
 }
 
 std::vector<int> spaced_by_importance(std::span<const double> importance, int min_gap) {

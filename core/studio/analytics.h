@@ -1,8 +1,8 @@
 #pragma once
 // The arithmetic behind H2O Studio's pictures, free of Qt so that it runs on
 // the engine's thread, in replays and in unit tests: attention matrices
-// aligned by stream position, survival rasters, score-rank curves with a
-// power-law fit. Widgets only draw the results. (Token fates are the
+// aligned by stream position, score-rank curves with a power-law fit, curve
+// ranges. (Survival rasters: survival.h.) Widgets only draw the results. (Token fates are the
 // policies' own: core/policy/fate.h.)
 #include <cmath>
 #include <cstdint>
@@ -54,23 +54,21 @@ struct ScoreRank {
 };
 ScoreRank score_rank(std::span<const float> scores, int max_points);
 
-// ---- survival ---------------------------------------------------------------
+// ---- curves ------------------------------------------------------------------
 
-// Who was held at each of the latest steps: rows are steps (oldest first),
-// columns stream positions, each cell a Fate.
-struct SurvivalRaster {
-  int64_t first_step = 0;
-  int steps = 0;
-  int64_t first_position = 0;
-  int positions = 0;
-  std::vector<uint8_t> cells;  // steps x positions, row-major
-  Fate at(int row, int column) const { return Fate(cells[size_t(row) * positions + column]); }
+// A y range for curves whose first points rest on a handful of samples (a
+// running perplexity after two tokens, a rate after one): the range of every
+// point past the first `skip_fraction` of each series' x span (at least its
+// first `skip_points`), padded by 5 %. Both NaN when there is nothing to fit.
+struct YRange {
+  double lower = NAN, upper = NAN;
 };
-// `birth_step[p]`: the step that fed position p (non-decreasing in p);
-// `evict_step[p]`: the step whose cut evicted it, -1 while held. Shows steps
-// (last_step - max_steps, last_step] and the latest `max_positions` positions.
-SurvivalRaster survival_raster(const EvictionRule& rule, std::span<const int64_t> birth_step,
-                               std::span<const int64_t> evict_step, int64_t last_step, int max_steps,
-                               int max_positions);
+YRange robust_y_range(const std::vector<std::vector<double>>& xs, const std::vector<std::vector<double>>& ys,
+                      double skip_fraction, int skip_points);
+
+// Means of consecutive runs of points, so that at most `max_points` remain:
+// a noisy per-step curve drawn as a line instead of a solid band.
+void binned_means(const std::vector<double>& x, const std::vector<double>& y, int max_points,
+                  std::vector<double>& out_x, std::vector<double>& out_y);
 
 }  // namespace h2o

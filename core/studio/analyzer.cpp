@@ -4,14 +4,16 @@
 
 #include "core/base/error.h"
 #include "core/studio/capture_schedule.h"
+#include "core/studio/teaching.h"
+#include "core/studio/text_cells.h"
 
 namespace h2o {
 
 namespace {
-constexpr size_t kSeriesCap = 4096;        // points per curve before thinning
-constexpr size_t kAttentionKept = 64;      // captures kept per policy for the heatmap
-constexpr size_t kShareKept = 2048;        // sparsity samples kept per policy
-constexpr size_t kScoreSamplesCap = 256;   // score samples per token and KV head before thinning
+constexpr size_t kSeriesCap = 4096;      // points per curve before thinning
+constexpr size_t kShareBins = 1024;      // sparsity bins per policy before merging pairs
+constexpr size_t kScoreSamplesCap = 64;  // score samples per token and KV head before thinning
+constexpr size_t kTopScoresKept = 32;    // per KV head and read: the heavy hitters keep their histories
 }  // namespace
 
 std::string display_text(const std::string& piece) {
@@ -25,142 +27,196 @@ std::string display_text(const std::string& piece) {
   return out;
 }
 
-void Analyzer::ThinnedSeries::push(double x, double y) {
+// ---- bounded series -------------------------------------------------------------
+
+void Analyzer::ThinnedSeries::push(int64_t at, double x, double y) {
   if (++skipped < every) return;
   skipped = 0;
   s.x.push_back(x);
   s.y.push_back(y);
+  step.push_back(int32_t(at));
   if (s.x.size() < kSeriesCap) return;
   size_t k = 0;
   for (size_t i = 0; i < s.x.size(); i += 2, ++k) {
     s.x[k] = s.x[i];
     s.y[k] = s.y[i];
+    step[k] = step[i];
   }
   s.x.resize(k);
   s.y.resize(k);
+  step.resize(k);
   every *= 2;
 }
 
-Analyzer::Analyzer(RecordingHeader header, int64_t evicted_history_kept)
-    : header_(std::move(header)), evicted_history_kept_(evicted_history_kept) {
-  if (header_.kv_heads < 1 || header_.heads % header_.kv_heads != 0) throw Error("analyzer: bad head counts");
-  for (const auto& policy : header_.policies) {
-    PolicyState p;
-    p.policy = policy;
-    p.rule = policy.rule();
-    p.evict_step.resize(size_t(header_.layers) * header_.kv_heads);
-    policies_.push_back(std::move(p));
+Series Analyzer::ThinnedSeries::until(int64_t last) const {
+  const size_t n = size_t(std::upper_bound(step.begin(), step.end(), int32_t(last)) - step.begin());
+  if (n == s.x.size()) return s;
+  return {std::vector<double>(s.x.begin(), s.x.begin() + long(n)), std::vector<double>(s.y.begin(), s.y.begin() + long(n))};
+}
+
+void Analyzer::ShareHistory::add(int64_t step, const std::vector<float>& shares) {
+  if (bins.empty() || bins.back().n >= per_bin || bins.back().mean.size() != shares.size()) {
+    bins.push_back({step, shares, 1});
+  } else {
+    Bin& b = bins.back();
+    for (size_t h = 0; h < shares.size(); ++h) b.mean[h] += (shares[h] - b.mean[h]) / float(b.n + 1);
+    b.n += 1;
+    b.step = step;
   }
+  if (bins.size() < kShareBins) return;
+  // Merge neighbours: twice the steps per bin, half the bins.
+  std::vector<Bin> merged;
+  for (size_t i = 0; i + 1 < bins.size(); i += 2) {
+    Bin b = bins[i];
+    const Bin& c = bins[i + 1];
+    if (c.mean.size() == b.mean.size())
+      for (size_t h = 0; h < b.mean.size(); ++h) b.mean[h] = (b.mean[h] * b.n + c.mean[h] * c.n) / float(b.n + c.n);
+    b.n += c.n;
+    b.step = c.step;
+    merged.push_back(std::move(b));
+  }
+  if (bins.size() % 2) merged.push_back(bins.back());
+  bins = std::move(merged);
+  per_bin *= 2;
+}
+
+// ---- ingesting ------------------------------------------------------------------
+
+Analyzer::Analyzer(RecordingHeader header, int64_t score_history_horizon)
+    : header_(std::move(header)), horizon_(score_history_horizon), live_(header_.policies.size()) {
+  if (header_.kv_heads < 1 || header_.heads % header_.kv_heads != 0) throw Error("analyzer: bad head counts");
+  for (const auto& policy : header_.policies) histories_.emplace_back(policy, header_.layers, header_.kv_heads);
+  extras_.resize(histories_.size());
 }
 
 void Analyzer::ingest(const StepRecord& record) {
-  last_step_ = record.step;
-  ++steps_;
-  engine_seconds_ = record.engine_seconds;
-  phase_ = record.phase;
-  prompt_index_ = record.prompt_index;
+  if (steps_.empty()) first_step_ = record.step;
+  if (record.step != first_step_ + int64_t(steps_.size()))
+    throw Error("analyzer: step " + std::to_string(record.step) + " does not follow step " +
+                std::to_string(latest_step()));
+  steps_.push_back({record.engine_seconds, int32_t(record.prompt_index), record.phase});
+  std::vector<bool> seen(histories_.size(), false);
   for (const SessionRecord& s : record.sessions) {
-    if (s.session < 0 || s.session >= int(policies_.size())) throw Error("analyzer: session index out of range");
-    ingest_session(policies_[size_t(s.session)], record, s);
+    if (s.session < 0 || s.session >= int(histories_.size())) throw Error("analyzer: session index out of range");
+    seen[size_t(s.session)] = true;
+    ingest_session(size_t(s.session), record, s);
   }
+  // Sessions that took no part in this step (done with their answer, or stopped) keep their numbers.
+  for (size_t i = 0; i < histories_.size(); ++i) {
+    if (seen[i]) continue;
+    const PolicyExtras& x = extras_[i];
+    PaneStep n = histories_[i].numbers_at(record.step - 1);
+    n.pending = x.pending;
+    n.stopped = x.stopped;
+    ForcedStep f{x.nll_sum, x.kl_sum, x.scored, x.compared, x.agreed};
+    histories_[i].end_step(record.step, n, header_.mode == "forced" ? &f : nullptr);
+  }
+  live_.add(record);
 }
 
-void Analyzer::ingest_session(PolicyState& p, const StepRecord& record, const SessionRecord& s) {
+void Analyzer::ingest_session(size_t index, const StepRecord& record, const SessionRecord& s) {
+  PolicyHistory& h = histories_[index];
+  PolicyExtras& x = extras_[index];
+  const PaneStep previous = h.numbers_at(record.step - 1);
   if (!s.stopped.empty()) {
     // Nothing was fed: the pane keeps its last numbers and says why it stopped.
-    p.stopped = s.stopped;
+    x.stopped = true;
+    x.pending = false;
+    h.set_stopped(record.step, s.stopped);
+    PaneStep n = previous;
+    n.stopped = 1;
+    n.pending = 0;
+    ForcedStep f{x.nll_sum, x.kl_sum, x.scored, x.compared, x.agreed};
+    h.end_step(record.step, n, header_.mode == "forced" ? &f : nullptr);
     return;
   }
   // Tokens fed: the first may be the previous answer's last token, not the prompt's.
   for (size_t i = 0; i < s.fed.size(); ++i) {
-    const bool answer = record.phase == Phase::Decode || (i == 0 && p.answer_pending);
-    p.tokens.push_back(s.fed[i]);
-    p.texts.push_back(i < s.fed_text.size() ? s.fed_text[i] : std::string());
-    p.prompt.push_back(answer ? 0 : 1);
-    p.birth_step.push_back(record.step);
-    for (auto& e : p.evict_step) e.push_back(-1);
+    const bool answer = record.phase == Phase::Decode || (i == 0 && x.pending);
+    h.feed(s.fed[i], i < s.fed_text.size() ? std::string_view(s.fed_text[i]) : std::string_view(), !answer, record.step);
   }
-  if (!s.fed.empty()) p.answer_pending = false;
+  if (!s.fed.empty()) x.pending = false;
   if (s.token >= 0 && !s.eos) {
-    p.answer_pending = true;
-    p.pending_token = s.token;
-    p.pending_text = s.text;
+    x.pending = true;
+    h.set_pending_text(s.text);
   }
-  const auto evicted = [&](int layer, int kv_head, int32_t position) {
-    if (layer < 0 || layer >= header_.layers || kv_head < 0 || kv_head >= header_.kv_heads) return;
-    auto& steps = p.evict_step[size_t(layer) * header_.kv_heads + kv_head];
-    if (position >= 0 && size_t(position) < steps.size()) steps[size_t(position)] = record.step;
-  };
-  for (int32_t position : s.evictions.everywhere)
-    for (int l = 0; l < header_.layers; ++l)
-      for (int kv = 0; kv < header_.kv_heads; ++kv) evicted(l, kv, position);
-  for (const EvictionEvent& e : s.evictions.by_head) evicted(e.layer, e.kv_head, e.position);
-  if (s.token >= 0) p.generated += 1;
-  p.cached_tokens = s.cached_tokens;
-  p.live_bytes = s.live_bytes;
-  p.tokens_per_s = s.decode_tokens_per_s;
+  for (int32_t position : s.evictions.everywhere) h.evict_everywhere(position, record.step);
+  for (const EvictionEvent& e : s.evictions.by_head) h.evict(e.layer, e.kv_head, e.position, record.step);
+  if (s.token >= 0) x.generated += 1;
   for (size_t r = 0; r < s.nll.size(); ++r) {
-    p.nll_sum += s.nll[r];
-    p.scored += 1;
+    x.nll_sum += s.nll[r];
+    x.scored += 1;
     if (r < s.agree.size()) {
-      p.agreed += s.agree[r];
-      p.kl_sum += s.kl[r];
-      p.compared += 1;
+      x.agreed += s.agree[r];
+      x.kl_sum += r < s.kl.size() ? s.kl[r] : 0.0;
+      x.compared += 1;
     }
   }
-  // Captures of every query head feed the heatmaps; the first one (the
-  // watched layer's) also feeds the sparsity meter.
-  bool first = true;
+  PaneStep n;
+  n.cached_tokens = s.cached_tokens;
+  n.live_bytes = s.live_bytes;
+  n.tokens_per_s = float(s.decode_tokens_per_s);
+  n.generated = int32_t(x.generated);
+  n.pending = x.pending;
+  ForcedStep f{x.nll_sum, x.kl_sum, x.scored, x.compared, x.agreed};
+  h.end_step(record.step, n, header_.mode == "forced" ? &f : nullptr);
+
+  // The first capture (the watched layer's) feeds the sparsity history.
   for (const AttentionCapture& a : s.attention) {
     if (a.head != kAllHeads) continue;
-    auto& kept = p.attention[a.layer];
-    kept.push_back(a);
-    if (kept.size() > kAttentionKept) kept.pop_front();
-    if (!first) continue;
-    first = false;
-    capture_layer_ = a.layer;
-    if (a.top_share.empty()) continue;
-    p.top_share.emplace_back(record.step, a.top_share);
-    if (p.top_share.size() > kShareKept) p.top_share.pop_front();
+    if (!a.top_share.empty()) x.shares.add(record.step, a.top_share);
+    break;
   }
   // The first state read is the watched layer's: it carries the score history.
-  for (size_t i = 0; i < s.layer_states.size(); ++i) {
-    const LayerState& state = s.layer_states[i];
-    if (i == 0) record_scores(p, record.step, state);
-    else p.scores[state.layer] = std::make_shared<const LayerState>(state);
-  }
+  if (!s.layer_states.empty()) record_scores(index, record.step, s.layer_states.front());
 
-  p.kv_bytes.push(double(p.tokens.size()), double(s.live_bytes));
+  x.kv_bytes.push(record.step, double(h.length()), double(s.live_bytes));
   // The first answers' rates rest on a handful of tokens and a coarse clock:
   // they would set the curve's scale with a spike nobody can read past.
   constexpr int64_t kThroughputWarmup = 16;
-  if (record.phase == Phase::Decode && p.generated >= kThroughputWarmup)
-    p.throughput.push(record.engine_seconds, s.decode_tokens_per_s);
+  if (record.phase == Phase::Decode && x.generated >= kThroughputWarmup)
+    x.throughput.push(record.step, record.engine_seconds, s.decode_tokens_per_s);
   if (!s.nll.empty()) {
-    p.perplexity.push(double(p.scored), std::exp(p.nll_sum / double(p.scored)));
-    if (p.compared) p.agreement.push(double(p.scored), double(p.agreed) / double(p.compared));
+    x.perplexity.push(record.step, double(x.scored), std::exp(x.nll_sum / double(x.scored)));
+    if (x.compared) x.agreement.push(record.step, double(x.scored), double(x.agreed) / double(x.compared));
   }
 }
 
-const LayerState* Analyzer::scores_of(const PolicyState& p, int layer) const {
-  const auto it = p.scores.find(layer);
-  return it == p.scores.end() ? nullptr : it->second.get();
-}
-
-void Analyzer::record_scores(PolicyState& p, int64_t step, const LayerState& scores) {
-  if (scores.layer != p.score_history_layer) {
+void Analyzer::record_scores(size_t index, int64_t step, const LayerState& scores) {
+  PolicyExtras& x = extras_[index];
+  const PolicyHistory& h = histories_[index];
+  if (scores.layer != x.score_history_layer) {
     // Histories of another layer are not comparable: start over.
-    p.score_history.clear();
-    p.score_history_layer = scores.layer;
+    x.score_history.clear();
+    x.score_history_layer = scores.layer;
   }
-  p.scores[scores.layer] = std::make_shared<const LayerState>(scores);
   const size_t kv_heads = scores.positions.size();
+  const int64_t horizon = h.length() - horizon_;
+  // Old positions keep a history only while they are among the top scores of a read.
+  std::vector<int32_t> top;
+  for (size_t kv = 0; kv < kv_heads; ++kv) {
+    const auto& pos = scores.positions[kv];
+    const auto& val = scores.scores[kv];
+    std::vector<size_t> order;
+    for (size_t i = 0; i < pos.size() && i < val.size(); ++i)
+      if (pos[i] < horizon) order.push_back(i);
+    const size_t k = std::min(order.size(), kTopScoresKept);
+    std::partial_sort(order.begin(), order.begin() + long(k), order.end(),
+                      [&](size_t a, size_t b) { return val[a] > val[b]; });
+    for (size_t i = 0; i < k; ++i) top.push_back(pos[order[i]]);
+  }
+  std::sort(top.begin(), top.end());
+  const auto keep = [&](int64_t p) {
+    return p >= horizon || p < h.rule().sinks || p == pinned_ || std::binary_search(top.begin(), top.end(), int32_t(p));
+  };
   for (size_t kv = 0; kv < kv_heads; ++kv) {
     for (size_t i = 0; i < scores.positions[kv].size() && i < scores.scores[kv].size(); ++i) {
-      auto& per_head = p.score_history[scores.positions[kv][i]];
+      const int64_t p = scores.positions[kv][i];
+      if (!keep(p)) continue;
+      auto& per_head = x.score_history[p];
       if (per_head.size() < kv_heads) per_head.resize(kv_heads);
       auto& samples = per_head[kv];
-      samples.push_back({step, scores.scores[kv][i]});
+      samples.push_back({int32_t(step), scores.scores[kv][i]});
       if (samples.size() >= kScoreSamplesCap) {
         // Keep every other sample but always the newest.
         std::vector<ScoreSample> thinned;
@@ -170,42 +226,56 @@ void Analyzer::record_scores(PolicyState& p, int64_t step, const LayerState& sco
       }
     }
   }
-  // Forget the old tokens this cache no longer holds (the full cache holds all).
-  const int64_t horizon = int64_t(p.tokens.size()) - evicted_history_kept_;
-  if (!p.policy.evicts() || horizon <= 0) return;
-  std::vector<int32_t> held;
-  for (const auto& positions : scores.positions) held.insert(held.end(), positions.begin(), positions.end());
-  std::sort(held.begin(), held.end());
-  for (auto it = p.score_history.begin(); it != p.score_history.end() && it->first < horizon;)
-    it = std::binary_search(held.begin(), held.end(), int32_t(it->first)) ? std::next(it) : p.score_history.erase(it);
+  for (auto it = x.score_history.begin(); it != x.score_history.end() && it->first < horizon;)
+    it = keep(it->first) ? std::next(it) : x.score_history.erase(it);
 }
 
-std::vector<int64_t> Analyzer::shown_evictions(const PolicyState& p, const ViewSelection& view) const {
-  const int layer = std::clamp(view.layer, 0, header_.layers - 1);
-  const auto at = [&](int kv) -> const std::vector<int64_t>& {
-    return p.evict_step[size_t(layer) * header_.kv_heads + kv];
-  };
-  if (view.head >= 0) return at(std::min(view.head / group(), header_.kv_heads - 1));
-  // Mean over heads: a position is gone only when every KV head let it go (at the last of them).
-  std::vector<int64_t> out = at(0);
-  for (int kv = 1; kv < header_.kv_heads; ++kv) {
-    const auto& e = at(kv);
-    for (size_t i = 0; i < out.size(); ++i) out[i] = (out[i] < 0 || e[i] < 0) ? -1 : std::max(out[i], e[i]);
+double Analyzer::engine_seconds_at(int64_t step) const {
+  if (steps_.empty()) return 0;
+  const int64_t i = std::clamp<int64_t>(step - first_step_, 0, int64_t(steps_.size()) - 1);
+  return steps_[size_t(i)].engine_seconds;
+}
+
+int64_t Analyzer::history_bytes() const {
+  int64_t b = int64_t(steps_.capacity() * sizeof(StepInfo));
+  for (const auto& h : histories_) b += h.bytes();
+  return b;
+}
+
+int64_t Analyzer::bounded_bytes() const {
+  int64_t b = 0;
+  for (const PolicyExtras& x : extras_) {
+    for (const ThinnedSeries* s : {&x.kv_bytes, &x.throughput, &x.perplexity, &x.agreement})
+      b += int64_t(s->s.x.capacity() * 16 + s->step.capacity() * 4);
+    for (const auto& bin : x.shares.bins) b += int64_t(sizeof(bin) + bin.mean.capacity() * 4);
+    for (const auto& [p, heads] : x.score_history)
+      for (const auto& samples : heads) b += int64_t(samples.capacity() * sizeof(ScoreSample)) + 48;
   }
-  return out;
+  return b;
 }
 
-HeatmapData Analyzer::heatmap(const PolicyState& p, const ViewSelection& view) const {
+// ---- snapshots ----------------------------------------------------------------------
+
+HeatmapData Analyzer::heatmap(size_t index, const ViewSelection& view, int64_t step, const CaptureWindow* window) const {
   HeatmapData h;
   h.layer = view.layer;
-  // The newest captures of the shown layer, newest first, until enough rows.
+  const PolicyHistory& history = histories_[index];
+  const std::deque<StepCapture>* captures = window ? window->captures(index, view.layer) : nullptr;
+  if (!window) {
+    h.note = "attention at step " + std::to_string(step) + " was not recorded";
+    return h;
+  }
+  if (!captures) {
+    h.note = "no attention of layer " + std::to_string(view.layer) + " recorded yet";
+    return h;
+  }
+  // The newest captures at or before the step, newest first, until enough rows.
   std::vector<const AttentionCapture*> picked;
   int rows = 0;
-  const auto of_layer = p.attention.find(view.layer);
-  if (of_layer == p.attention.end()) return h;
-  for (auto it = of_layer->second.rbegin(); it != of_layer->second.rend() && rows < view.heatmap_rows; ++it) {
-    picked.push_back(&*it);
-    rows += it->rows;
+  for (auto it = captures->rbegin(); it != captures->rend() && rows < view.heatmap_rows; ++it) {
+    if (it->step > step) continue;
+    picked.push_back(&it->capture);
+    rows += it->capture.rows;
   }
   if (picked.empty()) return h;
   h.columns = attention_columns(*picked.front(), view.head, group(), view.heatmap_columns, 4);
@@ -225,18 +295,23 @@ HeatmapData Analyzer::heatmap(const PolicyState& p, const ViewSelection& view) c
   h.column_mass.assign(h.columns.size(), 0.0);
   for (int r = 0; r < h.rows(); ++r)
     for (int c = 0; c < h.cols(); ++c)
-      if (const double v = h.at(r, c); !std::isnan(v)) h.column_mass[size_t(c)] += v;
-  for (int32_t pos : h.columns)
-    h.labels.push_back(pos >= 0 && size_t(pos) < p.texts.size() ? display_text(p.texts[size_t(pos)]) : "");
+      if (const double v = h.at(r, c); !std::isnan(v)) {
+        h.column_mass[size_t(c)] += v;
+        h.top = std::max(h.top, v);
+      }
+  const auto piece = [&](int64_t q) { return history.piece(q); };
+  const int64_t length = history.length();
+  for (int32_t pos : h.columns) h.labels.push_back(display_text(character_at(piece, pos, length)));
+  for (int32_t pos : h.query_positions) h.query_labels.push_back(display_text(character_at(piece, pos, length)));
   // Accumulated scores of the columns at the shown head (mean: over KV heads that hold it).
   h.column_scores.assign(h.columns.size(), NAN);
-  if (const LayerState* scores = scores_of(p, view.layer)) {
+  if (const LayerState* scores = window->state(index, view.layer)) {
     std::vector<double> sum(h.columns.size(), 0.0);
     std::vector<int> count(h.columns.size(), 0);
     for (size_t kv = 0; kv < scores->positions.size(); ++kv) {
       if (view.head >= 0 && int(kv) != view.head / group()) continue;
       const auto& pos = scores->positions[kv];
-      for (size_t i = 0; i < pos.size(); ++i) {
+      for (size_t i = 0; i < pos.size() && i < scores->scores[kv].size(); ++i) {
         const auto it = std::lower_bound(h.columns.begin(), h.columns.end(), pos[i]);
         if (it == h.columns.end() || *it != pos[i]) continue;
         sum[size_t(it - h.columns.begin())] += scores->scores[kv][i];
@@ -249,47 +324,73 @@ HeatmapData Analyzer::heatmap(const PolicyState& p, const ViewSelection& view) c
   return h;
 }
 
-PaneSnapshot Analyzer::pane(const PolicyState& p, const ViewSelection& view) const {
+PaneSnapshot Analyzer::pane(size_t index, const ViewSelection& view, int64_t step, const CaptureWindow* window) const {
+  const PolicyHistory& h = histories_[index];
+  const PolicyExtras& x = extras_[index];
   PaneSnapshot out;
-  out.policy = p.policy.describe();
-  out.config = p.policy;
-  out.budget = p.rule.budget;
-  out.stream_length = int64_t(p.tokens.size());
-  out.cached_tokens = p.cached_tokens;
-  out.live_bytes = p.live_bytes;
-  out.tokens_per_s = p.tokens_per_s;
-  out.generated = p.generated;
-  out.stopped = p.stopped;
-  if (p.scored) out.perplexity = std::exp(p.nll_sum / double(p.scored));
-  if (p.compared) {
-    out.agreement = double(p.agreed) / double(p.compared);
-    out.mean_kl = p.kl_sum / double(p.compared);
+  out.policy = h.policy().describe();
+  out.config = h.policy();
+  out.budget = h.rule().budget;
+  const PaneStep& n = h.numbers_at(step);
+  const int64_t length = h.length_at(step);
+  out.stream_length = length;
+  out.cached_tokens = n.cached_tokens;
+  out.live_bytes = n.live_bytes;
+  out.tokens_per_s = n.tokens_per_s;
+  out.generated = n.generated;
+  out.stopped = h.stopped_at(step);
+  if (const ForcedStep* f = h.forced_at(step)) {
+    if (f->scored) out.perplexity = std::exp(f->nll_sum / double(f->scored));
+    if (f->compared) {
+      out.agreement = double(f->agreed) / double(f->compared);
+      out.mean_kl = f->kl_sum / double(f->compared);
+    }
   }
 
-  const std::vector<int64_t> evicted = shown_evictions(p, view);
-  const int64_t length = out.stream_length;
-  const int64_t first = std::max<int64_t>(0, length - view.max_tokens);
-  for (int64_t pos = first; pos < length; ++pos) {
+  const std::vector<int32_t> evicted = h.evictions(view.layer, shown_kv(view));
+  const auto held = [&](int64_t p) { return evicted[size_t(p)] < 0 || evicted[size_t(p)] > step; };
+  // The text: a window of the stream, whole characters, each coloured by its last token's fate.
+  int64_t first, end;
+  if (view.text_first < 0) {
+    end = length;
+    first = std::max<int64_t>(0, end - view.max_tokens);
+  } else {
+    first = std::clamp<int64_t>(view.text_first, 0, std::max<int64_t>(0, length - 1));
+    end = std::min<int64_t>(length, first + view.max_tokens);
+  }
+  out.text_follows_end = end == length;
+  const auto piece = [&](int64_t q) { return h.piece(q); };
+  for (CharGroup& g : group_characters(piece, first, end)) {
     TokenCell cell;
-    cell.position = pos;
-    cell.text = p.texts[size_t(pos)];
-    cell.fate = fate_of(p.rule, pos, evicted[size_t(pos)] < 0, length);
-    cell.prompt = p.prompt[size_t(pos)] != 0;
+    cell.position = g.last;
+    cell.first_position = g.first;
+    cell.text = std::move(g.text);
+    cell.fate = fate_of(h.rule(), g.last, held(g.last), length);
+    cell.prompt = h.prompt(g.last);
     out.tokens.push_back(std::move(cell));
   }
-  if (p.answer_pending) {
+  if (out.text_follows_end && n.pending && !n.stopped) {
     // The answer's newest token: sampled, not yet in any cache.
-    out.tokens.push_back({length, p.pending_text, Fate::Unborn, false});
+    out.tokens.push_back({length, length, utf8_repaired(h.pending_text_at(step)), Fate::Unborn, false});
   }
 
-  out.heatmap = heatmap(p, view);
-  out.raster = survival_raster(p.rule, p.birth_step, evicted, last_step_, view.raster_steps, view.raster_positions);
-  if (const LayerState* scores = scores_of(p, view.layer)) {
-    std::vector<float> values;
-    for (size_t kv = 0; kv < scores->scores.size(); ++kv)
-      if (view.head < 0 || int(kv) == view.head / group())
-        values.insert(values.end(), scores->scores[kv].begin(), scores->scores[kv].end());
-    out.score_rank = score_rank(values, view.score_points);
+  out.heatmap = heatmap(index, view, step, window);
+  out.overview = survival_raster(h.rule(), h.birth(), evicted, 0, length, first_step_, step, view.overview_columns,
+                                 view.overview_rows);
+  const int64_t detail_first = view.detail_first < 0 ? std::max<int64_t>(0, length - view.detail_positions)
+                                                     : std::clamp<int64_t>(view.detail_first, 0, std::max<int64_t>(0, length - 1));
+  const int64_t detail_end = std::min<int64_t>(length, detail_first + view.detail_positions);
+  const int64_t detail_from = detail_first < length ? int64_t(h.birth()[size_t(detail_first)]) : step;
+  out.detail = survival_raster(h.rule(), h.birth(), evicted, detail_first, detail_end, detail_from, step,
+                               view.detail_columns, view.detail_rows);
+  if (window) {
+    if (const LayerState* scores = window->state(index, view.layer)) {
+      std::vector<float> values;
+      for (size_t kv = 0; kv < scores->scores.size(); ++kv)
+        if (view.head < 0 || int(kv) == view.head / group())
+          values.insert(values.end(), scores->scores[kv].begin(), scores->scores[kv].end());
+      out.score_rank = score_rank(values, view.score_points);
+    }
   }
   auto share_at = [&](const std::vector<float>& shares) {
     if (shares.empty()) return double(NAN);
@@ -298,31 +399,37 @@ PaneSnapshot Analyzer::pane(const PolicyState& p, const ViewSelection& view) con
     for (float s : shares) sum += s;
     return sum / double(shares.size());
   };
-  for (const auto& [step, shares] : p.top_share) {
-    const double v = share_at(shares);
+  if (window && window->policy(index).share_step >= 0 && window->policy(index).share_step <= step)
+    out.sparsity = share_at(window->policy(index).top_share);
+  std::vector<double> sx, sy;
+  for (const auto& bin : x.shares.bins) {
+    if (bin.step > step) break;
+    const double v = share_at(bin.mean);
     if (std::isnan(v)) continue;
-    out.sparsity_history.x.push_back(double(step));
-    out.sparsity_history.y.push_back(v);
+    sx.push_back(double(bin.step));
+    sy.push_back(v);
   }
-  if (!p.top_share.empty()) out.sparsity = share_at(p.top_share.back().second);
+  binned_means(sx, sy, view.sparsity_points, out.sparsity_history.x, out.sparsity_history.y);
   return out;
 }
 
-int64_t Analyzer::top_heavy_hitter(const ViewSelection& view) const {
-  for (const PolicyState& p : policies_) {
-    const LayerState* scores = scores_of(p, view.layer);
-    if (p.rule.score != ScoreKind::Accumulated || !scores) continue;
-    const int64_t length = int64_t(p.tokens.size());
+int64_t Analyzer::top_heavy_hitter(const ViewSelection& view, int64_t step, const CaptureWindow* window) const {
+  if (!window) return -1;
+  for (size_t i = 0; i < histories_.size(); ++i) {
+    const PolicyHistory& h = histories_[i];
+    const LayerState* scores = window->state(i, view.layer);
+    if (h.rule().score != ScoreKind::Accumulated || !scores) continue;
+    const int64_t length = h.length_at(step);
     int64_t best = -1;
     float best_score = -1;
     for (size_t kv = 0; kv < scores->positions.size(); ++kv) {
       if (view.head >= 0 && int(kv) != view.head / group()) continue;
       const auto& positions = scores->positions[kv];
-      for (size_t i = 0; i < positions.size() && i < scores->scores[kv].size(); ++i) {
-        const float score = scores->scores[kv][i];
-        if (score > best_score && fate_of(p.rule, positions[i], true, length) == Fate::Heavy) {
+      for (size_t i2 = 0; i2 < positions.size() && i2 < scores->scores[kv].size(); ++i2) {
+        const float score = scores->scores[kv][i2];
+        if (score > best_score && fate_of(h.rule(), positions[i2], true, length) == Fate::Heavy) {
           best_score = score;
-          best = positions[i];
+          best = positions[i2];
         }
       }
     }
@@ -331,37 +438,46 @@ int64_t Analyzer::top_heavy_hitter(const ViewSelection& view) const {
   return -1;
 }
 
-InspectionSnapshot Analyzer::inspection(const ViewSelection& requested) const {
+InspectionSnapshot Analyzer::inspection(const ViewSelection& requested, int64_t step, const CaptureWindow* window) const {
   InspectionSnapshot out;
   ViewSelection view = requested;
   if (view.inspect_position < 0) {
     // Nothing clicked yet: follow the most interesting token there is.
-    view.inspect_position = top_heavy_hitter(view);
+    view.inspect_position = top_heavy_hitter(view, step, window);
     out.followed = true;
   }
   if (view.inspect_position < 0) return out;
-  out.position = view.inspect_position;
-  for (const PolicyState& p : policies_) {
+  const int64_t pos = view.inspect_position;
+  out.position = pos;
+  for (size_t i = 0; i < histories_.size(); ++i) {
+    const PolicyHistory& h = histories_[i];
+    const PolicyExtras& x = extras_[i];
     InspectionSnapshot::PerPolicy pp;
-    pp.policy = p.policy.describe();
-    pp.config = p.policy;
-    const int64_t pos = view.inspect_position;
-    if (pos < int64_t(p.tokens.size())) {
-      if (out.text.empty()) out.text = p.texts[size_t(pos)];
-      pp.born_step = p.birth_step[size_t(pos)];
+    pp.policy = h.policy().describe();
+    pp.config = h.policy();
+    const int64_t length = h.length_at(step);
+    if (pos < length) {
+      if (out.text.empty()) out.text = character_at([&](int64_t q) { return h.piece(q); }, pos, h.length());
+      pp.born_step = h.birth()[size_t(pos)];
       for (int l = 0; l < header_.layers; ++l)
         for (int kv = 0; kv < header_.kv_heads; ++kv) {
-          const int64_t e = p.evict_step[size_t(l) * header_.kv_heads + kv][size_t(pos)];
-          if (e >= 0) pp.evictions.push_back({l, kv, e});
+          const int32_t e = h.evicted_at(l, kv, pos);
+          if (e >= 0 && e <= step) pp.evictions.push_back({l, kv, e});
         }
-      const auto evicted = shown_evictions(p, view);
-      pp.fate_now = fate_of(p.rule, pos, evicted[size_t(pos)] < 0, int64_t(p.tokens.size()));
+      bool held = false;
+      for (int kv = 0; kv < header_.kv_heads; ++kv) {
+        if (view.head >= 0 && kv != view.head / group()) continue;
+        const int32_t e = h.evicted_at(std::clamp(view.layer, 0, header_.layers - 1), kv, pos);
+        held = held || e < 0 || e > step;
+      }
+      pp.fate_now = fate_of(h.rule(), pos, held, length);
     }
-    pp.score_layer = p.score_history_layer;
-    if (const auto it = p.score_history.find(pos); it != p.score_history.end()) {
+    pp.score_layer = x.score_history_layer;
+    if (const auto it = x.score_history.find(pos); it != x.score_history.end()) {
       for (const auto& samples : it->second) {
         Series s;
         for (const ScoreSample& sample : samples) {
+          if (sample.step > step) break;
           s.x.push_back(double(sample.step));
           s.y.push_back(sample.score);
         }
@@ -373,33 +489,72 @@ InspectionSnapshot Analyzer::inspection(const ViewSelection& requested) const {
   return out;
 }
 
-StudioSnapshot Analyzer::snapshot(const ViewSelection& requested) const {
+StudioSnapshot Analyzer::snapshot(const ViewSelection& requested, const CaptureWindow* window) const {
   ViewSelection view = requested;
   view.layer = std::clamp(view.layer, 0, header_.layers - 1);
   if (view.head >= header_.heads) view.head = -1;
   StudioSnapshot s;
-  s.step = last_step_;
-  s.steps_ingested = steps_;
-  s.engine_seconds = engine_seconds_;
+  s.latest_step = latest_step();
+  s.first_step = first_step_;
+  s.steps_ingested = steps_ingested();
+  const int64_t step = view.step < 0 || view.step >= s.latest_step ? s.latest_step : std::max(first_step_, view.step);
+  s.step = step;
+  s.following = step == s.latest_step;
+  // The captures around the shown step: the live ones for the newest step, else the caller's.
+  const CaptureWindow* captures = s.following ? &live_ : (window && window->last_step() == step ? window : nullptr);
+  s.captures_recorded = captures != nullptr || steps_.empty();
+  if (!steps_.empty()) {
+    const StepInfo& info = steps_[size_t(step - first_step_)];
+    s.engine_seconds = info.engine_seconds;
+    s.phase = phase_name(info.phase);
+    s.prompt_index = info.prompt;
+  } else {
+    s.phase = "ready";
+  }
   s.title = header_.title;
   s.mode = header_.mode;
-  s.phase = phase_name(phase_);
-  s.prompt_index = prompt_index_;
   s.layers = header_.layers;
   s.heads = header_.heads;
   s.kv_heads = header_.kv_heads;
-  s.capture_layer = capture_layer_;
+  s.context = header_.context;
+  s.capture_layer = captures ? captures->watched_layer() : -1;
   s.shown_layer = view.layer;
   s.shown_head = view.head;
   s.top_k = kSparsityTopK;
-  for (const PolicyState& p : policies_) {
-    s.panes.push_back(pane(p, view));
-    s.kv_bytes.push_back(p.kv_bytes.s);
-    s.throughput.push_back(p.throughput.s);
-    s.perplexity.push_back(p.perplexity.s);
-    s.agreement.push_back(p.agreement.s);
+  std::vector<std::vector<double>> tx, ty, px, py;
+  for (size_t i = 0; i < histories_.size(); ++i) {
+    const PolicyExtras& x = extras_[i];
+    s.panes.push_back(pane(i, view, step, captures));
+    s.kv_bytes.push_back(x.kv_bytes.until(step));
+    s.throughput.push_back(x.throughput.until(step));
+    s.perplexity.push_back(x.perplexity.until(step));
+    s.agreement.push_back(x.agreement.until(step));
+    tx.push_back(s.throughput.back().x);
+    ty.push_back(s.throughput.back().y);
+    px.push_back(s.perplexity.back().x);
+    py.push_back(s.perplexity.back().y);
   }
-  s.inspection = inspection(view);
+  // A running perplexity over its first few tokens, or the first rates, would set the scale alone.
+  const YRange t = robust_y_range(tx, ty, 0.05, 4), p = robust_y_range(px, py, 0.05, 16);
+  s.throughput_range = {std::min(0.0, t.lower), t.upper};
+  s.perplexity_range = {p.lower, p.upper};
+  s.inspection = inspection(view, step, captures);
+  if (captures) {
+    const int64_t query_step = view.query_step < 0 || view.query_step > step ? step : view.query_step;
+    s.head_view = head_view(*captures, histories_, view.layer, view.head, group(), query_step, step, view.head_view_keys);
+    int policy = view.model_view_policy;
+    if (policy < 0 || policy >= int(histories_.size())) {
+      policy = 0;
+      for (size_t i = 0; i < histories_.size(); ++i)
+        if (histories_[i].rule().score == ScoreKind::Accumulated) {
+          policy = int(i);
+          break;
+        }
+    }
+    if (!histories_.empty())
+      s.model_view = model_view(*captures, histories_[size_t(policy)], policy, header_.layers, header_.heads, group(), 8, 48);
+  }
+  s.history_bytes = history_bytes();
   return s;
 }
 

@@ -1,104 +1,133 @@
 #pragma once
 // Turns a run's StepRecords into StudioSnapshots. It keeps, per policy, the
-// stream's tokens, when each position was fed and when each (layer, KV head)
-// evicted it, the latest attention rows and scores, and the curves; a
-// snapshot is then a pure function of that state and the view the user picked.
-// The live app and a replay feed it the same records, hence the same pictures.
+// whole history of the stream compactly (stream_history.h: tokens, when each
+// position was fed and when each (layer, KV head) evicted it, every step's
+// numbers), the curves, bounded score histories, and the newest captures
+// (capture_window.h). A snapshot is then a pure function of that state, the
+// step chosen on the timeline and the view the user picked; for a step older
+// than the newest, the caller hands it the captures around that step, read
+// back from the recording. The live app and a replay feed it the same
+// records, hence the same pictures.
 #include <deque>
 #include <map>
 #include <memory>
 #include <vector>
 
+#include "core/studio/capture_window.h"
 #include "core/studio/recording.h"
 #include "core/studio/run_loop.h"
 #include "core/studio/snapshot.h"
+#include "core/studio/stream_history.h"
 
 namespace h2o {
 
 // What the user is looking at; the rest of a snapshot does not depend on it.
 struct ViewSelection {
   int layer = 0;
-  int head = -1;  // query head, or -1 for the mean over heads
-  int64_t inspect_position = -1;
+  int head = -1;                  // query head, or -1 for the mean over heads
+  int64_t step = -1;              // the step shown; -1: the newest
+  int64_t inspect_position = -1;  // the clicked token; -1: follow H2O's top heavy hitter
+  int64_t text_first = -1;        // first position of the text window; -1: the stream's end
   int max_tokens = 700;
   int heatmap_rows = 32;
   int heatmap_columns = 96;
-  int raster_steps = 160;
-  int raster_positions = 640;
+  // The rasters' cells: at most one per pixel the widget has (so that nothing
+  // falls between pixels), the overview over the whole stream, the detail over
+  // `detail_positions` from `detail_first`.
+  int overview_columns = 480, overview_rows = 64;
+  int64_t detail_first = -1;      // first position of the raster detail; -1: the latest
+  int detail_positions = 320, detail_columns = 320, detail_rows = 120;
+  int64_t query_step = -1;        // the head view's query: this step's (-1: the shown step's)
+  int head_view_keys = 12;
+  int model_view_policy = -1;     // -1: the first policy that keeps tokens by accumulated score
   int score_points = 300;
+  int sparsity_points = 240;
 };
 
 class Analyzer final : public StepSink {
  public:
-  // Score histories of tokens that left a cache are kept for the latest
-  // `evicted_history_kept` stream positions (what the text view and the raster
-  // can show) and then dropped, so an endless run stays flat; tokens still
-  // cached (sinks, old heavy hitters) keep theirs.
-  explicit Analyzer(RecordingHeader header, int64_t evicted_history_kept = 4096);
+  // Score histories (the inspector's lines) are kept for the latest
+  // `score_history_horizon` positions, the sinks, each read's top scores
+  // (the heavy hitters) and the pinned (clicked) position, at most 64
+  // samples each: bounded however long the run.
+  explicit Analyzer(RecordingHeader header, int64_t score_history_horizon = 4096);
   void write(const StepRecord& record) override { ingest(record); }
   void ingest(const StepRecord& record);
-  StudioSnapshot snapshot(const ViewSelection& view) const;
+  // The view at view.step (the newest when -1 or later). For an older step,
+  // `window` holds the captures around it (load_capture_window); without it
+  // the pictures that need attention say it was not recorded.
+  StudioSnapshot snapshot(const ViewSelection& view, const CaptureWindow* window = nullptr) const;
   const RecordingHeader& header() const { return header_; }
-  int64_t steps_ingested() const { return steps_; }
+  int64_t steps_ingested() const { return int64_t(steps_.size()); }
+  int64_t first_step() const { return first_step_; }
+  int64_t latest_step() const { return first_step_ + int64_t(steps_.size()) - 1; }
+  // Engine seconds at the end of `step` (a replay's pace).
+  double engine_seconds_at(int64_t step) const;
+  const CaptureWindow& live_window() const { return live_; }
+  // Keep this position's score history from now on (the user clicked it).
+  void pin(int64_t position) { pinned_ = position; }
+  // Bytes of the whole-history state (stream_history.h), and of everything bounded besides.
+  int64_t history_bytes() const;
+  int64_t bounded_bytes() const;
 
  private:
   // A series thinned by halves once it holds `cap` points, so long runs stay cheap to draw.
   struct ThinnedSeries {
     Series s;
+    std::vector<int32_t> step;
     int every = 1, skipped = 0;
-    void push(double x, double y);
+    void push(int64_t at, double x, double y);
+    Series until(int64_t last) const;  // the points of steps <= last
+  };
+  // Per-step shares of every head, merged into means of 2^k steps once long.
+  struct ShareHistory {
+    struct Bin {
+      int64_t step = 0;  // the last step merged in
+      std::vector<float> mean;
+      int n = 0;
+    };
+    std::vector<Bin> bins;
+    int per_bin = 1;
+    void add(int64_t step, const std::vector<float>& shares);
   };
   struct ScoreSample {
-    int64_t step;
+    int32_t step;
     float score;
   };
-  struct PolicyState {
-    PolicyConfig policy;
-    EvictionRule rule;
-    std::vector<int> tokens;
-    std::vector<std::string> texts;
-    std::vector<uint8_t> prompt;
-    std::vector<int64_t> birth_step;
-    std::vector<std::vector<int64_t>> evict_step;  // [layer * kv_heads + kv_head][position], -1 while held
-    bool answer_pending = false;                   // a sampled token waits to be fed
-    int pending_token = -1;
+  struct PolicyExtras {
     std::string pending_text;
-    int cached_tokens = 0;
-    int64_t live_bytes = 0, generated = 0;
-    std::string stopped;
-    double tokens_per_s = 0;
+    int64_t generated = 0;
     double nll_sum = 0, kl_sum = 0;
-    int64_t scored = 0, agreed = 0, compared = 0;
-    std::map<int, std::deque<AttentionCapture>> attention;  // per layer, newest last
-    std::deque<std::pair<int64_t, std::vector<float>>> top_share;
-    std::map<int, std::shared_ptr<const LayerState>> scores;  // the latest state of each layer read
+    int32_t scored = 0, agreed = 0, compared = 0;
+    bool pending = false, stopped = false;
     int score_history_layer = -1;
-    // position -> per KV head samples of the captured layer's score
-    std::map<int64_t, std::vector<std::vector<ScoreSample>>> score_history;
+    std::map<int64_t, std::vector<std::vector<ScoreSample>>> score_history;  // position -> per KV head
     ThinnedSeries kv_bytes, throughput, perplexity, agreement;
+    ShareHistory shares;
+  };
+  struct StepInfo {
+    double engine_seconds = 0;
+    int32_t prompt = -1;
+    Phase phase = Phase::Done;
   };
 
-  void ingest_session(PolicyState& p, const StepRecord& record, const SessionRecord& s);
-  void record_scores(PolicyState& p, int64_t step, const LayerState& scores);
-  const LayerState* scores_of(const PolicyState& p, int layer) const;
-  PaneSnapshot pane(const PolicyState& p, const ViewSelection& view) const;
-  HeatmapData heatmap(const PolicyState& p, const ViewSelection& view) const;
-  InspectionSnapshot inspection(const ViewSelection& view) const;
-  // The heavy hitter with the highest accumulated score (of the first policy
-  // that keeps tokens by accumulated score: H2O) at the shown layer/head; -1 if none yet.
-  int64_t top_heavy_hitter(const ViewSelection& view) const;
-  // Eviction steps of every position at the shown layer/head (mean: held by any KV head).
-  std::vector<int64_t> shown_evictions(const PolicyState& p, const ViewSelection& view) const;
+  void ingest_session(size_t index, const StepRecord& record, const SessionRecord& s);
+  void record_scores(size_t index, int64_t step, const LayerState& scores);
+  PaneSnapshot pane(size_t index, const ViewSelection& view, int64_t step, const CaptureWindow* window) const;
+  HeatmapData heatmap(size_t index, const ViewSelection& view, int64_t step, const CaptureWindow* window) const;
+  InspectionSnapshot inspection(const ViewSelection& view, int64_t step, const CaptureWindow* window) const;
+  int64_t top_heavy_hitter(const ViewSelection& view, int64_t step, const CaptureWindow* window) const;
   int group() const { return header_.heads / header_.kv_heads; }
+  int shown_kv(const ViewSelection& view) const { return view.head >= 0 ? view.head / group() : -1; }
 
   RecordingHeader header_;
-  int64_t evicted_history_kept_;
-  std::vector<PolicyState> policies_;
-  int64_t last_step_ = -1, steps_ = 0;
-  double engine_seconds_ = 0;
-  Phase phase_ = Phase::Done;
-  int prompt_index_ = -1;
-  int capture_layer_ = -1;  // the layer of the latest step's first capture
+  int64_t horizon_;
+  std::vector<PolicyHistory> histories_;
+  std::vector<PolicyExtras> extras_;
+  std::vector<StepInfo> steps_;
+  int64_t first_step_ = 0;
+  CaptureWindow live_;
+  int64_t pinned_ = -1;
 };
 
 // Display text of a token piece: control characters shown as symbols.

@@ -39,6 +39,8 @@ DefaultInputs default_inputs(const std::string& assets_dir) {
     d.model = "synthetic:stories260K";  // byte tokenizer, vocab 512
   }
   if (have("mt_bench.jsonl")) d.prompts = at("mt_bench.jsonl");
+  if (have("kjv-valid.txt")) d.forced_text = at("kjv-valid.txt");
+  else if (have("tinystories-valid-sample.txt")) d.forced_text = at("tinystories-valid-sample.txt");
   return d;
 }
 

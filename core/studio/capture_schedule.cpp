@@ -12,8 +12,18 @@ CapturePlan StudioCaptureSchedule::plan(int64_t step, const Session& session) co
   attention.keep_first = kRecordedFirstKeys;
   attention.top_k = kSparsityTopK;
   plan.attention.push_back(attention);
-  // Scores every step while the layer holds little, less often as it grows.
   const SessionCache& cache = session.cache();
+  if (step % kAllLayersEvery == 0) {
+    for (int l = 0; l < cache.layers(); ++l) {
+      if (l == layer_) continue;
+      CaptureRequest other = attention;
+      other.layer = l;
+      other.max_keys = kAllLayersKeys;
+      other.top_k = 0;
+      plan.attention.push_back(other);
+    }
+  }
+  // Scores every step while the layer holds little, less often as it grows.
   int64_t held = 0;
   for (int h = 0; h < cache.kv_heads(); ++h) held += cache.size(layer_, h);
   if (step % (1 + held / 1024) == 0) plan.layer_states.push_back(layer_);

@@ -1,5 +1,8 @@
 #include "core/studio/recording.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/base/error.h"
 #include "core/base/json_text.h"
 
@@ -21,6 +24,7 @@ RecordingHeader make_header(const Engine& engine, const json& manifest, const st
   const std::string& path = engine.model().path;
   h.title = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
   for (const auto& s : engine.sessions()) h.policies.push_back(s->policy());
+  h.context = c.max_seq_len;
   return h;
 }
 
@@ -29,8 +33,12 @@ RecordingHeader make_header(const Engine& engine, const json& manifest, const st
 json to_json(const RecordingHeader& h) {
   json policies = json::array();
   for (const auto& p : h.policies) policies.push_back(policy_json(p));
-  return {{"manifest", h.manifest}, {"mode", h.mode},         {"title", h.title},      {"layers", h.layers},
-          {"heads", h.heads},       {"kv_heads", h.kv_heads}, {"policies", policies}};
+  json j = {{"manifest", h.manifest}, {"mode", h.mode},         {"title", h.title},      {"layers", h.layers},
+            {"heads", h.heads},       {"kv_heads", h.kv_heads}, {"policies", policies}};
+  if (h.context > 0) j["context"] = h.context;
+  if (h.view_layer >= 0) j["view"] = {{"layer", h.view_layer}, {"head", h.view_head}};
+  if (!h.settings.is_null()) j["settings"] = h.settings;
+  return j;
 }
 
 RecordingHeader header_from_json(const json& j) {
@@ -42,6 +50,15 @@ RecordingHeader header_from_json(const json& j) {
   h.heads = j.at("heads").get<int>();
   h.kv_heads = j.at("kv_heads").get<int>();
   for (const auto& p : j.at("policies")) h.policies.push_back(policy_from_json(p));
+  // Optional: older files say nothing of the context (the manifest may), the view or the settings.
+  h.context = j.value("context", 0);
+  if (h.context <= 0 && h.manifest.contains("model") && h.manifest["model"].is_object())
+    h.context = h.manifest["model"].value("max_seq_len", 0);
+  if (j.contains("view") && j["view"].is_object()) {
+    h.view_layer = j["view"].value("layer", -1);
+    h.view_head = j["view"].value("head", -1);
+  }
+  if (j.contains("settings") && j["settings"].is_object()) h.settings = j["settings"];
   if (h.policies.empty() || h.layers < 1 || h.heads < 1 || h.kv_heads < 1) throw Error("header: empty shape or no policies");
   return h;
 }
@@ -53,8 +70,19 @@ std::string recording_first_line(const RecordingHeader& header) {
 // ---- steps --------------------------------------------------------------------------
 
 static json capture_json(const AttentionCapture& a) {
-  return {{"layer", a.layer},         {"head", a.head},   {"rows", a.rows},         {"query", a.query_positions},
-          {"keys", a.key_positions}, {"probs", a.probs}, {"top_share", a.top_share}};
+  // A capture asked for no top-k share may carry NaN there: nothing to keep.
+  const bool shares = std::any_of(a.top_share.begin(), a.top_share.end(), [](float v) { return !std::isnan(v); });
+  return {{"layer", a.layer}, {"head", a.head},   {"rows", a.rows},
+          {"query", a.query_positions}, {"keys", a.key_positions}, {"probs", a.probs},
+          {"top_share", shares ? a.top_share : std::vector<float>{}}};
+}
+
+// Numbers that JSON wrote as null (NaN) read back as NaN.
+static std::vector<float> floats_from_json(const json& j) {
+  std::vector<float> out;
+  out.reserve(j.size());
+  for (const json& v : j) out.push_back(v.is_null() ? NAN : v.get<float>());
+  return out;
 }
 
 static AttentionCapture capture_from_json(const json& a) {
@@ -65,7 +93,7 @@ static AttentionCapture capture_from_json(const json& a) {
   c.query_positions = a.at("query").get<std::vector<int32_t>>();
   c.key_positions = a.at("keys").get<std::vector<std::vector<int32_t>>>();
   c.probs = a.at("probs").get<std::vector<std::vector<float>>>();
-  c.top_share = a.at("top_share").get<std::vector<float>>();
+  c.top_share = floats_from_json(a.at("top_share"));
   return c;
 }
 
@@ -195,7 +223,9 @@ RecordingReader::RecordingReader(const std::string& path) : path_(path) {
 
 std::optional<StepRecord> RecordingReader::next() {
   std::string line;
-  while (std::getline(*in_, line)) {
+  while (true) {
+    const int64_t offset = int64_t(in_->tellg());
+    if (!std::getline(*in_, line)) break;
     ++line_;
     if (line.empty()) continue;
     try {
@@ -204,7 +234,9 @@ std::optional<StepRecord> RecordingReader::next() {
         totals_ = j["totals"];
         continue;
       }
-      return step_from_json(j, version_);
+      StepRecord record = step_from_json(j, version_);
+      index_.add(offset, record);
+      return record;
     } catch (const json::exception& e) {
       fail(path_ + ":" + std::to_string(line_), e.what());
     } catch (const Error& e) {
@@ -212,6 +244,58 @@ std::optional<StepRecord> RecordingReader::next() {
     }
   }
   return std::nullopt;
+}
+
+// ---- random access ----------------------------------------------------------------
+
+void RecordingIndex::add(int64_t offset, const StepRecord& record) {
+  if (first_step < 0) first_step = record.step;
+  // Steps come in order; a gap (never in our files) would misplace the rest: keep what lines up.
+  if (record.step != first_step + int64_t(offsets.size())) return;
+  offsets.push_back(offset);
+  uint8_t mask = 0;
+  for (const SessionRecord& s : record.sessions)
+    if (s.session >= 0 && s.session < 8 && !s.layer_states.empty()) mask |= uint8_t(1u << s.session);
+  state_mask.push_back(mask);
+}
+
+int64_t RecordingIndex::last_state_at(int session, int64_t step) const {
+  if (session < 0 || session >= 8 || first_step < 0) return -1;
+  for (int64_t t = std::min(step, last_step()); t >= first_step; --t)
+    if (state_mask[size_t(t - first_step)] & (1u << session)) return t;
+  return -1;
+}
+
+RecordingLines::RecordingLines(const std::string& path, int version)
+    : path_(path), in_(path, std::ios::binary), version_(version) {
+  if (!in_) fail(path, "cannot open the recording");
+}
+
+StepRecord RecordingLines::read(const RecordingIndex& index, int64_t step) {
+  const std::string where = path_ + ": step " + std::to_string(step);
+  if (!index.has(step)) fail(where, "not in the recording");
+  in_.clear();
+  in_.seekg(index.offset(step));
+  std::string line;
+  if (!std::getline(in_, line)) fail(where, "cannot read the line");
+  try {
+    return step_from_json(json::parse(line), version_);
+  } catch (const json::exception& e) {
+    fail(where, e.what());
+  } catch (const Error& e) {
+    fail(where, e.what());
+  }
+  return {};
+}
+
+int64_t count_recorded_steps(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  int64_t steps = 0;
+  std::string line;
+  // The header line begins {"format", the totals {"totals"; every other non-empty line is a step.
+  while (std::getline(in, line))
+    if (!line.empty() && line.rfind("{\"format\"", 0) != 0 && line.rfind("{\"totals\"", 0) != 0) ++steps;
+  return steps;
 }
 
 // ---- writing --------------------------------------------------------------------------
@@ -224,12 +308,14 @@ RecordingWriter::RecordingWriter(const std::string& path, const RecordingHeader&
 
 void RecordingWriter::write(const StepRecord& record) {
   if (stopped()) return;
+  const int64_t offset = int64_t(out_.tellp());
   out_ << json_dump(to_json(record)) << '\n';
   if (!out_) {
     stop_reason_ = "The recording could not be written to " + path_ + " (disk full?)";
     return;
   }
   last_step_ = record.step;
+  index_.add(offset, record);
   if (limit_ > 0 && out_.tellp() >= limit_)
     stop_reason_ = "The recording reached its limit of " + std::to_string(limit_ >> 20) + " MiB";
 }

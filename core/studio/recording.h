@@ -7,7 +7,9 @@
 //   line 1   {"format":"h2o-studio-recording","version":2,"header":{
 //              "manifest": <h2o::describe_run>, "mode": "stream"|"forced",
 //              "title": "<model name>", "layers": L, "heads": H, "kv_heads": K,
-//              "policies": [<h2o::policy_json>...]}}
+//              "policies": [<h2o::policy_json>...],
+//              "context"?: the model's trained context, "view"?: {"layer", "head"} shown when
+//              recording began, "settings"?: the app's settings (studio_config_json)}}
 //   lines    {"step": n, "phase": "prefill"|"decode"|"forced", "prompt": i,
 //             "turn_start": b, "turn_end": b, "engine_s": seconds of engine time so far,
 //             "sessions": [{"session", "fed": [ids], "position": first fed position, "fed_text": [texts],
@@ -20,6 +22,10 @@
 //               "states"?: [{"layer", "positions": [[per KV head]...], "scores": [[per KV head]...]}...],
 //               "stopped"?: "why"}]}
 //   last     {"totals": <h2o::describe_totals>}   (optional)
+// The app records, each step, its watched layer's attention (every query head,
+// the last row, the first 8 and latest keys up to 192) and, every 8 steps, a
+// trimmed capture of every other layer (48 keys): enough to show any layer and
+// head later (core/studio/capture_schedule.h).
 // Texts that are not valid UTF-8 (partial byte pieces) are stored as arrays of
 // byte values so that they read back byte for byte. Numbers round-trip exactly.
 // Version-1 files (one attention capture, "scores", evictions as a list) are read too.
@@ -43,7 +49,40 @@ struct RecordingHeader {
   std::string title;
   int layers = 0, heads = 0, kv_heads = 0;
   std::vector<PolicyConfig> policies;
+  int context = 0;                 // the model's trained context (0: not recorded)
+  int view_layer = -1, view_head = -1;  // the view when recording began (-1 layer: not recorded)
+  nlohmann::json settings;         // the app's settings (null: not recorded)
 };
+
+// Where each step's line starts in a recording (or the live spool), and which
+// sessions read a layer state in it, so that any step can be read back
+// without reading the file from its start. 9 bytes a step.
+struct RecordingIndex {
+  int64_t first_step = -1;
+  std::vector<int64_t> offsets;
+  std::vector<uint8_t> state_mask;  // bit s: session s (the first 8) read a layer state
+  void add(int64_t offset, const StepRecord& record);
+  bool has(int64_t step) const { return first_step >= 0 && step >= first_step && step <= last_step(); }
+  int64_t last_step() const { return first_step + int64_t(offsets.size()) - 1; }
+  int64_t offset(int64_t step) const { return offsets[size_t(step - first_step)]; }
+  // The latest step at or before `step` where `session` read a state; -1 if none.
+  int64_t last_state_at(int session, int64_t step) const;
+};
+
+// Reads single lines of a recording by step, through an index. Throws Error("<path>: step N: ...").
+class RecordingLines {
+ public:
+  RecordingLines(const std::string& path, int version = 2);
+  StepRecord read(const RecordingIndex& index, int64_t step);
+
+ private:
+  std::string path_;
+  std::ifstream in_;
+  int version_;
+};
+
+// Lines in a file that hold steps (not the header, not the totals), counted fast.
+int64_t count_recorded_steps(const std::string& path);
 
 RecordingHeader make_header(const Engine& engine, const nlohmann::json& manifest, const std::string& mode);
 
@@ -64,8 +103,13 @@ class RecordingReader final : public StepSource {
   std::optional<StepRecord> next() override;
   std::string end_reason() const override { return "replay finished"; }
   const nlohmann::json& totals() const { return totals_; }
+  // Every step read so far.
+  const RecordingIndex& index() const { return index_; }
+  int version() const { return version_; }
+  const std::string& path() const { return path_; }
 
  private:
+  RecordingIndex index_;
   std::string path_;
   std::unique_ptr<std::istream> in_;
   int line_ = 0;
@@ -87,8 +131,11 @@ class RecordingWriter final : public StepSink {
   int64_t last_step() const { return last_step_; }
   const std::string& path() const { return path_; }
   void flush() { out_.flush(); }
+  // Every step written (what seeking in a live run reads back).
+  const RecordingIndex& index() const { return index_; }
 
  private:
+  RecordingIndex index_;
   std::string path_;
   std::ofstream out_;
   int64_t limit_ = 0, last_step_ = -1;

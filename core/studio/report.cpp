@@ -41,6 +41,10 @@ std::string report_markdown(const ReportContents& r) {
        << ", seed " << at(s, "seed") << "\n";
   }
   md << "- **Steps**: " << r.steps << "\n";
+  // One instant per event, the same in every file: the run's start (as manifest.json says) and the report's writing.
+  if (m.contains("started")) md << "- **Run started**: " << number(m["started"]) << "\n";
+  if (!r.written.empty()) md << "- **Report written**: " << r.written << "\n";
+  if (m.contains("mode")) md << "- **Mode**: " << number(m["mode"]) << "\n";
   if (m.contains("version")) md << "- **Program**: h2o-studio " << number(m["version"]) << "\n";
   md << "\n## Policies\n\n| policy | generated | cached tokens | KV live bytes | decode tok/s | prefill tok/s | perplexity | top-1 agreement | mean KL |\n"
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
@@ -57,14 +61,13 @@ std::string report_markdown(const ReportContents& r) {
     md << "\n## Plots\n\n";
     for (const auto& p : r.plots)
       if (p.size() > 4 && p.compare(p.size() - 4, 4, ".png") == 0) md << "![" << p << "](" << p << ")\n\n";
-    md << "Vector versions: ";
     bool first = true;
     for (const auto& p : r.plots)
       if (p.size() <= 4 || p.compare(p.size() - 4, 4, ".png") != 0) {
-        md << (first ? "" : ", ") << "[" << p << "](" << p << ")";
+        md << (first ? "Vector versions (PDF, SVG): " : ", ") << "[" << p << "](" << p << ")";
         first = false;
       }
-    md << "\n";
+    if (!first) md << "\n";
   }
   if (!r.logs.empty()) {
     md << "\n## Logs\n\n";

@@ -12,6 +12,7 @@ struct ReportContents {
   nlohmann::json manifest;            // describe_run (or a recording's header manifest)
   nlohmann::json totals;              // describe_totals (may be null for replays without totals)
   int64_t steps = 0;
+  std::string written;                // when the report was written (utc_timestamp; its folder's stamp is the same instant)
   std::vector<std::string> plots;     // file names of the images, relative to the report folder
   std::vector<std::string> logs;      // file names of the CSV/JSONL logs
 };

@@ -24,6 +24,7 @@ struct RunInfo {
   std::string command_line;
   std::string model_path, tokenizer_path, prompts_path;
   bool hash_files = true;      // sha256 of model/tokenizer files in the manifest
+  std::string started;         // when the run began (utc_timestamp); "" : now
 };
 
 // The manifest's description of an engine and its inputs (no totals).

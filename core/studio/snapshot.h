@@ -9,6 +9,7 @@
 
 #include "core/policy/policy.h"
 #include "core/studio/analytics.h"
+#include "core/studio/survival.h"
 
 namespace h2o {
 
@@ -16,9 +17,18 @@ struct Series {
   std::vector<double> x, y;
 };
 
+// An axis range the data asks for (NaN: let the widget fit the data).
+struct AxisRange {
+  double lower = NAN, upper = NAN;
+  bool valid() const { return !std::isnan(lower) && !std::isnan(upper) && upper > lower; }
+};
+
+// One piece of the stream text: a token, or the byte tokens that make one
+// character together (first_position..position), coloured by the last one's fate.
 struct TokenCell {
-  int64_t position = 0;
-  std::string text;  // display text (newlines kept)
+  int64_t position = 0;        // the (last) token's stream position
+  int64_t first_position = 0;  // the first token's, when several make one character
+  std::string text;            // display text, valid UTF-8 (newlines kept)
   Fate fate = Fate::Cached;
   bool prompt = false;  // part of a user turn (or the forced text), not generated
 };
@@ -27,11 +37,14 @@ struct TokenCell {
 struct HeatmapData {
   int layer = -1;
   std::vector<int32_t> columns;         // key stream positions, ascending
-  std::vector<std::string> labels;      // their token texts, one line each
+  std::vector<std::string> labels;      // their characters, one line each
   std::vector<double> column_scores;    // accumulated score at the shown head (NaN: not known)
   std::vector<double> column_mass;      // attention on each column summed over the shown rows (label priority)
   std::vector<int32_t> query_positions; // one per row, oldest first
+  std::vector<std::string> query_labels;
   std::vector<double> values;           // rows x columns, row-major; NaN: key not held by that head
+  double top = 0;                       // the largest value (the colour scale's top)
+  std::string note;                     // why it is empty, when it is
   int rows() const { return int(query_positions.size()); }
   int cols() const { return int(columns.size()); }
   double at(int row, int col) const { return values[size_t(row) * columns.size() + size_t(col)]; }
@@ -47,11 +60,13 @@ struct PaneSnapshot {
   double tokens_per_s = 0;
   int64_t generated = 0;
   double perplexity = NAN, agreement = NAN, mean_kl = NAN;
-  std::vector<TokenCell> tokens;  // the latest, oldest first
+  std::vector<TokenCell> tokens;  // a window of the stream, oldest first
+  bool text_follows_end = true;   // the window ends at the stream's end
   HeatmapData heatmap;
-  SurvivalRaster raster;
+  SurvivalRaster overview;  // every position of the stream over every step, binned
+  SurvivalRaster detail;    // the chosen stretch of positions, since the first of them was fed
   ScoreRank score_rank;
-  double sparsity = NAN;  // latest top-k share at the shown head
+  double sparsity = NAN;  // top-k share at the shown head, at the shown step
   Series sparsity_history;
   std::string stopped;    // why this session stopped early (out of KV memory); empty while it runs
 };
@@ -78,22 +93,69 @@ struct InspectionSnapshot {
   std::vector<PerPolicy> policies;
 };
 
+// bertviz's head view on the recorded attention: one query, the keys it
+// attends in each policy's cache, with their weights.
+struct HeadViewKey {
+  int32_t position = 0;
+  std::string text;
+  Fate fate = Fate::Cached;
+  double weight = 0;  // attention of the shown head (or the mean over heads)
+};
+struct HeadViewPane {
+  std::string policy;
+  PolicyConfig config;
+  int64_t query_position = -1;  // each policy's own stream: the same step, maybe another position
+  std::string query_text;
+  std::vector<HeadViewKey> keys;  // the strongest and the sinks, by position
+  int keys_attended = 0;          // keys the query saw in this cache (recorded ones)
+  double top_weight = 0;
+};
+struct HeadViewData {
+  int64_t query_step = -1;  // the step whose query is shown
+  int layer = -1, head = -1;
+  std::vector<HeadViewPane> panes;
+};
+
+// bertviz's model view: every layer x head of one policy at the shown step,
+// each a small heatmap of the recent captured queries over their keys.
+struct ModelViewCell {
+  int layer = 0, head = 0;
+  int rows = 0, cols = 0;
+  std::vector<float> values;  // rows x cols; NaN: key not held
+  float top = 0;
+};
+struct ModelViewData {
+  int policy = -1;  // pane index
+  std::string policy_title;
+  int layers = 0, heads = 0;
+  std::vector<ModelViewCell> cells;  // layer-major: cells[layer * heads + head]
+};
+
 struct StudioSnapshot {
-  int64_t step = -1;  // last step ingested
+  int64_t step = -1;         // the step shown
+  int64_t latest_step = -1;  // the newest step ingested
+  int64_t first_step = 0;
   int64_t steps_ingested = 0;
+  bool following = true;     // shows the newest step (else a step chosen on the timeline)
+  bool captures_recorded = true;  // the shown step's attention could be read (false past the recording's limit)
   double engine_seconds = 0;
   std::string title, mode, phase;
   int prompt_index = -1;
   int layers = 0, heads = 0, kv_heads = 0;
+  int context = 0;           // the model's trained context (0: unknown)
   int shown_layer = 0, shown_head = -1, capture_layer = -1;
   int top_k = 8;
   std::vector<PaneSnapshot> panes;
-  // One per policy, in pane order.
+  // One per policy, in pane order, up to the shown step.
   std::vector<Series> kv_bytes;    // x: tokens in the stream, y: live KV bytes
   std::vector<Series> throughput;  // x: engine seconds, y: decode tokens/s
   std::vector<Series> perplexity;  // x: scored tokens, y: running perplexity (forced mode)
   std::vector<Series> agreement;   // x: scored tokens, y: running top-1 agreement with full
+  AxisRange throughput_range, perplexity_range;  // robust: early spikes do not set the scale
   InspectionSnapshot inspection;
+  HeadViewData head_view;
+  ModelViewData model_view;
+  int64_t history_bytes = 0;  // what the analyzer keeps for the whole history
 };
 
 }  // namespace h2o

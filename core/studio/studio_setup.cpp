@@ -5,6 +5,73 @@
 
 namespace h2o {
 
+BudgetSplit fit_budget_split(int budget, int sinks, int heavy, int recent) {
+  BudgetSplit s{std::max(2, budget), std::max(0, sinks), std::max(0, heavy), std::max(0, recent), ""};
+  std::vector<std::string> notes;
+  if (s.sinks > s.budget - 1) {
+    s.sinks = s.budget - 1;
+    notes.push_back("sinks " + std::to_string(s.sinks) + " (at most budget − 1)");
+  }
+  const int rest = s.budget - s.sinks;  // for heavy + recent, or a window
+  if (s.heavy > rest - 1) {
+    s.heavy = rest - 1;
+    notes.push_back("heavy " + std::to_string(s.heavy) + " (room for one recent token)");
+  }
+  if (s.heavy > 0 && s.recent > 0 && s.heavy + s.recent != rest) {
+    s.recent = rest - s.heavy;
+    notes.push_back("recent " + std::to_string(s.recent) + " (sinks + heavy + recent = budget)");
+  } else if (s.recent > rest) {
+    s.recent = rest;
+    notes.push_back("recent " + std::to_string(s.recent) + " (at most budget − sinks)");
+  }
+  for (size_t i = 0; i < notes.size(); ++i) s.adjusted += (i ? ", " : "adjusted: ") + notes[i];
+  return s;
+}
+
+nlohmann::json studio_config_json(const StudioConfig& c) {
+  return {{"model", c.model},         {"tokenizer", c.tokenizer}, {"prompts", c.prompts},
+          {"forced", c.forced},       {"forced_text", c.forced_text}, {"backend", c.backend},
+          {"threads", c.threads},     {"kv_limit_mib", c.kv_limit_mib}, {"policies", c.policies},
+          {"budget", c.budget},       {"sinks", c.sinks},         {"heavy", c.heavy},
+          {"recent", c.recent},       {"slack", c.slack},         {"rolling", c.rolling},
+          {"max_new_tokens", c.max_new_tokens}, {"greedy", c.greedy}, {"temperature", c.temperature},
+          {"seed", c.seed},           {"layer", c.capture_layer}};
+}
+
+StudioConfig studio_config_from_json(const nlohmann::json& j) {
+  StudioConfig c;
+  if (!j.is_object()) return c;
+  const auto get = [&](const char* key, auto& field) {
+    if (!j.contains(key)) return;
+    try {
+      j.at(key).get_to(field);
+    } catch (const nlohmann::json::exception&) {
+      // A value of the wrong type keeps the default.
+    }
+  };
+  get("model", c.model);
+  get("tokenizer", c.tokenizer);
+  get("prompts", c.prompts);
+  get("forced", c.forced);
+  get("forced_text", c.forced_text);
+  get("backend", c.backend);
+  get("threads", c.threads);
+  get("kv_limit_mib", c.kv_limit_mib);
+  get("policies", c.policies);
+  get("budget", c.budget);
+  get("sinks", c.sinks);
+  get("heavy", c.heavy);
+  get("recent", c.recent);
+  get("slack", c.slack);
+  get("rolling", c.rolling);
+  get("max_new_tokens", c.max_new_tokens);
+  get("greedy", c.greedy);
+  get("temperature", c.temperature);
+  get("seed", c.seed);
+  get("layer", c.capture_layer);
+  return c;
+}
+
 std::vector<PolicyConfig> studio_policies(const StudioConfig& c) {
   if (c.policies.empty() || int(c.policies.size()) > kMaxStudioPolicies)
     fail("policies", "choose 1 to " + std::to_string(kMaxStudioPolicies) + " policies, got " +
@@ -54,8 +121,14 @@ std::unique_ptr<Engine> make_studio_engine(const StudioConfig& c, const StudioIn
                                            std::unique_ptr<Backend> backend) {
   auto engine = std::make_unique<Engine>(in.model, std::move(backend), in.tokenizer, studio_engine_options(c));
   if (c.forced) {
-    if (c.forced_text.empty()) fail("teacher-forced text", "no text file chosen");
-    engine->start_forced(encode_with_bos(*in.tokenizer, read_text_file(c.forced_text)));
+    std::string text;
+    if (c.forced_text.empty()) {
+      // No file: the built-in prompts, one after another, are text enough to score.
+      for (const Turn& t : builtin_prompts()) text += t.text + "\n\n";
+    } else {
+      text = read_text_file(c.forced_text);
+    }
+    engine->start_forced(encode_with_bos(*in.tokenizer, text));
   } else {
     engine->start_stream(c.prompts.empty() ? builtin_prompts() : load_mt_bench(c.prompts));
   }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "core/runtime/engine.h"
 
@@ -15,7 +16,7 @@ namespace h2o {
 struct StudioConfig {
   std::string model, tokenizer, prompts;  // "" prompts: the built-in ones
   bool forced = false;                    // teacher-forced text instead of MT-Bench
-  std::string forced_text;                // the text file fed in forced mode
+  std::string forced_text;                // the text file fed in forced mode ("": the built-in prompts' text)
   std::string backend = "cpu";
   int threads = 0;  // 0: all cores, as h2o-cli (the pool sleeps when idle, so the GUI thread still gets its turn)
   int kv_limit_mib = 0;  // KV memory of all sessions together (0: none); the one that needs more stops
@@ -33,6 +34,21 @@ struct StudioConfig {
 
 // The most policies shown side by side.
 inline constexpr int kMaxStudioPolicies = 4;
+
+// The budget controls' values made into a split every policy can take: sinks
+// leave room for one more token, an explicit heavy leaves room for one recent
+// token, and an explicit recent beside an explicit heavy takes exactly the
+// rest. `adjusted` says what changed, in one line ("" if nothing did).
+struct BudgetSplit {
+  int budget = 64, sinks = 4, heavy = 0, recent = 0;  // 0 heavy / recent: auto
+  std::string adjusted;
+};
+BudgetSplit fit_budget_split(int budget, int sinks, int heavy, int recent);
+
+// The settings as JSON (a recording's header) and back (unknown keys ignored,
+// missing ones left at their defaults).
+nlohmann::json studio_config_json(const StudioConfig& config);
+StudioConfig studio_config_from_json(const nlohmann::json& j);
 
 // The chosen policies, in pane order, from one budget. Throws Error naming the setting.
 std::vector<PolicyConfig> studio_policies(const StudioConfig& config);

@@ -93,7 +93,7 @@ TEST(ControlsTest, SettingsAreRememberedAcrossWindows) {
   MainWindowOptions again = synthetic_options();
   again.settings = remembered;
   MainWindow w(again);
-  EXPECT_EQ(w.controls()->settings().config.budget, 48);
+  EXPECT_EQ(w.controls()->config().budget, 48);
   EXPECT_TRUE(QFile::exists(settings.fileName())) << settings.fileName().toStdString();
   EXPECT_TRUE(settings.fileName().startsWith(scope.path()));
 }
@@ -145,7 +145,7 @@ TEST(ControlsTest, PauseStepResetAndSpeedLimit) {
   EXPECT_EQ(w.lastSnapshot()->steps_ingested, 0) << "reset starts the run again";
 
   // 20 steps a second for about a second, then pause.
-  auto* speed = w.controls()->findChild<QDoubleSpinBox*>("speed");
+  auto* speed = w.findChild<QDoubleSpinBox*>("speed");
   ASSERT_TRUE(speed);
   speed->setValue(20);
   w.findChild<QAction*>("play")->trigger();

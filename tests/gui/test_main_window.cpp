@@ -75,6 +75,9 @@ TEST(MainWindowTest, PanesAndCurvesUpdateWhileStreaming) {
   EXPECT_EQ(s->inspection.policies.size(), 3u);
   EXPECT_TRUE(w.inspector()->detailsText().contains("heavy hitter"));
   EXPECT_GT(w.inspector()->plot()->graphCount(), 0);
+  // The analysis tabs are drawn when shown: the heavy hitters' plots fill once their tab is up.
+  w.showTab("heavy-hitters");
+  ASSERT_EQ(w.heavyHitters()->scoreRank()->graphCount(), 6);
   for (int i = 0; i < 3; ++i) {
     EXPECT_GT(w.curves()->memory()->graph(i)->dataCount(), 0) << "policy " << i;
     EXPECT_GT(w.curves()->throughput()->graph(i)->dataCount(), 0) << "policy " << i;
@@ -113,7 +116,12 @@ TEST(MainWindowTest, ExportsWriteValidPngPdfSvgAndCsv) {
   ASSERT_TRUE(dir.isValid());
   const QStringList files =
       w.exportPlots(dir.path(), {int(PlotFormat::Png), int(PlotFormat::Pdf), int(PlotFormat::Svg)});
-  EXPECT_EQ(files.size(), int(w.plots().size()) * 3);
+  // Every plot with data, in three formats; a stream run has no perplexity or agreement to show.
+  EXPECT_EQ(files.size(), int(w.reportPlots().size()) * 3);
+  EXPECT_FALSE(files.contains("perplexity.png"));
+  EXPECT_FALSE(files.contains("agreement.pdf"));
+  for (const char* name : {"h2o-heatmap", "h2o-survival-whole", "h2o-survival-detail", "kv-memory", "score-rank"})
+    for (const char* suffix : {".png", ".pdf", ".svg"}) EXPECT_TRUE(files.contains(QString(name) + suffix)) << name << suffix;
   const QString base = dir.filePath("kv-memory");
   EXPECT_EQ(head_of(base + ".png", 8), QByteArray("\x89PNG\r\n\x1a\n", 8));
   EXPECT_EQ(head_of(base + ".pdf", 5), QByteArray("%PDF-"));
@@ -238,7 +246,8 @@ TEST(MainWindowTest, RecordedRunReplaysToTheSameNumbers) {
     EXPECT_EQ(a.tokens_per_s, b.tokens_per_s);
     EXPECT_EQ(a.stream_length, b.stream_length);
     EXPECT_EQ(a.heatmap.values.size(), b.heatmap.values.size());
-    EXPECT_EQ(a.raster.cells, b.raster.cells);
+    EXPECT_EQ(a.overview.cells, b.overview.cells);
+    EXPECT_EQ(a.detail.cells, b.detail.cells);
     EXPECT_EQ(a.score_rank.score, b.score_rank.score);
     EXPECT_TRUE(a.sparsity == b.sparsity || (std::isnan(a.sparsity) && std::isnan(b.sparsity)));
     EXPECT_EQ(r.panes()[i]->numbersText().toStdString(), live_numbers[i].toStdString());

@@ -177,22 +177,26 @@ TEST(ScoreRankCurve, SortsDescendingAndThins) {
 TEST(Survival, RasterShowsBirthsRolesAndEvictions) {
   // Positions 0..5 fed at steps 0,0,1,2,3,4; position 2 evicted at step 3.
   const PolicyConfig h = h2o_policy(1, 1, 2);
-  const std::vector<int64_t> birth = {0, 0, 1, 2, 3, 4};
-  const std::vector<int64_t> evict = {-1, -1, 3, -1, -1, -1};
-  const SurvivalRaster r = survival_raster(h.rule(), birth, evict, 4, 10, 100);
+  const std::vector<int32_t> birth = {0, 0, 1, 2, 3, 4};
+  const std::vector<int32_t> evict = {-1, -1, 3, -1, -1, -1};
+  const SurvivalRaster r = survival_raster(h.rule(), birth, evict, 0, 6, 0, 4, 100, 100);
   EXPECT_EQ(r.first_step, 0);
-  EXPECT_EQ(r.steps, 5);
-  EXPECT_EQ(r.positions, 6);
+  EXPECT_EQ(r.rows, 5);
+  EXPECT_EQ(r.cols, 6);
+  EXPECT_FALSE(r.binned());
   EXPECT_EQ(r.at(0, 0), Fate::Sink);
   EXPECT_EQ(r.at(0, 1), Fate::Recent);
   EXPECT_EQ(r.at(0, 2), Fate::Unborn);
   EXPECT_EQ(r.at(2, 2), Fate::Recent);   // step 2: stream 0..3, recent = 2,3
   EXPECT_EQ(r.at(3, 2), Fate::Evicted);  // evicted by step 3's cut
   EXPECT_EQ(r.at(4, 1), Fate::Heavy);    // step 4: held, neither sink nor recent
-  const SurvivalRaster window = survival_raster(h.rule(), birth, evict, 4, 2, 3);
+  const SurvivalRaster window = survival_raster(h.rule(), birth, evict, 3, 6, 3, 4, 100, 100);
   EXPECT_EQ(window.first_step, 3);
   EXPECT_EQ(window.first_position, 3);
   EXPECT_EQ(window.cells.size(), 6u);
+  // Steps after the last shown one are not looked at: position 2 is still held at step 2.
+  const SurvivalRaster before = survival_raster(h.rule(), birth, evict, 0, 4, 0, 2, 100, 100);
+  EXPECT_EQ(before.at(2, 2), Fate::Recent);
 }
 
 TEST(FrameStatsTest, NearestRankPercentiles) {
@@ -327,7 +331,8 @@ std::string fingerprint(const StudioSnapshot& s) {
       << p.stream_length << ' ' << p.generated << ' ' << p.sparsity << ' ' << p.score_rank.fit.slope << '\n';
     for (const auto& t : p.tokens) o << int(t.fate) << t.text;
     for (double v : p.heatmap.values) o << v << ',';
-    for (uint8_t c : p.raster.cells) o << int(c);
+    for (uint8_t c : p.overview.cells) o << int(c);
+    for (uint8_t c : p.detail.cells) o << int(c);
     o << '\n';
   }
   for (const auto& series : s.kv_bytes)
@@ -375,7 +380,8 @@ TEST(Analyzer, ReplayGivesTheSameSnapshotsAsTheLiveRun) {
       EXPECT_GT(p.tokens.size(), 0u);
       EXPECT_GT(p.heatmap.rows(), 0);
       EXPECT_GT(p.heatmap.cols(), 0);
-      EXPECT_GT(p.raster.cells.size(), 0u);
+      EXPECT_GT(p.overview.cells.size(), 0u);
+      EXPECT_GT(p.detail.cells.size(), 0u);
       EXPECT_GT(p.score_rank.rank.size(), 0u);
     }
   }
@@ -401,8 +407,9 @@ TEST(Analyzer, SnapshotsAgreeWithTheEngineCaches) {
     size_t fed = 0;
     for (const auto& t : pane.tokens) {
       if (t.position >= pane.stream_length) continue;  // the sampled, unfed token
+      // A cell may be several byte tokens of one character: the last one's fate colours it.
       EXPECT_EQ(t.fate, want[size_t(t.position)]) << "policy " << i << " position " << t.position;
-      ++fed;
+      fed += size_t(t.position - t.first_position + 1);
     }
     EXPECT_EQ(fed, session.stream().size());
   }
@@ -411,13 +418,17 @@ TEST(Analyzer, SnapshotsAgreeWithTheEngineCaches) {
   EXPECT_LT(s.panes[2].cached_tokens, s.panes[2].stream_length);
 }
 
-TEST(Analyzer, OldEvictedTokensLoseTheirScoreHistoryCachedOnesKeepIt) {
+TEST(Analyzer, ScoreHistoriesAreBoundedToRecentSinksHeavyHittersAndTheClickedToken) {
   auto engine = synthetic_engine();
   constexpr int64_t kKept = 40;
   Analyzer analyzer(make_header(*engine, nlohmann::json::object(), "stream"), kKept);
   for (int i = 0; i < 160; ++i) analyzer.ingest(engine->step(&kWatchLayer1));
   ViewSelection view;
   view.layer = 1;
+  // Only the inspector is looked at: keep the rest of each snapshot small.
+  view.max_tokens = 1;
+  view.overview_columns = view.overview_rows = view.detail_positions = view.detail_rows = 1;
+  view.heatmap_rows = 1;
   const Session& streaming = *engine->sessions()[1];
   const int64_t length = int64_t(streaming.stream().size());
   ASSERT_GT(length, 3 * kKept);
@@ -437,8 +448,21 @@ TEST(Analyzer, OldEvictedTokensLoseTheirScoreHistoryCachedOnesKeepIt) {
   const int64_t recent_evicted = held[2] - 1;  // just before the window: gone, but recently
   ASSERT_GT(recent_evicted, length - kKept);
   EXPECT_GT(history(recent_evicted, 1), 0u);
-  // The full cache holds everything, so it forgets nothing.
-  EXPECT_GT(history(10, 0), 0u);
+  // The full cache holds everything, but keeps old histories only for its top
+  // scores (32 per KV head and read): bounded however long the stream.
+  const int64_t full_length = int64_t(engine->sessions()[0]->stream().size());
+  int64_t old_with_history = 0, forgotten = -1;
+  for (int64_t p = 0; p < full_length - kKept; ++p) {
+    if (history(p, 0) > 0) ++old_with_history;
+    else forgotten = p;
+  }
+  EXPECT_LE(old_with_history, 32 * 4);
+  ASSERT_GE(forgotten, 0) << "every old position kept its history";
+  // A click pins a position: from then on its history is kept.
+  analyzer.pin(forgotten);
+  for (int i = 0; i < 10; ++i) analyzer.ingest(engine->step(&kWatchLayer1));
+  EXPECT_GT(history(forgotten, 0), 0u);
+  EXPECT_LT(analyzer.bounded_bytes(), 4 << 20);
 }
 
 TEST(Analyzer, InspectorFollowsTheTopHeavyHitterUntilAClick) {
@@ -480,7 +504,8 @@ TEST(Labels, SpacedByImportanceTakesTheBrightestThatFit) {
 
 TEST(Report, SummaryNamesPoliciesPlotsAndLogs) {
   ReportContents r;
-  r.manifest = {{"model", {{"path", "m.bin"}, {"format", "llama2c"}, {"n_layers", 4}}}};
+  r.manifest = {{"model", {{"path", "m.bin"}, {"format", "llama2c"}, {"n_layers", 4}}}, {"started", "2026-11-23T16:00:00Z"}};
+  r.written = "2026-11-23T16:05:00Z";
   r.totals = nlohmann::json::array({{{"policy", "h2o(sinks=4,heavy=30,recent=30)"}, {"generated_tokens", 5}}});
   r.steps = 12;
   r.plots = {"kv-memory.png", "kv-memory.svg"};
@@ -491,4 +516,7 @@ TEST(Report, SummaryNamesPoliciesPlotsAndLogs) {
   EXPECT_NE(md.find("[kv-memory.svg](kv-memory.svg)"), std::string::npos);
   EXPECT_NE(md.find("[steps.csv](steps.csv)"), std::string::npos);
   EXPECT_NE(md.find("**Steps**: 12"), std::string::npos);
+  // The run's start as the manifest has it, and the report's own instant.
+  EXPECT_NE(md.find("**Run started**: 2026-11-23T16:00:00Z"), std::string::npos);
+  EXPECT_NE(md.find("**Report written**: 2026-11-23T16:05:00Z"), std::string::npos);
 }

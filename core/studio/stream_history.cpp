@@ -1,0 +1,120 @@
+#include "core/studio/stream_history.h"
+
+#include <algorithm>
+
+#include "core/base/error.h"
+
+namespace h2o {
+
+PolicyHistory::PolicyHistory(const PolicyConfig& policy, int layers, int kv_heads)
+    : policy_(policy), rule_(policy.rule()), layers_(layers), kv_heads_(kv_heads) {}
+
+void PolicyHistory::feed(int token, std::string_view text, bool prompt, int64_t step) {
+  tokens_.push_back(token);
+  text_bytes_.append(text);
+  text_end_.push_back(uint32_t(text_bytes_.size()));
+  prompt_.push_back(prompt ? 1 : 0);
+  birth_.push_back(int32_t(step));
+  if (!evict_all_.empty()) evict_all_.push_back(-1);
+  for (auto& e : evict_head_) e.push_back(-1);
+}
+
+void PolicyHistory::evict_everywhere(int64_t position, int64_t step) {
+  if (position < 0 || position >= length()) return;
+  if (!evict_head_.empty()) {
+    // Per-head steps are kept: a head that let it go earlier keeps its step.
+    for (auto& e : evict_head_)
+      if (e[size_t(position)] < 0) e[size_t(position)] = int32_t(step);
+    return;
+  }
+  if (evict_all_.empty()) evict_all_.assign(size_t(length()), -1);
+  evict_all_[size_t(position)] = int32_t(step);
+}
+
+void PolicyHistory::evict(int layer, int kv_head, int64_t position, int64_t step) {
+  if (layer < 0 || layer >= layers_ || kv_head < 0 || kv_head >= kv_heads_ || position < 0 || position >= length())
+    return;
+  if (evict_head_.empty()) {
+    // From now on every head keeps its own steps, starting from the shared ones.
+    const std::vector<int32_t> shared = evict_all_.empty() ? std::vector<int32_t>(size_t(length()), -1) : evict_all_;
+    evict_head_.assign(size_t(layers_) * size_t(kv_heads_), shared);
+    evict_all_.clear();
+    evict_all_.shrink_to_fit();
+  }
+  evict_head_[size_t(layer) * size_t(kv_heads_) + size_t(kv_head)][size_t(position)] = int32_t(step);
+}
+
+void PolicyHistory::end_step(int64_t step, const PaneStep& numbers, const ForcedStep* forced) {
+  if (first_step_ < 0) first_step_ = step;
+  if (step != first_step_ + int64_t(steps_.size())) throw Error("analyzer: step " + std::to_string(step) + " out of order");
+  steps_.push_back(numbers);
+  if (forced) forced_.push_back(*forced);
+}
+
+void PolicyHistory::set_stopped(int64_t step, std::string why) {
+  if (stopped_step_ >= 0) return;
+  stopped_step_ = step;
+  stopped_ = std::move(why);
+}
+
+int64_t PolicyHistory::length_at(int64_t step) const {
+  return int64_t(std::upper_bound(birth_.begin(), birth_.end(), int32_t(std::min<int64_t>(step, INT32_MAX))) -
+                 birth_.begin());
+}
+
+std::string_view PolicyHistory::piece(int64_t p) const {
+  const uint32_t begin = p > 0 ? text_end_[size_t(p - 1)] : 0;
+  return std::string_view(text_bytes_).substr(begin, text_end_[size_t(p)] - begin);
+}
+
+int32_t PolicyHistory::evicted_at(int layer, int kv_head, int64_t p) const {
+  if (!evict_head_.empty()) return evict_head_[size_t(layer) * size_t(kv_heads_) + size_t(kv_head)][size_t(p)];
+  return evict_all_.empty() ? -1 : evict_all_[size_t(p)];
+}
+
+std::vector<int32_t> PolicyHistory::evictions(int layer, int kv_head) const {
+  layer = std::clamp(layer, 0, layers_ - 1);
+  if (evict_head_.empty()) return evict_all_.empty() ? std::vector<int32_t>(size_t(length()), -1) : evict_all_;
+  const auto at = [&](int kv) -> const std::vector<int32_t>& {
+    return evict_head_[size_t(layer) * size_t(kv_heads_) + size_t(kv)];
+  };
+  if (kv_head >= 0) return at(std::min(kv_head, kv_heads_ - 1));
+  std::vector<int32_t> out = at(0);
+  for (int kv = 1; kv < kv_heads_; ++kv) {
+    const auto& e = at(kv);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = (out[i] < 0 || e[i] < 0) ? -1 : std::max(out[i], e[i]);
+  }
+  return out;
+}
+
+const PaneStep& PolicyHistory::numbers_at(int64_t step) const {
+  static const PaneStep none;
+  if (steps_.empty() || step < first_step_) return none;
+  return steps_[size_t(std::min<int64_t>(step - first_step_, int64_t(steps_.size()) - 1))];
+}
+
+const ForcedStep* PolicyHistory::forced_at(int64_t step) const {
+  if (forced_.empty() || step < first_step_) return nullptr;
+  return &forced_[size_t(std::min<int64_t>(step - first_step_, int64_t(forced_.size()) - 1))];
+}
+
+std::string PolicyHistory::pending_text_at(int64_t step) const {
+  if (!numbers_at(step).pending) return {};
+  const int64_t at = length_at(step);
+  // Fed later: it is the first position fed after `step`; else still waiting.
+  return at < length() ? std::string(piece(at)) : pending_text_;
+}
+
+std::string PolicyHistory::stopped_at(int64_t step) const {
+  return stopped_step_ >= 0 && step >= stopped_step_ ? stopped_ : std::string();
+}
+
+int64_t PolicyHistory::bytes() const {
+  int64_t b = int64_t(tokens_.capacity() * 4 + text_bytes_.capacity() + text_end_.capacity() * 4 +
+                      prompt_.capacity() + birth_.capacity() * 4 + evict_all_.capacity() * 4 +
+                      steps_.capacity() * sizeof(PaneStep) + forced_.capacity() * sizeof(ForcedStep));
+  for (const auto& e : evict_head_) b += int64_t(e.capacity() * 4);
+  return b;
+}
+
+}  // namespace h2o

@@ -1,0 +1,95 @@
+#pragma once
+// The whole history of one policy's stream, kept compact so that an endless
+// run can keep it: every position's token, text, birth step and eviction
+// steps, and every step's pane numbers. From it the analyzer answers "what did
+// this pane show at step S" for any S — the timeline, the whole-stream
+// survival rasters and the scrolling text all read it.
+//
+// Bytes kept (stated in the README):
+//   per position: 4 token + 4 text end + the text's bytes (~3) + 1 prompt flag + 4 birth step,
+//     + 4 once the policy evicts a position from every head at once (StreamingLLM),
+//     + 4 x layers x KV heads once it evicts per head (H2O, TOVA); nothing for the full cache;
+//   per step: 24 (PaneStep), + 32 in teacher-forced mode (ForcedStep).
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/policy/policy.h"
+
+namespace h2o {
+
+// A pane's numbers after one step.
+struct PaneStep {
+  int64_t live_bytes = 0;
+  float tokens_per_s = 0;
+  int32_t cached_tokens = 0;
+  int32_t generated = 0;
+  uint8_t pending = 0;  // a sampled answer token waits to be fed
+  uint8_t stopped = 0;  // the session has stopped (at or before this step)
+};
+
+// Teacher-forced running sums after one step.
+struct ForcedStep {
+  double nll_sum = 0, kl_sum = 0;
+  int32_t scored = 0, compared = 0, agreed = 0;
+};
+
+class PolicyHistory {
+ public:
+  PolicyHistory(const PolicyConfig& policy, int layers, int kv_heads);
+  const PolicyConfig& policy() const { return policy_; }
+  const EvictionRule& rule() const { return rule_; }
+
+  // ---- writing, in step order ----
+  void feed(int token, std::string_view text, bool prompt, int64_t step);
+  void evict_everywhere(int64_t position, int64_t step);
+  void evict(int layer, int kv_head, int64_t position, int64_t step);
+  void end_step(int64_t step, const PaneStep& numbers, const ForcedStep* forced);
+  void set_pending_text(std::string text) { pending_text_ = std::move(text); }
+  void set_stopped(int64_t step, std::string why);
+
+  // ---- reading ----
+  int64_t length() const { return int64_t(birth_.size()); }
+  // Positions fed by the end of `step`.
+  int64_t length_at(int64_t step) const;
+  int token(int64_t p) const { return tokens_[size_t(p)]; }
+  std::string_view piece(int64_t p) const;
+  bool prompt(int64_t p) const { return prompt_[size_t(p)] != 0; }
+  const std::vector<int32_t>& birth() const { return birth_; }
+  // When (layer, KV head) evicted position p: the step, or -1 while held.
+  int32_t evicted_at(int layer, int kv_head, int64_t p) const;
+  // The eviction step of every position at one KV head, or (kv_head < 0)
+  // when the last KV head of the layer let it go (held while any holds it).
+  std::vector<int32_t> evictions(int layer, int kv_head) const;
+  // Numbers after `step` (the first step's before it is recorded: zeros).
+  const PaneStep& numbers_at(int64_t step) const;
+  const ForcedStep* forced_at(int64_t step) const;
+  // The answer token sampled at `step` and not yet fed then: its text.
+  std::string pending_text_at(int64_t step) const;
+  // Why the session stopped, if it had by `step`.
+  std::string stopped_at(int64_t step) const;
+
+  // Heap bytes held (capacities), for the README's figures and --stats.
+  int64_t bytes() const;
+
+ private:
+  PolicyConfig policy_;
+  EvictionRule rule_;
+  int layers_, kv_heads_;
+  std::vector<int32_t> tokens_;
+  std::string text_bytes_;
+  std::vector<uint32_t> text_end_;
+  std::vector<uint8_t> prompt_;
+  std::vector<int32_t> birth_;
+  std::vector<int32_t> evict_all_;                // empty until the first position leaves every head
+  std::vector<std::vector<int32_t>> evict_head_;  // [layer * kv_heads + kv][p]; empty until the first per-head eviction
+  int64_t first_step_ = -1;
+  std::vector<PaneStep> steps_;
+  std::vector<ForcedStep> forced_;
+  std::string pending_text_;  // of the newest step
+  int64_t stopped_step_ = -1;
+  std::string stopped_;
+};
+
+}  // namespace h2o

@@ -1,0 +1,89 @@
+#include "core/studio/survival.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace h2o {
+
+int fate_priority(Fate fate) {
+  switch (fate) {
+    case Fate::Unborn: return 0;
+    case Fate::Evicted: return 1;
+    case Fate::Cached: return 2;
+    case Fate::Recent: return 3;
+    case Fate::Heavy: return 4;
+    case Fate::Sink: return 5;
+  }
+  return 0;
+}
+
+SurvivalRaster survival_raster(const EvictionRule& rule, std::span<const int32_t> birth,
+                               std::span<const int32_t> evicted, int64_t first_position, int64_t end_position,
+                               int64_t first_step, int64_t last_step, int max_cols, int max_rows) {
+  SurvivalRaster r;
+  const int64_t known = int64_t(std::min(birth.size(), evicted.size()));
+  r.first_position = std::clamp<int64_t>(first_position, 0, known);
+  r.end_position = std::clamp<int64_t>(end_position, r.first_position, known);
+  r.first_step = std::max<int64_t>(0, first_step);
+  r.last_step = std::max<int64_t>(r.first_step - 1, last_step);
+  if (r.positions() <= 0 || r.steps() <= 0 || max_cols < 1 || max_rows < 1) {
+    r.cols = r.rows = 0;
+    return r;
+  }
+  r.cols = int(std::min<int64_t>(max_cols, r.positions()));
+  r.rows = int(std::min<int64_t>(max_rows, r.steps()));
+  const int64_t n_pos = r.positions(), n_steps = r.steps();
+  const int64_t never = std::numeric_limits<int64_t>::max();
+
+  // Per fate level, per column, a difference array over rows: +1 where an
+  // interval starts covering a row, -1 after its last row.
+  constexpr int kLevels = 6;
+  const size_t stride = size_t(r.rows) + 1;
+  std::vector<int32_t> diff(size_t(kLevels) * size_t(r.cols) * stride, 0);
+  const auto row_of = [&](int64_t step) { return int((step - r.first_step) * r.rows / n_steps); };
+  const auto cover = [&](int col, Fate fate, int64_t from, int64_t to) {  // steps [from, to)
+    from = std::max(from, r.first_step);
+    to = std::min(to, r.last_step + 1);
+    if (from >= to) return;
+    int32_t* d = &diff[(size_t(fate_priority(fate)) * size_t(r.cols) + size_t(col)) * stride];
+    d[row_of(from)] += 1;
+    d[row_of(to - 1) + 1] -= 1;
+  };
+  const Fate scored = rule.by_score > 0 ? Fate::Heavy : Fate::Cached;
+  for (int64_t p = r.first_position; p < r.end_position; ++p) {
+    const int64_t b = birth[size_t(p)];
+    if (b > r.last_step) break;  // births are in position order: the rest are unborn too
+    const int col = int((p - r.first_position) * r.cols / n_pos);
+    const int64_t e = evicted[size_t(p)] < 0 ? never : int64_t(evicted[size_t(p)]);
+    cover(col, Fate::Evicted, e, never);
+    if (!rule.evicts()) {
+      cover(col, Fate::Cached, b, e);
+    } else if (p < rule.sinks) {
+      cover(col, Fate::Sink, b, e);
+    } else {
+      // Recent until the position `recent` places later is fed.
+      const int64_t later = p + rule.recent;
+      const int64_t recent_end = later < known ? int64_t(birth[size_t(later)]) : never;
+      cover(col, Fate::Recent, b, std::min(recent_end, e));
+      cover(col, scored, std::max(b, recent_end), e);
+    }
+  }
+  r.cells.assign(size_t(r.rows) * size_t(r.cols), uint8_t(Fate::Unborn));
+  static constexpr Fate kByLevel[kLevels] = {Fate::Unborn, Fate::Evicted, Fate::Cached,
+                                             Fate::Recent, Fate::Heavy,   Fate::Sink};
+  std::vector<int32_t> running(kLevels);
+  for (int c = 0; c < r.cols; ++c) {
+    std::fill(running.begin(), running.end(), 0);
+    for (int row = 0; row < r.rows; ++row) {
+      uint8_t best = uint8_t(Fate::Unborn);
+      for (int level = 1; level < kLevels; ++level) {
+        running[size_t(level)] += diff[(size_t(level) * size_t(r.cols) + size_t(c)) * stride + size_t(row)];
+        if (running[size_t(level)] > 0) best = uint8_t(kByLevel[level]);
+      }
+      r.cells[size_t(row) * size_t(r.cols) + size_t(c)] = best;
+    }
+  }
+  return r;
+}
+
+}  // namespace h2o

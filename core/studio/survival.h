@@ -1,0 +1,44 @@
+#pragma once
+// Survival rasters over a whole stream: which positions a cache held at each
+// step, and in which role. A position's life is a few intervals of steps —
+// unborn, recent, held for its score (or merely cached), evicted; a sink is a
+// sink until it leaves — so a raster of any stretch of positions and steps is
+// drawn from the intervals alone, binned to the pixels there are. A cell that
+// covers several positions or steps shows the most telling fate any of them
+// held (sink, then held for its score, recent, cached, evicted, unborn), so a
+// sink column and a heavy hitter's stripe stay visible at any zoom.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/policy/fate.h"
+
+namespace h2o {
+
+struct SurvivalRaster {
+  int64_t first_step = 0, last_step = -1;        // rows cover the steps [first_step, last_step]
+  int64_t first_position = 0, end_position = 0;  // columns cover the positions [first_position, end_position)
+  int rows = 0, cols = 0;
+  std::vector<uint8_t> cells;  // rows x cols, row-major, each a Fate
+  Fate at(int row, int col) const { return Fate(cells[size_t(row) * size_t(cols) + size_t(col)]); }
+  int64_t steps() const { return last_step - first_step + 1; }
+  int64_t positions() const { return end_position - first_position; }
+  // The stretch a column or a row stands for: [first, end).
+  int64_t column_first(int col) const { return first_position + positions() * col / cols; }
+  int64_t row_first(int row) const { return first_step + steps() * row / rows; }
+  bool binned() const { return cols < positions() || rows < steps(); }
+};
+
+// The order in which fates win a shared cell (higher wins).
+int fate_priority(Fate fate);
+
+// The raster of positions [first_position, end_position) over steps
+// [first_step, last_step], in at most max_cols x max_rows cells.
+// `birth[p]`: the step that fed position p (non-decreasing, the whole stream
+// so far); `evicted[p]`: the step whose cut evicted it from the shown
+// (layer, KV head), or -1 while held. Steps after last_step are not looked at.
+SurvivalRaster survival_raster(const EvictionRule& rule, std::span<const int32_t> birth,
+                               std::span<const int32_t> evicted, int64_t first_position, int64_t end_position,
+                               int64_t first_step, int64_t last_step, int max_cols, int max_rows);
+
+}  // namespace h2o

@@ -1,0 +1,307 @@
+// The timeline's promise, Qt-free: the snapshot of an earlier step, built
+// from the analyzer's whole history and the captures read back from the
+// recording, is the snapshot the run showed at that step. Also the pieces it
+// rests on: the recording index, whole-stream survival rasters, characters
+// made of byte tokens, the budget split, the teaching views.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "core/base/json_text.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/studio/analyzer.h"
+#include "core/studio/capture_schedule.h"
+#include "core/studio/recording.h"
+#include "core/studio/studio_setup.h"
+#include "core/studio/survival.h"
+#include "core/studio/text_cells.h"
+#include "tests/assets.h"
+
+using namespace h2o;
+
+namespace {
+
+const StudioCaptureSchedule kWatch(1);
+
+std::unique_ptr<Engine> engine_for(const StudioConfig& c) {
+  const StudioInputs in = load_studio_inputs(c);
+  return make_studio_engine(c, in, make_cpu_backend(in.model, 1));
+}
+
+StudioConfig small_config() {
+  StudioConfig c;
+  c.model = "synthetic:stories260K";
+  c.budget = 24;
+  c.sinks = 2;
+  c.max_new_tokens = 12;
+  c.greedy = true;
+  c.capture_layer = 1;
+  return c;
+}
+
+std::string fingerprint(const StudioSnapshot& s) {
+  std::ostringstream o;
+  o.precision(17);
+  o << s.step << ' ' << s.engine_seconds << ' ' << s.capture_layer << ' ' << s.phase << ' ' << s.prompt_index << '\n';
+  for (const auto& p : s.panes) {
+    o << p.policy << ' ' << p.cached_tokens << ' ' << p.live_bytes << ' ' << p.tokens_per_s << ' ' << p.stream_length
+      << ' ' << p.generated << ' ' << p.sparsity << ' ' << p.score_rank.fit.slope << ' ' << p.stopped << '\n';
+    for (const auto& t : p.tokens) o << int(t.fate) << t.position << t.text;
+    o << '|';
+    for (double v : p.heatmap.values) o << v << ',';
+    for (double v : p.heatmap.column_scores) o << v << ',';
+    for (int32_t q : p.heatmap.query_positions) o << q << ',';
+    for (uint8_t c : p.overview.cells) o << int(c);
+    for (uint8_t c : p.detail.cells) o << int(c);
+    for (double y : p.sparsity_history.y) o << y << ',';
+    o << '\n';
+  }
+  for (const auto* all : {&s.kv_bytes, &s.throughput, &s.perplexity, &s.agreement})
+    for (const auto& series : *all)
+      for (double y : series.y) o << y << ',';
+  o << s.inspection.position << '\n';
+  for (const auto& pp : s.inspection.policies) {
+    o << int(pp.fate_now);
+    for (const auto& e : pp.evictions) o << e.layer << e.kv_head << e.step;
+    // Score histories are thinned as they grow (64 samples a line): an old step shows them coarser.
+    for (const auto& h : pp.score_by_kv_head) o << h.x.empty();
+  }
+  for (const auto& pane : s.head_view.panes) {
+    o << pane.query_position << pane.query_text;
+    for (const auto& k : pane.keys) o << k.position << k.weight << int(k.fate);
+  }
+  for (const auto& cell : s.model_view.cells)
+    for (float v : cell.values) o << v << ',';
+  return o.str();
+}
+
+}  // namespace
+
+TEST(Timeline, AnEarlierStepLooksAsItDidWhenItWasTheNewest) {
+  const auto dir = test::temp_dir("timeline");
+  const std::string path = (dir / "spool.jsonl").string();
+  auto engine = engine_for(small_config());
+  RecordingHeader header = make_header(*engine, nlohmann::json::object(), "stream");
+  Analyzer all(header);
+  Analyzer until(header);
+  RecordingWriter spool(path, header);
+  std::vector<int64_t> checked = {3, 41, 69, 100};
+  std::map<int64_t, std::map<std::string, std::string>> then;  // step -> view -> fingerprint
+  const auto views = [] {
+    std::vector<std::pair<std::string, ViewSelection>> out;
+    for (int layer : {1, 0, 4})
+      for (int head : {-1, 0, 5}) {
+        ViewSelection v;
+        v.layer = layer;
+        v.head = head;
+        v.inspect_position = 2;
+        out.push_back({std::to_string(layer) + "/" + std::to_string(head), v});
+      }
+    ViewSelection scrolled;
+    scrolled.layer = 1;
+    scrolled.text_first = 5;
+    scrolled.max_tokens = 40;
+    scrolled.detail_first = 10;
+    scrolled.detail_positions = 50;
+    out.push_back({"scrolled", scrolled});
+    return out;
+  }();
+  for (int i = 0; i < 140; ++i) {
+    const StepRecord r = engine->step(&kWatch);
+    spool.write(r);
+    all.ingest(r);
+    if (std::find(checked.begin(), checked.end(), r.step) != checked.end())
+      for (const auto& [name, v] : views) then[r.step][name] = fingerprint(all.snapshot(v));
+  }
+  spool.flush();
+  for (int64_t step : checked) {
+    const CaptureWindow window = load_capture_window(path, spool.index(), 2, header.policies.size(), step);
+    ASSERT_EQ(window.last_step(), step);
+    for (auto [name, v] : views) {
+      v.step = step;
+      const StudioSnapshot s = all.snapshot(v, &window);
+      EXPECT_EQ(s.step, step);
+      EXPECT_FALSE(s.following);
+      EXPECT_TRUE(s.captures_recorded);
+      EXPECT_EQ(fingerprint(s), then[step][name]) << "step " << step << ", view " << name;
+    }
+    // Without the captures, the numbers and rasters are still there; the heatmap says why it is empty.
+    ViewSelection v;
+    v.step = step;
+    const StudioSnapshot bare = all.snapshot(v);
+    EXPECT_FALSE(bare.captures_recorded);
+    EXPECT_EQ(bare.panes[2].cached_tokens, all.snapshot(v, &window).panes[2].cached_tokens);
+    EXPECT_FALSE(bare.panes[2].heatmap.note.empty());
+  }
+  EXPECT_GT(all.history_bytes(), 0);
+}
+
+TEST(Timeline, RecordingIndexReadsAnyStepAsTheReaderDid) {
+  const auto dir = test::temp_dir("index");
+  const std::string path = (dir / "run.jsonl").string();
+  auto engine = engine_for(small_config());
+  RecordingHeader header = make_header(*engine, nlohmann::json::object(), "stream");
+  header.view_layer = 1;
+  header.view_head = 3;
+  StudioConfig c = small_config();
+  c.budget = 32;
+  c.sinks = 2;
+  header.settings = studio_config_json(c);
+  {
+    RecordingWriter w(path, header);
+    for (int i = 0; i < 30; ++i) w.write(engine->step(&kWatch));
+  }
+  EXPECT_EQ(count_recorded_steps(path), 30);
+  RecordingReader reader(path);
+  EXPECT_EQ(reader.header().view_layer, 1);
+  EXPECT_EQ(reader.header().view_head, 3);
+  EXPECT_EQ(reader.header().context, 512);
+  const StudioConfig back = studio_config_from_json(reader.header().settings);
+  EXPECT_EQ(back.budget, 32);
+  EXPECT_EQ(back.sinks, 2);
+  EXPECT_EQ(back.model, "synthetic:stories260K");
+  std::vector<std::string> lines;
+  while (auto r = reader.next()) lines.push_back(json_dump(to_json(*r)));
+  ASSERT_EQ(lines.size(), 30u);
+  RecordingLines random(path);
+  for (int64_t step : {29, 0, 17, 8}) EXPECT_EQ(json_dump(to_json(random.read(reader.index(), step))), lines[size_t(step)]);
+  EXPECT_THROW(random.read(reader.index(), 30), Error);
+  // Sessions whose states were read: the bounded ones every step.
+  EXPECT_EQ(reader.index().last_state_at(2, 29), 29);
+}
+
+TEST(Survival, SinksAndHeavyHittersSurviveBinningOfAWholeLongStream) {
+  // 5000 steps, one position each after a prefill of 64: H2O(4, 8, 16), one
+  // heavy hitter (position 100) never evicted, everything else leaves as soon
+  // as it is out of the recent window.
+  const PolicyConfig h = PolicyConfig::named("h2o").set("sinks", 4).set("heavy", 8).set("recent", 16);
+  std::vector<int32_t> birth, evict;
+  for (int p = 0; p < 64; ++p) birth.push_back(0);
+  for (int s = 1; s < 5000; ++s) birth.push_back(s);
+  for (size_t p = 0; p < birth.size(); ++p) {
+    const size_t gone_when = p + 16 + 1;  // the cut after the 17th later token
+    evict.push_back(p < 4 || p == 100 || gone_when >= birth.size() ? -1 : birth[gone_when]);
+  }
+  const SurvivalRaster r = survival_raster(h.rule(), birth, evict, 0, int64_t(birth.size()), 0, 4999, 300, 60);
+  ASSERT_TRUE(r.binned());
+  ASSERT_EQ(r.cols, 300);
+  // Column 0 holds the sinks: sink colour in every row.
+  for (int row = 0; row < r.rows; ++row) EXPECT_EQ(r.at(row, 0), Fate::Sink) << row;
+  // The heavy hitter's column shows it in the last row, long after it was recent.
+  const int col = int(100 * r.cols / r.positions());
+  EXPECT_EQ(r.at(r.rows - 1, col), Fate::Heavy);
+  // Elsewhere, old columns are evicted by the end.
+  EXPECT_EQ(r.at(r.rows - 1, r.cols / 2), Fate::Evicted);
+  EXPECT_EQ(r.at(r.rows - 1, r.cols - 1), Fate::Recent);
+  // The exact raster agrees with fate_of cell by cell (no binning).
+  const SurvivalRaster exact = survival_raster(h.rule(), birth, evict, 60, 140, 40, 160, 1000, 1000);
+  ASSERT_FALSE(exact.binned());
+  for (int row = 0; row < exact.rows; ++row)
+    for (int c = 0; c < exact.cols; ++c) {
+      const int64_t t = exact.first_step + row, p = exact.first_position + c;
+      const int64_t length = std::upper_bound(birth.begin(), birth.end(), int32_t(t)) - birth.begin();
+      const bool held = evict[size_t(p)] < 0 || evict[size_t(p)] > t;
+      EXPECT_EQ(exact.at(row, c), fate_of(h.rule(), p, held, length)) << "step " << t << " position " << p;
+    }
+}
+
+TEST(TextCells, ByteTokensOfOneCharacterAreDrawnOnce) {
+  // 中 = e4 b8 ad, spelled as three byte tokens between two words; 😀 = f0 9f 98 80 as two pieces.
+  const std::vector<std::string> pieces = {"a", "\xe4", "\xb8", "\xad", " b", "\xf0\x9f", "\x98\x80", "c\xe4"};
+  const auto piece = [&](int64_t p) { return std::string_view(pieces[size_t(p)]); };
+  const auto groups = group_characters(piece, 0, int64_t(pieces.size()));
+  ASSERT_EQ(groups.size(), 5u);
+  EXPECT_EQ(groups[1].text, "\xe4\xb8\xad");
+  EXPECT_EQ(groups[1].first, 1);
+  EXPECT_EQ(groups[1].last, 3);
+  EXPECT_EQ(groups[2].text, " b");
+  EXPECT_EQ(groups[3].text, "\xf0\x9f\x98\x80");
+  // An unfinished character at the end is shown as one replacement mark, not dropped.
+  EXPECT_EQ(groups[4].text, "c\xef\xbf\xbd");
+  // A heatmap column of any of the three bytes is labelled with the character.
+  for (int64_t p : {1, 2, 3}) EXPECT_EQ(character_at(piece, p, int64_t(pieces.size())), "\xe4\xb8\xad") << p;
+  EXPECT_EQ(character_at(piece, 6, int64_t(pieces.size())), "\xf0\x9f\x98\x80");
+  EXPECT_EQ(character_at(piece, 4, int64_t(pieces.size())), " b");
+  // A window that starts inside a character does not invent a character.
+  const auto tail = group_characters(piece, 2, 4);
+  ASSERT_EQ(tail.size(), 2u);
+  EXPECT_EQ(tail[0].text, "\xef\xbf\xbd");
+  EXPECT_EQ(utf8_unfinished_tail("\xe4\xb8"), 2u);
+  EXPECT_EQ(utf8_unfinished_tail("ab"), 0u);
+  EXPECT_EQ(utf8_continuation_head("\xb8\xad!"), 2u);
+}
+
+TEST(StudioSetup, BudgetSplitIsAlwaysOneEveryPolicyTakes) {
+  // The case: budget 32, sinks 2, heavy 50, recent 8.
+  const BudgetSplit s = fit_budget_split(32, 2, 50, 8);
+  EXPECT_EQ(s.sinks + s.heavy + s.recent, 32);
+  EXPECT_EQ(s.heavy, 29);
+  EXPECT_EQ(s.recent, 1);
+  EXPECT_NE(s.adjusted.find("heavy 29"), std::string::npos) << s.adjusted;
+  StudioConfig c;
+  c.budget = s.budget, c.sinks = s.sinks, c.heavy = s.heavy, c.recent = s.recent;
+  c.policies = {"full", "streaming", "h2o", "tova"};
+  for (const PolicyConfig& p : studio_policies(c))
+    if (p.evicts()) EXPECT_EQ(p.budget(), 32) << p.describe();
+  // Valid values pass untouched; sinks leave room for one more token.
+  EXPECT_TRUE(fit_budget_split(64, 4, 10, 50).adjusted.empty());
+  EXPECT_TRUE(fit_budget_split(64, 4, 0, 0).adjusted.empty());
+  EXPECT_EQ(fit_budget_split(8, 12, 0, 0).sinks, 7);
+  EXPECT_EQ(fit_budget_split(64, 4, 0, 80).recent, 60);
+  for (int budget : {2, 3, 17, 64})
+    for (int sinks : {0, 1, 4, 70})
+      for (int heavy : {0, 1, 9, 99})
+        for (int recent : {0, 1, 7, 99}) {
+          const BudgetSplit f = fit_budget_split(budget, sinks, heavy, recent);
+          StudioConfig k;
+          k.budget = f.budget, k.sinks = f.sinks, k.heavy = f.heavy, k.recent = f.recent;
+          k.policies = {"streaming", "h2o", "tova"};
+          EXPECT_NO_THROW(studio_policies(k)) << budget << ' ' << sinks << ' ' << heavy << ' ' << recent;
+        }
+}
+
+TEST(Teaching, HeadViewAndModelViewReadTheRecordedAttention) {
+  auto engine = engine_for(small_config());
+  Analyzer a(make_header(*engine, nlohmann::json::object(), "stream"));
+  for (int i = 0; i < 60; ++i) a.ingest(engine->step(&kWatch));
+  ViewSelection v;
+  v.layer = 1;
+  v.head = 3;
+  const StudioSnapshot s = a.snapshot(v);
+  ASSERT_EQ(s.head_view.panes.size(), 3u);
+  EXPECT_EQ(s.head_view.query_step, s.step);
+  for (const HeadViewPane& p : s.head_view.panes) {
+    ASSERT_FALSE(p.keys.empty()) << p.policy;
+    EXPECT_GE(p.query_position, 0);
+    EXPECT_LE(int(p.keys.size()), v.head_view_keys + p.config.rule().sinks);
+    for (size_t k = 1; k < p.keys.size(); ++k) EXPECT_LT(p.keys[k - 1].position, p.keys[k].position);
+    double sum = 0;
+    for (const auto& k : p.keys) sum += k.weight;
+    EXPECT_GT(sum, 0);
+    EXPECT_LE(sum, 1.0 + 1e-5);
+  }
+  // The bounded caches' sinks are always among the keys drawn.
+  EXPECT_EQ(s.head_view.panes[2].keys.front().position, 0);
+  // The model view: every layer x head of H2O (the first policy that keeps by accumulated score).
+  EXPECT_EQ(s.model_view.policy, 2);
+  ASSERT_EQ(s.model_view.cells.size(), size_t(5 * 8));
+  for (const ModelViewCell& c : s.model_view.cells) {
+    EXPECT_GT(c.rows, 0) << "layer " << c.layer << " head " << c.head;
+    EXPECT_GT(c.cols, 0);
+    EXPECT_EQ(c.values.size(), size_t(c.rows * c.cols));
+    EXPECT_GT(c.top, 0);
+  }
+}
+
+TEST(Curves, RobustRangeIgnoresTheFirstPointsAndMeansThinANoisyCurve) {
+  std::vector<double> x, y;
+  for (int i = 1; i <= 200; ++i) x.push_back(i), y.push_back(i <= 3 ? 5e12 : 100 + (i % 7));
+  const YRange r = robust_y_range({x}, {y}, 0.05, 16);
+  EXPECT_LT(r.upper, 120);
+  EXPECT_GT(r.lower, 90);
+  EXPECT_TRUE(std::isnan(robust_y_range({}, {}, 0.05, 4).upper));
+  std::vector<double> bx, by;
+  binned_means(x, y, 20, bx, by);
+  EXPECT_EQ(bx.size(), 20u);
+  EXPECT_DOUBLE_EQ(bx.front(), 5.5);
+}

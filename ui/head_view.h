@@ -1,0 +1,40 @@
+#pragma once
+// bertviz's head view on the recorded attention: for the shown layer and head
+// (or the mean over heads), one query token on the left of each policy's
+// block and the keys it attended on the right, a line to each whose
+// strength is its weight; key texts are coloured by their fate, so a
+// policy's sinks, heavy hitters and recent tokens show where the query looks.
+#include <QWidget>
+
+#include "core/studio/snapshot.h"
+
+namespace h2o::ui {
+
+class HeadView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit HeadView(QWidget* parent = nullptr);
+  void setData(const HeadViewData& data);
+  const HeadViewData& data() const { return data_; }
+  // The line drawn to key k of policy block p, as two points (tests).
+  QLineF lineTo(size_t pane, size_t key) const;
+  QSize sizeHint() const override { return {600, 260}; }
+  QSize minimumSizeHint() const override { return {240, 100}; }
+
+ signals:
+  void positionClicked(qint64 position);
+
+ protected:
+  void paintEvent(QPaintEvent*) override;
+  void mousePressEvent(QMouseEvent* event) override;
+
+ private:
+  struct Geometry {
+    QRectF block, query;
+    std::vector<QRectF> keys;
+  };
+  std::vector<Geometry> layout() const;
+  HeadViewData data_;
+};
+
+}  // namespace h2o::ui

@@ -1,0 +1,37 @@
+#pragma once
+// bertviz's model view on the recorded attention: every layer (rows) x head
+// (columns) of one policy at the shown step, each a thumbnail heatmap of the
+// recent captured queries over their keys. Clicking a thumbnail shows that
+// layer and head in the panes.
+#include <QWidget>
+
+#include "core/studio/snapshot.h"
+
+class QComboBox;
+class QLabel;
+
+namespace h2o::ui {
+
+class ModelThumbnails;
+
+class ModelView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit ModelView(QWidget* parent = nullptr);
+  void setData(const ModelViewData& data, const std::vector<PolicyConfig>& policies, int shown_layer, int shown_head);
+  const ModelViewData& data() const;
+  // The centre of the thumbnail of (layer, head), in this widget's coordinates (tests).
+  QPoint thumbnailCenter(int layer, int head) const;
+
+ signals:
+  void cellClicked(int layer, int head);
+  void policyChosen(int policy);
+
+ private:
+  QComboBox* policy_;
+  QLabel* caption_;
+  ModelThumbnails* grid_;
+  bool updating_ = false;
+};
+
+}  // namespace h2o::ui

@@ -1,0 +1,41 @@
+#pragma once
+// Where the policy panes sit: side by side while each gets a readable width,
+// else four as a 2x2 grid when the height allows, else one tab per pane. The
+// layout is picked again whenever the area is resized or the panes change, so
+// a 1280x720 window with four panes stays readable.
+#include <QWidget>
+#include <vector>
+
+class QTabWidget;
+
+namespace h2o::ui {
+
+class PolicyPane;
+
+class PaneArea : public QWidget {
+  Q_OBJECT
+ public:
+  enum class Mode { Columns, Grid, Tabs };
+  explicit PaneArea(QWidget* parent = nullptr);
+  // Takes the panes (parented here); the old ones are deleted.
+  void setPanes(std::vector<PolicyPane*> panes);
+  Mode mode() const { return mode_; }
+  QTabWidget* tabs() const { return tabs_; }
+  // The narrowest a pane may be side by side.
+  static int minimumPaneWidth();
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
+ private:
+  Mode pick() const;
+  void arrange(Mode mode);
+
+  std::vector<PolicyPane*> panes_;
+  QWidget* container_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  Mode mode_ = Mode::Columns;
+  bool arranged_ = false;
+};
+
+}  // namespace h2o::ui

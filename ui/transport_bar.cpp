@@ -1,0 +1,174 @@
+#include "transport_bar.h"
+
+#include <QAction>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSlider>
+#include <QToolButton>
+
+namespace h2o::ui {
+
+TransportBar::TransportBar(QAction* back, QAction* play, QAction* step, QAction* live, const QList<QAction*>& extra,
+                           QWidget* parent)
+    : QWidget(parent) {
+  auto* h = new QHBoxLayout(this);
+  h->setContentsMargins(4, 1, 4, 1);
+  h->setSpacing(4);
+  for (QAction* a : {back, play, step}) {
+    auto* b = new QToolButton;
+    b->setDefaultAction(a);
+    b->setToolButtonStyle(Qt::ToolButtonIconOnly);
+    b->setAutoRaise(true);
+    h->addWidget(b);
+  }
+  slider_ = new QSlider(Qt::Horizontal);
+  slider_->setObjectName("timeline");
+  slider_->setToolTip("Timeline: drag or click to show any step; every pane, heatmap and plot follows");
+  slider_->setMinimumWidth(140);
+  slider_->setTracking(false);  // seek when released: each seek reads the recording
+  h->addWidget(slider_, 3);
+  step_label_ = new QLabel("no run");
+  step_label_->setObjectName("timeline_step");
+  step_label_->setMinimumWidth(step_label_->fontMetrics().horizontalAdvance("step 000000 / 000000") + 8);
+  h->addWidget(step_label_);
+  auto* live_button = new QToolButton;
+  live_button->setDefaultAction(live);
+  live_button->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  live_button->setAutoRaise(true);
+  h->addWidget(live_button);
+
+  layer_ = new QComboBox;
+  layer_->setObjectName("layer");
+  layer_->setToolTip("Layer shown in fates, heatmaps, rasters and scores (the watched layer is captured every step, "
+                     "every layer every 8 steps)");
+  head_ = new QComboBox;
+  head_->setObjectName("head");
+  head_->setToolTip("Query head shown (KV head = head / group), or the mean over heads aligned by position");
+  speed_ = new QDoubleSpinBox;
+  speed_->setObjectName("speed");
+  speed_->setDecimals(2);
+  speed_->setKeyboardTracking(false);
+  auto* layer_label = new QLabel("Layer");
+  auto* head_label = new QLabel("Head");
+  h->addWidget(layer_label);
+  h->addWidget(layer_);
+  h->addWidget(head_label);
+  h->addWidget(head_);
+  h->addWidget(speed_);
+  prompt_ = new QLineEdit;
+  prompt_->setObjectName("prompt");
+  prompt_->setPlaceholderText("Type a prompt for the live stream, Enter…");
+  prompt_->setClearButtonEnabled(true);
+  prompt_->setMinimumWidth(160);
+  h->addWidget(prompt_, 2);
+  for (QAction* a : extra) {
+    auto* b = new QToolButton;
+    b->setDefaultAction(a);
+    b->setToolButtonStyle(Qt::ToolButtonIconOnly);
+    b->setAutoRaise(true);
+    h->addWidget(b);
+  }
+
+  setReplay(false);
+  setShape(1, 1);
+  connect(slider_, &QSlider::valueChanged, this, [this](int v) {
+    if (!updating_) emit seekRequested(v);
+  });
+  connect(slider_, &QSlider::sliderMoved, this, [this](int v) { step_label_->setText(QString("step %1 …").arg(v)); });
+  const auto view = [this] {
+    if (!updating_) emit viewChanged(layer(), head());
+  };
+  connect(layer_, &QComboBox::currentIndexChanged, this, view);
+  connect(head_, &QComboBox::currentIndexChanged, this, view);
+  connect(speed_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+    if (!updating_) emit speedChanged(v);
+  });
+  connect(prompt_, &QLineEdit::returnPressed, this, [this] {
+    const QString text = prompt_->text().trimmed();
+    if (text.isEmpty()) return;
+    emit promptSubmitted(text);
+    prompt_->clear();
+  });
+}
+
+void TransportBar::setRange(qint64 first, qint64 last, qint64 total) {
+  updating_ = true;
+  total_ = std::max(total, last + 1);
+  slider_->setRange(int(std::max<qint64>(0, first)), int(std::max<qint64>(first, total_ - 1)));
+  slider_->setPageStep(std::max(1, int((total_ - first) / 20)));
+  slider_->setEnabled(last >= first);
+  updating_ = false;
+}
+
+void TransportBar::setStep(qint64 step, bool following) {
+  updating_ = true;
+  if (!slider_->isSliderDown()) slider_->setValue(int(std::max<qint64>(0, step)));
+  updating_ = false;
+  if (step < 0) step_label_->setText("no steps yet");
+  else step_label_->setText(QString("step %1 / %2%3").arg(step).arg(std::max<qint64>(0, total_ - 1)).arg(following ? "" : " ⏸"));
+  step_label_->setToolTip(following ? "showing the newest step" : "showing an earlier step: Live returns to the newest");
+}
+
+void TransportBar::setShape(int layers, int heads) {
+  updating_ = true;
+  const int layer = std::max(0, layer_->currentIndex()), head = head_->currentIndex();
+  layer_->clear();
+  for (int l = 0; l < layers; ++l) layer_->addItem(QString("%1").arg(l));
+  head_->clear();
+  head_->addItem("mean");
+  for (int h = 0; h < heads; ++h) head_->addItem(QString("%1").arg(h));
+  layer_->setCurrentIndex(std::min(layer, layers - 1));
+  head_->setCurrentIndex(head >= 0 && head < head_->count() ? head : 0);
+  updating_ = false;
+}
+
+void TransportBar::setView(int layer, int head) {
+  updating_ = true;
+  if (layer >= layer_->count()) setShape(layer + 1, std::max(1, head_->count() - 1));
+  if (head + 1 >= head_->count()) setShape(layer_->count(), head + 1);
+  updating_ = true;
+  layer_->setCurrentIndex(std::max(0, layer));
+  head_->setCurrentIndex(std::max(0, head + 1));
+  updating_ = false;
+}
+
+int TransportBar::layer() const { return std::max(0, layer_->currentIndex()); }
+int TransportBar::head() const { return head_->currentIndex() - 1; }
+
+void TransportBar::setReplay(bool replay) {
+  updating_ = true;
+  replay_ = replay;
+  if (replay) {
+    speed_->setRange(0, 64);
+    speed_->setSingleStep(0.25);
+    speed_->setSpecialValueText("max pace");
+    speed_->setSuffix(" × pace");
+    speed_->setToolTip("Replay speed: times the recorded pace (1: as it was recorded; max: as fast as it reads)");
+  } else {
+    speed_->setRange(0, 1000);
+    speed_->setSingleStep(1);
+    speed_->setSpecialValueText("unlimited");
+    speed_->setSuffix(" steps/s");
+    speed_->setToolTip("Speed limit of the live run (unlimited: as fast as the engine goes)");
+  }
+  updating_ = false;
+}
+
+void TransportBar::setSpeed(double value) {
+  updating_ = true;
+  speed_->setValue(value);
+  updating_ = false;
+}
+
+double TransportBar::speed() const { return speed_->value(); }
+
+void TransportBar::setPromptEnabled(bool enabled, const QString& why) {
+  prompt_->setEnabled(enabled);
+  prompt_->setToolTip(enabled ? "Typed prompts join the stream when the current turn ends (before the next MT-Bench turn)"
+                              : why);
+}
+
+}  // namespace h2o::ui

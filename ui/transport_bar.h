@@ -1,0 +1,56 @@
+#pragma once
+// The timeline and what is shown, always in view (never in the scrolling
+// dock): step back / play / step forward / live (the window's actions), a
+// slider over every step of the run or the replay, the step shown, the layer
+// and head, the speed (a live run: steps per second; a replay: times the
+// recorded pace), and a box to type a prompt into the live stream.
+#include <QWidget>
+
+class QAction;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QSlider;
+
+namespace h2o::ui {
+
+class TransportBar : public QWidget {
+  Q_OBJECT
+ public:
+  // `extra`: more of the window's actions shown as icons at the end (reset, report, presentation).
+  TransportBar(QAction* back, QAction* play, QAction* step, QAction* live, const QList<QAction*>& extra = {},
+               QWidget* parent = nullptr);
+  // Steps that can be shown: [first, last]; `total` > last when a replay has more to read.
+  void setRange(qint64 first, qint64 last, qint64 total);
+  void setStep(qint64 step, bool following);
+  void setShape(int layers, int heads);
+  void setView(int layer, int head);  // without emitting
+  int layer() const;
+  int head() const;  // -1: mean over heads
+  void setReplay(bool replay);
+  bool replay() const { return replay_; }
+  void setSpeed(double value);  // without emitting
+  double speed() const;
+  void setPromptEnabled(bool enabled, const QString& why);
+  QSlider* slider() const { return slider_; }
+  QLineEdit* prompt() const { return prompt_; }
+  QLabel* stepLabel() const { return step_label_; }
+
+ signals:
+  void seekRequested(qint64 step);
+  void viewChanged(int layer, int head);
+  void speedChanged(double value);
+  void promptSubmitted(const QString& text);
+
+ private:
+  QSlider* slider_;
+  QLabel* step_label_;
+  QComboBox *layer_, *head_;
+  QDoubleSpinBox* speed_;
+  QLineEdit* prompt_;
+  qint64 total_ = 0;
+  bool replay_ = false, updating_ = false;
+};
+
+}  // namespace h2o::ui
