@@ -288,8 +288,7 @@ void EngineWorker::openReplay(const QString& path) {
     layer = std::max(0, analyzer_->live_window().watched_layer());
     head = -1;
   }
-  view_.layer = layer;
-  view_.head = head;
+  // The window owns the view: it applies this one (and sends it back).
   emit replayOpened(layer, head, studio_config_from_json(h.settings), !h.settings.is_null(), steps);
   emit loaded(q(h.title) + " (replay)", QString("replay of %1 · %2 layers × %3 heads (%4 KV) · no model needed")
                                             .arg(QFileInfo(path).fileName())

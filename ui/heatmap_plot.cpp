@@ -60,6 +60,12 @@ void HeatmapPlot::restyle() {
     a->setTickLabelFont(small);
     a->setLabelFont(small);
   }
+  // Ticks point outwards: none over the first or last row and column.
+  for (QCPAxis* a : {xAxis, yAxis}) {
+    a->setBasePen(Qt::NoPen);
+    a->setTickLength(0, 3);
+    a->setSubTicks(false);
+  }
   note_->setColor(muted_text_color());
   note_->setFont(small);
 }

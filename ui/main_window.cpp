@@ -169,9 +169,7 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
           [this](int layer, int head, const StudioConfig& settings, bool has_settings, qint64 steps) {
             replaying_ = true;
             replay_steps_ = steps;
-            view_.layer = layer;
-            view_.head = head;
-            transport_->setView(layer, head);
+            setView(layer, head);
             transport_->setReplay(true);
             transport_->setSpeed(1.0);
             onWorker([w = worker_] { w->setReplayPace(1.0); });
@@ -210,7 +208,8 @@ void MainWindow::setPanePolicies(const std::vector<PolicyConfig>& policies) {
       sendView();
     });
     connect(pane, &PolicyPane::rasterPixels, this, [this](QSize, QSize) {
-      // One cell per pixel at most, by the smallest pane: sinks and heavy hitters never fall between pixels.
+      // A cell at least 2x2 pixels, by the smallest pane: sinks and heavy hitters
+      // never fall between pixels when the map is scaled to the axis rect.
       int ow = 1 << 20, oh = 1 << 20, dw = 1 << 20, dh = 1 << 20;
       for (PolicyPane* p : panes_) {
         if (!p->isVisible()) continue;
@@ -221,10 +220,10 @@ void MainWindow::setPanePolicies(const std::vector<PolicyConfig>& policies) {
       }
       if (ow == 1 << 20) return;
       const ViewSelection before = view_;
-      view_.overview_columns = std::max(16, ow);
-      view_.overview_rows = std::max(8, oh);
-      view_.detail_columns = std::max(16, dw);
-      view_.detail_rows = std::max(8, dh);
+      view_.overview_columns = std::max(16, ow / 2);
+      view_.overview_rows = std::max(8, oh / 2);
+      view_.detail_columns = std::max(16, dw / 2);
+      view_.detail_rows = std::max(8, dh / 2);
       if (before.overview_columns != view_.overview_columns || before.overview_rows != view_.overview_rows ||
           before.detail_columns != view_.detail_columns || before.detail_rows != view_.detail_rows)
         sendView();
@@ -778,8 +777,9 @@ void MainWindow::drainSnapshots() {
 
 void MainWindow::draw(const StudioSnapshot& s) {
   if (!last_ || last_->layers != s.layers || last_->heads != s.heads) {
+    // The model's shape; the view stays the window's own (a snapshot may predate a change).
     transport_->setShape(s.layers, s.heads);
-    transport_->setView(s.shown_layer, s.shown_head);
+    transport_->setView(std::min(view_.layer, s.layers - 1), std::min(view_.head, s.heads - 1));
   }
   // The panes follow the run's policies (a new choice in the controls, or a replay's).
   const auto policies = snapshot_policies(s);

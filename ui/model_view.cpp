@@ -120,8 +120,8 @@ void ModelView::setData(const ModelViewData& data, const std::vector<PolicyConfi
   grid_->update();
 }
 
-QPoint ModelView::thumbnailCenter(int layer, int head) const {
-  return grid_->mapTo(this, grid_->cell(layer, head).center().toPoint());
-}
+QWidget* ModelView::thumbnails() const { return grid_; }
+
+QPoint ModelView::thumbnailCenter(int layer, int head) const { return grid_->cell(layer, head).center().toPoint(); }
 
 }  // namespace h2o::ui

@@ -20,7 +20,8 @@ class ModelView : public QWidget {
   explicit ModelView(QWidget* parent = nullptr);
   void setData(const ModelViewData& data, const std::vector<PolicyConfig>& policies, int shown_layer, int shown_head);
   const ModelViewData& data() const;
-  // The centre of the thumbnail of (layer, head), in this widget's coordinates (tests).
+  // The grid of thumbnails, and the centre of (layer, head) in its coordinates (tests).
+  QWidget* thumbnails() const;
   QPoint thumbnailCenter(int layer, int head) const;
 
  signals:

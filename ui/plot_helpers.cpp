@@ -40,7 +40,7 @@ ExportTitles::~ExportTitles() { fit_titles(plot_); }
 void fit_titles(QCustomPlot* plot) {
   for (QCPLayoutElement* e : plot->plotLayout()->elements(false))
     if (auto* t = qobject_cast<QCPTextElement*>(e); t && t->property("h2o_full").isValid())
-      set_title(t, t->property("h2o_full").toString());
+      set_title(t, t->property("h2o_full").toString(), t->property("h2o_export").toString());
 }
 
 namespace {

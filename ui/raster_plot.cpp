@@ -22,9 +22,14 @@ RasterPlot::RasterPlot(Role role, QWidget* parent) : QCustomPlot(parent), role_(
   if (role == Role::Overview) xAxis->setTickLabels(false);
   xAxis->grid()->setVisible(false);
   yAxis->grid()->setVisible(false);
-  mark_ = new QCPItemRect(this);
-  mark_->setVisible(false);
-  mark_->setSelectable(false);
+  ticker_.reset(new QCPAxisTickerText);
+  xAxis->setTicker(ticker_);
+  mark_first_ = new QCPItemStraightLine(this);
+  mark_end_ = new QCPItemStraightLine(this);
+  for (QCPItemStraightLine* m : {mark_first_, mark_end_}) {
+    m->setVisible(false);
+    m->setSelectable(false);
+  }
   context_line_ = new QCPItemStraightLine(this);
   context_line_->setVisible(false);
   context_label_ = new QCPItemText(this);
@@ -64,8 +69,13 @@ void RasterPlot::restyle() {
   for (int f = 0; f < kFateCount; ++f) g.setColorStopAt(double(f) / (kFateCount - 1), raster_color(Fate(f)));
   g.setLevelCount(kFateCount);
   map_->setGradient(g);
-  mark_->setPen(QPen(text_color(), 1.2 * std::max(1.0, ui_scale()), Qt::DashLine));
-  mark_->setBrush(Qt::NoBrush);
+  // Nothing drawn over the cells: ticks point outwards, no base lines along the edge rows.
+  for (QCPAxis* a : {xAxis, yAxis}) {
+    a->setBasePen(Qt::NoPen);
+    a->setTickLength(0, 3);
+    a->setSubTicks(false);
+  }
+  for (QCPItemStraightLine* m : {mark_first_, mark_end_}) m->setPen(QPen(text_color(), 1.2 * std::max(1.0, ui_scale()), Qt::DashLine));
   context_line_->setPen(QPen(marker_color(), 1.4 * std::max(1.0, ui_scale()), Qt::DashLine));
   context_label_->setColor(marker_color());
   QFont f = font();
@@ -81,50 +91,78 @@ void RasterPlot::restyle() {
 QString RasterPlot::title() const { return title_->property("h2o_full").toString(); }
 QString RasterPlot::exportTitle() const { return title_->property("h2o_export").toString(); }
 
+// The x axis counts columns (a binned raster's first column holds only the
+// sinks, so positions are not linear in columns); ticks name positions.
+double RasterPlot::columnCoord(int64_t position) const {
+  const SurvivalRaster& r = raster_;
+  if (r.cols == 0) return 0;
+  const int c = r.column_of(position);
+  const int64_t from = r.column_first(c), to = std::max(from + 1, r.column_first(c + 1));
+  return c - 0.5 + double(position - from) / double(to - from);
+}
+
+int64_t RasterPlot::positionAt(double x) const {
+  const SurvivalRaster& r = raster_;
+  if (r.cols == 0) return r.first_position;
+  const double coord = std::clamp(x + 0.5, 0.0, double(r.cols) - 1e-9);
+  const int c = int(coord);
+  const int64_t from = r.column_first(c), to = std::max(from + 1, r.column_first(c + 1));
+  return std::min(to - 1, from + int64_t((coord - c) * double(to - from)));
+}
+
 void RasterPlot::setData(const SurvivalRaster& r, const QString& title, const QString& exported, int64_t marked_first,
                          int64_t marked_end, int64_t context) {
   raster_ = r;
   set_title(title_, title, exported);
   const int cols = std::max(r.cols, 1), rows = std::max(r.rows, 1);
   map_->data()->setSize(cols, rows);
-  // Cell c stands for positions [column_first(c), column_first(c + 1)): its centre sits mid-way.
-  const double per_col = r.cols ? double(r.positions()) / r.cols : 1.0;
   const double per_row = r.rows ? double(r.steps()) / r.rows : 1.0;
-  const double x0 = double(r.first_position) - 0.5, y0 = double(r.first_step) - 0.5;
-  map_->data()->setRange(QCPRange(x0 + per_col / 2, x0 + per_col * (cols - 0.5)),
-                         QCPRange(y0 + per_row / 2, y0 + per_row * (rows - 0.5)));
+  const double y0 = double(r.first_step) - 0.5;
+  map_->data()->setRange(QCPRange(0, cols - 1), QCPRange(y0 + per_row / 2, y0 + per_row * (rows - 0.5)));
   if (r.cells.empty()) map_->data()->fill(0);
   for (int row = 0; row < r.rows; ++row)
     for (int c = 0; c < r.cols; ++c) map_->data()->setCell(c, row, double(r.cells[size_t(row) * size_t(r.cols) + size_t(c)]));
   map_->setProperty("h2o_has_data", !r.cells.empty());
-  xAxis->setRange(x0, x0 + per_col * cols);
+  xAxis->setRange(-0.5, cols - 0.5);
   yAxis->setRange(y0, y0 + per_row * rows);
-  mark_->setVisible(marked_first >= 0 && marked_end > marked_first);
-  if (mark_->visible()) {
-    mark_->topLeft->setCoords(double(marked_first) - 0.5, y0);
-    mark_->bottomRight->setCoords(double(marked_end) - 0.5, y0 + per_row * rows);
+  const bool mark = marked_first >= 0 && marked_end > marked_first;
+  for (auto [m, x] : {std::pair{mark_first_, marked_first}, {mark_end_, marked_end}}) {
+    m->setVisible(mark && x > r.first_position && x < r.end_position);
+    m->point1->setCoords(columnCoord(x), y0);
+    m->point2->setCoords(columnCoord(x), y0 + 1);
   }
   const bool marker = context > 0 && context >= r.first_position && context < r.end_position;
   context_line_->setVisible(marker);
   context_label_->setVisible(marker);
   if (marker) {
-    context_line_->point1->setCoords(double(context) - 0.5, 0);
-    context_line_->point2->setCoords(double(context) - 0.5, 1);
-    context_label_->position->setCoords(double(context), 0.02);
+    context_line_->point1->setCoords(columnCoord(context), 0);
+    context_line_->point2->setCoords(columnCoord(context), 1);
+    context_label_->position->setCoords(columnCoord(context), 0.02);
     context_label_->setText(QString(" trained context %1").arg(context));
   }
-  // Labels that fit: a few positions across, steps at least two text lines apart.
+  // Position labels that fit, at round positions; steps at least two text lines apart.
   const QFontMetricsF fm(xAxis->tickLabelFont());
-  xAxis->ticker()->setTickCount(std::clamp(int(axisRect()->width() / (fm.horizontalAdvance("000000") + 14)), 2, 8));
+  ticker_->clear();
+  if (r.cols > 0 && r.positions() > 0) {
+    const int fit = std::clamp(int(axisRect()->width() / (fm.horizontalAdvance("000000") + 14)), 2, 8);
+    const double raw = double(r.positions()) / fit;
+    const double magnitude = std::pow(10.0, std::floor(std::log10(std::max(1.0, raw))));
+    double step = magnitude;
+    for (double m : {1.0, 2.0, 5.0, 10.0})
+      if (m * magnitude >= raw) {
+        step = m * magnitude;
+        break;
+      }
+    for (double p = std::ceil(double(r.first_position) / step) * step; p < double(r.end_position); p += step)
+      ticker_->addTick(columnCoord(int64_t(p)), QString::number(int64_t(p)));
+  }
   yAxis->ticker()->setTickCount(std::clamp(int(axisRect()->height() / (fm.height() * 2.2)), 1, 4));
 }
 
 QPoint RasterPlot::cellPixel(int row, int col) const {
-  const double per_col = raster_.cols ? double(raster_.positions()) / raster_.cols : 1.0;
   const double per_row = raster_.rows ? double(raster_.steps()) / raster_.rows : 1.0;
-  const double x = double(raster_.first_position) - 0.5 + per_col * (col + 0.5);
   const double y = double(raster_.first_step) - 0.5 + per_row * (row + 0.5);
-  return QPoint(int(std::lround(xAxis->coordToPixel(x))), int(std::lround(yAxis->coordToPixel(y))));
+  return QPoint(int(std::lround(xAxis->coordToPixel(col))), int(std::lround(yAxis->coordToPixel(y))));
 }
 
 void RasterPlot::resizeEvent(QResizeEvent* event) {
@@ -156,7 +194,7 @@ void RasterPlot::mouseMoveEvent(QMouseEvent* event) {
 void RasterPlot::mouseReleaseEvent(QMouseEvent* event) {
   const bool inside = axisRect()->rect().contains(event->position().toPoint());
   if (event->button() == Qt::LeftButton && inside && !dragging_) {
-    const qint64 position = qint64(std::lround(xAxis->pixelToCoord(event->position().x())));
+    const qint64 position = positionAt(xAxis->pixelToCoord(event->position().x()));
     if (role_ == Role::Overview) emit detailRequested(position, -1);
     else emit positionClicked(position);
   }
@@ -172,7 +210,7 @@ void RasterPlot::mouseDoubleClickEvent(QMouseEvent* event) {
 void RasterPlot::wheelEvent(QWheelEvent* event) {
   if (role_ != Role::Detail || raster_.cols == 0) return QCustomPlot::wheelEvent(event);
   // Zoom around the position under the pointer.
-  const double at = xAxis->pixelToCoord(event->position().x());
+  const double at = double(positionAt(xAxis->pixelToCoord(event->position().x())));
   const int count = int(raster_.positions());
   const int zoomed = std::clamp(int(event->angleDelta().y() > 0 ? count / 1.5 : count * 1.5), kMinDetail, kMaxDetail);
   const double ratio = (at - double(raster_.first_position)) / std::max(1, count);

@@ -48,10 +48,13 @@ class RasterPlot : public QCustomPlot {
 
  private:
   void buildLegend();
+  double columnCoord(int64_t position) const;  // x coordinate (columns) of a position
+  int64_t positionAt(double x) const;          // the position under an x coordinate
   Role role_;
   QCPColorMap* map_;
+  QSharedPointer<QCPAxisTickerText> ticker_;
   QCPTextElement* title_;
-  QCPItemRect* mark_;
+  QCPItemStraightLine *mark_first_, *mark_end_;  // the detail's stretch: two edges, never over a row of cells
   QCPItemStraightLine* context_line_;
   QCPItemText* context_label_;
   QCPLayoutGrid* legend_row_ = nullptr;

@@ -358,7 +358,7 @@ PaneSnapshot Analyzer::pane(size_t index, const ViewSelection& view, int64_t ste
     first = std::clamp<int64_t>(view.text_first, 0, std::max<int64_t>(0, length - 1));
     end = std::min<int64_t>(length, first + view.max_tokens);
   }
-  out.text_follows_end = end == length;
+  out.text_follows_end = view.text_first < 0;  // scrolled back: the window stays put as the stream grows
   const auto piece = [&](int64_t q) { return h.piece(q); };
   for (CharGroup& g : group_characters(piece, first, end)) {
     TokenCell cell;

@@ -61,7 +61,7 @@ struct PaneSnapshot {
   int64_t generated = 0;
   double perplexity = NAN, agreement = NAN, mean_kl = NAN;
   std::vector<TokenCell> tokens;  // a window of the stream, oldest first
-  bool text_follows_end = true;   // the window ends at the stream's end
+  bool text_follows_end = true;   // the window follows the stream's end (else the user scrolled back)
   HeatmapData heatmap;
   SurvivalRaster overview;  // every position of the stream over every step, binned
   SurvivalRaster detail;    // the chosen stretch of positions, since the first of them was fed

@@ -5,6 +5,28 @@
 
 namespace h2o {
 
+int64_t SurvivalRaster::column_first(int col) const {
+  if (cols <= 0) return first_position;
+  if (sinks_end > first_position) {
+    if (col <= 0) return first_position;
+    return sinks_end + (end_position - sinks_end) * (col - 1) / std::max(1, cols - 1);
+  }
+  return first_position + positions() * col / cols;
+}
+
+int SurvivalRaster::column_of(int64_t position) const {
+  if (cols <= 0) return 0;
+  position = std::clamp(position, first_position, std::max(first_position, end_position - 1));
+  // The last column whose first position is at or before `position` (the inverse of column_first).
+  if (sinks_end > first_position) {
+    if (position < sinks_end) return 0;
+    const int64_t n = std::max<int64_t>(1, end_position - sinks_end), m = cols - 1;
+    return std::min(cols - 1, 1 + int(((position - sinks_end + 1) * m - 1) / n));
+  }
+  const int64_t n = std::max<int64_t>(1, positions());
+  return std::min(cols - 1, int(((position - first_position + 1) * cols - 1) / n));
+}
+
 int fate_priority(Fate fate) {
   switch (fate) {
     case Fate::Unborn: return 0;
@@ -32,7 +54,11 @@ SurvivalRaster survival_raster(const EvictionRule& rule, std::span<const int32_t
   }
   r.cols = int(std::min<int64_t>(max_cols, r.positions()));
   r.rows = int(std::min<int64_t>(max_rows, r.steps()));
-  const int64_t n_pos = r.positions(), n_steps = r.steps();
+  // Binned positions: the sinks keep a column of their own (what sits right after them is often a heavy hitter).
+  if (r.cols < r.positions() && r.cols >= 2 && rule.evicts() && rule.sinks > r.first_position &&
+      rule.sinks < r.end_position)
+    r.sinks_end = rule.sinks;
+  const int64_t n_steps = r.steps();
   const int64_t never = std::numeric_limits<int64_t>::max();
 
   // Per fate level, per column, a difference array over rows: +1 where an
@@ -53,7 +79,7 @@ SurvivalRaster survival_raster(const EvictionRule& rule, std::span<const int32_t
   for (int64_t p = r.first_position; p < r.end_position; ++p) {
     const int64_t b = birth[size_t(p)];
     if (b > r.last_step) break;  // births are in position order: the rest are unborn too
-    const int col = int((p - r.first_position) * r.cols / n_pos);
+    const int col = r.column_of(p);
     const int64_t e = evicted[size_t(p)] < 0 ? never : int64_t(evicted[size_t(p)]);
     cover(col, Fate::Evicted, e, never);
     if (!rule.evicts()) {

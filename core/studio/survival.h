@@ -5,8 +5,10 @@
 // sink until it leaves — so a raster of any stretch of positions and steps is
 // drawn from the intervals alone, binned to the pixels there are. A cell that
 // covers several positions or steps shows the most telling fate any of them
-// held (sink, then held for its score, recent, cached, evicted, unborn), so a
-// sink column and a heavy hitter's stripe stay visible at any zoom.
+// held (sink, then held for its score, recent, cached, evicted, unborn), and
+// when positions are binned the sinks get a column of their own, so that the
+// sink column and a heavy hitter's stripe stay visible at any zoom (heavy
+// hitters often sit right after the sinks).
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -18,13 +20,15 @@ namespace h2o {
 struct SurvivalRaster {
   int64_t first_step = 0, last_step = -1;        // rows cover the steps [first_step, last_step]
   int64_t first_position = 0, end_position = 0;  // columns cover the positions [first_position, end_position)
+  int64_t sinks_end = 0;  // > first_position: column 0 holds exactly the sinks [first_position, sinks_end)
   int rows = 0, cols = 0;
   std::vector<uint8_t> cells;  // rows x cols, row-major, each a Fate
   Fate at(int row, int col) const { return Fate(cells[size_t(row) * size_t(cols) + size_t(col)]); }
   int64_t steps() const { return last_step - first_step + 1; }
   int64_t positions() const { return end_position - first_position; }
-  // The stretch a column or a row stands for: [first, end).
-  int64_t column_first(int col) const { return first_position + positions() * col / cols; }
+  // The first position of a column (col == cols: end_position), and the column of a position.
+  int64_t column_first(int col) const;
+  int column_of(int64_t position) const;
   int64_t row_first(int row) const { return first_step + steps() * row / rows; }
   bool binned() const { return cols < positions() || rows < steps(); }
 };

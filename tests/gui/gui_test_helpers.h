@@ -3,8 +3,10 @@
 // steps while the event loop turns.
 #include <gtest/gtest.h>
 
+#include <QElapsedTimer>
 #include <QFile>
 #include <QSignalSpy>
+#include <QTest>
 
 #include "ui/main_window.h"
 
@@ -35,6 +37,21 @@ inline void play(MainWindow& w, int steps) {
   QSignalSpy done(&w, &MainWindow::autoplayFinished);
   w.playSteps(steps);
   ASSERT_TRUE(done.wait(60000)) << "autoplay did not finish";
+}
+
+// Waits until `done` holds or `ms` pass, turning the event loop.
+template <class F>
+bool wait_until(F done, int ms) {
+  QElapsedTimer t;
+  t.start();
+  while (!done() && t.elapsed() < ms) QTest::qWait(10);
+  return done();
+}
+
+// Waits for a drawn snapshot that satisfies `pred`.
+template <class F>
+bool wait_for_snapshot(MainWindow& w, F pred, int ms = 20000) {
+  return wait_until([&] { return w.lastSnapshot() && pred(*w.lastSnapshot()); }, ms);
 }
 
 inline QByteArray head_of(const QString& path, int n) {

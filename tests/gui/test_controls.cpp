@@ -42,15 +42,6 @@ class TemporarySettingsScope {
   QTemporaryDir dir_;
 };
 
-// Waits until `done` holds or `ms` pass, turning the event loop.
-template <class F>
-bool wait_until(F done, int ms) {
-  QElapsedTimer t;
-  t.start();
-  while (!done() && t.elapsed() < ms) QTest::qWait(20);
-  return done();
-}
-
 // Triggers a run action and waits for the frame it causes.
 void trigger_and_wait(MainWindow& w, const char* action) {
   QSignalSpy drawn(&w, &MainWindow::snapshotDrawn);

@@ -4,11 +4,15 @@
 // assets the app falls back to a built-in synthetic model.
 #include <gtest/gtest.h>
 
+#include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QImage>
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QTemporaryDir>
+#include <QThread>
+#include <csignal>
 
 namespace {
 
@@ -17,11 +21,21 @@ struct StudioRun {
   QString out, err;
 };
 
-StudioRun run_studio(const QStringList& args, const QString& assets) {
+// `display`: false runs it as on a machine with no display at all (no
+// QT_QPA_PLATFORM, no DISPLAY, no WAYLAND_DISPLAY).
+StudioRun run_studio(const QStringList& args, const QString& assets, bool display = true) {
   QProcess p;
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-  env.insert("QT_QPA_PLATFORM", "offscreen");
+  if (display) {
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+  } else {
+    for (const char* v : {"QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY"}) env.remove(v);
+  }
   env.insert("H2O_ASSETS", assets);
+  // A desktop session's runtime folder, so that Qt does not warn about it on stderr.
+  static QTemporaryDir runtime;
+  QFile::setPermissions(runtime.path(), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+  env.insert("XDG_RUNTIME_DIR", runtime.path());
   p.setProcessEnvironment(env);
   p.start(H2O_STUDIO_BINARY, args);
   StudioRun r;
@@ -69,4 +83,70 @@ TEST(StudioCli, BadWindowSizeIsOneLineAndNonZero) {
   const StudioRun r = run_studio({"--screenshot", "/dev/null", "--window-size", "big"}, QString());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(r.err.contains("--window-size")) << r.err.toStdString();
+}
+
+TEST(StudioCli, HelpNeedsNoDisplayAndListsTheRunFlags) {
+  const StudioRun r = run_studio({"--help"}, QString(), false);
+  ASSERT_EQ(r.exit_code, 0) << r.err.toStdString();
+  for (const char* flag : {"--threads", "--policies", "--budget", "--sinks", "--heavy", "--recent", "--position-rolling",
+                           "--layer", "--head", "--replay", "--presentation", "--theme", "--quit-after"})
+    EXPECT_TRUE(r.out.contains(flag)) << flag;
+  const StudioRun v = run_studio({"--version"}, QString(), false);
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_TRUE(v.out.contains("h2o-studio"));
+}
+
+TEST(StudioCli, WithNoDisplayItRunsOffscreen) {
+  QTemporaryDir dir;
+  const QString shot = dir.filePath("shot.png");
+  const StudioRun r = run_studio({"--screenshot", shot, "--autoplay-steps", "5", "--threads", "1", "--policies",
+                                  "streaming,h2o", "--sinks", "2", "--heavy", "6", "--recent", "8", "--budget", "16",
+                                  "--position-rolling"},
+                                 dir.path(), false);
+  ASSERT_EQ(r.exit_code, 0) << r.err.toStdString();
+  EXPECT_TRUE(r.err.contains("offscreen")) << r.err.toStdString();
+  EXPECT_FALSE(QImage(shot).isNull());
+}
+
+TEST(StudioCli, BadRunFlagsAreOneLineAndExit2) {
+  const std::vector<std::pair<QStringList, QString>> cases = {
+      {{"--policies", "full,lru"}, "unknown policy"},
+      {{"--policies", "h2o"}, "--policies"},
+      {{"--threads", "many"}, "--threads"},
+      {{"--sinks", "-1"}, "--sinks"},
+      {{"--budget", "32", "--sinks", "2", "--heavy", "50", "--recent", "8"}, "--budget"},
+      {{"--theme", "neon"}, "--theme"},
+      {{"--backend", "tpu"}, "--backend"},
+  };
+  for (const auto& [args, says] : cases) {
+    const StudioRun r = run_studio(args + QStringList{"--screenshot", "/dev/null"}, QString());
+    EXPECT_EQ(r.exit_code, 2) << args.join(' ').toStdString() << ": " << r.err.toStdString();
+    EXPECT_TRUE(r.err.contains(says)) << args.join(' ').toStdString() << ": " << r.err.toStdString();
+    EXPECT_EQ(r.err.trimmed().count('\n'), 0) << r.err.toStdString();
+  }
+}
+
+TEST(StudioCli, TheSpoolGoesWithTheAppOnSigtermAndSigint) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    QTemporaryDir dir;
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    env.insert("TMPDIR", dir.path());  // where the spool goes
+    env.insert("H2O_ASSETS", dir.path());
+    p.setProcessEnvironment(env);
+    p.start(H2O_STUDIO_BINARY, {"--no-settings", "--threads", "1", "--play", "--model", "synthetic:stories260K"});
+    ASSERT_TRUE(p.waitForStarted(10000));
+    const auto spools = [&] { return QDir(dir.path()).entryList({"h2o-studio-*.jsonl"}, QDir::Files); };
+    QElapsedTimer t;
+    t.start();
+    while (spools().isEmpty() && t.elapsed() < 20000) QThread::msleep(50);
+    ASSERT_FALSE(spools().isEmpty()) << "no spool while playing";
+    QThread::msleep(300);
+    ::kill(pid_t(p.processId()), sig);
+    ASSERT_TRUE(p.waitForFinished(20000));
+    EXPECT_EQ(p.exitStatus(), QProcess::NormalExit) << "signal " << sig;
+    EXPECT_EQ(p.exitCode(), 128 + sig);
+    EXPECT_TRUE(spools().isEmpty()) << "left behind: " << spools().join(' ').toStdString();
+  }
 }

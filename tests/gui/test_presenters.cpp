@@ -1,0 +1,683 @@
+// The app as presenters and teachers use it, offscreen, asserting on what is
+// drawn: the whole history stays in view, the timeline shows any step, no
+// failure is silent, presentation mode and 1280x720 stay readable, the head
+// and model views follow the recorded attention, reports fit the mode,
+// teacher-forced mode has a default text, characters made of byte tokens are
+// drawn once. (The CLI's flags and signals: test_studio_cli.cpp.)
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QComboBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QFontDatabase>
+#include <QImage>
+#include <QLabel>
+#include <QLineEdit>
+#include <QScrollBar>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <qcustomplot.h>
+
+#include "core/base/json_text.h"
+#include "core/studio/recording.h"
+#include "tests/gui/gui_test_helpers.h"
+#include "ui/banner.h"
+#include "ui/control_panel.h"
+#include "ui/curves_panel.h"
+#include "ui/head_view.h"
+#include "ui/heatmap_plot.h"
+#include "ui/model_view.h"
+#include "ui/pane_area.h"
+#include "ui/policy_pane.h"
+#include "ui/raster_plot.h"
+#include "ui/theme.h"
+#include "ui/token_flow_view.h"
+#include "ui/transport_bar.h"
+
+using namespace h2o;
+using namespace h2o::ui;
+using namespace h2o::ui::gui_test;
+
+namespace {
+
+// The colour of the cell drawn at (row, col) of a raster, read from its pixels.
+QColor raster_pixel(RasterPlot* r, int row, int col) {
+  r->replot(QCustomPlot::rpImmediateRefresh);
+  const QImage image = r->grab().toImage();
+  const QPoint at = r->cellPixel(row, col);
+  const double dpr = image.devicePixelRatio();
+  return image.pixelColor(int(at.x() * dpr), int(at.y() * dpr));
+}
+
+// Equal, NaN included (a key no head holds).
+bool same_values(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+  return true;
+}
+
+bool near(const QColor& a, const QColor& b, int tolerance = 24) {
+  return std::abs(a.red() - b.red()) <= tolerance && std::abs(a.green() - b.green()) <= tolerance &&
+         std::abs(a.blue() - b.blue()) <= tolerance;
+}
+
+// A saved run of the synthetic model, its path in `dir`.
+QString record_run(const QTemporaryDir& dir, int steps, MainWindowOptions o = synthetic_options()) {
+  const QString path = dir.filePath("run.h2orec.jsonl");
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, steps);
+  QSignalSpy written(&w, &MainWindow::fileWritten);
+  w.saveRecording(path);
+  EXPECT_TRUE(written.wait(30000));
+  return path;
+}
+
+double luminance(const QColor& c) { return 0.2126 * c.redF() + 0.7152 * c.greenF() + 0.0722 * c.blueF(); }
+
+// The mean colour of an icon's opaque pixels.
+QColor icon_ink(const QIcon& icon) {
+  const QImage image = icon.pixmap(24, 24).toImage();
+  double r = 0, g = 0, b = 0, n = 0;
+  for (int y = 0; y < image.height(); ++y)
+    for (int x = 0; x < image.width(); ++x) {
+      const QColor c = image.pixelColor(x, y);
+      if (c.alpha() < 200) continue;
+      r += c.red(), g += c.green(), b += c.blue(), n += 1;
+    }
+  return n ? QColor(int(r / n), int(g / n), int(b / n)) : QColor();
+}
+
+}  // namespace
+
+// ---- 1. the whole history in view --------------------------------------------------
+
+TEST(WholeHistory, SinkAndHeavyHitterColumnsAreDrawnAfter5000Steps) {
+  // Bounded policies only (the full cache's attention grows with the stream),
+  // a tiny vocabulary, and a spool that stops early: full speed.
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.model = "synthetic:stories260K:vocab=64";
+  o.settings.config.policies = {"streaming", "h2o"};
+  o.settings.config.max_new_tokens = 64;
+  o.recording_limit = 1 << 20;
+  o.size = QSize(1280, 720);
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 5000);
+  const auto s = w.lastSnapshot();
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->step, 4999);
+  for (PolicyPane* pane : w.panes()) {
+    RasterPlot* overview = pane->overview();
+    const SurvivalRaster& r = overview->raster();
+    ASSERT_GT(r.positions(), 5000) << "the overview covers the whole stream";
+    EXPECT_EQ(r.first_position, 0);
+    EXPECT_EQ(r.first_step, 0);
+    // The sinks' column: drawn in the sink colour from the first row to the last.
+    for (int row : {0, r.rows / 2, r.rows - 1})
+      EXPECT_TRUE(near(raster_pixel(overview, row, 0), raster_color(Fate::Sink)))
+          << pane->policy().describe() << " row " << row << " of " << r.rows << " at " << overview->cellPixel(row, 0).y() << " in " << overview->axisRect()->top() << ".." << overview->axisRect()->bottom() << ": " << raster_pixel(overview, row, 0).name().toStdString();
+  }
+  // H2O's heavy hitters: somewhere in its last row, cells (and pixels) of the heavy-hitter colour.
+  RasterPlot* h2o = w.panes()[1]->overview();
+  const SurvivalRaster& r = h2o->raster();
+  int heavy = 0;
+  for (int c = 0; c < r.cols; ++c)
+    if (r.at(r.rows - 1, c) == Fate::Heavy && near(raster_pixel(h2o, r.rows - 1, c), raster_color(Fate::Heavy))) ++heavy;
+  EXPECT_GT(heavy, 0) << "no heavy hitter drawn in H2O's whole-stream raster";
+  // The detail zooms: the wheel asks for fewer positions, a double-click follows the end again.
+  RasterPlot* detail = w.panes()[1]->raster();
+  const int64_t shown = detail->raster().positions();
+  QWheelEvent wheel(QPointF(detail->axisRect()->center()), detail->mapToGlobal(detail->axisRect()->center()), QPoint(),
+                    QPoint(0, 120), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+  QApplication::sendEvent(detail, &wheel);
+  ASSERT_TRUE(wait_for_snapshot(w, [&](const StudioSnapshot& x) { return x.panes[1].detail.positions() < shown; }));
+  // A click on the overview's start moves the detail there: the sinks in full detail.
+  QTest::mouseClick(h2o, Qt::LeftButton, Qt::NoModifier, h2o->cellPixel(r.rows / 2, 0));
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& x) { return x.panes[1].detail.first_position == 0; }));
+  EXPECT_EQ(w.lastSnapshot()->panes[1].detail.at(w.lastSnapshot()->panes[1].detail.rows - 1, 0), Fate::Sink);
+}
+
+TEST(WholeHistory, StreamTextScrollsBackAndFollowsTheEndAgain) {
+  MainWindow w(synthetic_options());
+  w.show();
+  w.start();
+  play(w, 120);
+  TokenFlowView* text = w.panes()[2]->text();
+  ASSERT_TRUE(text->followsEnd());
+  // Scrolling up stops following and shows the stream from an earlier position, down to the start.
+  for (int i = 0; i < 3; ++i) {
+    QWheelEvent up(QPointF(40, 20), text->mapToGlobal(QPoint(40, 20)), QPoint(), QPoint(0, 1200), Qt::NoButton,
+                   Qt::NoModifier, Qt::NoScrollPhase, false);
+    QApplication::sendEvent(text, &up);
+    QTest::qWait(80);
+  }
+  text->scrollBar()->setValue(0);
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return !s.panes[2].text_follows_end; }));
+  ASSERT_TRUE(wait_until([&] { return !text->followsEnd() && !text->tokens().empty() && text->tokens().front().position == 0; }, 5000));
+  EXPECT_LE(text->firstVisiblePosition(), 1);  // BOS may draw nothing
+  // More steps do not move it; the bar at its bottom follows the end again.
+  play(w, 20);
+  EXPECT_FALSE(text->followsEnd());
+  EXPECT_EQ(text->tokens().front().position, 0);
+  text->scrollBar()->setValue(text->scrollBar()->maximum());
+  ASSERT_TRUE(wait_until([&] { return text->followsEnd(); }, 5000));
+}
+
+// ---- 2. the timeline --------------------------------------------------------------
+
+TEST(Timeline, SeekShowsTheChosenStepEverywhereAndStepsBothWays) {
+  MainWindow w(synthetic_options());
+  w.show();
+  w.start();
+  play(w, 50);
+  const auto then = w.lastSnapshot();
+  ASSERT_EQ(then->step, 49);
+  play(w, 40);
+  w.seek(49);
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.step == 49; }));
+  const auto s = w.lastSnapshot();
+  EXPECT_FALSE(s->following);
+  EXPECT_TRUE(s->captures_recorded);
+  EXPECT_EQ(s->latest_step, 89);
+  for (size_t i = 0; i < s->panes.size(); ++i) {
+    EXPECT_EQ(s->panes[i].cached_tokens, then->panes[i].cached_tokens);
+    EXPECT_EQ(s->panes[i].stream_length, then->panes[i].stream_length);
+    EXPECT_TRUE(same_values(s->panes[i].heatmap.values, then->panes[i].heatmap.values)) << "policy " << i;
+    // The same stretch of positions and steps (the cells follow the widget's pixels).
+    EXPECT_EQ(s->panes[i].overview.positions(), then->panes[i].overview.positions());
+    EXPECT_EQ(s->panes[i].overview.last_step, then->panes[i].overview.last_step);
+    // What is drawn: the heatmap widget holds step 49's rows, the title says so.
+    EXPECT_EQ(w.panes()[i]->heatmap()->data().query_positions, then->panes[i].heatmap.query_positions);
+    EXPECT_TRUE(w.panes()[i]->heatmap()->title().contains("step 49"));
+  }
+  for (size_t i = 0; i < s->kv_bytes.size(); ++i) EXPECT_EQ(s->kv_bytes[i].y, then->kv_bytes[i].y);
+  EXPECT_EQ(w.transport()->slider()->value(), 49);
+  EXPECT_TRUE(w.transport()->stepLabel()->text().startsWith("step 49"));
+  // Back and forward, one step each.
+  w.findChild<QAction*>("back")->trigger();
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& x) { return x.step == 48; }));
+  w.findChild<QAction*>("step")->trigger();
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& x) { return x.step == 49; }));
+  EXPECT_TRUE(same_values(w.lastSnapshot()->panes[2].heatmap.values, then->panes[2].heatmap.values));
+  // Live: the newest step again, nothing run meanwhile.
+  w.findChild<QAction*>("live")->trigger();
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& x) { return x.following && x.step == 89; }));
+}
+
+TEST(Timeline, ChangingLayerOrHeadWhilePausedKeepsEveryHeatmapFilled) {
+  MainWindow w(synthetic_options());  // watches layer 1
+  w.show();
+  w.start();
+  play(w, 40);
+  for (auto [layer, head] : {std::pair{3, -1}, {3, 5}, {0, 2}}) {
+    w.setView(layer, head);
+    ASSERT_TRUE(wait_for_snapshot(w, [&](const StudioSnapshot& s) { return s.shown_layer == layer && s.shown_head == head; }));
+    for (PolicyPane* pane : w.panes()) {
+      EXPECT_GT(pane->heatmap()->data().rows(), 0) << "layer " << layer << " head " << head;
+      EXPECT_GT(pane->heatmap()->data().cols(), 0);
+    }
+  }
+}
+
+TEST(Timeline, ReplayRestoresTheRecordedViewAndSettingsPlaysAtItsPaceAndSeeks) {
+  QTemporaryDir dir;
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.budget = 32;
+  o.settings.config.sinks = 2;
+  o.settings.config.capture_layer = 2;
+  o.settings.head = 3;
+  const QString recorded = record_run(dir, 60, o);
+  // The recorded pace, made slow enough to watch: 0.1 s of engine time a step.
+  const QString path = dir.filePath("paced.h2orec.jsonl");
+  {
+    QFile in(recorded), out(path);
+    ASSERT_TRUE(in.open(QIODevice::ReadOnly) && out.open(QIODevice::WriteOnly));
+    while (!in.atEnd()) {
+      QByteArray line = in.readLine();
+      nlohmann::json j = nlohmann::json::parse(line.toStdString());
+      if (j.contains("step")) {
+        j["engine_s"] = 0.1 * (j["step"].get<double>() + 1);
+        line = QByteArray::fromStdString(json_dump(j) + "\n");
+      }
+      out.write(line);
+    }
+  }
+  MainWindowOptions r = synthetic_options();  // budget 32? no: the defaults of the test, 32/4
+  r.settings.config.sinks = 4;
+  r.settings.config.capture_layer = 0;
+  r.settings.head = -1;
+  r.replay = path;
+  MainWindow w(r);
+  w.show();
+  QSignalSpy opened(&w, &MainWindow::replayOpened);
+  w.start();
+  ASSERT_TRUE(opened.wait(10000));
+  // The view and the settings it was recorded with.
+  EXPECT_EQ(w.transport()->layer(), 2);
+  EXPECT_EQ(w.transport()->head(), 3);
+  EXPECT_EQ(w.controls()->config().budget, 32);
+  EXPECT_EQ(w.controls()->config().sinks, 2);
+  EXPECT_TRUE(w.transport()->replay());
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& x) { return x.shown_layer == 2 && x.shown_head == 3; }));
+  EXPECT_DOUBLE_EQ(w.transport()->speed(), 1.0);
+  EXPECT_EQ(w.transport()->slider()->maximum(), 59) << "the timeline spans the whole recording";
+  // At the recorded pace: about 5 steps in half a second, not all 60.
+  w.findChild<QAction*>("play")->trigger();
+  QTest::qWait(600);
+  w.findChild<QAction*>("play")->trigger();
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot&) { return true; }));
+  QTest::qWait(100);
+  const int64_t played = w.lastSnapshot()->step;
+  EXPECT_GE(played, 2);
+  EXPECT_LE(played, 12) << "a replay plays at its recorded pace";
+  for (PolicyPane* pane : w.panes()) EXPECT_GT(pane->heatmap()->data().rows(), 0) << "the recorded layer is shown";
+  // Seek ahead (read on) and back.
+  w.seek(50);
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.step == 50; }));
+  w.seek(10);
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.step == 10 && !s.following; }));
+  EXPECT_TRUE(w.lastSnapshot()->captures_recorded);
+  for (PolicyPane* pane : w.panes()) EXPECT_GT(pane->heatmap()->data().rows(), 0);
+}
+
+// ---- 3. no silent failures ----------------------------------------------------------
+
+TEST(NoSilentFailures, CudaOnTheCpuKeepsABannerUp) {
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.backend = "cuda";
+  MainWindow w(o);
+  w.show();
+  QSignalSpy warnings(&w, &MainWindow::warningShown);
+  w.start();
+  play(w, 5);
+  if (warnings.isEmpty()) GTEST_SKIP() << "this build runs CUDA on a GPU: nothing to warn about";
+  ASSERT_TRUE(w.banner()->has("backend"));
+  EXPECT_TRUE(w.banner()->isVisible());
+  EXPECT_TRUE(w.banner()->text("backend").contains("CPU")) << w.banner()->text("backend").toStdString();
+  // Still there after many more steps and status messages.
+  play(w, 60);
+  EXPECT_TRUE(w.banner()->isVisible());
+  EXPECT_TRUE(w.banner()->has("backend"));
+}
+
+TEST(NoSilentFailures, PlayWithAnUnusableModelSaysWhy) {
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.model = "/nonexistent/model.bin";
+  MainWindow w(o);
+  w.show();
+  QSignalSpy errors(&w, &MainWindow::errorShown);
+  w.start();
+  ASSERT_TRUE(errors.wait(30000));
+  EXPECT_TRUE(w.banner()->has("model"));
+  w.findChild<QAction*>("play")->trigger();
+  ASSERT_TRUE(errors.wait(5000)) << "Play did nothing and said nothing";
+  const QString why = errors.last().first().toString();
+  EXPECT_TRUE(why.startsWith("Cannot play")) << why.toStdString();
+  EXPECT_TRUE(why.contains("/nonexistent/model.bin")) << why.toStdString();
+}
+
+TEST(NoSilentFailures, BudgetFieldsOnlyHoldAValidSplitAndSaySo) {
+  MainWindow w(synthetic_options());
+  auto* budget = w.controls()->findChild<QSpinBox*>("budget");
+  auto* sinks = w.controls()->findChild<QSpinBox*>("sinks");
+  auto* heavy = w.controls()->findChild<QSpinBox*>("heavy");
+  auto* recent = w.controls()->findChild<QSpinBox*>("recent");
+  ASSERT_TRUE(budget && sinks && heavy && recent);
+  budget->setValue(32);
+  sinks->setValue(2);
+  heavy->setValue(50);
+  recent->setValue(8);
+  EXPECT_EQ(heavy->value(), 29) << "heavy leaves room for one recent token";
+  EXPECT_EQ(recent->value(), 1);
+  EXPECT_EQ(sinks->value() + heavy->value() + recent->value(), 32);
+  EXPECT_TRUE(w.controls()->splitText().contains("adjusted")) << w.controls()->splitText().toStdString();
+  EXPECT_TRUE(w.controls()->splitText().contains("h2o(sinks=2,heavy=29,recent=1)"));
+  EXPECT_TRUE(w.controls()->splitText().contains("streaming(sinks=2,window=30)"));
+  EXPECT_EQ(heavy->maximum(), 29);
+}
+
+TEST(NoSilentFailures, AChangeThatRestartsTheRunAsksFirst) {
+  MainWindowOptions o = synthetic_options();
+  QStringList asked;
+  bool answer = false;
+  o.confirm_restart = [&](const QString& what) {
+    asked << what;
+    return answer;
+  };
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 30);
+  QSignalSpy loaded(&w, &MainWindow::modelLoaded);
+  auto* budget = w.controls()->findChild<QSpinBox*>("budget");
+  budget->setValue(24);
+  ASSERT_TRUE(wait_until([&] { return !asked.isEmpty(); }, 5000));
+  EXPECT_TRUE(asked.first().contains("budget 32 → 24")) << asked.first().toStdString();
+  EXPECT_TRUE(asked.first().contains("30 steps")) << asked.first().toStdString();
+  // Declined: the run goes on, the field shows the run's budget again.
+  EXPECT_EQ(budget->value(), 32);
+  play(w, 5);
+  EXPECT_EQ(w.lastSnapshot()->steps_ingested, 35);
+  // The view changes live, without asking.
+  w.setView(2, 1);
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.shown_layer == 2; }));
+  EXPECT_EQ(asked.size(), 1);
+  // Accepted: the run restarts with the new budget.
+  answer = true;
+  budget->setValue(24);
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.steps_ingested == 0 && s.panes[1].budget == 24; }));
+  EXPECT_EQ(asked.size(), 2);
+}
+
+// ---- 4. presentation mode and 1280x720 --------------------------------------------------
+
+TEST(Presentation, At1280x720EveryHeatmapIsTallAndEveryLabelWhole) {
+  for (const std::vector<std::string>& policies : {std::vector<std::string>{"full", "h2o"},
+                                                   std::vector<std::string>{"full", "streaming", "h2o"},
+                                                   std::vector<std::string>{"full", "streaming", "h2o", "tova"}}) {
+    MainWindowOptions o = synthetic_options();
+    o.settings.config.policies = policies;
+    o.size = QSize(1280, 720);
+    MainWindow w(o);
+    w.show();
+    w.start();
+    play(w, 40);
+    EXPECT_LE(w.height(), 720) << "the window grew past 720 for " << policies.size() << " panes";
+    int shown = 0;
+    for (PolicyPane* pane : w.panes()) {
+      if (!pane->isVisible()) continue;  // a tab not in front
+      ++shown;
+      EXPECT_GE(pane->heatmap()->height(), 120) << policies.size() << " panes";
+      EXPECT_GE(pane->overview()->height(), 60);
+      // The header is one line, never wrapped, and the policy's name is in it whole.
+      EXPECT_LE(pane->titleLabel()->height(), pane->titleLabel()->fontMetrics().height() * 2);
+      EXPECT_GE(pane->titleLabel()->width(), pane->titleLabel()->fontMetrics().horizontalAdvance(policy_title(pane->policy())));
+    }
+    EXPECT_GT(shown, 0);
+    if (policies.size() == 4) EXPECT_NE(w.paneArea()->mode(), PaneArea::Mode::Columns) << "four panes: a grid or tabs";
+    // Every legend entry lies whole inside its plot.
+    for (const auto& [name, plot] : w.plots()) {
+      if (!plot->isVisible() || !plot->legend->visible()) continue;
+      for (int i = 0; i < plot->legend->elementCount(); ++i) {
+        QCPLayoutElement* item = plot->legend->elementAt(i);
+        if (!item) continue;
+        const QRect r = item->outerRect();
+        EXPECT_GE(r.left(), 0) << name.toStdString();
+        EXPECT_LE(r.right(), plot->width()) << name.toStdString() << " legend item " << i;
+      }
+    }
+    // Layer, head and speed never scroll away: they are in the transport bar, always visible.
+    for (const char* name : {"layer", "head", "speed", "prompt", "timeline"}) {
+      QWidget* field = w.transport()->findChild<QWidget*>(name);
+      ASSERT_TRUE(field) << name;
+      EXPECT_TRUE(field->isVisible()) << name;
+      EXPECT_GE(field->mapTo(&w, QPoint(0, 0)).x() + field->width(), 0);
+      EXPECT_LE(field->mapTo(&w, QPoint(0, 0)).x() + field->width(), w.width() + 1) << name << " is cut off";
+    }
+  }
+}
+
+TEST(Presentation, FullScreenLargerTextLightThemeAndIconsThatShowOnBoth) {
+  MainWindow w(synthetic_options());
+  w.show();
+  w.start();
+  play(w, 20);
+  const double before = QApplication::font().pointSizeF();
+  for (ThemeKind theme : {ThemeKind::Dark, ThemeKind::Light}) {
+    w.setLook(theme, 1.0);
+    // Icons are drawn in the theme's text colour: they contrast with the window.
+    const QColor window = QApplication::palette().color(QPalette::Window);
+    for (const char* action : {"play", "step", "back", "live", "reset"}) {
+      const QColor ink = icon_ink(w.findChild<QAction*>(action)->icon());
+      ASSERT_TRUE(ink.isValid()) << action;
+      EXPECT_GT(std::abs(luminance(ink) - luminance(window)), 0.45) << action << " on the " << theme_name(theme).toStdString() << " theme";
+    }
+    // Plots follow: a white background on the light theme.
+    const QImage heat = w.panes()[0]->heatmap()->grab().toImage();
+    EXPECT_EQ(heat.pixelColor(2, 2).lightness() > 128, theme == ThemeKind::Light);
+  }
+  w.setPresentation(true);
+  EXPECT_TRUE(w.windowState() & Qt::WindowFullScreen);
+  EXPECT_FALSE(w.controlsDock()->isVisible());
+  EXPECT_GE(ui_scale(), 1.3);
+  EXPECT_GT(QApplication::font().pointSizeF(), before * 1.2);
+  w.setPresentation(false);
+  EXPECT_FALSE(w.windowState() & Qt::WindowFullScreen);
+  EXPECT_TRUE(w.controlsDock()->isVisible());
+  EXPECT_NEAR(ui_scale(), 1.0, 1e-9);
+  w.setLook(ThemeKind::Dark, 1.0);
+}
+
+TEST(Presentation, MarkerAtTheTrainedContextThinnedLabelsAndATypedPrompt) {
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.max_new_tokens = 8;
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 30);
+  EXPECT_EQ(w.lastSnapshot()->context, 512);
+  EXPECT_TRUE(w.curves()->contextMarkerShown());
+  // Heatmap rows: labels at least a text line apart (no pile-up at prefill chunks).
+  for (PolicyPane* pane : w.panes()) {
+    QCPAxis* y = pane->heatmap()->yAxis;
+    auto ticker = y->ticker().dynamicCast<QCPAxisTickerText>();
+    ASSERT_TRUE(ticker);
+    const double line = QFontMetricsF(y->tickLabelFont()).height();
+    double previous = -1e9;
+    for (double row : ticker->ticks().keys()) {
+      const double px = y->coordToPixel(row);
+      EXPECT_GE(std::abs(px - previous), line - 0.5) << "row labels overlap at row " << row;
+      previous = px;
+    }
+  }
+  // A typed prompt joins the live stream after the current turn.
+  QSignalSpy status(&w, &MainWindow::statusShown);
+  QLineEdit* prompt = w.transport()->prompt();
+  ASSERT_TRUE(prompt->isEnabled());
+  prompt->setText("zebra quartz");
+  QTest::keyClick(prompt, Qt::Key_Return);
+  ASSERT_TRUE(wait_until([&] { return !status.isEmpty(); }, 5000));
+  EXPECT_TRUE(status.last().first().toString().startsWith("Queued")) << status.last().first().toString().toStdString();
+  EXPECT_TRUE(prompt->text().isEmpty());
+  bool typed_turn = false;
+  for (int i = 0; i < 20 && !typed_turn; ++i) {
+    play(w, 10);
+    typed_turn = w.lastSnapshot()->prompt_index == -1;
+  }
+  ASSERT_TRUE(typed_turn) << "the typed turn never began";
+  play(w, 10);
+  std::string text;
+  for (const TokenCell& t : w.lastSnapshot()->panes[0].tokens) text += t.text;
+  EXPECT_NE(text.find("zebra quartz"), std::string::npos);
+}
+
+// ---- 5. teaching views ---------------------------------------------------------------
+
+TEST(Teaching, HeadViewDrawsLinesFromTheQueryToTheKeysOfEachCache) {
+  MainWindow w(synthetic_options());
+  w.show();
+  w.start();
+  play(w, 40);
+  w.showTab("head-view");
+  ASSERT_TRUE(wait_until([&] { return w.headView()->data().panes.size() == 3; }, 5000));
+  const HeadViewData& d = w.headView()->data();
+  EXPECT_EQ(d.layer, 1);
+  for (size_t p = 0; p < d.panes.size(); ++p) {
+    ASSERT_FALSE(d.panes[p].keys.empty());
+    // The strongest key's line is drawn in the policy's colour.
+    size_t strongest = 0;
+    for (size_t k = 0; k < d.panes[p].keys.size(); ++k)
+      if (d.panes[p].keys[k].weight > d.panes[p].keys[strongest].weight) strongest = k;
+    const QLineF line = w.headView()->lineTo(p, strongest);
+    ASSERT_GT(line.length(), 10);
+    const QImage image = w.headView()->grab().toImage();
+    const QPointF mid = line.pointAt(0.5);
+    EXPECT_TRUE(near(image.pixelColor(mid.toPoint()), policy_color(d.panes[p].config), 60))
+        << d.panes[p].policy << ": " << image.pixelColor(mid.toPoint()).name().toStdString();
+  }
+  // Clicking a key inspects it.
+  const HeadViewKey& key = d.panes[2].keys.back();
+  const QRectF target(w.headView()->lineTo(2, d.panes[2].keys.size() - 1).p2() + QPointF(8, 0), QSizeF(1, 1));
+  QTest::mouseClick(w.headView(), Qt::LeftButton, Qt::NoModifier, target.topLeft().toPoint());
+  ASSERT_TRUE(wait_for_snapshot(w, [&](const StudioSnapshot& s) { return s.inspection.position == key.position; }));
+}
+
+TEST(Teaching, ModelViewShowsEveryLayerAndHeadAndAClickSelectsOne) {
+  MainWindow w(synthetic_options());
+  w.show();
+  w.start();
+  play(w, 40);
+  w.showTab("model-view");
+  ASSERT_TRUE(wait_until([&] { return !w.modelView()->data().cells.empty(); }, 5000));
+  const ModelViewData& m = w.modelView()->data();
+  EXPECT_EQ(m.layers, 5);
+  EXPECT_EQ(m.heads, 8);
+  for (const ModelViewCell& c : m.cells) EXPECT_GT(c.rows * c.cols, 0) << "layer " << c.layer << " head " << c.head;
+  QTest::mouseClick(w.modelView()->thumbnails(), Qt::LeftButton, Qt::NoModifier, w.modelView()->thumbnailCenter(3, 2));
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.shown_layer == 3 && s.shown_head == 2; }));
+  EXPECT_EQ(w.transport()->layer(), 3);
+  EXPECT_EQ(w.transport()->head(), 2);
+  for (PolicyPane* pane : w.panes()) EXPECT_GT(pane->heatmap()->data().rows(), 0);
+}
+
+// ---- 6. reports ---------------------------------------------------------------------
+
+TEST(Reports, PlotsOfTheModeWithTitlesScalesPdfsAndOneStartingInstant) {
+  for (bool forced : {false, true}) {
+    MainWindowOptions o = synthetic_options();
+    o.settings.config.forced = forced;
+    MainWindow w(o);
+    w.show();
+    w.start();
+    play(w, 40);
+    QTemporaryDir dir;
+    QSignalSpy report(&w, &MainWindow::reportWritten);
+    const QString out = dir.filePath("report");
+    w.exportReport(out, "2030-01-02T03:04:05Z");
+    ASSERT_TRUE(report.wait(30000));
+    const QStringList files = QDir(out).entryList(QDir::Files);
+    EXPECT_EQ(files.contains("perplexity.png"), forced) << "forced " << forced;
+    EXPECT_EQ(files.contains("agreement.pdf"), forced);
+    EXPECT_EQ(files.contains("throughput.png"), !forced);
+    for (const char* stem : {"h2o-heatmap", "h2o-survival-whole", "h2o-survival-detail", "kv-memory"})
+      for (const char* suffix : {".png", ".pdf", ".svg"}) EXPECT_TRUE(files.contains(QString(stem) + suffix)) << stem << suffix;
+    // Titles that stand alone: policy, layer and head, step; a colour scale beside the heatmap.
+    for (PolicyPane* pane : w.panes()) {
+      const QString t = pane->heatmap()->exportTitle();
+      EXPECT_TRUE(t.contains(policy_title(pane->policy())) && t.contains("layer 1") && t.contains("mean over 8 heads") &&
+                  t.contains("step 39"))
+          << t.toStdString();
+      EXPECT_TRUE(pane->overview()->exportTitle().contains(policy_title(pane->policy())));
+      EXPECT_TRUE(pane->raster()->exportTitle().contains("layer 1"));
+      EXPECT_TRUE(pane->heatmap()->findChild<QCPColorScale*>() || pane->heatmap()->plotLayout()->elementAt(2));
+    }
+    const QByteArray summary = head_of(out + "/summary.md", 1 << 20);
+    const nlohmann::json manifest = nlohmann::json::parse(head_of(out + "/manifest.json", 1 << 22).toStdString());
+    const std::string started = manifest.value("started", "");
+    ASSERT_FALSE(started.empty());
+    EXPECT_TRUE(summary.contains(QByteArray::fromStdString("**Run started**: " + started)));
+    EXPECT_TRUE(summary.contains("**Report written**: 2030-01-02T03:04:05Z"));
+    EXPECT_FALSE(summary.contains("perplexity.png") && !forced);
+  }
+}
+
+// ---- 7. teacher-forced mode ------------------------------------------------------------
+
+TEST(TeacherForced, DefaultsToAHeldOutTextAndItsScalesIgnoreTheFirstTokens) {
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.forced = true;
+  o.settings.config.forced_text.clear();  // "default": the assets' held-out text, or the built-in one
+  MainWindow w(o);
+  w.show();
+  QSignalSpy errors(&w, &MainWindow::errorShown);
+  w.start();
+  play(w, 80);
+  EXPECT_TRUE(errors.isEmpty()) << errors.first().first().toString().toStdString();
+  const auto s = w.lastSnapshot();
+  ASSERT_EQ(s->mode, "forced");
+  EXPECT_GT(s->panes[0].stream_length, 70);
+  // The perplexity axis is set by the settled curve, not by its first tokens.
+  ASSERT_TRUE(s->perplexity_range.valid());
+  double first = 0, last = s->perplexity[0].y.back();
+  for (double v : s->perplexity[0].y) first = std::max(first, v);
+  QCPRange y = w.curves()->perplexity()->yAxis->range();
+  EXPECT_LT(y.upper, std::max(first, last * 3)) << "an early spike set the scale";
+  EXPECT_GE(y.upper, last);
+  // The throughput plot is not shown in forced mode (nothing decodes), and holds no stale data.
+  EXPECT_FALSE(w.curves()->throughput()->isVisible());
+  EXPECT_EQ(w.curves()->throughput()->graph(0)->dataCount(), 0);
+}
+
+// ---- 8. characters made of byte tokens ----------------------------------------------------
+
+TEST(Unicode, ACharacterOfSeveralByteTokensIsOneCellAndLabelsShowIt) {
+  QTemporaryDir dir;
+  const QString prompts = dir.filePath("q.jsonl");
+  {
+    QFile f(prompts);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(R"({"question_id": 1, "category": "cjk", "turns": ["请用中文回答 😀 中文", "再来一次"]})" "\n");
+  }
+  MainWindowOptions o = synthetic_options();  // byte tokenizer: each UTF-8 byte is a token
+  o.settings.config.prompts = prompts.toStdString();
+  o.settings.config.max_new_tokens = 4;
+  o.settings.config.budget = 96;
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 12);
+  const auto s = w.lastSnapshot();
+  ASSERT_TRUE(s);
+  bool found = false;
+  for (PolicyPane* pane : w.panes())
+    for (const TokenCell& t : pane->text()->tokens()) {
+      EXPECT_EQ(QString::fromStdString(t.text).count(QChar(0xFFFD)) > 0 && t.prompt, false)
+          << "a prompt character drawn as replacement marks: " << t.text;
+      if (t.text == "中") {
+        found = true;
+        EXPECT_EQ(t.position - t.first_position, 2) << "three byte tokens, one cell";
+      }
+      if (t.text == "😀") EXPECT_EQ(t.position - t.first_position, 3);
+    }
+  EXPECT_TRUE(found) << "中 is not one cell in any pane";
+  // A heatmap column of any byte of a character is labelled with the character.
+  bool labelled = false;
+  for (PolicyPane* pane : w.panes())
+    for (const std::string& label : pane->heatmap()->data().labels) labelled = labelled || label == "中" || label == "文";
+  EXPECT_TRUE(labelled);
+  // With the fonts of the README's install command, the glyphs are really there.
+  const QStringList families = QFontDatabase::families();
+  if (families.filter("Noto Sans CJK").isEmpty()) GTEST_SKIP() << "fonts-noto-cjk is not installed";
+  QFont f = w.panes()[0]->text()->font();
+  EXPECT_TRUE(QFontMetrics(f).inFontUcs4(0x4E2D) || QFontMetrics(QFont("Noto Sans CJK SC")).inFontUcs4(0x4E2D));
+}
+
+// ---- 10. bounded resources: the status bar says when recording stopped -------------------
+
+TEST(BoundedResources, TheStatusBarAndABannerSayWhenRecordingStopped) {
+  MainWindowOptions o = synthetic_options();
+  o.recording_limit = 1 << 20;
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 150);
+  auto* label = w.findChild<QLabel*>("record_label");
+  ASSERT_TRUE(label);
+  EXPECT_TRUE(label->text().contains("Recording stopped at step")) << label->text().toStdString();
+  EXPECT_TRUE(w.banner()->has("recording"));
+  // Seeking past the recorded steps says the attention was not recorded, and shows the rest.
+  const int64_t last = w.lastSnapshot()->latest_step;
+  w.seek(last - 2);
+  ASSERT_TRUE(wait_for_snapshot(w, [&](const StudioSnapshot& s) { return s.step == last - 2; }));
+  EXPECT_FALSE(w.lastSnapshot()->captures_recorded);
+  EXPECT_GT(w.lastSnapshot()->panes[2].cached_tokens, 0);
+  EXPECT_FALSE(w.lastSnapshot()->panes[2].heatmap.note.empty());
+}
