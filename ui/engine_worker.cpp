@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -456,12 +457,26 @@ void EngineWorker::printStats() {
   const StudioSnapshot s = analyzer_->snapshot(ViewSelection{.max_tokens = 1, .heatmap_rows = 1, .overview_columns = 1,
                                                              .overview_rows = 1, .detail_positions = 1, .detail_rows = 1});
   for (const auto& p : s.panes) positions += p.stream_length;
-  std::printf("h2o-studio stats: seconds %.0f step %lld positions %lld history_bytes %lld bounded_bytes %lld "
-              "recording_bytes %lld\n",
+  int64_t kv_allocated = 0;
+  if (engine_)
+    for (const auto& session : engine_->sessions()) kv_allocated += session->cache().allocated_bytes();
+  int64_t rss = 0;
+#ifdef __linux__
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) rss = std::stoll(line.substr(6)) * 1024;
+#endif
+  std::error_code ec;
+  const auto spool = spool_ ? int64_t(std::filesystem::file_size(spool_path_, ec)) : 0;
+  // One line a sample, "name value" pairs: scripts/soak_studio.sh reads them.
+  std::printf("h2o-studio stats: seconds %.0f step %lld positions %lld rss_bytes %lld history_bytes %lld "
+              "bounded_bytes %lld kv_allocated_bytes %lld spool_bytes %lld\n",
               stats_clock_.elapsed() / 1000.0, static_cast<long long>(analyzer_->latest_step()),
-              static_cast<long long>(positions), static_cast<long long>(analyzer_->history_bytes()),
+              static_cast<long long>(positions), static_cast<long long>(rss),
+              // The timeline's index of the recording is whole-history state too (9 bytes a step).
+              static_cast<long long>(analyzer_->history_bytes() + (index() ? index()->bytes() : 0)),
               static_cast<long long>(analyzer_->bounded_bytes()),
-              static_cast<long long>(spool_ ? std::filesystem::file_size(spool_path_) : 0));
+              static_cast<long long>(kv_allocated), static_cast<long long>(ec ? 0 : spool));
   std::fflush(stdout);
 }
 

@@ -67,6 +67,7 @@ struct RecordingIndex {
   int64_t offset(int64_t step) const { return offsets[size_t(step - first_step)]; }
   // The latest step at or before `step` where `session` read a state; -1 if none.
   int64_t last_state_at(int session, int64_t step) const;
+  int64_t bytes() const { return int64_t(offsets.capacity() * 8 + state_mask.capacity()); }
 };
 
 // Reads single lines of a recording by step, through an index. Throws Error("<path>: step N: ...").
