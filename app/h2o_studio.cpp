@@ -67,7 +67,8 @@ struct Options {
   QCommandLineOption presentation{"presentation", "Start in presentation mode (full screen, larger text and lines)."};
   QCommandLineOption theme{"theme", "dark (default) or light (projectors, print).", "name"};
   QCommandLineOption scale{"ui-scale", "Text and line scale, 0.75 to 3 (default 1).", "factor"};
-  QCommandLineOption tab{"tab", "Analysis tab shown: inspector, heavy-hitters, head-view or model-view.", "name"};
+  QCommandLineOption tab{"tab", "Analysis tab shown: curves, inspector, heavy-hitters, head-view or model-view.", "name"};
+  QCommandLineOption enlarge{"enlarge-tab", "Give the analysis tabs most of the height (the teaching views)."};
   QCommandLineOption fresh{"no-settings", "Neither read nor write remembered settings."};
   QCommandLineOption recording_limit{"recording-limit",
                                      "Most MiB of the run kept for Save recording, logs, reports and the timeline "
@@ -80,7 +81,7 @@ struct Options {
     parser.addVersionOption();
     for (const auto* o : {&model, &tokenizer, &prompts, &forced, &replay, &backend, &threads, &policies, &budget, &sinks,
                           &heavy, &recent, &rolling, &layer, &head, &inspect, &size, &screenshot, &autoplay, &play,
-                          &quit_after, &stats, &perf, &presentation, &theme, &scale, &tab, &fresh, &recording_limit})
+                          &quit_after, &stats, &perf, &presentation, &theme, &scale, &tab, &enlarge, &fresh, &recording_limit})
       parser.addOption(*o);
   }
 };
@@ -155,8 +156,9 @@ int main(int argc, char** argv) {
   options.replay = parser.value(opts.replay);
   options.presentation = parser.isSet(opts.presentation);
   options.tab = parser.value(opts.tab);
-  if (parser.isSet(opts.tab) && !QStringList{"inspector", "heavy-hitters", "head-view", "model-view"}.contains(options.tab))
-    bad_flag("--tab", "expected inspector, heavy-hitters, head-view or model-view, got '" + options.tab + "'");
+  if (parser.isSet(opts.tab) && !QStringList{"curves", "inspector", "heavy-hitters", "head-view", "model-view"}.contains(options.tab))
+    bad_flag("--tab", "expected curves, inspector, heavy-hitters, head-view or model-view, got '" + options.tab + "'");
+  options.enlarge_tab = parser.isSet(opts.enlarge);
   if (parser.isSet(opts.size)) {
     const QStringList wh = parser.value(opts.size).split('x');
     const int w = wh.value(0).toInt(), h = wh.value(1).toInt();

@@ -22,6 +22,7 @@
 #include <QThread>
 #include <QTimer>
 #include <QToolBar>
+#include <QToolButton>
 #include <QVBoxLayout>
 #include <ctime>
 #include <map>
@@ -84,11 +85,6 @@ QString run_changes(const StudioConfig& from, const StudioConfig& to) {
 }
 
 }  // namespace
-
-template <class F>
-void MainWindow::onWorker(F&& f) {
-  QMetaObject::invokeMethod(worker_, std::forward<F>(f), Qt::QueuedConnection);
-}
 
 MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
     : QMainWindow(parent), options_(std::move(options)), slot_(std::make_shared<SnapshotSlot>()) {
@@ -239,22 +235,6 @@ void MainWindow::setPanePolicies(const std::vector<PolicyConfig>& policies) {
   for (const auto& [name, plot] : panePlots()) add_export_menu(plot, name);
 }
 
-QWidget* MainWindow::makeFateLegend() {
-  auto* w = new QWidget;
-  auto* h = new QHBoxLayout(w);
-  h->setContentsMargins(8, 0, 8, 0);
-  h->setSpacing(8);
-  auto* title = new QLabel("Token fate:");
-  title->setStyleSheet(QString("color:%1;").arg(muted_text_color().name()));
-  h->addWidget(title);
-  for (Fate f : {Fate::Sink, Fate::Heavy, Fate::Recent, Fate::Cached, Fate::Evicted, Fate::Unborn}) {
-    auto* label = new QLabel(QString("<span style='color:%1'>■</span> %2").arg(fate_color(f).name(), fate_legend_name(f)));
-    label->setToolTip(fate_tooltip(f));
-    h->addWidget(label);
-  }
-  return w;
-}
-
 void MainWindow::buildLayout() {
   pane_area_ = new PaneArea;
   banner_ = new Banner;
@@ -270,6 +250,17 @@ void MainWindow::buildLayout() {
   analysis_->addTab(heavy_, "Heavy hitters");
   analysis_->addTab(head_view_, "Head view");
   analysis_->addTab(model_view_, "Model view");
+  // The teaching views want room: a corner button gives the tabs most of the height.
+  enlarge_ = new QAction("Enlarge", this);
+  enlarge_->setObjectName("enlarge_analysis");
+  enlarge_->setCheckable(true);
+  enlarge_->setShortcut(QKeySequence("Ctrl+Shift+M"));
+  enlarge_->setToolTip("Give the analysis tabs most of the height (Ctrl+Shift+M)");
+  connect(enlarge_, &QAction::toggled, this, &MainWindow::setAnalysisEnlarged);
+  auto* corner = new QToolButton;
+  corner->setDefaultAction(enlarge_);
+  corner->setAutoRaise(true);
+  analysis_->setCornerWidget(corner, Qt::TopRightCorner);
   connect(analysis_, &QTabWidget::currentChanged, this, [this] {
     if (last_) drawAnalysis(*last_);
   });
@@ -392,107 +383,6 @@ void MainWindow::buildLayout() {
   menuBar()->findChild<QMenu*>("view_menu")->insertAction(presentation_, dock->toggleViewAction());
 }
 
-void MainWindow::buildActions() {
-  const auto action = [this](IconKind icon, const QString& text, const char* name, const QKeySequence& key,
-                             const QString& tip) {
-    auto* a = new QAction(theme_icon(icon), text, this);
-    a->setObjectName(name);
-    a->setProperty("h2o_icon", int(icon));
-    if (!key.isEmpty()) a->setShortcut(key);
-    a->setToolTip(tip);
-    return a;
-  };
-  play_ = action(IconKind::Play, "Play", "play", Qt::Key_Space, "Play / pause (Space)");
-  step_ = action(IconKind::StepForward, "Step", "step", Qt::Key_S, "One step forward (S): through the history, else a new step");
-  back_ = action(IconKind::StepBack, "Back", "back", Qt::Key_B, "One step back on the timeline (B)");
-  live_ = action(IconKind::Live, "Live", "live", Qt::Key_L, "Show the newest step again (L)");
-  reset_ = action(IconKind::Reset, "Reset", "reset", Qt::Key_R, "Start the run again with the current settings (R)");
-  connect(play_, &QAction::triggered, this, [this] {
-    if (running_) onWorker([w = worker_] { w->pause(); });
-    else onWorker([w = worker_] { w->play(); });
-  });
-  connect(step_, &QAction::triggered, this, [this] { onWorker([w = worker_] { w->stepOnce(); }); });
-  connect(back_, &QAction::triggered, this, &MainWindow::stepBack);
-  connect(live_, &QAction::triggered, this, &MainWindow::goLive);
-  connect(reset_, &QAction::triggered, this, [this] {
-    if (last_ && last_->steps_ingested > 0 && !replaying_ && !confirmRestart("Reset"))
-      return;
-    onWorker([w = worker_] { w->reset(); });
-  });
-
-  open_ = action(IconKind::Open, "Open recording…", "open", QKeySequence::Open, "Replay a saved run (no model needed)");
-  connect(open_, &QAction::triggered, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, "Open a recording", {}, "H2O Studio recordings (*.jsonl);;All files (*)");
-    if (!path.isEmpty()) openReplay(path);
-  });
-  save_ = action(IconKind::Save, "Save recording…", "save", QKeySequence::Save, "Save the run to replay later");
-  connect(save_, &QAction::triggered, this, [this] {
-    const QString path = QFileDialog::getSaveFileName(this, "Save the run", "run.h2orec.jsonl", "H2O Studio recordings (*.jsonl)");
-    if (!path.isEmpty()) saveRecording(path);
-  });
-  auto* plots = new QAction("Export plots (PNG, PDF, SVG)…", this);
-  connect(plots, &QAction::triggered, this, [this] {
-    const QString dir = QFileDialog::getExistingDirectory(this, "Folder for the plots");
-    if (dir.isEmpty()) return;
-    const QStringList files = exportPlots(dir, {int(PlotFormat::Png), int(PlotFormat::Pdf), int(PlotFormat::Svg)});
-    statusBar()->showMessage(QString("Wrote %1 plot files to %2").arg(files.size()).arg(dir), 8000);
-  });
-  auto* logs = new QAction("Export logs (CSV, JSONL)…", this);
-  connect(logs, &QAction::triggered, this, [this] {
-    const QString dir = QFileDialog::getExistingDirectory(this, "Folder for the logs");
-    if (!dir.isEmpty()) exportLogs(dir);
-  });
-  report_ = action(IconKind::Report, "Export report", "report", QKeySequence("Ctrl+E"),
-                   "One click: plots, logs, recording and a summary in a new folder under ./reports (Ctrl+E)");
-  connect(report_, &QAction::triggered, this, [this] {
-    const std::time_t now = std::time(nullptr);
-    exportReport(QDir::current().filePath("reports/h2o-report-" + QString::fromStdString(file_stamp(now))),
-                 QString::fromStdString(utc_timestamp(now)));
-  });
-  auto* shot = new QAction("Save screenshot…", this);
-  connect(shot, &QAction::triggered, this, [this] {
-    const QString path = QFileDialog::getSaveFileName(this, "Screenshot", "h2o-studio.png", "PNG (*.png)");
-    if (path.isEmpty()) return;
-    try {
-      save_widget_png(this, path);
-    } catch (const std::exception& e) {
-      showError(QString::fromUtf8(e.what()));
-    }
-  });
-  auto* quit = new QAction("Quit", this);
-  quit->setShortcut(QKeySequence::Quit);
-  connect(quit, &QAction::triggered, this, &QWidget::close);
-
-  presentation_ = action(IconKind::Fullscreen, "Presentation mode", "presentation", Qt::Key_F11,
-                         "Full screen, larger text and lines, controls hidden (F11)");
-  presentation_->setCheckable(true);
-  connect(presentation_, &QAction::toggled, this, &MainWindow::setPresentation);
-  light_ = new QAction("Light theme (projectors, print)", this);
-  light_->setObjectName("light");
-  light_->setCheckable(true);
-  light_->setChecked(options_.settings.theme == "light");
-  connect(light_, &QAction::toggled, this, [this](bool on) { setLook(on ? ThemeKind::Light : ThemeKind::Dark, ui_scale()); });
-  bigger_ = new QAction("Larger text and lines", this);
-  bigger_->setShortcut(QKeySequence::ZoomIn);
-  connect(bigger_, &QAction::triggered, this, [this] { setLook(current_theme(), std::min(3.0, ui_scale() + 0.15)); });
-  smaller_ = new QAction("Smaller text and lines", this);
-  smaller_->setShortcut(QKeySequence::ZoomOut);
-  connect(smaller_, &QAction::triggered, this, [this] { setLook(current_theme(), std::max(0.75, ui_scale() - 0.15)); });
-
-  QMenu* file = menuBar()->addMenu("&File");
-  file->addActions({open_, save_});
-  file->addSeparator();
-  file->addActions({plots, logs, report_, shot});
-  file->addSeparator();
-  file->addAction(quit);
-  QMenu* run = menuBar()->addMenu("&Run");
-  run->addActions({play_, back_, step_, live_, reset_});
-  QMenu* view = menuBar()->addMenu("&View");
-  view->setObjectName("view_menu");
-  view->addActions({presentation_, light_, bigger_, smaller_});
-
-}
-
 StudioSettings MainWindow::settings() const {
   StudioSettings s;
   s.config = controls_->config();
@@ -516,6 +406,7 @@ void MainWindow::start() {
   setLook(theme_from_name(QString::fromStdString(options_.settings.theme)), options_.settings.ui_scale);
   if (options_.presentation) presentation_->setChecked(true);
   if (!options_.tab.isEmpty()) showTab(options_.tab);
+  if (options_.enlarge_tab) QTimer::singleShot(0, this, [this] { setAnalysisEnlarged(true); });
   if (!options_.replay.isEmpty()) {
     openReplay(options_.replay);
     return;
@@ -601,159 +492,6 @@ void MainWindow::exportLogs(const QString& dir) {
   onWorker([w = worker_, dir] { w->exportLogs(dir); });
 }
 
-void MainWindow::showTab(const QString& name) {
-  const std::map<QString, QWidget*> tabs = {{"curves", curves_}, {"inspector", inspector_}, {"heavy-hitters", heavy_},
-                                            {"head-view", head_view_}, {"model-view", model_view_}};
-  const auto it = tabs.find(name.toLower());
-  if (it != tabs.end() && analysis_->indexOf(it->second) >= 0) analysis_->setCurrentWidget(it->second);
-}
-
-void MainWindow::setLook(ThemeKind theme, double scale) {
-  apply_theme(*qApp, theme, scale);
-  light_->blockSignals(true);
-  light_->setChecked(theme == ThemeKind::Light);
-  light_->blockSignals(false);
-  restyle();
-  persist();
-}
-
-void MainWindow::restyle() {
-  for (QAction* a : findChildren<QAction*>())
-    if (a->property("h2o_icon").isValid()) a->setIcon(theme_icon(IconKind(a->property("h2o_icon").toInt())));
-  if (running_) play_->setIcon(theme_icon(IconKind::Pause));
-  if (legend_) {
-    statusBar()->removeWidget(legend_);
-    legend_->deleteLater();
-  }
-  legend_ = makeFateLegend();
-  statusBar()->insertPermanentWidget(0, legend_);
-  for (PolicyPane* pane : panes_) pane->restyle();
-  curves_->restyle();
-  heavy_->restyle();
-  inspector_->restyle();
-  banner_->restyle();
-  // Redraw everything in the new look.
-  if (last_) {
-    auto again = last_;
-    last_.reset();
-    draw(*again);
-    last_ = again;
-  }
-  sendView();
-}
-
-void MainWindow::setPresentation(bool on) {
-  if (on == presentation_on_) return;
-  presentation_on_ = on;
-  presentation_->blockSignals(true);
-  presentation_->setChecked(on);
-  presentation_->blockSignals(false);
-  if (on) {
-    scale_before_presentation_ = ui_scale();
-    controls_dock_->hide();
-    showFullScreen();
-    setLook(current_theme(), std::max(1.3, ui_scale()));
-  } else {
-    controls_dock_->show();
-    showNormal();
-    setLook(current_theme(), scale_before_presentation_);
-  }
-}
-
-std::vector<std::pair<QString, QCustomPlot*>> MainWindow::plots() const {
-  auto out = panePlots();
-  const auto shared = sharedPlots();
-  out.insert(out.end(), shared.begin(), shared.end());
-  return out;
-}
-
-std::vector<std::pair<QString, QCustomPlot*>> MainWindow::reportPlots() const {
-  const std::string mode = last_ ? last_->mode : "stream";
-  const auto of_mode = curves_->plotsForMode(mode);
-  std::vector<std::pair<QString, QCustomPlot*>> out;
-  for (const auto& [name, plot] : plots()) {
-    const bool curve = plot == curves_->memory() || plot == curves_->throughput() || plot == curves_->perplexity() ||
-                       plot == curves_->agreement();
-    if (curve && std::find(of_mode.begin(), of_mode.end(), plot) == of_mode.end()) continue;
-    if (plot_has_data(plot)) out.push_back({name, plot});
-  }
-  return out;
-}
-
-std::vector<std::pair<QString, QCustomPlot*>> MainWindow::panePlots() const {
-  std::vector<std::pair<QString, QCustomPlot*>> out;
-  QStringList used;
-  for (PolicyPane* pane : panes_) {
-    QString policy = file_stem(policy_title(pane->policy()));
-    if (used.contains(policy)) policy += QString("-%1").arg(used.count());  // the same kind twice
-    used << policy;
-    out.push_back({policy + "-heatmap", pane->heatmap()});
-    out.push_back({policy + "-survival-whole", pane->overview()});
-    out.push_back({policy + "-survival-detail", pane->raster()});
-  }
-  return out;
-}
-
-std::vector<std::pair<QString, QCustomPlot*>> MainWindow::sharedPlots() const {
-  std::vector<std::pair<QString, QCustomPlot*>> out;
-  out.push_back({"kv-memory", curves_->memory()});
-  out.push_back({"throughput", curves_->throughput()});
-  out.push_back({"perplexity", curves_->perplexity()});
-  out.push_back({"agreement", curves_->agreement()});
-  out.push_back({"score-rank", heavy_->scoreRank()});
-  out.push_back({"sparsity", heavy_->sparsity()});
-  out.push_back({"token-score-history", inspector_->plot()});
-  return out;
-}
-
-QStringList MainWindow::writePlots(const QString& dir, const QList<int>& formats,
-                                   const std::vector<std::pair<QString, QCustomPlot*>>& plots) {
-  if (!QDir().mkpath(dir)) throw Error(dir.toStdString() + ": cannot create the folder");
-  QStringList written;
-  for (const auto& [name, plot] : plots)
-    for (int f : formats) {
-      const auto format = PlotFormat(f);
-      const QString file = name + "." + plot_format_suffix(format);
-      save_plot(plot, QDir(dir).filePath(file), format);
-      written << file;
-    }
-  return written;
-}
-
-QStringList MainWindow::exportPlots(const QString& dir, const QList<int>& formats) {
-  try {
-    fillHiddenPlots();
-    return writePlots(dir, formats, reportPlots());
-  } catch (const std::exception& e) {
-    showError("Export failed: " + QString::fromUtf8(e.what()));
-    return {};
-  }
-}
-
-void MainWindow::exportReport(const QString& dir, const QString& written) {
-  if (QFileInfo::exists(dir)) {
-    showError("Not writing the report: " + dir + " already exists");
-    return;
-  }
-  // Built under a staging name and renamed by the worker once whole, so a
-  // report folder either holds everything its summary lists or is not there.
-  const QString staging = dir + ".partial-" + QString::number(QCoreApplication::applicationPid());
-  QDir(staging).removeRecursively();
-  QStringList plots;
-  try {
-    fillHiddenPlots();
-    plots = writePlots(staging, {int(PlotFormat::Png), int(PlotFormat::Pdf), int(PlotFormat::Svg)}, reportPlots());
-    save_widget_png(this, QDir(staging).filePath("window.png"));
-    plots.prepend("window.png");
-  } catch (const std::exception& e) {
-    QDir(staging).removeRecursively();
-    showError("Writing the report failed: " + QString::fromUtf8(e.what()));
-    return;
-  }
-  const QString when = written.isEmpty() ? QString::fromStdString(utc_timestamp(std::time(nullptr))) : written;
-  onWorker([w = worker_, staging, dir, plots, when] { w->writeReport(staging, dir, plots, when); });
-}
-
 void MainWindow::drainSnapshots() {
   auto snapshot = slot_->take();
   if (!snapshot) return;
@@ -807,13 +545,6 @@ void MainWindow::drawAnalysis(const StudioSnapshot& s) {
   if (tab == model_view_) model_view_->setData(s.model_view, snapshot_policies(s), s.shown_layer, s.shown_head);
 }
 
-void MainWindow::fillHiddenPlots() {
-  // The analysis tabs not in view are drawn only for exports.
-  if (!last_) return;
-  heavy_->draw(*last_);
-  inspector_->draw(last_->inspection);
-}
-
 void MainWindow::hideLoading() {
   load_ticker_->stop();
   for (QWidget* w : {static_cast<QWidget*>(load_label_), static_cast<QWidget*>(load_bar_),
@@ -832,24 +563,6 @@ void MainWindow::setRunning(bool running) {
   running_ = running;
   play_->setText(running ? "Pause" : "Play");
   play_->setIcon(theme_icon(running ? IconKind::Pause : IconKind::Play));
-}
-
-void MainWindow::resizeEvent(QResizeEvent* event) {
-  QMainWindow::resizeEvent(event);
-  // Short windows (1280x720, a projector) give the panes the height: the
-  // curves become the first analysis tab instead of a column of their own.
-  const bool compact = height() < int(900 * std::max(1.0, ui_scale()));
-  const bool is_compact = analysis_->indexOf(curves_) >= 0;
-  if (compact == is_compact) return;
-  if (compact) {
-    analysis_->insertTab(0, curves_, "Curves");
-    analysis_->setCurrentIndex(0);
-  } else {
-    analysis_->removeTab(analysis_->indexOf(curves_));
-    bottom_->insertWidget(0, curves_);
-    curves_->show();
-    bottom_->setSizes({1000, 900});
-  }
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -57,7 +57,8 @@ struct MainWindowOptions {
   // a message box when dialogs are on, else yes.
   std::function<bool(const QString& what)> confirm_restart;
   bool presentation = false;  // start in presentation mode
-  QString tab;                // analysis tab to show: "inspector", "heavy-hitters", "head-view", "model-view"
+  QString tab;                // analysis tab to show: "curves", "inspector", "heavy-hitters", "head-view", "model-view"
+  bool enlarge_tab = false;   // the analysis tabs take most of the height
 };
 
 class MainWindow : public QMainWindow {
@@ -109,6 +110,8 @@ class MainWindow : public QMainWindow {
   bool presentation() const { return presentation_on_; }
   void setLook(ThemeKind theme, double scale);
   void showTab(const QString& name);
+  // The analysis tabs take most of the height (the panes keep their minimum): for the teaching views.
+  void setAnalysisEnlarged(bool on);
   void setStatsInterval(int seconds);
 
  signals:
@@ -153,8 +156,11 @@ class MainWindow : public QMainWindow {
   void hideLoading();
   void setRunning(bool running);
   void restyle();
+  // Runs f on the worker's thread (queued: the GUI never waits).
   template <class F>
-  void onWorker(F&& f);  // runs f on the worker's thread
+  void onWorker(F&& f) {
+    QMetaObject::invokeMethod(worker_, std::forward<F>(f), Qt::QueuedConnection);
+  }
 
   MainWindowOptions options_;
   std::shared_ptr<SnapshotSlot> slot_;
@@ -184,6 +190,7 @@ class MainWindow : public QMainWindow {
   QTabWidget* analysis_;
   QSplitter* central_split_;
   QSplitter* bottom_;
+  QAction* enlarge_;
   QAction *play_, *step_, *back_, *live_, *reset_, *open_, *save_, *report_, *presentation_, *light_, *bigger_, *smaller_;
   QWidget* legend_ = nullptr;  // the fate colours, in the status bar
   QLabel *perf_label_, *load_label_, *record_label_;

@@ -114,19 +114,19 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
   const QString view = view_caption(s);
   const QString compact_view = QString("L%1 %2").arg(s.shown_layer).arg(s.shown_head < 0 ? QString("mean") : QString("H%1").arg(s.shown_head));
   const QString exported = QString("%1 (%2) · %3").arg(title, describe, view);
-  heatmap_->setData(pane.heatmap, QString("attention · %1 · step %2").arg(view).arg(s.step),
+  heatmap_->setData(pane.heatmap, QString("attention · %1 · step %2").arg(compact_view).arg(s.step),
                     QString("%1 · attention · step %2").arg(exported).arg(s.step));
   heatmap_->replot(QCustomPlot::rpImmediateRefresh);
   // The trained context matters where positions are not rolled and the cache outgrows it: the full cache.
   const int64_t context = !pane.config.evicts() && !pane.config.rolling ? s.context : 0;
   const SurvivalRaster& o = pane.overview;
-  const QString whole = QString("whole stream: %1 positions × %2 steps%3")
-                            .arg(o.positions())
-                            .arg(o.steps())
-                            .arg(o.binned() ? " (binned)" : "");
-  overview_->setData(o, QString("survival · %1 · %2").arg(compact_view, whole),
-                     QString("%1 · survival · %2").arg(exported, whole), pane.detail.first_position,
-                     pane.detail.end_position, context);
+  overview_->setData(o, QString("whole stream · %1 pos · %2 steps").arg(o.positions()).arg(o.steps()),
+                     QString("%1 · survival · whole stream: %2 positions × %3 steps%4")
+                         .arg(exported)
+                         .arg(o.positions())
+                         .arg(o.steps())
+                         .arg(o.binned() ? " (binned)" : ""),
+                     pane.detail.first_position, pane.detail.end_position, context);
   overview_->replot(QCustomPlot::rpImmediateRefresh);
   const SurvivalRaster& d = pane.detail;
   const QString stretch = QString("positions %1–%2 · steps %3–%4")
@@ -134,7 +134,7 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
                               .arg(std::max<int64_t>(d.first_position, d.end_position - 1))
                               .arg(d.first_step)
                               .arg(d.last_step);
-  detail_->setData(d, QString("survival · %1").arg(stretch), QString("%1 · survival · %2").arg(exported, stretch), -1, -1,
+  detail_->setData(d, QString("detail · %1").arg(stretch), QString("%1 · survival · %2").arg(exported, stretch), -1, -1,
                    context);
   detail_->replot(QCustomPlot::rpImmediateRefresh);
 }

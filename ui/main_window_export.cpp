@@ -1,0 +1,142 @@
+// What the window exports: every plot by the name it is saved under, the
+// plots a report holds (those of the run's mode that have data), plot files
+// and the report folder (which appears only when complete).
+#include "main_window.h"
+
+#include <QApplication>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenuBar>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTimer>
+#include <QToolButton>
+#include <ctime>
+#include <map>
+#include <qcustomplot.h>
+
+#include "core/base/error.h"
+#include "core/base/format.h"
+#include "ui/banner.h"
+#include "ui/control_panel.h"
+#include "ui/curves_panel.h"
+#include "ui/head_view.h"
+#include "ui/heatmap_plot.h"
+#include "ui/heavy_hitter_panel.h"
+#include "ui/model_view.h"
+#include "ui/plot_export.h"
+#include "ui/plot_helpers.h"
+#include "ui/policy_pane.h"
+#include "ui/raster_plot.h"
+#include "ui/token_inspector.h"
+#include "ui/transport_bar.h"
+
+namespace h2o::ui {
+
+std::vector<std::pair<QString, QCustomPlot*>> MainWindow::plots() const {
+  auto out = panePlots();
+  const auto shared = sharedPlots();
+  out.insert(out.end(), shared.begin(), shared.end());
+  return out;
+}
+
+std::vector<std::pair<QString, QCustomPlot*>> MainWindow::reportPlots() const {
+  const std::string mode = last_ ? last_->mode : "stream";
+  const auto of_mode = curves_->plotsForMode(mode);
+  std::vector<std::pair<QString, QCustomPlot*>> out;
+  for (const auto& [name, plot] : plots()) {
+    const bool curve = plot == curves_->memory() || plot == curves_->throughput() || plot == curves_->perplexity() ||
+                       plot == curves_->agreement();
+    if (curve && std::find(of_mode.begin(), of_mode.end(), plot) == of_mode.end()) continue;
+    if (plot_has_data(plot)) out.push_back({name, plot});
+  }
+  return out;
+}
+
+std::vector<std::pair<QString, QCustomPlot*>> MainWindow::panePlots() const {
+  std::vector<std::pair<QString, QCustomPlot*>> out;
+  QStringList used;
+  for (PolicyPane* pane : panes_) {
+    QString policy = file_stem(policy_title(pane->policy()));
+    if (used.contains(policy)) policy += QString("-%1").arg(used.count());  // the same kind twice
+    used << policy;
+    out.push_back({policy + "-heatmap", pane->heatmap()});
+    out.push_back({policy + "-survival-whole", pane->overview()});
+    out.push_back({policy + "-survival-detail", pane->raster()});
+  }
+  return out;
+}
+
+std::vector<std::pair<QString, QCustomPlot*>> MainWindow::sharedPlots() const {
+  std::vector<std::pair<QString, QCustomPlot*>> out;
+  out.push_back({"kv-memory", curves_->memory()});
+  out.push_back({"throughput", curves_->throughput()});
+  out.push_back({"perplexity", curves_->perplexity()});
+  out.push_back({"agreement", curves_->agreement()});
+  out.push_back({"score-rank", heavy_->scoreRank()});
+  out.push_back({"sparsity", heavy_->sparsity()});
+  out.push_back({"token-score-history", inspector_->plot()});
+  return out;
+}
+
+QStringList MainWindow::writePlots(const QString& dir, const QList<int>& formats,
+                                   const std::vector<std::pair<QString, QCustomPlot*>>& plots) {
+  if (!QDir().mkpath(dir)) throw Error(dir.toStdString() + ": cannot create the folder");
+  QStringList written;
+  for (const auto& [name, plot] : plots)
+    for (int f : formats) {
+      const auto format = PlotFormat(f);
+      const QString file = name + "." + plot_format_suffix(format);
+      save_plot(plot, QDir(dir).filePath(file), format);
+      written << file;
+    }
+  return written;
+}
+
+QStringList MainWindow::exportPlots(const QString& dir, const QList<int>& formats) {
+  try {
+    fillHiddenPlots();
+    return writePlots(dir, formats, reportPlots());
+  } catch (const std::exception& e) {
+    showError("Export failed: " + QString::fromUtf8(e.what()));
+    return {};
+  }
+}
+
+void MainWindow::exportReport(const QString& dir, const QString& written) {
+  if (QFileInfo::exists(dir)) {
+    showError("Not writing the report: " + dir + " already exists");
+    return;
+  }
+  // Built under a staging name and renamed by the worker once whole, so a
+  // report folder either holds everything its summary lists or is not there.
+  const QString staging = dir + ".partial-" + QString::number(QCoreApplication::applicationPid());
+  QDir(staging).removeRecursively();
+  QStringList plots;
+  try {
+    fillHiddenPlots();
+    plots = writePlots(staging, {int(PlotFormat::Png), int(PlotFormat::Pdf), int(PlotFormat::Svg)}, reportPlots());
+    save_widget_png(this, QDir(staging).filePath("window.png"));
+    plots.prepend("window.png");
+  } catch (const std::exception& e) {
+    QDir(staging).removeRecursively();
+    showError("Writing the report failed: " + QString::fromUtf8(e.what()));
+    return;
+  }
+  const QString when = written.isEmpty() ? QString::fromStdString(utc_timestamp(std::time(nullptr))) : written;
+  onWorker([w = worker_, staging, dir, plots, when] { w->writeReport(staging, dir, plots, when); });
+}
+
+void MainWindow::fillHiddenPlots() {
+  // The analysis tabs not in view are drawn only for exports.
+  if (!last_) return;
+  heavy_->draw(*last_);
+  inspector_->draw(last_->inspection);
+}
+
+}  // namespace h2o::ui

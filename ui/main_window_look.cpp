@@ -1,0 +1,242 @@
+// The window's look: its actions and their icons, the theme and the text
+// scale, presentation mode, and the compact layout of short windows.
+#include "main_window.h"
+
+#include <QApplication>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenuBar>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTimer>
+#include <QToolButton>
+#include <ctime>
+#include <map>
+#include <qcustomplot.h>
+
+#include "core/base/error.h"
+#include "core/base/format.h"
+#include "ui/banner.h"
+#include "ui/control_panel.h"
+#include "ui/curves_panel.h"
+#include "ui/head_view.h"
+#include "ui/heatmap_plot.h"
+#include "ui/heavy_hitter_panel.h"
+#include "ui/model_view.h"
+#include "ui/plot_export.h"
+#include "ui/plot_helpers.h"
+#include "ui/policy_pane.h"
+#include "ui/raster_plot.h"
+#include "ui/token_inspector.h"
+#include "ui/transport_bar.h"
+
+namespace h2o::ui {
+
+QWidget* MainWindow::makeFateLegend() {
+  auto* w = new QWidget;
+  auto* h = new QHBoxLayout(w);
+  h->setContentsMargins(8, 0, 8, 0);
+  h->setSpacing(8);
+  auto* title = new QLabel("Token fate:");
+  title->setStyleSheet(QString("color:%1;").arg(muted_text_color().name()));
+  h->addWidget(title);
+  for (Fate f : {Fate::Sink, Fate::Heavy, Fate::Recent, Fate::Cached, Fate::Evicted, Fate::Unborn}) {
+    auto* label = new QLabel(QString("<span style='color:%1'>■</span> %2").arg(fate_color(f).name(), fate_legend_name(f)));
+    label->setToolTip(fate_tooltip(f));
+    h->addWidget(label);
+  }
+  return w;
+}
+
+void MainWindow::buildActions() {
+  const auto action = [this](IconKind icon, const QString& text, const char* name, const QKeySequence& key,
+                             const QString& tip) {
+    auto* a = new QAction(theme_icon(icon), text, this);
+    a->setObjectName(name);
+    a->setProperty("h2o_icon", int(icon));
+    if (!key.isEmpty()) a->setShortcut(key);
+    a->setToolTip(tip);
+    return a;
+  };
+  play_ = action(IconKind::Play, "Play", "play", Qt::Key_Space, "Play / pause (Space)");
+  step_ = action(IconKind::StepForward, "Step", "step", Qt::Key_S, "One step forward (S): through the history, else a new step");
+  back_ = action(IconKind::StepBack, "Back", "back", Qt::Key_B, "One step back on the timeline (B)");
+  live_ = action(IconKind::Live, "Live", "live", Qt::Key_L, "Show the newest step again (L)");
+  reset_ = action(IconKind::Reset, "Reset", "reset", Qt::Key_R, "Start the run again with the current settings (R)");
+  connect(play_, &QAction::triggered, this, [this] {
+    if (running_) onWorker([w = worker_] { w->pause(); });
+    else onWorker([w = worker_] { w->play(); });
+  });
+  connect(step_, &QAction::triggered, this, [this] { onWorker([w = worker_] { w->stepOnce(); }); });
+  connect(back_, &QAction::triggered, this, &MainWindow::stepBack);
+  connect(live_, &QAction::triggered, this, &MainWindow::goLive);
+  connect(reset_, &QAction::triggered, this, [this] {
+    if (last_ && last_->steps_ingested > 0 && !replaying_ && !confirmRestart("Reset"))
+      return;
+    onWorker([w = worker_] { w->reset(); });
+  });
+
+  open_ = action(IconKind::Open, "Open recording…", "open", QKeySequence::Open, "Replay a saved run (no model needed)");
+  connect(open_, &QAction::triggered, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, "Open a recording", {}, "H2O Studio recordings (*.jsonl);;All files (*)");
+    if (!path.isEmpty()) openReplay(path);
+  });
+  save_ = action(IconKind::Save, "Save recording…", "save", QKeySequence::Save, "Save the run to replay later");
+  connect(save_, &QAction::triggered, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, "Save the run", "run.h2orec.jsonl", "H2O Studio recordings (*.jsonl)");
+    if (!path.isEmpty()) saveRecording(path);
+  });
+  auto* plots = new QAction("Export plots (PNG, PDF, SVG)…", this);
+  connect(plots, &QAction::triggered, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, "Folder for the plots");
+    if (dir.isEmpty()) return;
+    const QStringList files = exportPlots(dir, {int(PlotFormat::Png), int(PlotFormat::Pdf), int(PlotFormat::Svg)});
+    statusBar()->showMessage(QString("Wrote %1 plot files to %2").arg(files.size()).arg(dir), 8000);
+  });
+  auto* logs = new QAction("Export logs (CSV, JSONL)…", this);
+  connect(logs, &QAction::triggered, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, "Folder for the logs");
+    if (!dir.isEmpty()) exportLogs(dir);
+  });
+  report_ = action(IconKind::Report, "Export report", "report", QKeySequence("Ctrl+E"),
+                   "One click: plots, logs, recording and a summary in a new folder under ./reports (Ctrl+E)");
+  connect(report_, &QAction::triggered, this, [this] {
+    const std::time_t now = std::time(nullptr);
+    exportReport(QDir::current().filePath("reports/h2o-report-" + QString::fromStdString(file_stamp(now))),
+                 QString::fromStdString(utc_timestamp(now)));
+  });
+  auto* shot = new QAction("Save screenshot…", this);
+  connect(shot, &QAction::triggered, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, "Screenshot", "h2o-studio.png", "PNG (*.png)");
+    if (path.isEmpty()) return;
+    try {
+      save_widget_png(this, path);
+    } catch (const std::exception& e) {
+      showError(QString::fromUtf8(e.what()));
+    }
+  });
+  auto* quit = new QAction("Quit", this);
+  quit->setShortcut(QKeySequence::Quit);
+  connect(quit, &QAction::triggered, this, &QWidget::close);
+
+  presentation_ = action(IconKind::Fullscreen, "Presentation mode", "presentation", Qt::Key_F11,
+                         "Full screen, larger text and lines, controls hidden (F11)");
+  presentation_->setCheckable(true);
+  connect(presentation_, &QAction::toggled, this, &MainWindow::setPresentation);
+  light_ = new QAction("Light theme (projectors, print)", this);
+  light_->setObjectName("light");
+  light_->setCheckable(true);
+  light_->setChecked(options_.settings.theme == "light");
+  connect(light_, &QAction::toggled, this, [this](bool on) { setLook(on ? ThemeKind::Light : ThemeKind::Dark, ui_scale()); });
+  bigger_ = new QAction("Larger text and lines", this);
+  bigger_->setShortcut(QKeySequence::ZoomIn);
+  connect(bigger_, &QAction::triggered, this, [this] { setLook(current_theme(), std::min(3.0, ui_scale() + 0.15)); });
+  smaller_ = new QAction("Smaller text and lines", this);
+  smaller_->setShortcut(QKeySequence::ZoomOut);
+  connect(smaller_, &QAction::triggered, this, [this] { setLook(current_theme(), std::max(0.75, ui_scale() - 0.15)); });
+
+  QMenu* file = menuBar()->addMenu("&File");
+  file->addActions({open_, save_});
+  file->addSeparator();
+  file->addActions({plots, logs, report_, shot});
+  file->addSeparator();
+  file->addAction(quit);
+  QMenu* run = menuBar()->addMenu("&Run");
+  run->addActions({play_, back_, step_, live_, reset_});
+  QMenu* view = menuBar()->addMenu("&View");
+  view->setObjectName("view_menu");
+  view->addActions({presentation_, light_, bigger_, smaller_});
+
+}
+
+void MainWindow::showTab(const QString& name) {
+  const std::map<QString, QWidget*> tabs = {{"curves", curves_}, {"inspector", inspector_}, {"heavy-hitters", heavy_},
+                                            {"head-view", head_view_}, {"model-view", model_view_}};
+  const auto it = tabs.find(name.toLower());
+  if (it != tabs.end() && analysis_->indexOf(it->second) >= 0) analysis_->setCurrentWidget(it->second);
+}
+
+void MainWindow::setAnalysisEnlarged(bool on) {
+  enlarge_->blockSignals(true);
+  enlarge_->setChecked(on);
+  enlarge_->blockSignals(false);
+  const int total = central_split_->height();
+  central_split_->setSizes(on ? QList<int>{total / 3, total * 2 / 3} : QList<int>{total * 3 / 4, total / 4});
+}
+
+void MainWindow::setLook(ThemeKind theme, double scale) {
+  apply_theme(*qApp, theme, scale);
+  light_->blockSignals(true);
+  light_->setChecked(theme == ThemeKind::Light);
+  light_->blockSignals(false);
+  restyle();
+  persist();
+}
+
+void MainWindow::restyle() {
+  for (QAction* a : findChildren<QAction*>())
+    if (a->property("h2o_icon").isValid()) a->setIcon(theme_icon(IconKind(a->property("h2o_icon").toInt())));
+  if (running_) play_->setIcon(theme_icon(IconKind::Pause));
+  if (legend_) {
+    statusBar()->removeWidget(legend_);
+    legend_->deleteLater();
+  }
+  legend_ = makeFateLegend();
+  statusBar()->insertPermanentWidget(0, legend_);
+  for (PolicyPane* pane : panes_) pane->restyle();
+  curves_->restyle();
+  heavy_->restyle();
+  inspector_->restyle();
+  banner_->restyle();
+  // Redraw everything in the new look.
+  if (last_) {
+    auto again = last_;
+    last_.reset();
+    draw(*again);
+    last_ = again;
+  }
+  sendView();
+}
+
+void MainWindow::setPresentation(bool on) {
+  if (on == presentation_on_) return;
+  presentation_on_ = on;
+  presentation_->blockSignals(true);
+  presentation_->setChecked(on);
+  presentation_->blockSignals(false);
+  if (on) {
+    scale_before_presentation_ = ui_scale();
+    controls_dock_->hide();
+    showFullScreen();
+    setLook(current_theme(), std::max(1.3, ui_scale()));
+  } else {
+    controls_dock_->show();
+    showNormal();
+    setLook(current_theme(), scale_before_presentation_);
+  }
+}
+
+void MainWindow::resizeEvent(QResizeEvent* event) {
+  QMainWindow::resizeEvent(event);
+  // Short windows (1280x720, a projector) give the panes the height: the
+  // curves become the first analysis tab instead of a column of their own.
+  const bool compact = height() < int(900 * std::max(1.0, ui_scale()));
+  const bool is_compact = analysis_->indexOf(curves_) >= 0;
+  if (compact == is_compact) return;
+  if (compact) {
+    analysis_->insertTab(0, curves_, "Curves");
+    analysis_->setCurrentIndex(0);
+  } else {
+    analysis_->removeTab(analysis_->indexOf(curves_));
+    bottom_->insertWidget(0, curves_);
+    curves_->show();
+    bottom_->setSizes({1000, 900});
+  }
+}
+
+}  // namespace h2o::ui
