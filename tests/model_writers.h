@@ -30,6 +30,7 @@ namespace h2o::test {
 struct ModelArrays {
   struct Layer {
     std::vector<float> attn_norm, wq, wk, wv, wo, ffn_norm, w1, w2, w3;
+    std::vector<float> bq, bk, bv;  // only with config.attention_bias (Qwen2)
   };
   ModelConfig config;
   std::vector<float> embedding;  // [vocab, dim]
@@ -69,6 +70,7 @@ inline ModelArrays random_arrays(const ModelConfig& c, uint64_t seed, bool separ
     L.wq = make(q * d);
     L.wk = make(kv * d);
     L.wv = make(kv * d);
+    if (c.attention_bias) L.bq = make(q), L.bk = make(kv), L.bv = make(kv);
     L.wo = make(d * q);
     L.ffn_norm = make(d, 1.0f);
     L.w1 = make(h * d);
@@ -433,8 +435,9 @@ inline std::vector<float> hf_permute(const std::vector<float>& w, int n_heads, i
 }
 
 inline nlohmann::json hf_config(const ModelConfig& c, bool tie) {
-  return {{"architectures", {"LlamaForCausalLM"}},
-          {"model_type", "llama"},
+  const bool qwen2 = c.architecture == "qwen2";
+  nlohmann::json j = {{"architectures", {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
+          {"model_type", c.architecture},
           {"hidden_act", "silu"},
           {"hidden_size", c.dim},
           {"intermediate_size", c.hidden_dim},
@@ -449,6 +452,12 @@ inline nlohmann::json hf_config(const ModelConfig& c, bool tie) {
           {"eos_token_id", c.eos_id},
           {"tie_word_embeddings", tie},
           {"torch_dtype", "float32"}};
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type == "linear") j["rope_scaling"] = {{"type", "linear"}, {"factor", s.factor}};
+  if (s.type == "llama3")
+    j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", s.factor}, {"low_freq_factor", s.low_freq_factor},
+                         {"high_freq_factor", s.high_freq_factor}, {"original_max_position_embeddings", s.original_context}};
+  return j;
 }
 
 // The tensors of `m` under Hugging Face names, q/k rows permuted to HF order.
@@ -467,6 +476,11 @@ inline std::vector<StTensor> hf_tensors(const ModelArrays& m, DType dtype) {
     add(p + "self_attn.q_proj.weight", hf_permute(L.wq, c.n_heads, c.head_dim(), c.dim), {q, d});
     add(p + "self_attn.k_proj.weight", hf_permute(L.wk, c.n_kv_heads, c.head_dim(), c.dim), {kv, d});
     add(p + "self_attn.v_proj.weight", L.wv, {kv, d});
+    if (!L.bq.empty()) {
+      add(p + "self_attn.q_proj.bias", hf_permute(L.bq, c.n_heads, c.head_dim(), 1), {q});
+      add(p + "self_attn.k_proj.bias", hf_permute(L.bk, c.n_kv_heads, c.head_dim(), 1), {kv});
+      add(p + "self_attn.v_proj.bias", L.bv, {kv});
+    }
     add(p + "self_attn.o_proj.weight", L.wo, {d, q});
     add(p + "post_attention_layernorm.weight", L.ffn_norm, {d});
     add(p + "mlp.gate_proj.weight", L.w1, {h, d});

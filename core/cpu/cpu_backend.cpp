@@ -23,6 +23,7 @@ namespace {
 class F32Weights {
  public:
   const float* get(const Tensor& t) {
+    if (!t.data) return nullptr;
     if (t.dtype == DType::F32) return t.f32();
     auto& buf = converted_.emplace_back(size_t(t.numel()));
     convert_to_f32(t.data, t.dtype, size_t(t.numel()), buf.data());
@@ -35,6 +36,7 @@ class F32Weights {
 
 struct Layer {
   const float *attn_norm, *wq, *wk, *wv, *wo, *ffn_norm, *w1, *w2, *w3;
+  const float *bq, *bk, *bv;  // null without attention biases
 };
 
 // One attention capture being filled: the untrimmed rows of each captured
@@ -51,6 +53,7 @@ class CpuBackend final : public Backend {
         cfg_(model_->config),
         threads_(threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()))),
         pool_(threads_),
+        rope_freqs_(cfg_.rope_frequencies()),
         kv_(std::make_shared<KvMemoryAccount>()) {
     kv_->limit = kv_limit_bytes;
     const ModelWeights& w = model_->weights;
@@ -58,7 +61,7 @@ class CpuBackend final : public Backend {
     for (const LayerWeights& l : w.layers)
       layers_.push_back({weights_.get(l.attn_norm), weights_.get(l.wq), weights_.get(l.wk), weights_.get(l.wv),
                          weights_.get(l.wo), weights_.get(l.ffn_norm), weights_.get(l.w1), weights_.get(l.w2),
-                         weights_.get(l.w3)});
+                         weights_.get(l.w3), weights_.get(l.bq), weights_.get(l.bk), weights_.get(l.bv)});
     final_norm_ = weights_.get(w.final_norm);
     classifier_ = model_->shared_classifier() ? embedding_ : weights_.get(w.classifier);
   }
@@ -100,6 +103,7 @@ class CpuBackend final : public Backend {
   std::vector<Layer> layers_;
   const float* final_norm_ = nullptr;
   const float* classifier_ = nullptr;
+  std::vector<double> rope_freqs_;  // per rotated pair
   std::shared_ptr<KvMemoryAccount> kv_;  // shared with every cache made here
 
   // Activations of the current batch (T rows), and logits being scored.
@@ -156,7 +160,7 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
   for (size_t i = 0; i < items.size(); ++i) {
     if (!caches[i]->rule().rolling)
       for (int r = 0; r < spans[i].rows; ++r)
-        stream_angles[i].emplace_back(hd, double(caches[i]->tokens_seen() + r), cfg_.rope_theta);
+        stream_angles[i].emplace_back(rope_freqs_, double(caches[i]->tokens_seen() + r));
     begin_captures(items[i], *caches[i], spans[i], captures[i]);
   }
 
@@ -170,6 +174,11 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
     cpu::matmul(q_.data(), xb_.data(), w.wq, T, dim, q_dim, pool_);
     cpu::matmul(k_.data(), xb_.data(), w.wk, T, dim, kv_dim, pool_);
     cpu::matmul(v_.data(), xb_.data(), w.wv, T, dim, kv_dim, pool_);
+    if (w.bq) {  // Qwen2's projection biases
+      cpu::add_bias(q_.data(), w.bq, T, q_dim);
+      cpu::add_bias(k_.data(), w.bk, T, kv_dim);
+      cpu::add_bias(v_.data(), w.bv, T, kv_dim);
+    }
 
     // Per session and KV head: RoPE, append, attend, score, cut.
     const int tasks = int(items.size()) * cfg_.n_kv_heads;

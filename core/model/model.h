@@ -17,7 +17,18 @@
 
 namespace h2o {
 
+// RoPE frequency scaling for contexts longer than the model was trained on.
+struct RopeScaling {
+  std::string type = "none";       // "none", "linear" (positions / factor), "llama3" (Llama 3.1's smooth split)
+  float factor = 1.0f;
+  float low_freq_factor = 1.0f;    // llama3
+  float high_freq_factor = 4.0f;   // llama3
+  int original_context = 0;        // llama3: the pre-training context the split is measured against
+  std::vector<float> freq_factors; // per pair, divides the frequency (GGUF's rope_freqs tensor); empty: none
+};
+
 struct ModelConfig {
+  std::string architecture = "llama";  // llama, mistral or qwen2 (what the file said; the pass differs only below)
   int dim = 0;
   int hidden_dim = 0;
   int n_layers = 0;
@@ -29,8 +40,12 @@ struct ModelConfig {
   float norm_eps = 1e-5f;
   int bos_id = 1;
   int eos_id = 2;
+  bool attention_bias = false;  // q, k and v projections add a bias (Qwen2)
+  RopeScaling rope_scaling;
 
   int head_dim() const { return dim / n_heads; }
+  // The angle per position of each rotated pair i: theta^(-2i/head_dim), scaled.
+  std::vector<double> rope_frequencies() const;
   int kv_dim() const { return n_kv_heads * head_dim(); }
   int group_size() const { return n_heads / n_kv_heads; }  // query heads per KV head
   int64_t parameter_count() const;
@@ -60,6 +75,7 @@ struct LayerWeights {
   Tensor w1;         // gate [hidden, dim]
   Tensor w2;         // down [dim, hidden]
   Tensor w3;         // up   [hidden, dim]
+  Tensor bq, bk, bv; // biases [q_dim], [kv_dim], [kv_dim]: only with attention_bias
 };
 
 struct ModelWeights {
@@ -98,6 +114,12 @@ struct Model {
   DType weight_dtype() const;  // of the layer matrices
 };
 
+// Rows of each of `n_heads` heads reordered from the half-split RoPE order
+// (Hugging Face, GGUF's NEOX-style Qwen2: row i pairs with row i + head_dim/2)
+// to interleaved pairs (2i, 2i+1), which every backend rotates. Rows are
+// `row_bytes` apart and independent, whatever their element type.
+std::shared_ptr<std::vector<uint8_t>> interleave_rope_rows(const uint8_t* src, size_t row_bytes, int n_heads, int head_dim);
+
 // A model of this shape that came from `path` in `format`; the loader sets its tensors.
 std::shared_ptr<Model> new_model(const ModelConfig& config, const std::string& path, const std::string& format);
 
@@ -113,7 +135,8 @@ std::shared_ptr<const Model> load_gguf(const std::string& path);
 std::shared_ptr<const Model> load_safetensors(const std::string& path);
 
 // Random weights at a named real shape, fixed seed. Names: stories260K,
-// stories15M, stories42M, stories110M, tinyllama-1.1b, llama2-7b; an optional
+// stories15M, stories42M, stories110M, tinyllama-1.1b, llama2-7b, qwen2-260K,
+// qwen2-0.5b (Qwen2's biases and RoPE base); an optional
 // vocabulary override (e.g. 32000 to pair with tokenizer.model).
 struct SyntheticSpec {
   std::string shape = "stories15M";

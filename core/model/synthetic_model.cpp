@@ -25,7 +25,10 @@ struct Shape {
   const char* name;
   int dim, hidden, layers, heads, kv_heads, vocab, seq_len;
   float norm_eps;
-  bool shared_classifier;  // llama2.c's TinyStories models tie it to the embedding
+  bool shared_classifier;  // llama2.c's TinyStories models and Qwen2 tie it to the embedding
+  const char* architecture = "llama";
+  float rope_theta = 10000.0f;
+  bool attention_bias = false;
 };
 
 constexpr Shape kShapes[] = {
@@ -35,6 +38,9 @@ constexpr Shape kShapes[] = {
     {"stories110M", 768, 2048, 12, 12, 12, 32000, 1024, 1e-5f, true},
     {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000, 2048, 1e-5f, false},
     {"llama2-7b", 4096, 11008, 32, 32, 32, 32000, 4096, 1e-5f, false},
+    // Qwen2's forward pass (q/k/v biases, theta 1e6) at a test size, and at Qwen2-0.5B's real shape.
+    {"qwen2-260K", 64, 172, 3, 8, 2, 512, 512, 1e-6f, true, "qwen2", 1e6f, true},
+    {"qwen2-0.5b", 896, 4864, 24, 14, 2, 151936, 32768, 1e-6f, true, "qwen2", 1e6f, true},
 };
 
 const Shape* find_shape(const std::string& name) {
@@ -146,7 +152,9 @@ ModelConfig synthetic_shape(const std::string& name) {
   c.vocab_size = s.vocab;
   c.max_seq_len = s.seq_len;
   c.norm_eps = s.norm_eps;
-  c.rope_theta = 10000.0f;
+  c.rope_theta = s.rope_theta;
+  c.architecture = s.architecture;
+  c.attention_bias = s.attention_bias;
   c.bos_id = 1;
   c.eos_id = 2;
   return c;
@@ -222,6 +230,7 @@ std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec) {
   };
   auto matrix = [&](Tensor& t, int64_t rows, int64_t cols) { add(t, rows, cols, 0.0f, std::sqrt(3.0f / float(cols))); };
   auto norm = [&](Tensor& t) { add(t, 1, d, 1.0f, 0.1f); };
+  auto bias = [&](Tensor& t, int64_t n) { add(t, 1, n, 0.0f, 0.5f); };
 
   // A tied embedding doubles as the classifier, so it gets the classifier's
   // scale (unit-variance logits); an untied one gets O(1) entries.
@@ -232,6 +241,7 @@ std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec) {
     matrix(l.wq, q, d);
     matrix(l.wk, kv, d);
     matrix(l.wv, kv, d);
+    if (c.attention_bias) bias(l.bq, q), bias(l.bk, kv), bias(l.bv, kv);
     matrix(l.wo, d, q);
     norm(l.ffn_norm);
     matrix(l.w1, hid, d);

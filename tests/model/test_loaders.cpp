@@ -677,6 +677,33 @@ TEST(LoaderSafetensors, UnpermutesQueryAndKeyRows) {
   EXPECT_TRUE(in_mapping(*model, model->weights.token_embedding));
 }
 
+TEST(LoaderSafetensors, Qwen2BiasesAndRopeScaling) {
+  const auto dir = temp_dir("st-qwen2");
+  ModelConfig c = hf_test_config();
+  c.architecture = "qwen2";
+  c.attention_bias = true;
+  c.rope_theta = 1e6f;
+  c.rope_scaling = {"llama3", 8.0f, 1.0f, 4.0f, 32, {}};
+  const auto m = random_arrays(c, 38, false);
+  write_hf_model(dir, m);
+  auto model = load_safetensors(dir.string());
+  EXPECT_EQ(model->config.architecture, "qwen2");
+  EXPECT_TRUE(model->config.attention_bias);
+  EXPECT_EQ(model->config.rope_scaling.type, "llama3");
+  EXPECT_EQ(model->config.rope_scaling.original_context, 32);
+  EXPECT_FLOAT_EQ(model->config.rope_scaling.factor, 8.0f);
+  // Biases come back in our interleaved order, q and k unpermuted like their weights.
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& w = model->weights.layers[size_t(l)];
+    EXPECT_EQ(tensor_values(w.bq), m.layers[size_t(l)].bq);
+    EXPECT_EQ(tensor_values(w.bk), m.layers[size_t(l)].bk);
+    EXPECT_EQ(tensor_values(w.bv), m.layers[size_t(l)].bv);
+    EXPECT_EQ(tensor_values(w.wq), m.layers[size_t(l)].wq);
+  }
+  EXPECT_EQ(model->weights.layers[0].bq.rows, 1);
+  EXPECT_EQ(model->weights.layers[0].bq.cols, c.dim);
+}
+
 TEST(LoaderSafetensors, ClassifierTyingAndTokenIds) {
   const auto dir = temp_dir("st-tie");
   const auto m = random_arrays(hf_test_config(), 33, /*separate_classifier=*/true);
@@ -802,8 +829,13 @@ TEST(LoaderSafetensors, BadConfig) {
   expect_error([&] { load_safetensors(dir.string()); }, (dir / "model.safetensors").string(), "expected");
   edited([](json& j) { j["model_type"] = "gpt2"; });
   expect_error([&] { load_safetensors(dir.string()); }, config.string(), "gpt2");
-  edited([](json& j) { j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}}; });
-  expect_error([&] { load_safetensors(dir.string()); }, config.string(), "rope_scaling");
+  // linear and llama3 scaling are read (LoaderSafetensors.Qwen2BiasesAndRopeScaling); others are one line.
+  edited([](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 2.0}}; });
+  expect_error([&] { load_safetensors(dir.string()); }, config.string(), "rope_scaling type 'yarn'");
+  edited([](json& j) { j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}}; });
+  expect_error([&] { load_safetensors(dir.string()); }, config.string(), "original_max_position_embeddings");
+  edited([](json& j) { j["attention_bias"] = true; });  // a llama model: o_proj would be biased too
+  expect_error([&] { load_safetensors(dir.string()); }, config.string(), "attention_bias");
   fs::remove(config);
   expect_error([&] { load_safetensors(dir.string()); }, dir.string(), "config.json");
 }
@@ -1013,4 +1045,42 @@ TEST(Synthetic, LoadModelWithSyntheticPath) {
 }
 
 }  // namespace
+
+// ModelConfig::rope_frequencies against values computed by hand.
+TEST(RopeFrequencies, PlainLinearAndLlama3) {
+  ModelConfig c = synthetic_shape("stories260K");  // head_dim 8: pairs 0..3
+  c.rope_theta = 10000.0f;
+  std::vector<double> f = c.rope_frequencies();
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_DOUBLE_EQ(f[0], 1.0);
+  EXPECT_DOUBLE_EQ(f[1], 0.1);     // 10000^(-2/8)
+  EXPECT_DOUBLE_EQ(f[3], 0.001);   // 10000^(-6/8)
+  c.rope_scaling.type = "linear";
+  c.rope_scaling.factor = 4;
+  EXPECT_DOUBLE_EQ(c.rope_frequencies()[1], 0.025);
+  // llama3, original context 1000, factor 8, low 1, high 4: wavelengths 2*pi*{1, 10, 100, 1000};
+  // below 250 kept, above 1000 divided by 8, 628.3 blended with smooth = (1000/628.3 - 1) / 3.
+  c.rope_scaling = {"llama3", 8.0f, 1.0f, 4.0f, 1000, {}};
+  f = c.rope_frequencies();
+  EXPECT_DOUBLE_EQ(f[0], 1.0);
+  EXPECT_DOUBLE_EQ(f[1], 0.1);
+  const double smooth = (1000 / (2 * M_PI * 100) - 1) / 3;
+  EXPECT_NEAR(f[2], (1 - smooth) * 0.01 / 8 + smooth * 0.01, 1e-15);
+  EXPECT_NEAR(f[3], 0.001 / 8, 1e-18);
+  // GGUF's rope_freqs: one divisor per pair.
+  c.rope_scaling = RopeScaling{};
+  c.rope_scaling.freq_factors = {1, 2, 4, 8};
+  EXPECT_DOUBLE_EQ(c.rope_frequencies()[3], 0.001 / 8);
+  c.rope_scaling.freq_factors = {1, 2};
+  EXPECT_THROW(c.validate("config"), Error);
+  c.rope_scaling = RopeScaling{};
+  c.rope_scaling.type = "yarn";
+  try {
+    c.validate("config.json");
+    FAIL() << "yarn accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "config.json: RoPE scaling 'yarn' is not supported (none, linear or llama3)");
+  }
+}
+
 }  // namespace h2o::test
