@@ -14,6 +14,7 @@
 #include "core/base/thread_pool.h"
 #include "core/cpu/cpu_cache.h"
 #include "core/cpu/cpu_ops.h"
+#include "core/cpu/read_bandwidth.h"
 #include "core/model/rope.h"
 
 namespace h2o {
@@ -64,6 +65,7 @@ class CpuBackend final : public Backend {
                          weights_.get(l.w3), weights_.get(l.bq), weights_.get(l.bk), weights_.get(l.bv)});
     final_norm_ = weights_.get(w.final_norm);
     classifier_ = model_->shared_classifier() ? embedding_ : weights_.get(w.classifier);
+    for (const Tensor* t : model_->all_tensors()) f32_bytes_ += t->numel() * int64_t(sizeof(float));
   }
 
   std::string name() const override { return "cpu"; }
@@ -74,6 +76,11 @@ class CpuBackend final : public Backend {
   }
   const Model& model() const override { return *model_; }
   int64_t peak_kv_bytes() const override { return kv_->peak; }
+  int64_t weight_bytes() const override { return f32_bytes_; }
+  double measure_bandwidth(int64_t bytes) override {
+    // At most 4 GiB: past the caches, DRAM's rate no longer depends on the size.
+    return cpu::measure_read_bandwidth(size_t(std::min<int64_t>(bytes, int64_t(4) << 30)), pool_);
+  }
 
   std::unique_ptr<SessionCache> new_cache(const PolicyConfig& policy) override {
     policy.validate();
@@ -104,6 +111,7 @@ class CpuBackend final : public Backend {
   const float* final_norm_ = nullptr;
   const float* classifier_ = nullptr;
   std::vector<double> rope_freqs_;  // per rotated pair
+  int64_t f32_bytes_ = 0;           // every weight, as this backend reads it
   std::shared_ptr<KvMemoryAccount> kv_;  // shared with every cache made here
 
   // Activations of the current batch (T rows), and logits being scored.
