@@ -167,7 +167,9 @@ BpeTokenizer::BpeTokenizer(const BpeVocab& vocab, const std::string& source)
   if (vocab.merges.size() > size_t(INT32_MAX)) fail(source, "its vocabulary has more merges than ranks can number");
   merges_.reserve(vocab.merges.size());
   for (size_t rank = 0; rank < vocab.merges.size(); ++rank) {
-    const auto& [left, right] = vocab.merges[rank];
+    // Named references, not a structured binding: clang 14 cannot capture those.
+    const std::string& left = vocab.merges[rank].first;
+    const std::string& right = vocab.merges[rank].second;
     const auto piece_id = [&](const std::string& piece) {
       const auto it = piece_ids_.find(piece);
       if (it == piece_ids_.end())
