@@ -98,6 +98,8 @@ class BpeTokenizer final : public Tokenizer {
   std::string source_;
   std::string pre_name_;
   std::vector<std::string> texts_;  // what each id prints as: raw bytes
+  // Normal pieces only: what merges and whole-word lookups can produce, so
+  // encode() never yields a special token, whatever its text.
   std::unordered_map<std::string, int> piece_ids_;
   std::unordered_map<uint64_t, Merge> merges_;
   int byte_ids_[256] = {};
@@ -140,8 +142,8 @@ BpeTokenizer::BpeTokenizer(const BpeVocab& vocab, const std::string& source)
   for (size_t id = 0; id < n; ++id) {
     const std::string& piece = vocab.pieces[id];
     const int type = type_of(id);
-    piece_ids_.emplace(piece, static_cast<int>(id));  // the first of duplicate pieces keeps the text
     if (is_special(type)) specials_.add(piece, static_cast<int>(id));
+    else piece_ids_.emplace(piece, static_cast<int>(id));  // the first of duplicate pieces keeps the text
     // Control tokens have no surface text; user-defined ones print as written.
     texts_.push_back(type == kPieceControl ? std::string() : type == kPieceUserDefined ? piece : byte_level_to_bytes(piece));
   }
@@ -155,7 +157,7 @@ BpeTokenizer::BpeTokenizer(const BpeVocab& vocab, const std::string& source)
   // Every byte needs a piece, or some text could not be encoded at all.
   for (int b = 0; b < 256; ++b) {
     const auto it = piece_ids_.find(byte_to_utf8(static_cast<uint8_t>(b)));
-    if (it == piece_ids_.end() || is_special(type_of(size_t(it->second)))) {
+    if (it == piece_ids_.end()) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02X", b);
       fail(source, std::string("its vocabulary has no piece for byte ") + hex + " (" +
@@ -170,16 +172,18 @@ BpeTokenizer::BpeTokenizer(const BpeVocab& vocab, const std::string& source)
     // Named references, not a structured binding: clang 14 cannot capture those.
     const std::string& left = vocab.merges[rank].first;
     const std::string& right = vocab.merges[rank].second;
+    // -1: a special token's text. Such a merge is dropped: special pieces are
+    // never symbols of a word, and one must not come out of user text.
     const auto piece_id = [&](const std::string& piece) {
       const auto it = piece_ids_.find(piece);
-      if (it == piece_ids_.end())
-        fail(source, "merge " + std::to_string(rank) + " (" + quote_text(left) + " " + quote_text(right) + ") names " +
-                         quote_text(piece) + ", which is not in the vocabulary");
-      return it->second;
+      if (it != piece_ids_.end()) return it->second;
+      if (specials_.find(piece) >= 0) return -1;
+      fail(source, "merge " + std::to_string(rank) + " (" + quote_text(left) + " " + quote_text(right) + ") names " +
+                       quote_text(piece) + ", which is not in the vocabulary");
     };
     const int l = piece_id(left), r = piece_id(right), merged = piece_id(left + right);
     // A later duplicate of a merge never applies: the first rank wins.
-    merges_.emplace(pair_key(l, r), Merge{static_cast<int>(rank), merged});
+    if (l >= 0 && r >= 0 && merged >= 0) merges_.emplace(pair_key(l, r), Merge{static_cast<int>(rank), merged});
   }
 
   pretokenizer_ = std::make_unique<Pretokenizer>(vocab.patterns, source);

@@ -28,7 +28,9 @@ struct BpeVocab {
   // Normal pieces in the byte alphabet ("Ġthe"); special tokens as written ("<|eot_id|>").
   std::vector<std::string> pieces;
   std::vector<int> types;  // one per piece; empty: all normal
-  // Merges, best (lowest rank) first: the two pieces whose concatenation is a piece.
+  // Merges, best (lowest rank) first: the two pieces whose concatenation is a
+  // piece. A merge that involves a special token's text is dropped, so that
+  // encode() can never produce a special token.
   std::vector<std::pair<std::string, std::string>> merges;
   // Pre-tokenizer regexes (PCRE2 syntax), applied in turn; and a name for describe().
   std::vector<std::string> patterns;

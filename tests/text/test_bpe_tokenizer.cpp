@@ -162,6 +162,18 @@ TEST(BpeSpecials, NeverMatchedInUserText) {
   EXPECT_EQ(tok->eot_id(), kTinyEot);       // found by its text
 }
 
+TEST(BpeSpecials, NeverMadeByMergesOrWholeWordLookup) {
+  REQUIRE_PCRE2();
+  auto v = tiny_bpe_vocab();  // llama-bpe: whole words that are pieces are taken whole
+  v.pieces.push_back("!!");   // a control token whose text is a word of its own
+  v.types.push_back(3);
+  v.scores.push_back(0);
+  v.merges.push_back("! !");  // a merge that would make it: dropped
+  const auto tok = tokenizer_from_vocab(v, kTinyBos, kTinyEos, "t.gguf");
+  EXPECT_EQ(tok->encode("!!"), (std::vector<int>{'!', '!'}));
+  EXPECT_EQ(tok->encode_with_specials("!!"), (std::vector<int>{test::kTinyPieces}));
+}
+
 TEST(BpeSpecials, LongestSpecialWins) {
   text::SpecialTokens specials;
   specials.add("<a>", 1);
