@@ -22,6 +22,8 @@ class Tokenizer {
   // The text of one token as it appears in running text (SentencePiece's
   // word-boundary mark as a space, byte pieces as their byte). `previous` lets
   // a tokenizer drop the leading space after BOS, as llama2.c does.
+  // Byte-level BPE pieces are raw bytes that may end mid-character: show
+  // running text through text::Utf8Stream (core/text/utf8_stream.h).
   virtual std::string piece_text(int id, int previous = -1) const = 0;
   // A short description: "sentencepiece:<file> (32000 pieces)".
   virtual std::string describe() const = 0;

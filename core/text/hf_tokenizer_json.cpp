@@ -20,12 +20,6 @@
 #include "../error.h"
 #include "../mapped_file.h"
 
-namespace h2o {
-std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& path) {
-  return text::make_bpe_tokenizer(text::read_hf_tokenizer_json(path), path);
-}
-}  // namespace h2o
-
 namespace h2o::text {
 namespace {
 
@@ -243,22 +237,6 @@ TokenizerConfig read_config_beside(const std::string& tokenizer_path) {
   return config;
 }
 
-BpeVocab read_checked(const std::string& path);
-
-}  // namespace
-
-BpeVocab read_hf_tokenizer_json(const std::string& path) {
-  // Every access is type-checked first; this only turns a case that slipped
-  // through into the same one-line error instead of a json exception.
-  try {
-    return read_checked(path);
-  } catch (const json::exception& e) {
-    fail(path, std::string("unexpected JSON content (") + e.what() + ")");
-  }
-}
-
-namespace {
-
 BpeVocab read_checked(const std::string& path) {
   const JsonFile f(path);
   const json root = f.parse();
@@ -289,10 +267,14 @@ BpeVocab read_checked(const std::string& path) {
       slots.resize(size_t(id) + 1);
       types.resize(size_t(id) + 1, kPieceNormal);
     }
-    if (slots[size_t(id)] && piece_type == kPieceNormal && *slots[size_t(id)] != text)
-      f.error(where + ": id " + std::to_string(id) + " is given to both " + quote_text(*slots[size_t(id)]) + " and " +
+    std::optional<std::string>& slot = slots[size_t(id)];
+    if (slot && piece_type == kPieceNormal && *slot != text)
+      f.error(where + ": id " + std::to_string(id) + " is given to both " + quote_text(*slot) + " and " +
               quote_text(text));
-    slots[size_t(id)] = text;
+    // A non-special added token that repeats a vocabulary piece stays a
+    // normal piece, which merges may make (as they do in Hugging Face).
+    if (slot && *slot == text && piece_type == kPieceUserDefined && types[size_t(id)] == kPieceNormal) return;
+    slot = text;
     types[size_t(id)] = piece_type;
   };
   const json* added = member(root, "added_tokens");
@@ -367,4 +349,23 @@ BpeVocab read_checked(const std::string& path) {
 }
 
 }  // namespace
+
+BpeVocab read_hf_tokenizer_json(const std::string& path) {
+  // Every access is type-checked first; this only turns a case that slipped
+  // through into the same one-line error instead of a json exception.
+  try {
+    return read_checked(path);
+  } catch (const json::exception& e) {
+    fail(path, std::string("unexpected JSON content (") + e.what() + ")");
+  }
+}
+
 }  // namespace h2o::text
+
+namespace h2o {
+
+std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& path) {
+  return text::make_bpe_tokenizer(text::read_hf_tokenizer_json(path), path);
+}
+
+}  // namespace h2o

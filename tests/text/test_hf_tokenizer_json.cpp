@@ -79,6 +79,16 @@ TEST_F(HfTokenizerJson, AddedTokensAreSpecials) {
   EXPECT_EQ(tok->piece_text(kTinyUser), "<u>");  // special: false -> printed as written
 }
 
+TEST_F(HfTokenizerJson, AddedTokenRepeatingAPieceStaysNormal) {
+  REQUIRE_PCRE2();
+  json j = test::tiny_tokenizer_json();
+  j["added_tokens"].push_back({{"id", 259}, {"content", "hello"}, {"special", false}});
+  const auto tok = load_hf_tokenizer(write(j));
+  EXPECT_EQ(tok->encode("hello"), (std::vector<int>{259}));  // merges still make it
+  EXPECT_EQ(tok->special_id("hello"), -1);
+  EXPECT_EQ(tok->piece_text(259), "hello");
+}
+
 TEST_F(HfTokenizerJson, MergesAsPairs) {
   REQUIRE_PCRE2();
   json j = test::tiny_tokenizer_json();
