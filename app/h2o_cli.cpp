@@ -62,7 +62,8 @@ struct Flags {
 
 void add_model_flags(CLI::App* sub, Flags& f) {
   sub->add_option("--model", f.model, "model file: llama2.c .bin, .gguf, config.json/.safetensors/folder, or synthetic:<shape>[:vocab=N]");
-  sub->add_option("--tokenizer", f.tokenizer, "SentencePiece tokenizer.model (default: the model's own, or the demo's)");
+  sub->add_option("--tokenizer", f.tokenizer,
+                  "SentencePiece .model, GGUF (its vocabulary) or tokenizer.json (default: the model's own, or the demo's)");
 }
 
 void add_run_flags(CLI::App* sub, Flags& f) {
