@@ -4,6 +4,7 @@
 //   eval      teacher-forced perplexity / agreement / KL against the full cache, per budget
 //   sample    token ids sampled from a model (input for eval on models without a tokenizer)
 //   info      what a model or tokenizer file holds
+//   tokenize  the token ids of a text under a tokenizer file
 // Every input error is one line on stderr and a non-zero exit.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -67,7 +69,8 @@ struct Flags {
 
 void add_model_flags(CLI::App* sub, Flags& f) {
   sub->add_option("--model", f.model, "model file: llama2.c .bin, .gguf, config.json/.safetensors/folder, or synthetic:<shape>[:vocab=N]");
-  sub->add_option("--tokenizer", f.tokenizer, "SentencePiece tokenizer.model (default: the model's own, or the demo's)");
+  sub->add_option("--tokenizer", f.tokenizer,
+                  "SentencePiece .model, GGUF (its vocabulary) or tokenizer.json (default: the model's own, or the demo's)");
 }
 
 void add_run_flags(CLI::App* sub, Flags& f) {
@@ -400,6 +403,36 @@ int run_sample(Flags& f, int count, const std::string& out_path, const char* arg
   return interrupted_exit_code();
 }
 
+// ---- tokenize -----------------------------------------------------------------
+
+struct TokenizeFlags {
+  std::string tokenizer, text, text_file;
+  bool no_bos = false, specials = false;
+};
+
+int run_tokenize(CLI::App* sub, const TokenizeFlags& tf) {
+  const bool has_text = sub->count("text") > 0, has_file = sub->count("--text-file") > 0;
+  if (has_text == has_file) fail("--text-file", "give either TEXT or --text-file PATH, not both or neither");
+  std::string text = tf.text;
+  if (has_file) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(tf.text_file, ec)) fail(tf.text_file, "is a folder, not a text file");
+    std::ifstream file(tf.text_file, std::ios::binary);
+    if (!file) fail(tf.text_file, "cannot open text file");
+    std::stringstream ss;
+    ss << file.rdbuf();
+    text = ss.str();
+  }
+  const auto tokenizer = load_tokenizer(tf.tokenizer);
+  std::vector<int> ids;
+  if (!tf.no_bos && tokenizer->adds_bos()) ids.push_back(tokenizer->bos_id());
+  const auto encoded = tf.specials ? tokenizer->encode_with_specials(text) : tokenizer->encode(text);
+  ids.insert(ids.end(), encoded.begin(), encoded.end());
+  for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
+  std::cout << "\n";
+  return 0;
+}
+
 // ---- info ---------------------------------------------------------------------
 
 int run_info(Flags& f, const char* argv0) {
@@ -474,6 +507,21 @@ int main(int argc, char** argv) {
   auto* info = app.add_subcommand("info", "what a model / tokenizer holds");
   add_model_flags(info, f);
 
+  TokenizeFlags tf;
+  auto* tokenize = app.add_subcommand("tokenize", "print the token ids of a text, space-separated, on one line");
+  tokenize->add_option("--tokenizer", tf.tokenizer,
+                       "SentencePiece .model, GGUF (its vocabulary; a vocabulary-only file will do) or tokenizer.json")
+      ->required();
+  tokenize->add_option("text", tf.text, "the text (or give --text-file)");
+  tokenize->add_option("--text-file", tf.text_file, "read the text from this file, byte for byte");
+  tokenize->add_flag("--no-bos", tf.no_bos,
+                     "never put BOS first. Without it BOS comes first only when the vocabulary asks for it, as in "
+                     "llama.cpp: a GGUF's tokenizer.ggml.add_bos_token, else yes for SentencePiece and Llama-3, no "
+                     "for Qwen2; a tokenizer.json's add_bos_token (tokenizer_config.json) or post-processor");
+  tokenize->add_flag("--specials", tf.specials,
+                     "recognise special tokens' texts (<|eot_id|>, <|im_start|>, <s>) as those tokens, as chat "
+                     "templates need; by default they are plain text");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -487,6 +535,7 @@ int main(int argc, char** argv) {
     if (*eval) return run_eval(f, ef, argv[0], command_line);
     if (*sample) return run_sample(f, sample_count, sample_out, argv[0]);
     if (*info) return run_info(f, argv[0]);
+    if (*tokenize) return run_tokenize(tokenize, tf);
   } catch (const Error& e) {
     std::cerr << "h2o-cli: " << e.what() << "\n";
     return 1;

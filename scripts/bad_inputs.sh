@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bad inputs: runs h2o-cli on one example of every class of bad input (corrupt
-# llama2.c / GGUF / safetensors files, wrong tokenizers, malformed prompt and
+# llama2.c / GGUF / safetensors files, wrong or malformed tokenizers (SentencePiece,
+# byte-level BPE vocabularies, tokenizer.json), malformed prompt and
 # token-id files, out-of-range flags, unwritable outputs) plus an interrupted
 # run (SIGINT, SIGTERM), and prints a Markdown table of what happened: the
 # message on stderr, the exit code, how many lines stderr had, and whether any
@@ -142,6 +143,32 @@ put("hf/valid.safetensors", struct.pack("<Q", len(hdr)) + hdr + data)
 put("random.model", bytes(rng.getrandbits(8) for _ in range(4096)))
 put("empty.model", b"")
 
+# Byte-level BPE: vocabulary-only GGUF files (tokenizer.ggml.model "gpt2", no
+# tensors) whose pieces are the 256 bytes in GPT-2's alphabet, "he", BOS, EOS.
+def byte_alphabet():
+    own = [b for b in range(256) if 33 <= b <= 126 or 161 <= b <= 172 or 174 <= b <= 255]
+    shifted = [b for b in range(256) if b not in own]
+    cp = {b: b for b in own}
+    cp.update({b: 256 + i for i, b in enumerate(shifted)})
+    return [chr(cp[b]) for b in range(256)]
+def gkv(key, type_, payload):
+    return gstr(key) + struct.pack("<I", type_) + payload
+def gstrings(items):
+    return struct.pack("<IQ", 8, len(items)) + b"".join(gstr(x) for x in items)
+def bpe_gguf(pre="llama-bpe", merges=("h e",)):
+    pieces = byte_alphabet() + ["he", "<|begin_of_text|>", "<|end_of_text|>"]
+    kvs = [gkv("general.architecture", 8, gstr("llama")), gkv("tokenizer.ggml.model", 8, gstr("gpt2")),
+           gkv("tokenizer.ggml.pre", 8, gstr(pre)), gkv("tokenizer.ggml.tokens", 9, gstrings(pieces)),
+           gkv("tokenizer.ggml.merges", 9, gstrings(list(merges))),
+           gkv("tokenizer.ggml.bos_token_id", 4, struct.pack("<I", 257)),
+           gkv("tokenizer.ggml.eos_token_id", 4, struct.pack("<I", 258))]
+    return b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)) + b"".join(kvs)
+put("vocab-only.gguf", bpe_gguf())
+put("bad-merge.gguf", bpe_gguf(merges=("he",)))
+put("unknown-piece.gguf", bpe_gguf(merges=("h zz",)))
+put("unknown-pre.gguf", bpe_gguf(pre="falcon"))
+put("wordpiece.json", json.dumps({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 1}}}))
+
 # prompt files (FastChat question.jsonl)
 put("malformed.jsonl", '{"turns": ["fine"]}\n{"turns": ["cut\n')
 put("malformed-first.jsonl", '{"turns": ["cut\n{"turns": ["fine"]}\n')
@@ -256,7 +283,7 @@ run_case() {
   done
   local sub=${real[0]} joined=" ${real[*]} "
   add() { [[ $joined == *" $1 "* ]] || real+=("$1" "$2"); }
-  if [ "$sub" != info ]; then add --threads 1; fi
+  if [ "$sub" != info ] && [ "$sub" != tokenize ]; then add --threads 1; fi
   case $sub in
     stream) add --questions 1; add --max-new-tokens 2 ;;
     generate) add --max-new-tokens 2 ;;
@@ -388,6 +415,16 @@ run_case "tokenizer: empty file" bad M "$A/kjv-1M.bin" --tokenizer "$in/empty.mo
 run_case "tokenizer: 32000 pieces for a 2048-token model" bad M "$A/kjv-1M.bin" --tokenizer "$A/tokenizer.model"
 run_case "tokenizer: 2048 pieces for a 512-token model" bad M "$A/stories260K.bin" --tokenizer "$A/kjv-tok2k.model"
 run_case "tokenizer: random bytes (info)" bad - info --model "$A/kjv-1M.bin" --tokenizer "$in/random.model"
+run_case "tokenizer: tokenizer.json of a WordPiece model" bad M "$A/kjv-1M.bin" --tokenizer "$in/wordpiece.json"
+run_case "model: vocabulary-only GGUF (no tensors)" bad M "$in/vocab-only.gguf"
+# tokenize (byte-level BPE vocabularies, tokenizer.json)
+run_case "control: vocabulary-only GGUF as the tokenizer" valid - tokenize --tokenizer "$in/vocab-only.gguf" hehe
+run_case "tokenize: GGUF merge without a space" bad - tokenize --tokenizer "$in/bad-merge.gguf" hello
+run_case "tokenize: GGUF merge naming an unknown piece" bad - tokenize --tokenizer "$in/unknown-piece.gguf" hello
+run_case "tokenize: unknown tokenizer.ggml.pre" bad - tokenize --tokenizer "$in/unknown-pre.gguf" hello
+run_case "tokenize: tokenizer.json of a WordPiece model" bad - tokenize --tokenizer "$in/wordpiece.json" hello
+run_case "tokenize: neither TEXT nor --text-file" bad - tokenize --tokenizer "$A/kjv-tok2k.model"
+run_case "tokenize: --text-file missing" bad - tokenize --tokenizer "$A/kjv-tok2k.model" --text-file "$in/nope.txt"
 # prompts JSONL
 run_case "prompts: malformed JSON on line 1" bad S --prompts "$in/malformed-first.jsonl"
 run_case "prompts: malformed JSON on line 2, all questions read" bad S --prompts "$in/malformed.jsonl" --questions 0

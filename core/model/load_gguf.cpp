@@ -78,6 +78,7 @@ class GgufParser {
   explicit GgufParser(const MappedFile& file) : file_(file), r_(file) {}
 
   std::shared_ptr<const Model> parse(std::shared_ptr<const MappedFile> keep_alive);
+  GgufVocab parse_vocab();
 
  private:
   [[noreturn]] void error(const std::string& problem) const { fail(file_.path(), problem); }
@@ -100,7 +101,8 @@ class GgufParser {
 
   ModelConfig read_config() const;
   Tensor tensor(const std::string& name, int64_t rows, int64_t cols, bool required = true);
-  std::optional<EmbeddedVocab> read_vocab(const ModelConfig& config) const;
+  // `rows`: the model's embedding rows, which the pieces must not outnumber.
+  EmbeddedVocab read_vocab(std::optional<int> rows, int bos_id, int eos_id) const;
   std::vector<std::string> string_array(const std::string& key) const;
   const Value& array_of(const std::string& key, uint32_t elem_type) const;
 
@@ -401,17 +403,17 @@ std::vector<std::string> GgufParser::string_array(const std::string& key) const 
   return out;
 }
 
-std::optional<EmbeddedVocab> GgufParser::read_vocab(const ModelConfig& config) const {
-  if (!find("tokenizer.ggml.model")) return std::nullopt;
+EmbeddedVocab GgufParser::read_vocab(std::optional<int> rows, int bos_id, int eos_id) const {
   EmbeddedVocab vocab;
   vocab.model = get_string("tokenizer.ggml.model");
   vocab.pieces = string_array("tokenizer.ggml.tokens");
   const size_t n = vocab.pieces.size();
+  if (n == 0) error("tokenizer.ggml.tokens has no pieces");
   // Some files pad the embedding past the tokenizer's pieces; the reverse
   // would let the tokenizer emit ids the model has no row for.
-  if (n == 0 || n > size_t(config.vocab_size))
+  if (rows && n > size_t(*rows))
     error("tokenizer.ggml.tokens has " + std::to_string(n) + " pieces for a model vocabulary of " +
-          std::to_string(config.vocab_size));
+          std::to_string(*rows));
   vocab.scores.assign(n, 0.0f);
   if (find("tokenizer.ggml.scores")) {
     const Value& v = array_of("tokenizer.ggml.scores", kF32);
@@ -427,19 +429,45 @@ std::optional<EmbeddedVocab> GgufParser::read_vocab(const ModelConfig& config) c
   }
   vocab.unk_id = get_int("tokenizer.ggml.unknown_token_id", 0);
   vocab.add_space_prefix = get_bool("tokenizer.ggml.add_space_prefix", true);
+  // Byte-level BPE: merges and pre-tokenizer; tokenizer_from_vocab says what is missing.
+  if (find("tokenizer.ggml.merges")) vocab.merges = string_array("tokenizer.ggml.merges");
+  if (find("tokenizer.ggml.pre")) vocab.pre = get_string("tokenizer.ggml.pre");
+  vocab.eot_id = get_int("tokenizer.ggml.eot_token_id", -1);
+  vocab.pad_id = get_int("tokenizer.ggml.padding_token_id", -1);
+  if (find("tokenizer.ggml.add_bos_token")) vocab.add_bos = get_bool("tokenizer.ggml.add_bos_token", true);
+  // -1 is "absent" (get_int refuses negative values in the file).
   auto check_id = [&](int id, const char* what) {
-    if (id < 0 || size_t(id) >= n)
+    if (id != -1 && (id < 0 || size_t(id) >= n))
       error(std::string(what) + " " + std::to_string(id) + " is outside the tokenizer's " + std::to_string(n) + " pieces");
   };
   check_id(vocab.unk_id, "tokenizer.ggml.unknown_token_id");
-  check_id(config.bos_id, "tokenizer.ggml.bos_token_id");
-  check_id(config.eos_id, "tokenizer.ggml.eos_token_id");
+  check_id(bos_id, "tokenizer.ggml.bos_token_id");
+  check_id(eos_id, "tokenizer.ggml.eos_token_id");
+  check_id(vocab.eot_id, "tokenizer.ggml.eot_token_id");
+  check_id(vocab.pad_id, "tokenizer.ggml.padding_token_id");
   return vocab;
+}
+
+GgufVocab GgufParser::parse_vocab() {
+  read_preamble();
+  read_metadata();
+  if (!find("tokenizer.ggml.model")) error("has no vocabulary (no tokenizer.ggml.model)");
+  GgufVocab out;
+  // SentencePiece files default to <s> = 1 and </s> = 2 (llama.cpp does the
+  // same); other vocabularies have no such convention.
+  const bool sentencepiece = get_string("tokenizer.ggml.model") == "llama";
+  out.bos_id = get_int("tokenizer.ggml.bos_token_id", sentencepiece ? 1 : -1);
+  out.eos_id = get_int("tokenizer.ggml.eos_token_id", sentencepiece ? 2 : -1);
+  out.vocab = read_vocab(std::nullopt, out.bos_id, out.eos_id);
+  return out;
 }
 
 std::shared_ptr<const Model> GgufParser::parse(std::shared_ptr<const MappedFile> keep_alive) {
   read_preamble();
   read_metadata();
+  if (tensor_count_ == 0)
+    error(find("tokenizer.ggml.model") ? "has no tensors: it holds only a vocabulary (give it as --tokenizer), not a model"
+                                       : "has no tensors");
   read_tensor_infos();
 
   auto model = std::make_shared<Model>();
@@ -475,7 +503,7 @@ std::shared_ptr<const Model> GgufParser::parse(std::shared_ptr<const MappedFile>
       const int layer = std::atoi(name.c_str() + 4);
       if (layer >= c.n_layers) error("tensor " + name + " belongs to a layer beyond llama.block_count " + std::to_string(c.n_layers));
     }
-  model->vocab = read_vocab(c);
+  if (find("tokenizer.ggml.model")) model->vocab = read_vocab(c.vocab_size, c.bos_id, c.eos_id);
   model->storage = std::move(keep_alive);
   return model;
 }
@@ -486,6 +514,12 @@ std::shared_ptr<const Model> load_gguf(const std::string& path) {
   auto file = MappedFile::open(path);
   GgufParser parser(*file);
   return parser.parse(file);
+}
+
+GgufVocab load_gguf_vocab(const std::string& path) {
+  auto file = MappedFile::open(path);
+  GgufParser parser(*file);
+  return parser.parse_vocab();
 }
 
 }  // namespace h2o

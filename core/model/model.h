@@ -87,12 +87,26 @@ struct ModelWeights {
 
 // The vocabulary a model file carries (GGUF), enough to build a tokenizer.
 struct EmbeddedVocab {
-  std::string model;  // "llama" (SentencePiece)
+  std::string model;  // "llama" (SentencePiece) or "gpt2" (byte-level BPE)
   std::vector<std::string> pieces;
   std::vector<float> scores;
   std::vector<int> types;  // SentencePiece piece types: 1 normal, 2 unknown, 3 control, 4 user, 5 unused, 6 byte
   int unk_id = 0;
   bool add_space_prefix = true;
+  // Byte-level BPE only: the merges by rank ("a b") and the pre-tokenizer's
+  // name (tokenizer.ggml.merges, tokenizer.ggml.pre).
+  std::vector<std::string> merges;
+  std::string pre;
+  int eot_id = -1;              // tokenizer.ggml.eot_token_id; -1: absent
+  int pad_id = -1;              // tokenizer.ggml.padding_token_id; -1: absent
+  std::optional<bool> add_bos;  // tokenizer.ggml.add_bos_token; absent: the vocabulary type's default
+};
+
+// A GGUF file's vocabulary alone, with its BOS and EOS ids.
+struct GgufVocab {
+  EmbeddedVocab vocab;
+  int bos_id = -1;
+  int eos_id = -1;
 };
 
 struct Model {
@@ -130,6 +144,9 @@ std::shared_ptr<const Model> load_model(const std::string& path);
 
 std::shared_ptr<const Model> load_llama2c(const std::string& path);
 std::shared_ptr<const Model> load_gguf(const std::string& path);
+// Only the vocabulary of a GGUF: works on vocabulary-only files (no tensors),
+// which load_gguf refuses. Throws Error naming the file.
+GgufVocab load_gguf_vocab(const std::string& path);
 // `path` is a config.json, a *.safetensors file, a *.safetensors.index.json,
 // or a folder holding config.json and the weights.
 std::shared_ptr<const Model> load_safetensors(const std::string& path);

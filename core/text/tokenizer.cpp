@@ -78,7 +78,7 @@ std::string tokenizer_source(const Model& model, const std::string& tokenizer_pa
 }
 
 std::unique_ptr<Tokenizer> choose_tokenizer(const Model& model, const std::string& tokenizer_path) {
-  if (!tokenizer_path.empty()) return load_sentencepiece(tokenizer_path);
+  if (!tokenizer_path.empty()) return load_tokenizer(tokenizer_path);
   if (model.vocab) return tokenizer_from_vocab(*model.vocab, model.config.bos_id, model.config.eos_id, model.path);
   return make_byte_tokenizer(model.config.vocab_size);
 }
@@ -119,8 +119,8 @@ std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& path) {
   fail(path, "this build has no SentencePiece support");
 }
 
-std::unique_ptr<Tokenizer> tokenizer_from_vocab(const EmbeddedVocab& /*vocab*/, int /*bos_id*/, int /*eos_id*/,
-                                                const std::string& what) {
+std::unique_ptr<Tokenizer> sentencepiece_from_vocab(const EmbeddedVocab& /*vocab*/, int /*bos_id*/, int /*eos_id*/,
+                                                    const std::string& what) {
   fail(what, "this build has no SentencePiece support");
 }
 

@@ -14,10 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "core/text/tokenizer.h"
 #include "tests/assets.h"
 #include "tests/cli_runner.h"
-#include "core/text/tokenizer.h"
 #include "tests/model_writers.h"
+#include "tests/text/bpe_writers.h"
 
 using namespace h2o;
 using namespace h2o::test;
@@ -67,6 +68,20 @@ void write_inputs(const fs::path& dir) {
   write_text(dir / "big.model", proto);
   write_text(dir / "garbage.model", std::string(1000, '\x07'));
   write_text(dir / "empty.model", "");
+
+  // Byte-level BPE vocabularies (vocabulary-only GGUF files, tokenizer.json).
+  tiny_bpe_gguf().write(dir / "vocab-only.gguf");
+  EmbeddedVocab bpe = tiny_bpe_vocab();
+  bpe.merges[1] = "ll";
+  tiny_bpe_gguf(bpe).write(dir / "bad-merge.gguf");
+  bpe = tiny_bpe_vocab();
+  bpe.merges[1] = "l zz";
+  tiny_bpe_gguf(bpe).write(dir / "unknown-piece.gguf");
+  tiny_bpe_gguf("falcon").write(dir / "unknown-pre.gguf");
+  nlohmann::json wordpiece = tiny_tokenizer_json();
+  wordpiece["model"]["type"] = "WordPiece";
+  write_json(dir / "wordpiece.json", wordpiece);
+  write_text(dir / "broken.json", "{\"model\": {\"type\": \"BPE\", ");
 
   write_text(dir / "truncated.jsonl", "{\"turns\": [\"fine\"]}\n{\"turns\": [\"cut");
   write_text(dir / "no-turns.jsonl", "{\"question_id\": 1, \"category\": \"x\"}\n");
@@ -150,6 +165,25 @@ std::vector<BadInput> cases() {
       {"tokenizer garbage", s + "--tokenizer {dir}/garbage.model", "garbage.model"},
       {"tokenizer is a model checkpoint", s + "--tokenizer {dir}/tiny.bin", "tiny.bin"},
       {"tokenizer vocabulary larger than the model's", s + "--tokenizer {dir}/big.model", "big.model"},
+      {"tokenizer.json of a WordPiece model", s + "--tokenizer {dir}/wordpiece.json",
+       "wordpiece.json: model type \"WordPiece\" is not supported"},
+      {"vocabulary-only GGUF as a model", "stream --out {out} --model {dir}/vocab-only.gguf",
+       "vocab-only.gguf: has no tensors"},
+      // tokenize
+      {"tokenize GGUF merge without a space", "tokenize --tokenizer {dir}/bad-merge.gguf hello",
+       "bad-merge.gguf: tokenizer.ggml.merges[1]"},
+      {"tokenize GGUF merge naming an unknown piece", "tokenize --tokenizer {dir}/unknown-piece.gguf hello",
+       "unknown-piece.gguf"},
+      {"tokenize unknown pre-tokenizer", "tokenize --tokenizer {dir}/unknown-pre.gguf hello",
+       "unknown-pre.gguf: tokenizer.ggml.pre \"falcon\""},
+      {"tokenize tokenizer.json not JSON", "tokenize --tokenizer {dir}/broken.json hello", "broken.json"},
+      {"tokenize tokenizer missing", "tokenize --tokenizer {dir}/nope.json hello", "nope.json"},
+      {"tokenize without a tokenizer", "tokenize hello", "--tokenizer"},
+      {"tokenize without text", "tokenize --tokenizer {dir}/vocab-only.gguf", "--text-file"},
+      {"tokenize text and text file", "tokenize --tokenizer {dir}/vocab-only.gguf --text-file {dir}/fine.ids hi",
+       "--text-file"},
+      {"tokenize text file missing", "tokenize --tokenizer {dir}/vocab-only.gguf --text-file {dir}/nope.txt",
+       "nope.txt"},
       // prompt files
       {"prompts missing", s + "--prompts {dir}/nope.jsonl", "nope.jsonl"},
       {"prompts is a folder", s + "--prompts {dir}", "{dir}"},

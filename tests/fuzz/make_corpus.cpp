@@ -12,6 +12,7 @@
 
 #include "core/text/tokenizer.h"
 #include "tests/model_writers.h"
+#include "tests/text/bpe_writers.h"
 
 namespace fs = std::filesystem;
 using namespace h2o;
@@ -105,6 +106,29 @@ void sentencepiece(const fs::path& dir) {
   put(dir, "bytes272.model", sentencepiece_model_proto(bytes, 1, 2, "corpus"));
 }
 
+// Tokenizer files load_tokenizer tells apart: byte-level BPE vocabulary-only
+// GGUF files (both pre-tokenizers), tokenizer.json files (merges as strings
+// and as pairs, NFC), and a SentencePiece model.
+void tokenizer(const fs::path& dir) {
+  put(dir, "tiny-llama-bpe.gguf", tiny_bpe_gguf("llama-bpe").build());
+  GgufWriter qwen2 = tiny_bpe_gguf("qwen2");
+  qwen2.set_u32("tokenizer.ggml.eot_token_id", kTinyEot);
+  qwen2.set_bool("tokenizer.ggml.add_bos_token", false);
+  put(dir, "tiny-qwen2.gguf", qwen2.build());
+  put(dir, "tiny-tokenizer.json", tiny_tokenizer_json().dump(1));
+  nlohmann::json pairs = tiny_tokenizer_json();
+  nlohmann::json merges = nlohmann::json::array();
+  for (const std::string& m : tiny_bpe_merges()) merges.push_back({m.substr(0, m.find(' ')), m.substr(m.find(' ') + 1)});
+  pairs["model"]["merges"] = merges;
+  pairs["normalizer"] = {{"type", "NFC"}};
+  pairs["post_processor"] = {{"type", "ByteLevel"}};
+  put(dir, "tiny-pairs-nfc.json", pairs.dump());
+  EmbeddedVocab small;
+  small.model = "llama";
+  small.pieces = tiny_pieces(16);
+  put(dir, "tiny16.model", sentencepiece_model_proto(small, 1, 2, "corpus"));
+}
+
 void prompts(const fs::path& dir) {
   put(dir, "two-questions.jsonl",
       R"({"question_id": 81, "category": "writing", "turns": ["Write a haiku about rain.", "Now make it rhyme."]})"
@@ -136,6 +160,7 @@ int main(int argc, char** argv) {
     gguf(root / "gguf");
     safetensors(root / "safetensors");
     sentencepiece(root / "sentencepiece");
+    tokenizer(root / "tokenizer");
     prompts(root / "prompts");
     token_ids(root / "token_ids");
   } catch (const std::exception& e) {

@@ -960,7 +960,7 @@ TEST(Synthetic, Stories15MParameterCount) {
 
 TEST(Synthetic, ShapesTable) {
   const auto names = synthetic_shape_names();
-  ASSERT_EQ(names.size(), 6u);
+  ASSERT_EQ(names.size(), 8u);  // six Llama shapes, two Qwen2
   for (const auto& name : names) {
     SCOPED_TRACE(name);
     EXPECT_NO_THROW(synthetic_shape(name).validate(name));
@@ -975,6 +975,11 @@ TEST(Synthetic, ShapesTable) {
   EXPECT_NEAR(double(l.parameter_count() + int64_t(l.vocab_size) * l.dim), 6.738e9, 0.01e9);
   const ModelConfig s = synthetic_shape("stories260K");
   EXPECT_EQ(s.n_kv_heads, 4);
+  const ModelConfig q = synthetic_shape("qwen2-0.5b");
+  EXPECT_TRUE(q.attention_bias);
+  EXPECT_EQ(q.architecture, "qwen2");
+  // Qwen2-0.5B: 494M parameters, its classifier tied to the embedding.
+  EXPECT_NEAR(double(q.parameter_count()), 0.494e9, 0.001e9);
   expect_error([] { synthetic_shape("gpt5"); }, "gpt5", "unknown synthetic shape");
 }
 
