@@ -1,0 +1,357 @@
+// AVX2 (+FMA, F16C) row kernels. Compiled with -mavx2 -mfma -mf16c
+// -mno-avx512f whatever the project's flags (so that -march=native on an
+// AVX-512 machine cannot slip EVEX instructions in), and called only when the
+// CPU reports AVX2, FMA and F16C (quant_matvec.cpp). Everything here has
+// internal linkage (see quant_kernels.h).
+//
+// Same arithmetic as the AVX-512 kernels, 32 bytes at a time: maddubs
+// (unsigned weight code x signed activation, pairs to int16, never saturated:
+// see quant_kernels_avx512.cpp) then madd with the sub-block scale.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "quant_kernels.h"
+
+namespace h2o::cpu::kern {
+namespace {
+
+inline uint16_t u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline uint32_t u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline float h16(const uint8_t* p) { return _cvtsh_ss(u16(p)); }
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+
+inline float hsum128(__m128 v) {
+  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+  v = _mm_add_ss(v, _mm_movehdup_ps(v));
+  return _mm_cvtss_f32(v);
+}
+inline float hsum256(__m256 v) { return hsum128(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))); }
+
+// 16 bytes as 32 four-bit codes in element order: low nibbles, then high.
+inline __m256i nibbles(__m128i q) {
+  return _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
+                          _mm256_set1_epi8(0x0F));
+}
+// Bit i of `bits` -> byte i: 0xFF if set, else 0.
+inline __m256i bits_to_bytes(uint32_t bits) {
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(int(bits)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+// int16 lanes 0-7 = a, 8-15 = b: the scales of two 16-element sub-blocks.
+inline __m256i two_scales(int a, int b) {
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(int16_t(a))), _mm_set1_epi16(int16_t(b)), 1);
+}
+// Moves bit `from` of every byte to bit `to` (< 8); see quant_kernels_avx512.cpp.
+inline __m256i move_bit(__m256i v, int from, int to) {
+  return from >= to ? _mm256_srli_epi16(v, from - to) : _mm256_slli_epi16(v, to - from);
+}
+
+// The 8 six-bit scales and mins of Q4_K/Q5_K (k4_scale_min's packing), as
+// bytes; inline here rather than calling quant.cpp once per scale.
+inline void k4_unpack(const uint8_t* s12, uint8_t sc[8], uint8_t mn[8]) {
+  const uint32_t a0 = u32(s12), a1 = u32(s12 + 4), a2 = u32(s12 + 8);
+  const uint32_t v[4] = {a0 & 0x3F3F3F3F, (a2 & 0x0F0F0F0F) | ((a0 >> 2) & 0x30303030), a1 & 0x3F3F3F3F,
+                         ((a2 >> 4) & 0x0F0F0F0F) | ((a1 >> 2) & 0x30303030)};
+  std::memcpy(sc, v, 8);
+  std::memcpy(mn, v + 2, 8);
+}
+// The 16 Q3_K scales (q3k_scale's packing, minus 32).
+inline void q3k_unpack(const uint8_t* s12, int8_t sc[16]) {
+  const uint32_t a0 = u32(s12), a1 = u32(s12 + 4), a2 = u32(s12 + 8);
+  const uint32_t v[4] = {(a0 & 0x0F0F0F0F) | ((a2 << 4) & 0x30303030), (a1 & 0x0F0F0F0F) | ((a2 << 2) & 0x30303030),
+                         ((a0 >> 4) & 0x0F0F0F0F) | (a2 & 0x30303030),
+                         ((a1 >> 4) & 0x0F0F0F0F) | ((a2 >> 2) & 0x30303030)};
+  uint8_t u[16];
+  std::memcpy(u, v, 16);
+  for (int k = 0; k < 16; ++k) sc[k] = int8_t(u[k] - 32);
+}
+
+template <class Dot>
+void rows_loop(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os, Dot dot) {
+  for (int64_t o = 0; o < rows; ++o, w += rb)
+    for (int t = 0; t < x.n_x; ++t) out[t * os + o] = dot(w, t);
+}
+
+// ---- float32 activations -------------------------------------------------------------
+
+template <class Load8, class Load1>
+float dot_f(const uint8_t* r, const float* xr, int64_t n, Load8 load8, Load1 one) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    a0 = _mm256_fmadd_ps(load8(r, i), _mm256_loadu_ps(xr + i), a0);
+    a1 = _mm256_fmadd_ps(load8(r, i + 8), _mm256_loadu_ps(xr + i + 8), a1);
+  }
+  for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(load8(r, i), _mm256_loadu_ps(xr + i), a0);
+  float s = hsum256(_mm256_add_ps(a0, a1));
+  for (; i < n; ++i) s += one(r, i) * xr[i];
+  return s;
+}
+
+void k_f32(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    return dot_f(
+        r, x.f + t * x.cols, x.cols,
+        [](const uint8_t* p, int64_t i) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + i); },
+        [](const uint8_t* p, int64_t i) {
+          float v;
+          std::memcpy(&v, p + 4 * i, 4);
+          return v;
+        });
+  });
+}
+
+void k_f16(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    return dot_f(
+        r, x.f + t * x.cols, x.cols, [](const uint8_t* p, int64_t i) { return _mm256_cvtph_ps(load128(p + 2 * i)); },
+        [](const uint8_t* p, int64_t i) { return h16(p + 2 * i); });
+  });
+}
+
+void k_bf16(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    return dot_f(
+        r, x.f + t * x.cols, x.cols,
+        [](const uint8_t* p, int64_t i) {
+          return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p + 2 * i)), 16));
+        },
+        [](const uint8_t* p, int64_t i) {
+          const uint32_t bits = uint32_t(u16(p + 2 * i)) << 16;
+          float v;
+          std::memcpy(&v, &bits, 4);
+          return v;
+        });
+  });
+}
+
+// ---- Q8x32 activations: one 32-block per step -----------------------------------------
+
+void k_q8_0(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = x.cols / 32;
+  const __m256i ones = _mm256_set1_epi16(1);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    auto block = [&](int64_t b) {
+      const uint8_t* p = r + 34 * b;
+      const __m256i wv = load256(p + 2), xv = load256(xq + 32 * b);
+      // |w| * (x with w's sign): maddubs wants its first operand unsigned.
+      const __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv)), ones);
+      return _mm256_mul_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(h16(p) * xd[b]));
+    };
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      acc0 = _mm256_add_ps(acc0, block(b));
+      acc1 = _mm256_add_ps(acc1, block(b + 1));
+    }
+    if (b < nb) acc0 = _mm256_add_ps(acc0, block(b));
+    return hsum256(_mm256_add_ps(acc0, acc1));
+  });
+}
+
+template <int kBits, bool kMin>
+void k_legacy(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  constexpr size_t kBytes = kBits == 4 ? (kMin ? 20 : 18) : (kMin ? 24 : 22);
+  constexpr int kQh = kMin ? 4 : 2;
+  constexpr int kQs = kQh + (kBits == 5 ? 4 : 0);
+  constexpr float kOffset = kBits == 4 ? 8.0f : 16.0f;
+  const int64_t nb = x.cols / 32;
+  const __m256i ones = _mm256_set1_epi16(1), bit4 = _mm256_set1_epi8(0x10);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    const float* xs = x.s + t * nb;
+    __m256 acc = _mm256_setzero_ps();
+    float corr = 0;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + kBytes * b;
+      __m256i q = nibbles(load128(p + kQs));
+      if constexpr (kBits == 5) q = _mm256_or_si256(q, _mm256_and_si256(bits_to_bytes(u32(p + kQh)), bit4));
+      const __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(xq + 32 * b)), ones);
+      const float dw = h16(p);
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(dw * xd[b]), acc);
+      corr += (kMin ? h16(p + 2) : dw) * xs[b];
+    }
+    const float sum = hsum256(acc);
+    return kMin ? sum + corr : sum - kOffset * corr;
+  });
+}
+
+// ---- Q8x256 activations (K-quants) ------------------------------------------------------
+
+template <bool kQ5>
+void k_q45_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  constexpr size_t kBytes = kQ5 ? 176 : 144;
+  constexpr int kQs = kQ5 ? 48 : 16;
+  const int64_t nb = x.cols / 256;
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    const int16_t* bs = x.bsum32 + t * (x.cols / 32);
+    __m256 acc = _mm256_setzero_ps();
+    __m128 corr = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + kBytes * b;
+      uint8_t sc[8], mn[8];
+      k4_unpack(p + 4, sc, mn);
+      const __m256i qh = kQ5 ? load256(p + 16) : _mm256_setzero_si256();
+      __m256i isum = _mm256_setzero_si256();
+      for (int j = 0; j < 4; ++j) {
+        const __m256i q = load256(p + kQs + 32 * j);
+        __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        if constexpr (kQ5) {
+          lo = _mm256_or_si256(lo, _mm256_and_si256(move_bit(qh, 2 * j, 4), bit4));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(move_bit(qh, 2 * j + 1, 4), bit4));
+        }
+        const int8_t* xc = xq + 256 * b + 64 * j;
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xc)), _mm256_set1_epi16(sc[2 * j])));
+        isum = _mm256_add_epi32(isum,
+                                _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(xc + 32)), _mm256_set1_epi16(sc[2 * j + 1])));
+      }
+      const float dx = xd[b];
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h16(p) * dx), acc);
+      int64_t m8;
+      std::memcpy(&m8, mn, 8);
+      const __m128i mins = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(m8)), load128(bs + 8 * b));
+      corr = _mm_fmadd_ps(_mm_cvtepi32_ps(mins), _mm_set1_ps(h16(p + 2) * dx), corr);
+    }
+    return hsum256(acc) - hsum128(corr);
+  });
+}
+
+void k_q6_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = x.cols / 256;
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    const int16_t* bs = x.bsum16 + t * (x.cols / 16);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + 210 * b;
+      const int8_t* sc = reinterpret_cast<const int8_t*>(p + 192);
+      // Codes are q + 32 in [0, 63]; the offset comes off as 32 * sum(scale * sum16(x)).
+      const __m256i offs = _mm256_madd_epi16(_mm256_cvtepi8_epi16(load128(sc)), load256(bs + 16 * b));
+      __m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offs, 5));
+      for (int n = 0; n < 2; ++n) {
+        const __m256i ql0 = load256(p + 64 * n), ql1 = load256(p + 64 * n + 32);
+        const __m256i qh = load256(p + 128 + 32 * n);
+        const __m256i v[4] = {
+            _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45)),
+            _mm256_or_si256(_mm256_and_si256(ql1, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), _mm256_and_si256(qh, bits45)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                            _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45)),
+        };
+        for (int j = 0; j < 4; ++j) {  // 32 elements: sub-blocks 8n + 2j and 8n + 2j + 1
+          const int k = 8 * n + 2 * j;
+          const __m256i prod = _mm256_maddubs_epi16(v[j], load256(xq + 256 * b + 128 * n + 32 * j));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, two_scales(sc[k], sc[k + 1])));
+        }
+      }
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h16(p + 208) * xd[b]), acc);
+    }
+    return hsum256(acc);
+  });
+}
+
+void k_q2_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = x.cols / 256;
+  const __m256i two = _mm256_set1_epi8(3);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    const int16_t* bs = x.bsum16 + t * (x.cols / 16);
+    __m256 acc = _mm256_setzero_ps(), corr = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + 84 * b;
+      __m256i isum = _mm256_setzero_si256();
+      for (int n = 0; n < 2; ++n) {
+        const __m256i q = load256(p + 16 + 32 * n);
+        for (int j = 0; j < 4; ++j) {
+          const int k = 8 * n + 2 * j;
+          const __m256i v = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), two);
+          const __m256i prod = _mm256_maddubs_epi16(v, load256(xq + 256 * b + 128 * n + 32 * j));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, two_scales(p[k] & 0x0F, p[k + 1] & 0x0F)));
+        }
+      }
+      const float dx = xd[b];
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h16(p + 80) * dx), acc);
+      const __m256i mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(load128(p), 4), _mm_set1_epi8(0x0F)));
+      corr = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(mn, load256(bs + 16 * b))),
+                             _mm256_set1_ps(h16(p + 82) * dx), corr);
+    }
+    return hsum256(acc) - hsum256(corr);
+  });
+}
+
+void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = x.cols / 256;
+  const __m256i two = _mm256_set1_epi8(3), bit2 = _mm256_set1_epi8(4);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    const int16_t* bs = x.bsum16 + t * (x.cols / 16);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + 110 * b;
+      int8_t sc[16];
+      q3k_unpack(p + 96, sc);
+      // Codes u = q + 4 in [0, 7]: the offset comes off as 4 * sum(scale * sum16(x)).
+      const __m256i offs = _mm256_madd_epi16(_mm256_cvtepi8_epi16(load128(sc)), load256(bs + 16 * b));
+      __m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offs, 2));
+      const __m256i hm = load256(p);
+      for (int n = 0; n < 2; ++n) {
+        const __m256i q = load256(p + 32 + 32 * n);
+        for (int j = 0; j < 4; ++j) {
+          const int k = 8 * n + 2 * j;
+          const __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * j), two),
+                                            _mm256_and_si256(move_bit(hm, 4 * n + j, 2), bit2));
+          const __m256i prod = _mm256_maddubs_epi16(u, load256(xq + 256 * b + 128 * n + 32 * j));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, two_scales(sc[k], sc[k + 1])));
+        }
+      }
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h16(p + 108) * xd[b]), acc);
+    }
+    return hsum256(acc);
+  });
+}
+
+}  // namespace
+
+Kernel avx2_kernel(QuantType t) {
+  switch (t) {
+    case QuantType::F32: return k_f32;
+    case QuantType::F16: return k_f16;
+    case QuantType::BF16: return k_bf16;
+    case QuantType::Q8_0: return k_q8_0;
+    case QuantType::Q4_0: return k_legacy<4, false>;
+    case QuantType::Q4_1: return k_legacy<4, true>;
+    case QuantType::Q5_0: return k_legacy<5, false>;
+    case QuantType::Q5_1: return k_legacy<5, true>;
+    case QuantType::Q2_K: return k_q2_k;
+    case QuantType::Q3_K: return k_q3_k;
+    case QuantType::Q4_K: return k_q45_k<false>;
+    case QuantType::Q5_K: return k_q45_k<true>;
+    case QuantType::Q6_K: return k_q6_k;
+  }
+  return nullptr;
+}
+
+}  // namespace h2o::cpu::kern
