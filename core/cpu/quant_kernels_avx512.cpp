@@ -1,48 +1,32 @@
 // AVX-512 (F, BW, DQ, VL) row kernels. Compiled with -mavx512f -mavx512bw
 // -mavx512dq -mavx512vl -mfma -mf16c whatever the project's flags, and
 // called only when the CPU reports those features (quant_matvec.cpp).
-// Everything here has internal linkage (see quant_kernels.h).
 //
-// 8-bit activations: byte products go through _mm512_maddubs_epi16
-// (unsigned x signed -> pairs summed to int16) and _mm512_madd_epi16 (int16
-// pairs -> int32, multiplied by a sub-block scale or by 1). No VNNI: the
-// target machines have it only sometimes. maddubs saturates at +-32767, so
-// its unsigned operand is the weight code (at most 63) or |Q8_0 weight|
-// (at most 128) and the signed one the activation (|q| <= 127): at most
-// 2 * 128 * 127 = 32512 per pair, never saturated.
+// The 256-bit kernels (quant_kernels_256.inc) are compiled here too: on
+// Zen 4, which issues a 512-bit operation as two 256-bit halves, the 512-bit
+// form is faster only where it saves instructions, and avx512_kernel() below
+// takes whichever measured faster per type (h2o-bench-quant, "hot" column).
+// No VNNI: not every AVX-512 machine has it (this project's Zen 4 does: a
+// VNNI form of Q8_0 is a possible next step).
+//
 // GCC 12 warns about the deliberately undefined upper halves in its own
 // AVX-512 headers (_mm512_undefined_*, a known false positive).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// Not every 256-bit kernel is used here.
+#pragma GCC diagnostic ignored "-Wunused-function"
 #include <immintrin.h>
 
 #include <cstring>
 
 #include "quant_kernels.h"
+#include "quant_kernels_256.inc"
 
 namespace h2o::cpu::kern {
+namespace k512 {
 namespace {
 
-inline uint16_t u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-inline uint32_t u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-inline float h16(const uint8_t* p) { return _cvtsh_ss(u16(p)); }
-inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
 
-inline float hsum128(__m128 v) {
-  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
-  v = _mm_add_ss(v, _mm_movehdup_ps(v));
-  return _mm_cvtss_f32(v);
-}
-inline float hsum256(__m256 v) { return hsum128(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))); }
 inline float hsum512(__m512 v) {
   return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
 }
@@ -55,14 +39,6 @@ inline __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_c
 // long as the shift is by |to - from| in the right direction.
 inline __m512i move_bit(__m512i v, int from, int to) {
   return from >= to ? _mm512_srli_epi16(v, unsigned(from - to)) : _mm512_slli_epi16(v, unsigned(to - from));
-}
-
-template <class Dot>
-void rows_loop(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os, Dot dot) {
-  for (int64_t o = 0; o < rows; ++o, w += rb) {
-    if (o + 1 < rows) _mm_prefetch(reinterpret_cast<const char*>(w + rb), _MM_HINT_T0);
-    for (int t = 0; t < x.n_x; ++t) out[t * os + o] = dot(w, t);
-  }
 }
 
 // ---- float32 activations -------------------------------------------------------------
@@ -131,36 +107,6 @@ inline __m128 two_halves(const uint8_t* p, size_t stride) {
 }
 inline __m128 two_floats(const float* p) { return _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p))); }
 
-void k_q8_0(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  const int64_t nb = x.cols / 32;
-  const __m512i ones = _mm512_set1_epi16(1);
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const int8_t* xq = x.q + t * x.cols;
-    const float* xd = x.d + t * nb;
-    __m512 acc = _mm512_setzero_ps();
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-      const uint8_t* p = r + 34 * b;
-      const __m512i wv = join(load256(p + 2), load256(p + 36));
-      const __m512i xv = load512(xq + 32 * b);
-      // |w| * (x with w's sign): maddubs wants its first operand unsigned.
-      const __m512i sx = _mm512_mask_sub_epi8(xv, _mm512_movepi8_mask(wv), _mm512_setzero_si512(), xv);
-      const __m512i p32 = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(wv), sx), ones);
-      const __m512 s = pair_scale(_mm_mul_ps(two_halves(p, 34), two_floats(xd + b)));
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p32), s, acc);
-    }
-    float sum = hsum512(acc);
-    if (b < nb) {  // odd block count: the last block alone
-      const uint8_t* p = r + 34 * b;
-      const __m256i wv = load256(p + 2), xv = load256(xq + 32 * b);
-      const __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv)),
-                                            _mm256_set1_epi16(1));
-      sum += h16(p) * xd[b] * hsum256(_mm256_cvtepi32_ps(p32));
-    }
-    return sum;
-  });
-}
-
 // Q4_0, Q4_1, Q5_0, Q5_1: unsigned codes times activations; the offset (-8,
 // -16) or the min enters through s = dx * sum(q_x), per block.
 template <int kBits, bool kMin>
@@ -211,69 +157,19 @@ void k_legacy(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* o
 
 // ---- Q8x256 activations (K-quants) ------------------------------------------------------
 
-// int16 lane k of 64 products of a 32-element pair of sub-blocks (Q4_K/Q5_K
-// chunk j) takes scale 2j + k / 16; of 16-element sub-blocks (Q2_K, Q3_K,
-// Q6_K chunk c) scale 4c + k / 8. Indexes for _mm512_permutexvar_epi16.
+// int16 lane k of the 32 pair sums of a 64-element chunk c of 16-element
+// sub-blocks (Q2_K, Q3_K, Q6_K) takes scale 4c + k / 8: the indexes for
+// _mm512_permutexvar_epi16 over the 16 scales.
 struct ScaleIdx {
-  __m512i k32[4], k16[4];
+  __m512i k16[4];
   ScaleIdx() {
     alignas(64) int16_t v[32];
     for (int c = 0; c < 4; ++c) {
-      for (int k = 0; k < 32; ++k) v[k] = int16_t(2 * c + k / 16);
-      k32[c] = _mm512_load_si512(v);
       for (int k = 0; k < 32; ++k) v[k] = int16_t(4 * c + k / 8);
       k16[c] = _mm512_load_si512(v);
     }
   }
 };
-
-// The 8 six-bit scales and mins of Q4_K/Q5_K, each as 8 bytes (k4_scale_min's packing).
-inline void k4_unpack(const uint8_t* s12, uint64_t* sc, uint64_t* mn) {
-  const uint32_t a0 = u32(s12), a1 = u32(s12 + 4), a2 = u32(s12 + 8);
-  const uint32_t sc_hi = (a2 & 0x0F0F0F0F) | ((a0 >> 2) & 0x30303030);
-  const uint32_t mn_hi = ((a2 >> 4) & 0x0F0F0F0F) | ((a1 >> 2) & 0x30303030);
-  *sc = (a0 & 0x3F3F3F3F) | uint64_t(sc_hi) << 32;
-  *mn = (a1 & 0x3F3F3F3F) | uint64_t(mn_hi) << 32;
-}
-
-template <bool kQ5>
-void k_q45_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  constexpr size_t kBytes = kQ5 ? 176 : 144;
-  constexpr int kQs = kQ5 ? 48 : 16;
-  const int64_t nb = x.cols / 256;
-  const ScaleIdx idx;
-  const __m512i low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const int8_t* xq = x.q + t * x.cols;
-    const float* xd = x.d + t * nb;
-    const int16_t* bs = x.bsum32 + t * (x.cols / 32);
-    __m512 acc = _mm512_setzero_ps();
-    __m128 corr = _mm_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* p = r + kBytes * b;
-      uint64_t sc, mn;
-      k4_unpack(p + 4, &sc, &mn);
-      const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(sc))));
-      // Q5_K: the fifth bit of element 64j + p is bit 2j of qh[p], of 64j + 32 + p bit 2j + 1:
-      // with hz = [qh, qh >> 1], bit 2j of every byte of hz.
-      const __m256i qh = kQ5 ? load256(p + 16) : _mm256_setzero_si256();
-      const __m512i hz = join(qh, _mm256_srli_epi16(qh, 1));
-      __m512i isum = _mm512_setzero_si512();
-      for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles) and 2j + 1 (high)
-        const __m256i q = load256(p + kQs + 32 * j);
-        __m512i v = _mm512_and_si512(join(q, _mm256_srli_epi16(q, 4)), low4);
-        if constexpr (kQ5) v = _mm512_or_si512(v, _mm512_and_si512(move_bit(hz, 2 * j, 4), bit4));
-        const __m512i prod = _mm512_maddubs_epi16(v, load512(xq + 256 * b + 64 * j));
-        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(prod, _mm512_permutexvar_epi16(idx.k32[j], sc16)));
-      }
-      const float dx = xd[b];
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(h16(p) * dx), acc);
-      const __m128i mins = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(mn))), load128(bs + 8 * b));
-      corr = _mm_fmadd_ps(_mm_cvtepi32_ps(mins), _mm_set1_ps(h16(p + 2) * dx), corr);
-    }
-    return hsum512(acc) - hsum128(corr);
-  });
-}
 
 void k_q6_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
   const int64_t nb = x.cols / 256;
@@ -389,21 +285,23 @@ void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
 }
 
 }  // namespace
+}  // namespace k512
 
 Kernel avx512_kernel(QuantType t) {
+  using namespace k512;
   switch (t) {
     case QuantType::F32: return k_f32;
     case QuantType::F16: return k_f16;
     case QuantType::BF16: return k_bf16;
-    case QuantType::Q8_0: return k_q8_0;
+    case QuantType::Q8_0: return k256::k_q8_0;
     case QuantType::Q4_0: return k_legacy<4, false>;
     case QuantType::Q4_1: return k_legacy<4, true>;
     case QuantType::Q5_0: return k_legacy<5, false>;
     case QuantType::Q5_1: return k_legacy<5, true>;
     case QuantType::Q2_K: return k_q2_k;
     case QuantType::Q3_K: return k_q3_k;
-    case QuantType::Q4_K: return k_q45_k<false>;
-    case QuantType::Q5_K: return k_q45_k<true>;
+    case QuantType::Q4_K: return k256::k_q45_k<false>;
+    case QuantType::Q5_K: return k256::k_q45_k<true>;
     case QuantType::Q6_K: return k_q6_k;
   }
   return nullptr;
