@@ -1,34 +1,72 @@
 // AVX-512 (F, BW, DQ, VL) row kernels. Compiled with -mavx512f -mavx512bw
 // -mavx512dq -mavx512vl -mfma -mf16c whatever the project's flags, and
-// called only when the CPU reports those features (quant_matvec.cpp).
+// called only when the CPU reports those features and AVX2 (quant_matvec.cpp).
 //
-// The 256-bit kernels (quant_kernels_256.inc) are compiled here too: on
-// Zen 4, which issues a 512-bit operation as two 256-bit halves, the 512-bit
-// form is faster only where it saves instructions, and avx512_kernel() below
-// takes whichever measured faster per type (h2o-bench-quant, "hot" column).
+// On Zen 4, which issues a 512-bit operation as two 256-bit halves, the
+// 512-bit form is faster only where it saves instructions: avx512_kernel()
+// below hands Q8_0, Q4_K and Q5_K to the AVX2 kernels, which measured as fast
+// or faster (h2o-bench-quant --isa avx2 / avx512, "hot" column).
 // No VNNI: not every AVX-512 machine has it (this project's Zen 4 does: a
 // VNNI form of Q8_0 is a possible next step).
+//
+// 8-bit activations and maddubs saturation: see quant_kernels_avx2.cpp.
 //
 // GCC 12 warns about the deliberately undefined upper halves in its own
 // AVX-512 headers (_mm512_undefined_*, a known false positive).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-// Not every 256-bit kernel is used here.
-#pragma GCC diagnostic ignored "-Wunused-function"
 #include <immintrin.h>
 
 #include <cstring>
 
 #include "quant_kernels.h"
-#include "quant_kernels_256.inc"
 
 namespace h2o::cpu::kern {
-namespace k512 {
 namespace {
 
+inline uint16_t u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline uint32_t u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline float h16(const uint8_t* p) { return _cvtsh_ss(u16(p)); }
+inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
 
+inline float hsum128(__m128 v) {
+  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+  v = _mm_add_ss(v, _mm_movehdup_ps(v));
+  return _mm_cvtss_f32(v);
+}
+inline float hsum256(__m256 v) { return hsum128(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))); }
 inline float hsum512(__m512 v) {
   return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+}
+
+template <class Dot>
+void rows_loop(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os, Dot dot) {
+  for (int64_t o = 0; o < rows; ++o, w += rb)
+    for (int t = 0; t < x.n_x; ++t) out[t * os + o] = dot(w, t);
+}
+
+// 12 bytes into lanes 0-2 (no read past them: the Q3_K scales end 2 bytes before their block).
+inline __m128i load12(const uint8_t* p) {
+  return _mm_insert_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), int(u32(p + 8)), 2);
+}
+// The 16 Q3_K scales (q3k_scale's packing) as int8 in [-32, 31]: low nibbles
+// from words a0 and a1 (scales 8-15: their high nibbles), top two bits from a2.
+inline __m128i q3k_unpack(const uint8_t* s12) {
+  const __m128i v = load12(s12);
+  const __m128i lo = _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 1, 0)), _mm_setr_epi32(0, 0, 4, 4));
+  const __m128i a2 = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 2, 2));
+  const __m128i hi = _mm_sllv_epi32(_mm_srlv_epi32(a2, _mm_setr_epi32(0, 0, 0, 2)), _mm_setr_epi32(4, 2, 0, 0));
+  const __m128i u = _mm_or_si128(_mm_and_si128(lo, _mm_set1_epi8(0x0F)), _mm_and_si128(hi, _mm_set1_epi8(0x30)));
+  return _mm_sub_epi8(u, _mm_set1_epi8(32));
 }
 
 // Two 256-bit halves into one 512-bit register: lo in bits 0-255.
@@ -253,12 +291,7 @@ void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* p = r + 110 * b;
       // 16 six-bit scales (q3k_scale's packing), then minus 32.
-      const uint32_t a0 = u32(p + 96), a1 = u32(p + 100), a2 = u32(p + 104);
-      const __m128i s6 = _mm_setr_epi32(int((a0 & 0x0F0F0F0F) | ((a2 << 4) & 0x30303030)),
-                                        int((a1 & 0x0F0F0F0F) | ((a2 << 2) & 0x30303030)),
-                                        int(((a0 >> 4) & 0x0F0F0F0F) | (a2 & 0x30303030)),
-                                        int(((a1 >> 4) & 0x0F0F0F0F) | ((a2 >> 2) & 0x30303030)));
-      const __m256i sc = _mm256_cvtepi8_epi16(_mm_sub_epi8(s6, _mm_set1_epi8(32)));
+      const __m256i sc = _mm256_cvtepi8_epi16(q3k_unpack(p + 96));
       const __m512i sc16 = _mm512_castsi256_si512(sc);
       // Codes u = q + 4 in [0, 7]: the offset comes off as 4 * sum(scale * sum16(x)).
       const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(sc, load256(bs + 16 * b)), 2);
@@ -285,24 +318,22 @@ void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
 }
 
 }  // namespace
-}  // namespace k512
 
 Kernel avx512_kernel(QuantType t) {
-  using namespace k512;
   switch (t) {
     case QuantType::F32: return k_f32;
     case QuantType::F16: return k_f16;
     case QuantType::BF16: return k_bf16;
-    case QuantType::Q8_0: return k256::k_q8_0;
     case QuantType::Q4_0: return k_legacy<4, false>;
     case QuantType::Q4_1: return k_legacy<4, true>;
     case QuantType::Q5_0: return k_legacy<5, false>;
     case QuantType::Q5_1: return k_legacy<5, true>;
     case QuantType::Q2_K: return k_q2_k;
     case QuantType::Q3_K: return k_q3_k;
-    case QuantType::Q4_K: return k256::k_q45_k<false>;
-    case QuantType::Q5_K: return k256::k_q45_k<true>;
     case QuantType::Q6_K: return k_q6_k;
+    case QuantType::Q8_0:
+    case QuantType::Q4_K:
+    case QuantType::Q5_K: return avx2_kernel(t);
   }
   return nullptr;
 }

@@ -9,8 +9,8 @@
 // dequantize_row gives bit for bit what ggml's dequantize_row_* gives: each
 // product and sum rounded as ggml's C source writes it (quant.cpp is built
 // with -ffp-contract=off so that no FMA merges `scale * q - min`). Checked
-// against ggml (llama.cpp b-bundle of node-llama-cpp 3.22.1, built as shipped
-// and with -march=native) on 16384 random values of every type: no bit differs.
+// against ggml (the llama.cpp carried by node-llama-cpp 3.22.1, built as
+// shipped and with -march=native) on 16384 random values of every type: no bit differs.
 //
 // quantize_row is reference quality (round to nearest per block, a small
 // search for the K-quants' sub-block scales): for tests and synthetic models,
