@@ -143,7 +143,8 @@ inline __m512 pair_scale(__m128 ab) {
 inline __m128 two_halves(const uint8_t* p, size_t stride) {
   return _mm_cvtph_ps(_mm_cvtsi32_si128(int(uint32_t(u16(p)) | uint32_t(u16(p + stride)) << 16)));
 }
-inline __m128 two_floats(const float* p) { return _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p))); }
+// Two floats in lanes 0 and 1 (movq: no alignment needed, unlike _mm_load_sd's double*).
+inline __m128 two_floats(const float* p) { return _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
 
 // Q4_0, Q4_1, Q5_0, Q5_1: unsigned codes times activations; the offset (-8,
 // -16) or the min enters through s = dx * sum(q_x), per block.

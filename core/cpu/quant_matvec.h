@@ -76,7 +76,9 @@ class QuantizedActs {
 // t < x.n_x(); w points at row 0 of W (rows contiguous). Reads each weight row
 // once for all n_x activation rows (it stays in L1 between them). Callers
 // split [0, rows) between threads. Throws Error if x was prepared for another
-// type or another cols, or if isa is not supported here.
+// type or another cols, or if isa is not supported here; the checks come
+// before any row is touched, so a caller can run them once on its own thread
+// with an empty range (row_begin == row_end) before handing rows to workers.
 void matvec_rows(QuantType type, const void* w, int64_t cols, int64_t row_begin, int64_t row_end,
                  const QuantizedActs& x, float* out, int64_t out_stride, Isa isa = best_isa());
 
