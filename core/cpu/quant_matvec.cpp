@@ -33,9 +33,12 @@ namespace {
 // and q = 0, so every output that reads it is NaN; a block whose largest
 // magnitude is below 1e-30 reads as zeros.
 float quantise_block(const float* x, int n, int8_t* q) {
-  float amax = 0;
-  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
-  if (!std::isfinite(amax)) {
+  float amax = 0, poison = 0;  // poison: NaN if any x is NaN or infinite (std::max skips NaN)
+  for (int i = 0; i < n; ++i) {
+    amax = std::max(amax, std::fabs(x[i]));
+    poison += x[i] * 0.0f;
+  }
+  if (!std::isfinite(amax) || poison != 0.0f || std::isnan(poison)) {
     std::fill(q, q + n, int8_t(0));
     return NAN;
   }

@@ -43,8 +43,9 @@ int activation_block(QuantType weight_type);
 
 // Activations x[n_x][cols] prepared once for every row of a weight type
 // (quantised when the type's kernels read 8-bit activations). Reusable:
-// prepare() again keeps the buffers. Non-finite activations make the
-// corresponding outputs NaN.
+// prepare() again keeps the buffers. A NaN or infinite activation makes every
+// output of its row NaN in the 8-bit formats (its block's scale is NaN), and
+// non-finite by IEEE rules with float32 activations.
 class QuantizedActs {
  public:
   // Throws Error (one line) if cols is not a multiple of 32 and of the

@@ -603,14 +603,22 @@ TEST(QuantActivations, WithinHalfAStepAndNeverMinus128) {
 }
 
 TEST(QuantActivations, NonFiniteActivationGivesNaN) {
-  Problem p(QuantType::Q8_0, 2, 64, 1, 41);
-  p.x[40] = INFINITY;
-  std::vector<float> out(2);
-  for (Isa isa : kIsas) {
-    if (skip_isa(isa)) continue;
-    cpu::matvec(p.t, p.w.data(), 2, 64, p.x.data(), 1, out.data(), isa);
-    EXPECT_TRUE(std::isnan(out[0]) && std::isnan(out[1])) << cpu::isa_name(isa);
-  }
+  for (QuantType t : {QuantType::Q8_0, QuantType::Q4_K, QuantType::F16})
+    for (float bad : {INFINITY, -INFINITY, NAN}) {
+      Problem p(t, 2, 512, 1, 41);
+      p.x[300] = bad;
+      std::vector<float> out(2);
+      for (Isa isa : kIsas) {
+        if (skip_isa(isa)) continue;
+        cpu::matvec(p.t, p.w.data(), 2, 512, p.x.data(), 1, out.data(), isa);
+        // 8-bit activations: the block's scale is NaN. Float32 activations: IEEE arithmetic (inf or NaN).
+        for (float o : out)
+          if (t == QuantType::F16)
+            EXPECT_FALSE(std::isfinite(o)) << bad << " " << cpu::isa_name(isa);
+          else
+            EXPECT_TRUE(std::isnan(o)) << quant_type_name(t) << " " << bad << " " << cpu::isa_name(isa);
+      }
+    }
 }
 
 TEST(QuantKernelErrors, OneErrorLine) {
