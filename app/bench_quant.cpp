@@ -3,16 +3,21 @@
 // next to this machine's measured memory read bandwidth. A benchmark, never
 // a timed test: numbers depend on the machine and on what else runs.
 //
-// "streamed": as in decode, weights come from DRAM. The matrix is copied
-// until the copies fill --mib (well past the last-level cache) and one pass
-// runs a matvec on each copy in turn. "hot": the same matrix again and
-// again, so it sits in cache: the kernels' compute ceiling.
-// GB/s counts weight bytes only (10^9 bytes per second); activations are
-// quantised once per matvec on the calling thread and that time is included.
-// Each cell is the best of --reps passes: on a shared machine a pass that no
-// other process interrupted shows what the code does (a 2-thread pass with one
-// thread descheduled waits for it, milliseconds). The load average printed at
+// Every cell times single matvecs, one after the other, and reports the
+// best (and the median) of them: on a shared machine (this project's 2-core
+// one runs other sessions' builds and tests) a matvec that no other process
+// interrupted shows what the code does, while a pass of many matvecs is
+// almost always cut by the scheduler; with 2 threads, one descheduled thread
+// stalls the whole fork-join for milliseconds. The load average printed at
 // the start says how shared the machine was.
+//
+// "streamed": as in decode, weights come from DRAM: the matrix is copied
+// until the copies fill --mib (well past the last-level cache) and trial i
+// runs on copy i mod copies. "hot": the same matrix every time, so it sits in
+// cache: the kernels' compute ceiling. GB/s counts weight bytes only (10^9
+// bytes per second); activations are quantised once per matvec on the calling
+// thread and that time is included. The memory read bandwidth is measured the
+// same way: 8 MiB slices of a --mib buffer, the best slice.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -53,20 +58,39 @@ std::vector<std::string> split(const std::string& s) {
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 double best(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
-// Reads every word of buf, split over the pool's threads; returns a checksum
-// so that the reads cannot be optimised away. Eight independent 512-bit
-// integer sums (GCC vectors; integer adds need no reassociation licence), so
-// the loop is bound by memory, not by an add chain.
+// Runs trial(i) for i = 0, 1, ... at least min_trials times and until
+// `seconds` have passed; returns bytes / time of each trial in GB/s.
+template <class Trial>
+std::vector<double> time_trials(size_t bytes, int min_trials, double seconds, Trial trial) {
+  std::vector<double> gbs;
+  const auto start = Clock::now();
+  for (int i = 0; i < min_trials || seconds_since(start) < seconds; ++i) {
+    const auto t0 = Clock::now();
+    trial(i);
+    gbs.push_back(double(bytes) / seconds_since(t0) / 1e9);
+  }
+  return gbs;
+}
+
+// Reads words [lo, hi) of buf, split over the pool's threads; returns a
+// checksum so that the reads cannot be optimised away. Eight independent
+// 512-bit integer sums (GCC vectors; integer adds need no reassociation
+// licence), so the loop is bound by memory, not by an add chain.
 typedef uint64_t v8u __attribute__((vector_size(64)));
-uint64_t read_all(const uint64_t* buf, size_t words, ThreadPool& pool) {
-  const int chunks = pool.size() * 8;
+uint64_t read_slice(const uint64_t* buf, size_t lo, size_t hi, ThreadPool& pool) {
+  const int chunks = pool.size();
   std::vector<uint64_t> partial(size_t(chunks), 0);
   pool.parallel_for(chunks, 1, [&](int begin, int end) {
     for (int c = begin; c < end; ++c) {
-      const size_t lo = words * size_t(c) / size_t(chunks) / 64 * 64, hi = words * size_t(c + 1) / size_t(chunks) / 64 * 64;
+      const size_t a = lo + (hi - lo) * size_t(c) / size_t(chunks) / 64 * 64;
+      const size_t b = lo + (hi - lo) * size_t(c + 1) / size_t(chunks) / 64 * 64;
       v8u s[8] = {};
-      for (size_t i = lo; i < hi; i += 64)
+      for (size_t i = a; i < b; i += 64)
         for (int k = 0; k < 8; ++k) {
           v8u v;
           std::memcpy(&v, buf + i + 8 * k, sizeof v);
@@ -101,12 +125,13 @@ int main(int argc, char** argv) {
   std::string shapes = "stories110M.wq:768x768,stories110M.w1:2048x768,stories110M.w2:768x2048,"
                        "tinyllama.w1:5632x2048,tinyllama.w2:2048x5632";
   std::string threads_list = "1,2", isa_name = "best";
-  int mib = 128, reps = 7;
+  int mib = 256;
+  double seconds = 0.5;
   app.add_option("--types", types, "weight types, comma-separated (ggml names)");
   app.add_option("--shapes", shapes, "name:ROWSxCOLS, comma-separated");
   app.add_option("--threads", threads_list, "thread counts, comma-separated");
   app.add_option("--mib", mib, "MiB of weight copies for the streamed runs (well above the last-level cache)");
-  app.add_option("--reps", reps, "passes per cell; the best is reported");
+  app.add_option("--seconds", seconds, "time per cell (at least 100 matvecs)");
   app.add_option("--isa", isa_name, "best, portable, avx2 or avx512");
   CLI11_PARSE(app, argc, argv);
 
@@ -136,25 +161,24 @@ int main(int argc, char** argv) {
     std::string load;
     std::getline(std::ifstream("/proc/loadavg"), load);  // other work on the machine skews every number
     std::cout << "load average at start: " << load << "\n";
-    std::cout << "kernels: " << cpu::isa_name(isa) << "; streamed = " << mib
-              << " MiB of weight copies per pass; GB/s = 10^9 weight bytes/s, best of " << reps << " passes\n\n";
+    std::cout << "kernels: " << cpu::isa_name(isa) << "; streamed = weights from " << mib
+              << " MiB of copies; GB/s = 10^9 weight bytes/s, best (median) of single matvecs\n\n";
     std::vector<double> read_gbs;
     uint64_t sink = 0;
+    const size_t slice = (size_t(8) << 20) / 8, slices = big.size() / slice;
     for (int th : thread_counts) {
       ThreadPool pool(th);
-      std::vector<double> v;
-      for (int r = 0; r < reps + 1; ++r) {
-        const auto t0 = Clock::now();
-        sink += read_all(big.data(), big.size(), pool);
-        if (r > 0) v.push_back(double(stream_bytes) / seconds_since(t0) / 1e9);  // first pass: warm-up
-      }
+      const auto v = time_trials(slice * 8, 100, seconds, [&](int i) {
+        const size_t k = size_t(i) % slices;
+        sink += read_slice(big.data(), k * slice, (k + 1) * slice, pool);
+      });
       read_gbs.push_back(best(v));
       std::cout << "memory read bandwidth, " << th << " thread(s): " << std::fixed << std::setprecision(1)
-                << read_gbs.back() << " GB/s\n";
+                << read_gbs.back() << " GB/s (median " << median(v) << ")\n";
     }
     big = {};
-    std::cout << "\n| type | shape | MiB | threads | streamed GB/s | % of read BW | hot GB/s | µs per matvec (streamed) |\n"
-                 "|---|---|---:|---:|---:|---:|---:|---:|\n";
+    std::cout << "\n| type | shape | MiB | threads | streamed GB/s (median) | % of read BW | hot GB/s (median) | "
+                 "µs per streamed matvec |\n|---|---|---:|---:|---:|---:|---:|---:|\n";
 
     std::mt19937_64 rng(1);
     std::normal_distribution<float> g(0.0f, 0.02f);
@@ -179,24 +203,18 @@ int main(int argc, char** argv) {
         cpu::QuantizedActs acts;
         for (size_t ti = 0; ti < thread_counts.size(); ++ti) {
           ThreadPool pool(thread_counts[ti]);
-          std::vector<double> streamed, hot;
-          for (int r = 0; r < reps + 1; ++r) {
-            auto t0 = Clock::now();
-            for (size_t c = 0; c < copies; ++c)
-              matvec_parallel(*t, stream.data() + c * mat, s, x.data(), acts, out.data(), pool, isa);
-            const double ts = seconds_since(t0);
-            t0 = Clock::now();
-            for (size_t c = 0; c < copies; ++c) matvec_parallel(*t, w.data(), s, x.data(), acts, out.data(), pool, isa);
-            const double th = seconds_since(t0);
-            if (r == 0) continue;  // warm-up
-            streamed.push_back(double(mat * copies) / ts / 1e9);
-            hot.push_back(double(mat * copies) / th / 1e9);
-          }
+          const auto streamed = time_trials(mat, 100, seconds, [&](int i) {
+            matvec_parallel(*t, stream.data() + size_t(i) % copies * mat, s, x.data(), acts, out.data(), pool, isa);
+          });
+          const auto hot = time_trials(mat, 100, seconds, [&](int) {
+            matvec_parallel(*t, w.data(), s, x.data(), acts, out.data(), pool, isa);
+          });
           const double gbs = best(streamed);
           std::cout << "| " << tn << " | " << s.name << " " << s.rows << "x" << s.cols << " | " << std::setprecision(2)
                     << double(mat) / 1048576.0 << " | " << thread_counts[ti] << " | " << std::setprecision(1) << gbs
-                    << " | " << std::setprecision(0) << 100.0 * gbs / read_gbs[ti] << " % | " << std::setprecision(1)
-                    << best(hot) << " | " << std::setprecision(1) << double(mat) / (gbs * 1e3) << " |\n"
+                    << " (" << median(streamed) << ") | " << std::setprecision(0) << 100.0 * gbs / read_gbs[ti]
+                    << " % | " << std::setprecision(1) << best(hot) << " (" << median(hot) << ") | "
+                    << std::setprecision(1) << double(mat) / (gbs * 1e3) << " |\n"
                     << std::flush;
           sink += uint64_t(out[0] != 0);
         }
