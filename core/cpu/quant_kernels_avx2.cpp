@@ -199,19 +199,27 @@ void k_legacy(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* o
     const int8_t* xq = x.q + t * x.cols;
     const float* xd = x.d + t * nb;
     const float* xs = x.s + t * nb;
-    // Two chains of accumulators, so that one block's FMA latency does not hold up the next.
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    float corr[2] = {0, 0};
-    for (int64_t b = 0; b < nb; ++b) {
+    // Two chains of accumulators, so that one block's FMA latency does not
+    // hold up the next (named variables: an array indexed by b & 1 was kept in
+    // memory and ran at half speed).
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    float corr0 = 0, corr1 = 0;
+    auto block = [&](int64_t b, __m256& acc, float& corr) {
       const uint8_t* p = r + kBytes * b;
       __m256i q = nibbles(load128(p + kQs));
       if constexpr (kBits == 5) q = _mm256_or_si256(q, _mm256_and_si256(bits_to_bytes(u32(p + kQh)), bit4));
       const __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(xq + 32 * b)), ones);
       const float dw = h16(p);
-      acc[b & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(dw * xd[b]), acc[b & 1]);
-      corr[b & 1] += (kMin ? h16(p + 2) : dw) * xs[b];
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(dw * xd[b]), acc);
+      corr += (kMin ? h16(p + 2) : dw) * xs[b];
+    };
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      block(b, acc0, corr0);
+      block(b + 1, acc1, corr1);
     }
-    const float sum = hsum256(_mm256_add_ps(acc[0], acc[1])), c = corr[0] + corr[1];
+    if (b < nb) block(b, acc0, corr0);
+    const float sum = hsum256(_mm256_add_ps(acc0, acc1)), c = corr0 + corr1;
     return kMin ? sum + c : sum - kOffset * c;
   });
 }

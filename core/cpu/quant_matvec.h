@@ -20,8 +20,9 @@
 //
 // Kernels exist for a portable C++ path, AVX2 (+FMA, F16C) and AVX-512
 // (F, BW, DQ, VL, on top of AVX2; it reuses the AVX2 kernels of the types
-// where 512-bit forms were not faster). A path runs only if the CPU reports
-// it (isa_supported), whatever the compiler flags of the rest of the program.
+// where 512-bit forms were not faster, and runs Q8_0 with VNNI when the CPU
+// has it). A path runs only if the CPU reports it (isa_supported), whatever
+// the compiler flags of the rest of the program.
 #include <cstdint>
 #include <vector>
 
