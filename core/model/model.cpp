@@ -1,10 +1,13 @@
 #include "core/model/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "core/base/error.h"
 #include "core/base/mapped_file.h"
+#include "core/model/quant.h"
 
 namespace h2o {
 
@@ -78,6 +81,8 @@ std::vector<double> ModelConfig::rope_frequencies() const {
   return freqs;
 }
 
+int64_t Tensor::row_bytes() const { return int64_t(h2o::row_bytes(dtype, cols)); }
+
 std::vector<const Tensor*> Model::all_tensors() const {
   std::vector<const Tensor*> out{&weights.token_embedding};
   for (const auto& l : weights.layers) {
@@ -94,6 +99,23 @@ int64_t Model::weight_bytes() const {
   int64_t total = 0;
   for (const Tensor* t : all_tensors()) total += t->bytes();
   return total;
+}
+
+std::string Model::weight_types() const {
+  std::map<DType, int> count;
+  for (const Tensor* t : all_tensors())
+    if (t->rows > 1) ++count[t->dtype];
+  if (count.empty()) return "none";
+  std::vector<std::pair<int, DType>> by_count;
+  for (const auto& [type, n] : count) by_count.push_back({-n, type});
+  std::sort(by_count.begin(), by_count.end());
+  const DType main = by_count.front().second;
+  std::string text = quant_type_name(main);
+  if (count.size() == 1) return text;
+  if (count.size() == 2 && count.count(DType::Q6_K) && (main == DType::Q4_K || main == DType::Q5_K)) return text + "_M";
+  text = "mostly " + text + " (+";
+  for (size_t i = 1; i < by_count.size(); ++i) text += std::string(i > 1 ? ", " : " ") + quant_type_name(by_count[i].second);
+  return text + ")";
 }
 
 DType Model::weight_dtype() const {

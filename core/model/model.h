@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/model/dtype.h"
+#include "core/model/type_mix.h"
 
 namespace h2o {
 
@@ -61,7 +62,9 @@ struct Tensor {
   int64_t cols = 0;
 
   int64_t numel() const { return rows * cols; }
-  int64_t bytes() const { return numel() * dtype_size(dtype); }
+  // Bytes of one row, and of the whole tensor, in its type (quantised rows are whole blocks).
+  int64_t row_bytes() const;
+  int64_t bytes() const { return rows * row_bytes(); }
   const float* f32() const { return static_cast<const float*>(data); }
 };
 
@@ -93,6 +96,7 @@ struct EmbeddedVocab {
   std::vector<int> types;  // SentencePiece piece types: 1 normal, 2 unknown, 3 control, 4 user, 5 unused, 6 byte
   int unk_id = 0;
   bool add_space_prefix = true;
+  std::string chat_template;  // tokenizer.chat_template (Jinja), "" when the file has none
   // Byte-level BPE only: the merges by rank ("a b") and the pre-tokenizer's
   // name (tokenizer.ggml.merges, tokenizer.ggml.pre).
   std::vector<std::string> merges;
@@ -125,7 +129,10 @@ struct Model {
   std::vector<const Tensor*> all_tensors() const;
   bool shared_classifier() const { return weights.classifier.data == weights.token_embedding.data; }
   int64_t weight_bytes() const;
-  DType weight_dtype() const;  // of the layer matrices
+  DType weight_dtype() const;  // of the layer matrices (the first layer's wq)
+  // Every matrix's type, summed up: "F32", "Q8_0", "Q4_K_M" (llama.cpp's mix
+  // of Q4_K and Q6_K), else "mostly Q4_K (+ Q5_0, F16)".
+  std::string weight_types() const;
 };
 
 // Rows of each of `n_heads` heads reordered from the half-split RoPE order
@@ -158,14 +165,14 @@ std::shared_ptr<const Model> load_safetensors(const std::string& path);
 struct SyntheticSpec {
   std::string shape = "stories15M";
   uint64_t seed = 1234;
-  DType dtype = DType::F32;
+  TypeMix types = DType::F32;  // one type, or a mix such as q4_k_m
   int vocab_size = 0;   // 0: the shape's own
   int max_seq_len = 0;  // 0: the shape's own
 };
 ModelConfig synthetic_shape(const std::string& name);  // throws Error for an unknown name
 std::vector<std::string> synthetic_shape_names();
 std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec);
-// Parses "synthetic:<shape>[:vocab=N][:seed=N][:dtype=f16]" model paths.
+// Parses "synthetic:<shape>[:vocab=N][:seed=N][:dtype=f16|q8_0|q4_k_m|...][:ctx=N]" model paths.
 bool is_synthetic_path(const std::string& path);
 SyntheticSpec parse_synthetic_path(const std::string& path);
 

@@ -21,24 +21,13 @@
 #include <optional>
 #include <string_view>
 
+#include "core/model/dtype.h"
+
 namespace h2o {
 
-// ggml's numeric ids (enum ggml_type), as GGUF tensor infos store them.
-enum class QuantType : uint32_t {
-  F32 = 0,
-  F16 = 1,
-  Q4_0 = 2,
-  Q4_1 = 3,
-  Q5_0 = 6,
-  Q5_1 = 7,
-  Q8_0 = 8,
-  Q2_K = 10,
-  Q3_K = 11,
-  Q4_K = 12,
-  Q5_K = 13,
-  Q6_K = 14,
-  BF16 = 30,
-};
+// The weight types are DType (core/model/dtype.h, ggml's ids); here they are
+// called by what this module adds to them.
+using QuantType = DType;
 
 // Every type this module reads and writes, in id order.
 inline constexpr std::array<QuantType, 13> kAllQuantTypes = {

@@ -474,11 +474,12 @@ TEST(LoaderGguf, AbsurdCounts) {
 }
 
 TEST(LoaderGguf, UnsupportedTensorType) {
+  // Every type core/model/quant.h knows loads (tests/model/test_quantized_models.cpp); others are one line.
   const auto dir = temp_dir("gguf-qtype");
   auto w = llama_gguf(random_arrays(gguf_config(), 19, false));
-  w.tensor("blk.1.attn_q.weight")->type = kGgmlQ4_0;
-  w.write(dir / "q4.gguf");
-  expect_load_error(dir / "q4.gguf", "tensor blk.1.attn_q.weight has type Q4_0");
+  w.tensor("blk.1.attn_q.weight")->type = 16;  // IQ2_XXS
+  w.write(dir / "iq2.gguf");
+  expect_load_error(dir / "iq2.gguf", "tensor blk.1.attn_q.weight has type IQ2_XXS (16), which this reader does not support");
 }
 
 TEST(LoaderGguf, ShapeMismatch) {
@@ -960,7 +961,7 @@ TEST(Synthetic, Stories15MParameterCount) {
 
 TEST(Synthetic, ShapesTable) {
   const auto names = synthetic_shape_names();
-  ASSERT_EQ(names.size(), 8u);  // six Llama shapes, two Qwen2
+  ASSERT_EQ(names.size(), 9u);  // six Llama shapes, a test shape for the K-quants, two Qwen2
   for (const auto& name : names) {
     SCOPED_TRACE(name);
     EXPECT_NO_THROW(synthetic_shape(name).validate(name));
@@ -1027,11 +1028,11 @@ TEST(Synthetic, ParsePath) {
   EXPECT_EQ(spec.shape, "tinyllama-1.1b");
   EXPECT_EQ(spec.vocab_size, 512);
   EXPECT_EQ(spec.seed, 99u);
-  EXPECT_EQ(spec.dtype, DType::BF16);
+  EXPECT_EQ(spec.types.base, DType::BF16);
   EXPECT_EQ(spec.max_seq_len, 128);
   const auto plain = parse_synthetic_path("synthetic:stories260K");
   EXPECT_EQ(plain.vocab_size, 0);
-  EXPECT_EQ(plain.dtype, DType::F32);
+  EXPECT_EQ(plain.types.base, DType::F32);
   for (const std::string bad : {"synthetic:", "synthetic:nope", "synthetic:stories15M:vocab=", "synthetic:stories15M:vocab=12x",
                                 "synthetic:stories15M:vocab=0", "synthetic:stories15M:seed=-1", "synthetic:stories15M:dtype=q4",
                                 "synthetic:stories15M:color=red", "synthetic:stories15M:seed",
