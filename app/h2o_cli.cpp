@@ -61,7 +61,7 @@ struct Flags {
   uint64_t seed = 42;
   int max_new_tokens = 128, prefill_chunk = 64;
   bool batched = false;
-  std::string chat_template = kDefaultTemplate;
+  std::string chat_template;  // "": the model's own template
 
   CLI::App* sub = nullptr;
   bool given(const char* flag) const { return sub->count(flag) > 0; }
@@ -474,7 +474,9 @@ int main(int argc, char** argv) {
   stream->add_option("--policies", f.policies, "comma-separated, any of: " + policy_names());
   stream->add_option("--prompts", f.prompts, "FastChat question.jsonl (default: the assets' mt_bench.jsonl)");
   stream->add_option("--questions", sf.questions, "stop after this many questions (0: all)");
-  stream->add_option("--template", f.chat_template, "chat template, {turn} is replaced by the turn");
+  stream->add_option("--template", f.chat_template,
+                     "chat template, {turn} stands for the turn (default: the model's own when recognised, else '" +
+                         std::string(kDefaultTemplate) + "')");
   stream->add_option("--out", sf.out, "log folder (default runs/stream-<time>)");
   stream->add_flag("--show-text", sf.show_text, "print each turn's answers on stdout");
   stream->add_flag("--quiet", sf.quiet, "no per-turn progress");

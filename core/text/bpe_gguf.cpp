@@ -82,6 +82,7 @@ BpeVocab bpe_vocab_from_gguf(const EmbeddedVocab& vocab, int bos_id, int eos_id,
   out.eot_id = vocab.eot_id;
   // llama.cpp: BOS for Llama-3 unless the file says otherwise, none for the others.
   out.add_bos = vocab.add_bos.value_or(pre->second.llama3);
+  out.chat_template = vocab.chat_template;
   return out;
 }
 

@@ -55,9 +55,8 @@ class BpeTokenizer final : public Tokenizer {
     return ids;
   }
 
-  std::vector<int> encode_with_specials(const std::string& text) const override {
-    return encode_around_specials(specials_, text, [this](const std::string& run) { return encode(run); });
-  }
+  std::vector<Segment> split_specials(const std::string& text) const override { return split_at(specials_, text); }
+  std::string chat_template() const override { return chat_template_; }
 
   int special_id(const std::string& text) const override { return specials_.find(text); }
 
@@ -108,6 +107,7 @@ class BpeTokenizer final : public Tokenizer {
   bool ignore_merges_ = false;
   bool nfc_ = false;
   bool add_bos_ = false;
+  std::string chat_template_;
   int bos_ = -1, eos_ = -1, eot_ = -1;
 };
 
@@ -116,7 +116,8 @@ BpeTokenizer::BpeTokenizer(const BpeVocab& vocab, const std::string& source)
       pre_name_(vocab.pre_name.empty() ? "custom" : vocab.pre_name),
       ignore_merges_(vocab.ignore_merges),
       nfc_(vocab.nfc),
-      add_bos_(vocab.add_bos) {
+      add_bos_(vocab.add_bos),
+      chat_template_(vocab.chat_template) {
   const size_t n = vocab.pieces.size();
   if (n == 0) fail(source, "its vocabulary has no pieces");
   if (n > size_t(INT32_MAX)) fail(source, "its vocabulary has more pieces than ids can number");

@@ -41,6 +41,7 @@ struct BpeVocab {
   int eos_id = -1;
   int eot_id = -1;  // -1: found by text (<|eot_id|>, <|im_end|>, ...) among the special tokens, if any
   bool add_bos = false;
+  std::string chat_template;  // the model's own (Jinja), "" when its files have none
 };
 
 // Checks `vocab` and builds its tokenizer. Throws Error("<source>: ...") with

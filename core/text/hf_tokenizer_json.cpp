@@ -219,6 +219,7 @@ std::optional<std::string> config_token(const JsonFile& f, const json& config, c
 struct TokenizerConfig {
   std::optional<std::string> bos, eos;
   std::optional<bool> add_bos;
+  std::string chat_template;
   std::string path;
 };
 
@@ -234,6 +235,15 @@ TokenizerConfig read_config_beside(const std::string& tokenizer_path) {
   config.bos = config_token(f, root, "bos_token");
   config.eos = config_token(f, root, "eos_token");
   if (member(root, "add_bos_token")) config.add_bos = f.boolean(root, "add_bos_token", false, "tokenizer_config");
+  // A string, or named templates [{"name", "template"}...] of which "default" is the chat one.
+  if (const json* t = member(root, "chat_template")) {
+    if (t->is_string()) config.chat_template = t->get<std::string>();
+    else if (t->is_array())
+      for (const json& named : *t)
+        if (named.is_object() && named.value("name", "") == "default" && named.contains("template") &&
+            named["template"].is_string())
+          config.chat_template = named["template"].get<std::string>();
+  }
   return config;
 }
 
@@ -345,6 +355,7 @@ BpeVocab read_checked(const std::string& path) {
   else out.eos_id = first_known({"<|end_of_text|>", "<|endoftext|>", "</s>", "<|im_end|>", "<eos>"});
   if (out.eos_id < 0) f.error("names no EOS token: put its tokenizer_config.json beside it");
   out.add_bos = config.add_bos.value_or(template_first.has_value());
+  out.chat_template = config.chat_template;
   return out;
 }
 

@@ -189,8 +189,9 @@ class SentencePieceTokenizer final : public Tokenizer {
   // `add_bos` and `eot` come from a GGUF's vocabulary; a tokenizer.model has
   // neither (Llama-2 prompts start with BOS; it has no end-of-turn token).
   SentencePieceTokenizer(std::unique_ptr<sentencepiece::SentencePieceProcessor> sp, int bos, int eos,
-                         std::string source, bool add_bos = true, int eot = -1)
-      : sp_(std::move(sp)), bos_(bos), eos_(eos), eot_(eot), add_bos_(add_bos), source_(std::move(source)) {
+                         std::string source, bool add_bos = true, int eot = -1, std::string chat_template = "")
+      : sp_(std::move(sp)), bos_(bos), eos_(eos), eot_(eot), add_bos_(add_bos), source_(std::move(source)),
+        chat_template_(std::move(chat_template)) {
     // Precomputed once: piece_text is called per generated token.
     const int n = sp_->GetPieceSize();
     texts_.reserve(static_cast<size_t>(n));
@@ -212,9 +213,8 @@ class SentencePieceTokenizer final : public Tokenizer {
 
   // Each run of text between special tokens is encoded on its own, dummy
   // prefix included, as llama.cpp does after a special token.
-  std::vector<int> encode_with_specials(const std::string& text) const override {
-    return text::encode_around_specials(specials_, text, [this](const std::string& run) { return encode(run); });
-  }
+  std::vector<Segment> split_specials(const std::string& text) const override { return text::split_at(specials_, text); }
+  std::string chat_template() const override { return chat_template_; }
 
   std::vector<int> encode(const std::string& text) const override {
     std::vector<int> ids;
@@ -243,6 +243,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   int eot_;
   bool add_bos_;
   std::string source_;
+  std::string chat_template_;
   std::vector<std::string> texts_;
   text::SpecialTokens specials_;
 };
@@ -373,7 +374,7 @@ std::unique_ptr<Tokenizer> sentencepiece_from_vocab(const EmbeddedVocab& vocab, 
     fail(what, "its embedded vocabulary is not a usable SentencePiece model (" + status_text(status) + ")");
   if (vocab.eot_id >= sp->GetPieceSize()) fail(what, "end-of-turn id " + std::to_string(vocab.eot_id) + " is out of range");
   return std::make_unique<SentencePieceTokenizer>(std::move(sp), bos_id, eos_id, what, vocab.add_bos.value_or(true),
-                                                  vocab.eot_id);
+                                                  vocab.eot_id, vocab.chat_template);
 }
 
 }  // namespace h2o

@@ -38,4 +38,10 @@ std::vector<SpecialTokens::Segment> SpecialTokens::split(std::string_view text) 
   return out;
 }
 
+std::vector<Tokenizer::Segment> split_at(const SpecialTokens& specials, std::string_view text) {
+  std::vector<Tokenizer::Segment> out;
+  for (const auto& segment : specials.split(text)) out.push_back({std::string(segment.text), segment.id});
+  return out;
+}
+
 }  // namespace h2o::text

@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/text/tokenizer.h"
+
 namespace h2o::text {
 
 class SpecialTokens {
@@ -35,20 +37,7 @@ class SpecialTokens {
   std::array<std::vector<std::pair<std::string, int>>, 256> by_first_byte_;
 };
 
-// Template text to ids: each special token's text as its id, the runs
-// between them through `encode` (a Tokenizer's encode, which takes a string).
-template <typename Encode>
-std::vector<int> encode_around_specials(const SpecialTokens& specials, std::string_view text, Encode&& encode) {
-  std::vector<int> ids;
-  for (const auto& segment : specials.split(text)) {
-    if (segment.id >= 0) {
-      ids.push_back(segment.id);
-    } else {
-      const std::vector<int> plain = encode(std::string(segment.text));
-      ids.insert(ids.end(), plain.begin(), plain.end());
-    }
-  }
-  return ids;
-}
+// `text` cut at `specials`, as Tokenizer::split_specials returns it.
+std::vector<Tokenizer::Segment> split_at(const SpecialTokens& specials, std::string_view text);
 
 }  // namespace h2o::text

@@ -85,8 +85,22 @@ std::unique_ptr<Tokenizer> choose_tokenizer(const Model& model, const std::strin
 
 }  // namespace
 
+std::vector<int> Tokenizer::encode_with_specials(const std::string& text) const {
+  std::vector<int> ids;
+  for (const Segment& segment : split_specials(text)) {
+    if (segment.id >= 0) {
+      ids.push_back(segment.id);
+    } else {
+      const std::vector<int> plain = encode(segment.text);
+      ids.insert(ids.end(), plain.begin(), plain.end());
+    }
+  }
+  return ids;
+}
+
 std::vector<int> encode_with_bos(const Tokenizer& tokenizer, const std::string& text) {
-  std::vector<int> ids{tokenizer.bos_id()};
+  std::vector<int> ids;
+  if (tokenizer.adds_bos()) ids.push_back(tokenizer.bos_id());
   const auto rest = tokenizer.encode(text);
   ids.insert(ids.end(), rest.begin(), rest.end());
   return ids;

@@ -40,10 +40,20 @@ class Tokenizer {
     (void)text;
     return -1;
   }
-  // Encodes template text, in which special tokens' texts ("<|eot_id|>")
-  // stand for those tokens; the text between them is encoded as encode()
-  // does. Never use it on user text (encode() keeps such strings as text).
-  virtual std::vector<int> encode_with_specials(const std::string& text) const { return encode(text); }
+  // Template text cut at the special tokens it names ("<|eot_id|>"): plain
+  // runs (id -1) and special tokens, left to right.
+  struct Segment {
+    std::string text;
+    int id = -1;
+  };
+  virtual std::vector<Segment> split_specials(const std::string& text) const { return {{text, -1}}; }
+  // Encodes template text: its special tokens' texts as those tokens, each
+  // run between them as encode() does. Never use it on user text (encode()
+  // keeps such strings as text).
+  std::vector<int> encode_with_specials(const std::string& text) const;
+  // The model's own chat template (Jinja) as its files carry it (GGUF's
+  // tokenizer.chat_template, tokenizer_config.json's chat_template), or "".
+  virtual std::string chat_template() const { return ""; }
 };
 
 // BOS (when the vocabulary adds one: Tokenizer::adds_bos) and the ids of
