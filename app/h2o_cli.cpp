@@ -5,6 +5,7 @@
 //   sample    token ids sampled from a model (input for eval on models without a tokenizer)
 //   info      what a model or tokenizer file holds
 //   tokenize  the token ids of a text under a tokenizer file
+//   convert   a model rewritten as GGUF in another weight type (q4_k_m, q8_0, f16, ...)
 // Every input error is one line on stderr and a non-zero exit.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -23,7 +24,9 @@
 #include "core/base/atomic_file.h"
 #include "core/base/error.h"
 #include "core/base/format.h"
+#include "core/base/json_text.h"
 #include "core/base/text_file.h"
+#include "core/model/gguf_writer.h"
 #include "core/runtime/engine.h"
 #include "core/studio/assets.h"
 #include "core/studio/run_log.h"
@@ -439,18 +442,54 @@ int run_info(Flags& f, const char* argv0) {
   Loaded in = load_inputs(f, argv0);
   const Model& m = *in.model;
   const ModelConfig& c = m.config;
+  const ChatTemplate chat = choose_template(*in.tokenizer, "");
+  std::ostringstream rope;
+  rope << "rope theta " << c.rope_theta;
+  if (c.rope_scaling.type != "none") rope << ", " << c.rope_scaling.type << " scaling x" << c.rope_scaling.factor;
   std::cout << "model       " << m.path << "\n"
-            << "format      " << m.format << ", weights " << dtype_name(m.weight_dtype()) << ", "
+            << "format      " << m.format << ", " << c.architecture << ", weights " << m.weight_types() << ", "
             << format_mib(m.weight_bytes()) << "\n"
             << "shape       dim " << c.dim << ", hidden " << c.hidden_dim << ", layers " << c.n_layers << ", heads "
-            << c.n_heads << ", kv heads " << c.n_kv_heads << " (head dim " << c.head_dim() << ")\n"
+            << c.n_heads << ", kv heads " << c.n_kv_heads << " (head dim " << c.head_dim() << ")"
+            << (c.attention_bias ? ", q/k/v biases" : "") << "\n"
             << "vocabulary  " << c.vocab_size << " (BOS " << c.bos_id << ", EOS " << c.eos_id << "), classifier "
             << (m.shared_classifier() ? "shared with the embedding" : "separate") << "\n"
-            << "context     " << c.max_seq_len << " trained, rope theta " << c.rope_theta << ", norm eps "
-            << c.norm_eps << "\n"
+            << "context     " << c.max_seq_len << " trained, " << rope.str() << ", norm eps " << c.norm_eps << "\n"
             << "parameters  " << c.parameter_count() << "\n"
             << "kv bytes    " << int64_t(c.n_layers) * c.kv_dim() * 2 * 4 << " per cached token (f32)\n"
-            << "tokenizer   " << in.tokenizer->describe() << "\n";
+            << "tokenizer   " << in.tokenizer->describe() << "\n"
+            << "template    " << chat.name << (in.tokenizer->chat_template().empty() ? " (the model names none)" : "")
+            << ", " << json_dump(chat.pattern()) << "\n";
+  return 0;
+}
+
+// ---- convert ------------------------------------------------------------------
+
+struct ConvertFlags {
+  std::string type = "q4_k_m", out, vocab;
+};
+
+int run_convert(Flags& f, const ConvertFlags& cf, const char* argv0) {
+  const TypeMix mix = parse_type_mix(cf.type, "--type");
+  if (cf.out.empty()) fail("--out", "required (the .gguf file to write)");
+  Loaded in = load_inputs(f, argv0);
+  Model model = *in.model;  // views of the same weights
+  if (f.given("--vocab")) {
+    // A vocabulary-only GGUF (or any GGUF) gives the written file its tokenizer and chat template.
+    GgufVocab v = load_gguf_vocab(cf.vocab);
+    if (int(v.vocab.pieces.size()) != model.config.vocab_size)
+      fail(cf.vocab, "has " + std::to_string(v.vocab.pieces.size()) + " pieces, the model " +
+                         std::to_string(model.config.vocab_size) + " (synthetic shapes take :vocab=N)");
+    model.vocab = std::move(v.vocab);
+    model.config.bos_id = v.bos_id;
+    model.config.eos_id = v.eos_id;
+  }
+  std::cerr << "converting " << in.model->path << " (" << in.model->weight_types() << ") to " << cf.out << " ("
+            << mix.name << ")\n";
+  write_gguf(model, cf.out, mix);
+  const auto written = load_model(cf.out);
+  std::cerr << "wrote " << cf.out << ": " << written->weight_types() << ", " << format_mib(written->weight_bytes())
+            << "\n";
   return 0;
 }
 
@@ -509,6 +548,13 @@ int main(int argc, char** argv) {
   auto* info = app.add_subcommand("info", "what a model / tokenizer holds");
   add_model_flags(info, f);
 
+  ConvertFlags cf;
+  auto* convert = app.add_subcommand("convert", "write a model as GGUF in another weight type");
+  add_model_flags(convert, f);
+  convert->add_option("--type", cf.type, "weight type: " + type_mix_names());
+  convert->add_option("--out", cf.out, "the .gguf file to write")->required();
+  convert->add_option("--vocab", cf.vocab, "a GGUF whose vocabulary and chat template the file gets (default: the model's own)");
+
   TokenizeFlags tf;
   auto* tokenize = app.add_subcommand("tokenize", "print the token ids of a text, space-separated, on one line");
   tokenize->add_option("--tokenizer", tf.tokenizer,
@@ -538,6 +584,7 @@ int main(int argc, char** argv) {
     if (*sample) return run_sample(f, sample_count, sample_out, argv[0]);
     if (*info) return run_info(f, argv[0]);
     if (*tokenize) return run_tokenize(tokenize, tf);
+    if (*convert) return run_convert(f, cf, argv[0]);
   } catch (const Error& e) {
     std::cerr << "h2o-cli: " << e.what() << "\n";
     return 1;

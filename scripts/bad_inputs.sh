@@ -112,6 +112,39 @@ put("huge-string.gguf", gguf(first_key_len=1 << 62))
 put("huge-tensor-count.gguf", gguf(tensor_count=1 << 62))
 put("huge-array-count.gguf", gguf(array_count=1 << 61))
 
+# Quantised GGUF: the same layout at dim 32 (one Q8_0 block per row of the
+# attention matrices) with every matrix Q8_0, or one matrix given another type.
+QDIM, QHID = 32, 64
+def q8_0(n):  # n values: blocks of an f16 scale and 32 int8
+    return b"".join(struct.pack("<e", 0.01) + bytes(rng.getrandbits(8) for _ in range(32)) for _ in range(n // 32))
+def qgguf(types={}, cut=0):
+    kvs = [gstr("general.architecture") + struct.pack("<I", 8) + gstr("llama")]
+    for key, val in [("llama.embedding_length", QDIM), ("llama.feed_forward_length", QHID), ("llama.block_count", 1),
+                     ("llama.attention.head_count", 2), ("llama.attention.head_count_kv", 2),
+                     ("llama.context_length", CTX)]:
+        kvs.append(gstr(key) + struct.pack("<II", 4, val))
+    tensors = [("token_embd.weight", [QDIM, VOCAB], 8), ("output_norm.weight", [QDIM], 0)]
+    for name, dims, t in [("attn_norm", [QDIM], 0), ("attn_q", [QDIM, QDIM], 8), ("attn_k", [QDIM, QDIM], 8),
+                          ("attn_v", [QDIM, QDIM], 8), ("attn_output", [QDIM, QDIM], 8), ("ffn_norm", [QDIM], 0),
+                          ("ffn_gate", [QDIM, QHID], 8), ("ffn_down", [QHID, QDIM], 8), ("ffn_up", [QDIM, QHID], 8)]:
+        tensors.append(("blk.0.%s.weight" % name, dims, t))
+    infos, data = b"", b""
+    for name, dims, t in tensors:
+        n = 1
+        for x in dims:
+            n *= x
+        infos += gstr(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", x) for x in dims)
+        infos += struct.pack("<IQ", types.get(name, t), len(data))
+        blob = q8_0(n) if t == 8 else floats(n)
+        data += blob + bytes((-len(blob)) % 32)
+    body = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)) + b"".join(kvs) + infos
+    whole = body + bytes((-len(body)) % 32) + data
+    return whole[:len(whole) - cut]
+put("q8_0.gguf", qgguf())
+put("iq2_xxs.gguf", qgguf(types={"blk.0.attn_q.weight": 16}))
+put("q4_k-rows-of-32.gguf", qgguf(types={"blk.0.attn_q.weight": 12}))
+put("q8_0-truncated.gguf", qgguf(cut=700))
+
 # safetensors: a u64 header length, a JSON header, the data; config.json beside it.
 os.makedirs(os.path.join(d, "hf"))
 put("hf/config.json", json.dumps({"model_type": "llama", "hidden_size": DIM, "intermediate_size": HID,
@@ -400,6 +433,10 @@ run_case "GGUF: tensor offset past the end" bad M "$in/offset-past-end.gguf"
 run_case "GGUF: string length 2^62" bad M "$in/huge-string.gguf"
 run_case "GGUF: tensor count 2^62" bad M "$in/huge-tensor-count.gguf"
 run_case "GGUF: metadata array count 2^61" bad M "$in/huge-array-count.gguf"
+run_case "control: the generator's tiny Q8_0 GGUF, intact" valid - info --model "$in/q8_0.gguf"
+run_case "GGUF: a quantisation type this reader does not know (IQ2_XXS)" bad M "$in/iq2_xxs.gguf"
+run_case "GGUF: Q4_K rows of 32 values (K-quant blocks hold 256)" bad M "$in/q4_k-rows-of-32.gguf"
+run_case "GGUF: Q8_0 tensor data cut short" bad M "$in/q8_0-truncated.gguf"
 # safetensors
 run_case "control: the generator's tiny safetensors, intact" valid - info --model "$in/hf/valid.safetensors"
 run_case "safetensors: header length larger than the file" bad M "$in/hf/header-too-long.safetensors"

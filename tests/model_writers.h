@@ -20,6 +20,7 @@
 
 #include "core/model/dtype.h"
 #include "core/model/model.h"
+#include "core/model/quant.h"
 
 namespace h2o::test {
 
@@ -85,7 +86,14 @@ inline ModelArrays random_arrays(const ModelConfig& c, uint64_t seed, bool separ
 
 // ---- bytes -----------------------------------------------------------------
 
+// `values` in `dtype`; a block type quantises them in one run, so each row
+// must be whole blocks (llama_gguf's matrices then are too).
 inline std::vector<uint8_t> encode(const std::vector<float>& values, DType dtype) {
+  if (!is_float(dtype)) {
+    std::vector<uint8_t> out(row_bytes(QuantType(dtype), int64_t(values.size())));
+    quantize_row(QuantType(dtype), values.data(), out.data(), int64_t(values.size()));
+    return out;
+  }
   std::vector<uint8_t> out(values.size() * size_t(dtype_size(dtype)));
   for (size_t i = 0; i < values.size(); ++i) {
     if (dtype == DType::F32) {
@@ -178,7 +186,7 @@ enum GgufValueType : uint32_t {
 };
 constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlBF16 = 30;
 
-inline uint32_t ggml_type_of(DType t) { return t == DType::F32 ? kGgmlF32 : t == DType::F16 ? kGgmlF16 : kGgmlBF16; }
+inline uint32_t ggml_type_of(DType t) { return uint32_t(t); }  // DType's values are GGML's type ids
 
 // Builds a GGUF file from metadata entries and tensors. Everything is
 // editable before build(), so tests can write both valid and broken files.

@@ -58,6 +58,23 @@ void write_inputs(const fs::path& dir) {
   gguf = llama_gguf(m).build();
   gguf[3] = 'X';  // "GGUX"
   write_file(dir / "bad-magic.gguf", gguf);
+  // Quantised GGUF: rows of 32 are one Q8_0 block each; then one tensor of a
+  // type this reader does not know, one whose rows are not whole Q4_K blocks,
+  // and the whole file cut short inside the last tensor.
+  ModelConfig qc = tiny_config();
+  qc.dim = 32;
+  qc.hidden_dim = 64;
+  const ModelArrays qm = random_arrays(qc, 8, false);
+  llama_gguf(qm, {DType::Q8_0}).write(dir / "q8_0.gguf");
+  GgufWriter q = llama_gguf(qm, {DType::Q8_0});
+  q.tensor("blk.0.attn_q.weight")->type = 16;  // IQ2_XXS
+  q.write(dir / "iq2_xxs.gguf");
+  q = llama_gguf(qm, {DType::Q8_0});
+  q.tensor("blk.0.attn_q.weight")->type = uint32_t(DType::Q4_K);
+  q.write(dir / "q4_k-rows-of-32.gguf");
+  gguf = llama_gguf(qm, {DType::Q8_0}).build();
+  gguf.resize(gguf.size() - 700);
+  write_file(dir / "q8_0-truncated.gguf", gguf);
   write_hf_model(dir / "hf", m);
   write_text(dir / "hf" / "config.json", R"({"hidden_size": 16, "num_hidden_layers": "two"})");
   // 64 pieces for a model with 32 rows: the wrong tokenizer.
@@ -155,6 +172,12 @@ std::vector<BadInput> cases() {
       {"GGUF bad version", "stream --out {out} --model {dir}/bad-version.gguf", "bad-version.gguf"},
       {"GGUF bad magic", "stream --out {out} --model {dir}/bad-magic.gguf", "bad-magic.gguf: not a GGUF file"},
       {"GGUF truncated", "stream --out {out} --model {dir}/truncated.gguf", "truncated.gguf"},
+      {"GGUF unknown quantisation type", "stream --out {out} --model {dir}/iq2_xxs.gguf",
+       "iq2_xxs.gguf: tensor blk.0.attn_q.weight has type IQ2_XXS (16)"},
+      {"GGUF rows not whole blocks", "stream --out {out} --model {dir}/q4_k-rows-of-32.gguf",
+       "q4_k-rows-of-32.gguf: tensor blk.0.attn_q.weight has rows of 32 elements, not whole blocks of Q4_K"},
+      {"GGUF quantised tensor cut short", "stream --out {out} --model {dir}/q8_0-truncated.gguf",
+       "q8_0-truncated.gguf: tensor"},
       {"safetensors config wrong type", "stream --out {out} --model {dir}/hf", "config.json"},
       {"synthetic unknown shape", "stream --out {out} --model synthetic:stories1T", "synthetic:stories1T"},
       {"synthetic bad vocab", "stream --out {out} --model synthetic:stories260K:vocab=-5", "vocab"},
@@ -281,6 +304,13 @@ TEST_P(BadInputCli, OneLineNonZeroExitNoOutput) {
   EXPECT_TRUE(clean) << "left behind: " << files_under(out).front();
   append_table_row(c, r, clean, dir, out);
   fs::remove_all(out);
+}
+
+// The control for the quantised cases: the same file, whole, runs.
+TEST_F(BadInputCli, TheIntactQuantisedFileRuns) {
+  const fs::path dir = root_ / "inputs";
+  const CliResult r = run_cli(expand("generate --model {dir}/q8_0.gguf --prompt-ids 1,2 --max-new-tokens 2 --print-ids", dir, dir));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 std::string case_name(const ::testing::TestParamInfo<BadInput>& info) {

@@ -64,6 +64,12 @@ void gguf(const fs::path& dir) {
   aligned.alignment = 64;
   aligned.set_u32("general.alignment", 64);
   put(dir, "micro-align64.gguf", aligned.build());
+  // Quantised blocks need rows of 32: the micro shape widened to one block.
+  ModelConfig wide = micro_config();
+  wide.dim = 32;
+  wide.hidden_dim = 32;
+  put(dir, "block32-q8_0.gguf", llama_gguf(random_arrays(wide, 7, false), {DType::Q8_0, false}).build());
+  put(dir, "block32-q4_0-separate.gguf", llama_gguf(random_arrays(wide, 8, true), {DType::Q4_0, false}).build());
 }
 
 std::vector<uint8_t> safetensors_bytes(const ModelArrays& m, DType dtype) {
