@@ -34,7 +34,7 @@ TEST(QueueTurn, ATypedTurnFollowsTheCurrentOneThenTheListGoesOn) {
     ASSERT_LT(engine->steps(), 400) << "the typed turn never came";
   }
   EXPECT_EQ(order, (std::vector<int>{0, -1, 1}));
-  const std::vector<int> want = engine->tokenizer()->encode(apply_template(kDefaultTemplate, "What is a heavy hitter?"));
+  const std::vector<int> want = engine->chat_template().encode_turn(*engine->tokenizer(), "What is a heavy hitter?", false);
   // The first fed token of a turn may be the previous answer's last one.
   ASSERT_GE(typed_fed.size(), want.size());
   EXPECT_EQ(std::vector<int>(typed_fed.end() - long(want.size()), typed_fed.end()), want);
