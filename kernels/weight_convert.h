@@ -1,0 +1,22 @@
+#pragma once
+// Weights reach the device in the backend's precision (f32, f16 or bf16)
+// through one function, whatever the file stored: a new weight type (the
+// quantised ones, dequantised on load) is one more case in convert_elements.
+#include <cstddef>
+#include <string>
+
+#include "core/model/dtype.h"
+#include "core/model/model.h"
+
+namespace h2o::kern {
+
+// "f32", "f16", "bf16" -> the type; throws Error naming --precision otherwise.
+DType parse_precision(const std::string& name);
+
+// Converts `count` elements of type `from` at `src` to `to` at `dst` (round to nearest even).
+void convert_elements(const void* src, DType from, size_t count, DType to, void* dst);
+
+// A tensor in the backend's precision: what is uploaded.
+void convert_tensor(const Tensor& t, DType to, void* dst);
+
+}  // namespace h2o::kern
