@@ -52,6 +52,11 @@ kern::ModelDims dims_of(const ModelConfig& c) {
   return d;
 }
 
+// The KV cache's element type: f32 with f32 weights (the exact path), else
+// f16 — for bf16 weights too: keys and values need f16's three more mantissa
+// bits far more than bf16's range (llama.cpp's default KV type is f16 as well).
+DType kv_storage_for(DType weights) { return weights == DType::F32 ? DType::F32 : DType::F16; }
+
 struct DeviceLayer {
   const void *wqkv = nullptr, *wo = nullptr, *w13 = nullptr, *w2 = nullptr;
   const float *attn_norm = nullptr, *ffn_norm = nullptr;
@@ -125,7 +130,8 @@ class CudaBackend final : public Backend {
   std::shared_ptr<const Model> model_;
   ModelConfig cfg_;
   kern::ModelDims dims_;
-  DType storage_;
+  DType storage_;  // weights and the projections' inputs
+  DType kv_;       // the KV cache (kv_storage_for)
   CudaTuning tuning_;
   gpu::DeviceInfo info_;
   std::shared_ptr<SharedStream> stream_;
@@ -155,6 +161,7 @@ CudaBackend::CudaBackend(std::shared_ptr<const Model> model, const BackendOption
       cfg_(model_->config),
       dims_(dims_of(cfg_)),
       storage_(kern::parse_precision(options.precision)),
+      kv_(kv_storage_for(storage_)),
       tuning_(tuning),
       graphs_(size_t(std::max(tuning.graph_capacity, 1)), [](gpu::Graph g) { gpu::destroy_graph(g); }) {
   if (tuning_.threads < 32 || tuning_.threads > 1024 || tuning_.threads % 32 != 0)
@@ -198,7 +205,7 @@ CudaBackend::~CudaBackend() {
 }
 
 std::string CudaBackend::describe() const {
-  std::string out = "cuda " + info_.name + ", " + dtype_name(storage_) + " weights, " +
+  std::string out = "cuda " + info_.name + ", " + dtype_name(storage_) + " weights, " + dtype_name(kv_) + " KV, " +
                     (tuning_.graphs ? "graphs" : "no graphs");
   if (account_->limit > 0) out += ", KV limit " + std::to_string(account_->limit >> 20) + " MiB";
   return out;
@@ -222,7 +229,7 @@ const void* CudaBackend::upload(std::initializer_list<const Tensor*> parts, DTyp
 
 std::unique_ptr<SessionCache> CudaBackend::new_cache(const PolicyConfig& policy) {
   policy.validate();
-  return std::make_unique<CudaCache>(policy, dims_, storage_, stream_, account_);
+  return std::make_unique<CudaCache>(policy, dims_, kv_, stream_, account_);
 }
 
 void CudaBackend::grow(gpu::DeviceBuffer& buffer, size_t bytes) {
@@ -247,8 +254,8 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
     const DeviceLayer& w = layers_[size_t(l)];
     kern::rmsnorm(storage_, x, w.attn_norm, xb_.get(), nullptr, T, d.dim, d.norm_eps, threads, s);
     blas_->gemm(qkv_.as<float>(), xb_.get(), w.wqkv, storage_, T, d.dim, d.qkv_stride, false);
-    kern::rope_append(storage_, qkv_.as<float>(), a.item_desc, a.row_item, T, l, d, threads, s);
-    kern::attention_partial(storage_, qkv_.as<float>(), a.item_desc, a.tile_desc, a.tiles, l, d, a.attention, threads,
+    kern::rope_append(kv_, qkv_.as<float>(), a.item_desc, a.row_item, T, l, d, threads, s);
+    kern::attention_partial(kv_, qkv_.as<float>(), a.item_desc, a.tile_desc, a.tiles, l, d, a.attention, threads,
                             s);
     kern::attention_combine(storage_, a.item_desc, a.row_item, T, d, a.attention, att_.get(), threads, s);
     kern::attention_scores(a.item_desc, a.items, a.attention.key_stride, l, d, a.attention, a.capture_slots, threads,
@@ -267,7 +274,7 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
   }
   kern::capture(a.item_desc, a.capture_units, a.units, d, threads, s);
   if (a.any_cut)
-    kern::evict(storage_, a.item_desc, a.items, d, a.evicted, order_.as<int>(), a.attention.key_stride, threads, s);
+    kern::evict(kv_, a.item_desc, a.items, d, a.evicted, order_.as<int>(), a.attention.key_stride, threads, s);
 }
 
 void CudaBackend::forward(std::span<ForwardItem> items) {

@@ -149,7 +149,9 @@ __global__ void sample_kernel(const float* logits, const ChooseDesc* choices, in
     int first = 0x7fffffff;
     for (int i = begin; i < end; ++i) {
       running += fixed(p[i]);
-      if (running > u) {
+      // u = 0 is passed by the first token with any mass, however small
+      // (below 2^-62 it has none in fixed point).
+      if (running > u || (u == 0 && p[i] > 0)) {
         first = i;
         break;
       }

@@ -32,3 +32,12 @@ CudaTuning test_tuning();
     const std::string why_missing = ::h2o::test::cuda_device_missing();                        \
     if (!why_missing.empty()) GTEST_SKIP() << "no CUDA device: " << why_missing;               \
   } while (0)
+
+// TEST / TEST_P / INSTANTIATE_TEST_SUITE_P with the suite's name expanded
+// first (gtest pastes and stringifies its arguments as written).
+#define H2O_CUDA_TEST(suite, name) H2O_CUDA_TEST_EXPANDED(H2O_CUDA_SUITE(suite), name)
+#define H2O_CUDA_TEST_EXPANDED(suite, name) TEST(suite, name)
+#define H2O_CUDA_TEST_P(suite, name) H2O_CUDA_TEST_P_EXPANDED(H2O_CUDA_SUITE(suite), name)
+#define H2O_CUDA_TEST_P_EXPANDED(suite, name) TEST_P(suite, name)
+#define H2O_CUDA_INSTANTIATE(prefix, suite, ...) H2O_CUDA_INSTANTIATE_EXPANDED(prefix, H2O_CUDA_SUITE(suite), __VA_ARGS__)
+#define H2O_CUDA_INSTANTIATE_EXPANDED(prefix, suite, ...) INSTANTIATE_TEST_SUITE_P(prefix, suite, __VA_ARGS__)
