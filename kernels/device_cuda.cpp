@@ -35,6 +35,8 @@ DeviceInfo open_device() {
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0))
     throw Error("no CUDA device found (cudaGetDeviceCount: " + describe(e == cudaSuccess ? cudaErrorNoDevice : e) + ")");
+  if (e == cudaErrorInsufficientDriver)  // also what the runtime says where there is no driver at all
+    throw Error("no CUDA device found: no usable NVIDIA driver (cudaGetDeviceCount: " + describe(e) + ")");
   if (e != cudaSuccess) throw Error("no usable CUDA device: cudaGetDeviceCount: " + describe(e));
   check(cudaSetDevice(0), "cudaSetDevice(0)");
   cudaDeviceProp prop{};
