@@ -610,7 +610,9 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   if (tuning_.graphs && decode_only) {
     const kern::GraphKey key = kern::graph_key(plan, buffers_generation_);
     std::optional<gpu::Graph> graph = graphs_.find(key);
-    if (!graph) {
+    if (!graph && !graphs_.seen_before(key)) {
+      enqueue_pass(a);  // the first step of a shape runs eagerly
+    } else if (!graph) {
       gpu::begin_capture(s);
       try {
         enqueue_pass(a);
@@ -624,10 +626,11 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
       graph = gpu::end_capture(s);
       graphs_.insert(key, *graph);
       ++graph_captures_;
+      gpu::launch_graph(*graph, s);
     } else {
       ++graph_replays_;
+      gpu::launch_graph(*graph, s);
     }
-    gpu::launch_graph(*graph, s);
   } else {
     enqueue_pass(a);
     if (forced) enqueue_forced(a, items, caches, plan);

@@ -60,6 +60,17 @@ class GraphCache {
   void clear() {
     for (auto& e : entries_) destroy_(e.second);
     entries_.clear();
+    seen_.clear();
+  }
+  // True if `key` was met before (and remembers it). A key is captured the
+  // second time it is met: its first step runs eagerly, so every kernel and
+  // cuBLAS routine has been loaded and chosen outside a capture.
+  bool seen_before(const GraphKey& key) {
+    for (const GraphKey& k : seen_)
+      if (k == key) return true;
+    seen_.push_front(key);
+    if (seen_.size() > 4 * capacity_) seen_.pop_back();
+    return false;
   }
   size_t size() const { return entries_.size(); }
   int64_t hits() const { return hits_; }
@@ -69,6 +80,7 @@ class GraphCache {
   size_t capacity_;
   std::function<void(Handle)> destroy_;
   std::list<std::pair<GraphKey, Handle>> entries_;
+  std::list<GraphKey> seen_;
   int64_t hits_ = 0, misses_ = 0;
 };
 

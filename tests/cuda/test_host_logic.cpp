@@ -231,8 +231,11 @@ TEST(CudaHostGraphs, CacheKeepsTheMostRecentlyUsed) {
     EXPECT_EQ(cache.find(k3), 30);
     EXPECT_EQ(cache.hits(), 2);
     EXPECT_EQ(cache.misses(), 2);
+    EXPECT_FALSE(cache.seen_before(k1));  // captured on its second sight
+    EXPECT_TRUE(cache.seen_before(k1));
     cache.clear();
     EXPECT_EQ(cache.size(), 0u);
+    EXPECT_FALSE(cache.seen_before(k1));  // a clear (buffers moved) forgets what was seen
     cache.insert(k1, 11);
   }
   std::sort(destroyed.begin(), destroyed.end());
