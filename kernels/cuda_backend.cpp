@@ -24,6 +24,7 @@
 
 #include "core/runtime/capture.h"
 #include "kernels/blas.h"
+#include "kernels/capture_layout.h"
 #include "kernels/cuda_cache.h"
 #include "kernels/device_buffer.h"
 #include "kernels/graph_cache.h"
@@ -60,25 +61,6 @@ DType kv_storage_for(DType weights) { return weights == DType::F32 ? DType::F32 
 struct DeviceLayer {
   const void *wqkv = nullptr, *wo = nullptr, *w13 = nullptr, *w2 = nullptr;
   const float *attn_norm = nullptr, *ffn_norm = nullptr;
-};
-
-// Where one capture's pieces land in the readback.
-struct CaptureReadout {
-  AttentionCapture* out = nullptr;
-  int top_k = 0;
-  int slots = 0;
-  std::vector<size_t> positions;               // per KV head
-  std::vector<std::vector<size_t>> probs;      // per captured head, per row
-  std::vector<std::vector<size_t>> shares;     // per captured head, per row
-};
-
-// One capture unit before the buffers it points into are placed.
-struct UnitPlan {
-  kern::CaptureUnit unit;
-  size_t list = 0;      // its kept-slot list
-  size_t probs_at = 0;  // float offset of its (item, layer) rows in the capture buffer
-  size_t out_at = 0, share_at = 0;  // readback offsets
-  size_t work_at = 0;   // float offset in the capture work buffer
 };
 
 struct LayerReadout {
@@ -371,85 +353,19 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
     if (items[size_t(i)].forced && items[size_t(i)].scores)
       forced_at[size_t(i)] = out.add(size_t(shapes[size_t(i)].forced_rows) * 3 * 8, 8);
 
-  // Captures: the full rows of each captured (item, layer), then the units that trim them.
-  std::vector<kern::CaptureSlot> slots(captures ? size_t(N) * L : 0);
-  std::vector<size_t> slot_probs_at(slots.size(), 0);  // float offsets into capture_probs_
-  std::vector<std::vector<int>> slot_lists;             // kept key slots, one list per request
-  std::vector<CaptureReadout> readouts;
-  std::vector<UnitPlan> unit_plans;
-  size_t capture_floats = 0, work_floats = 0;
+  // Captures: the full rows of each captured (item, layer), the units that trim them.
+  kern::BlockLayout in;
+  std::vector<kern::CaptureJob> jobs;
   for (int i = 0; captures && i < N; ++i) {
     const ForwardItem& item = items[size_t(i)];
-    if (!item.capture || !item.captured) continue;
-    const int keys = plan.items[size_t(i)].keys, rows = shapes[size_t(i)].rows;
-    for (const CaptureRequest& req : item.capture->attention) {
-      kern::CaptureSlot& slot = slots[size_t(i) * L + size_t(req.layer)];
-      slot.rows = std::max(slot.rows, std::min(std::max(req.rows, 1), rows));
-    }
-    for (int l = 0; l < L; ++l) {
-      const size_t at = size_t(i) * L + size_t(l);
-      slot_probs_at[at] = capture_floats;
-      capture_floats += size_t(slots[at].rows) * d.heads * size_t(keys);
-    }
-    item.captured->assign(item.capture->attention.size(), {});
-    for (size_t c = 0; c < item.capture->attention.size(); ++c) {
-      const CaptureRequest& req = item.capture->attention[c];
-      const kern::CaptureSlot& slot = slots[size_t(i) * L + size_t(req.layer)];
-      AttentionCapture& cap = (*item.captured)[c];
-      cap.layer = req.layer;
-      cap.head = req.head;
-      cap.rows = std::min(std::max(req.rows, 1), rows);
-      for (int r = rows - cap.rows; r < rows; ++r)
-        cap.query_positions.push_back(int32_t(shapes[size_t(i)].tokens_seen + r));
-      const int heads = AttentionCapture::captured_heads(req.head, d.heads, d.kv_heads);
-      cap.key_positions.assign(size_t(H), {});
-      cap.probs.assign(size_t(heads), {});
-      cap.top_share.assign(size_t(heads), NAN);
-      slot_lists.push_back(kept_key_slots(keys, req.max_keys, req.keep_first));
-      CaptureReadout ro;
-      ro.out = &cap;
-      ro.top_k = req.top_k;
-      ro.slots = int(slot_lists.back().size());
-      UnitPlan base;
-      base.unit.item = i;
-      base.unit.layer = req.layer;
-      base.unit.n = keys;
-      base.unit.head = req.head;
-      base.unit.top_k = req.top_k;
-      base.unit.n_slots = ro.slots;
-      base.list = slot_lists.size() - 1;
-      base.probs_at = slot_probs_at[size_t(i) * L + size_t(req.layer)];
-      for (int g = 0; g < H; ++g) {
-        UnitPlan u = base;
-        u.unit.kind = 1;
-        u.unit.captured = g;
-        u.out_at = out.add(size_t(ro.slots) * 4);
-        ro.positions.push_back(u.out_at);
-        unit_plans.push_back(u);
-      }
-      ro.probs.assign(size_t(heads), {});
-      ro.shares.assign(size_t(heads), {});
-      for (int ch = 0; ch < heads; ++ch)
-        for (int r = 0; r < cap.rows; ++r) {
-          UnitPlan u = base;
-          u.unit.kind = 0;
-          u.unit.captured = ch;
-          u.unit.row = slot.rows - cap.rows + r;
-          u.out_at = out.add(size_t(ro.slots) * 4);
-          u.share_at = out.add(8, 8);
-          u.work_at = work_floats;
-          work_floats += size_t(keys);
-          ro.probs[size_t(ch)].push_back(u.out_at);
-          ro.shares[size_t(ch)].push_back(u.share_at);
-          unit_plans.push_back(u);
-        }
-      readouts.push_back(std::move(ro));
-    }
+    if (item.capture && item.captured)
+      jobs.push_back({i, plan.items[size_t(i)].keys, shapes[size_t(i)].rows, shapes[size_t(i)].tokens_seen,
+                      &item.capture->attention, item.captured});
   }
-  grow(capture_probs_, capture_floats * 4);
-  grow(capture_work_, work_floats * 4);
-  for (size_t at = 0; at < slots.size(); ++at)
-    if (slots[at].rows) slots[at].probs = capture_probs_.as<float>() + slot_probs_at[at];
+  const kern::CaptureLayout capture(jobs, N, d, out, in);
+  grow(capture_probs_, capture.probs_floats() * 4);
+  grow(capture_work_, capture.work_floats() * 4);
+  const std::vector<kern::CaptureSlot> slots = captures ? capture.slots(capture_probs_.as<float>()) : std::vector<kern::CaptureSlot>{};
 
   std::vector<LayerReadout> layer_readouts;
   for (int i = 0; i < N; ++i) {
@@ -470,7 +386,6 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   char* readback = readback_.as<char>();
 
   // ---- the inputs block ----
-  kern::BlockLayout in;
   const size_t tokens_at = in.add(size_t(T) * 4);
   const size_t row_item_at = in.add(size_t(T) * 4);
   const size_t items_at = in.add(size_t(N) * sizeof(kern::ItemDesc));
@@ -482,9 +397,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
     if (items[size_t(i)].forced && items[size_t(i)].scores) forced_count += shapes[size_t(i)].forced_rows;
   const size_t forced_rows_at = in.add(size_t(forced_count) * sizeof(kern::ForcedRow));
   const size_t slots_at = in.add(slots.size() * sizeof(kern::CaptureSlot));
-  const size_t units_at = in.add(unit_plans.size() * sizeof(kern::CaptureUnit));
-  std::vector<size_t> lists_at;
-  for (const auto& list : slot_lists) lists_at.push_back(in.add(list.size() * 4));
+  const size_t units_at = in.add(capture.unit_count() * sizeof(kern::CaptureUnit));
   grow(inputs_, in.size());
   inputs_host_.reserve(in.size());
   char* host = static_cast<char*>(inputs_host_.get());
@@ -561,23 +474,10 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
     }
   }
   std::memcpy(host + slots_at, slots.data(), slots.size() * sizeof(kern::CaptureSlot));
-  auto* units = reinterpret_cast<kern::CaptureUnit*>(host + units_at);
-  for (size_t k = 0; k < unit_plans.size(); ++k) {
-    const UnitPlan& u = unit_plans[k];
-    kern::CaptureUnit unit = u.unit;
-    unit.probs = capture_probs_.as<float>() + u.probs_at;
-    unit.slots = reinterpret_cast<const int*>(dev + lists_at[u.list]);
-    if (unit.kind == 1) {
-      unit.out_positions = reinterpret_cast<int32_t*>(readback + u.out_at);
-    } else {
-      unit.out_probs = reinterpret_cast<float*>(readback + u.out_at);
-      unit.out_share = reinterpret_cast<double*>(readback + u.share_at);
-      unit.work = capture_work_.as<float>() + u.work_at;
-    }
-    units[k] = unit;
-  }
-  for (size_t c = 0; c < slot_lists.size(); ++c)
-    std::memcpy(host + lists_at[c], slot_lists[c].data(), slot_lists[c].size() * 4);
+  const std::vector<kern::CaptureUnit> units =
+      capture.units(capture_probs_.as<float>(), capture_work_.as<float>(), dev, readback);
+  std::memcpy(host + units_at, units.data(), units.size() * sizeof(kern::CaptureUnit));
+  capture.write_lists(host);
 
   StepArgs a;
   a.items = N;
@@ -585,7 +485,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   a.tiles = int(plan.tiles.size());
   a.classified = R;
   a.forced = forced_count;
-  a.units = int(unit_plans.size());
+  a.units = int(units.size());
   a.tokens = reinterpret_cast<const int*>(dev + tokens_at);
   a.row_item = reinterpret_cast<const int*>(dev + row_item_at);
   a.item_desc = reinterpret_cast<const kern::ItemDesc*>(dev + items_at);
@@ -709,24 +609,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
       }
     }
   }
-  for (const CaptureReadout& ro : readouts) {
-    AttentionCapture& cap = *ro.out;
-    for (int g = 0; g < H; ++g) {
-      const auto* pos = reinterpret_cast<const int32_t*>(back + ro.positions[size_t(g)]);
-      cap.key_positions[size_t(g)].assign(pos, pos + ro.slots);
-    }
-    for (size_t ch = 0; ch < ro.probs.size(); ++ch) {
-      double share = 0;
-      int shared_rows = 0;
-      for (size_t r = 0; r < ro.probs[ch].size(); ++r) {
-        const auto* p = reinterpret_cast<const float*>(back + ro.probs[ch][r]);
-        cap.probs[ch].insert(cap.probs[ch].end(), p, p + ro.slots);
-        const double row_share = *reinterpret_cast<const double*>(back + ro.shares[ch][r]);
-        if (ro.top_k > 0 && !std::isnan(row_share)) share += row_share, ++shared_rows;
-      }
-      if (ro.top_k > 0) cap.top_share[ch] = shared_rows ? float(share / shared_rows) : NAN;
-    }
-  }
+  capture.read(back);
 }
 
 // Forced mode after the pass: log Z of the classified rows, each forced

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/step_plan.h"
+
 namespace h2o {
 
 CudaCache::CudaCache(const PolicyConfig& policy, const kern::ModelDims& dims, DType storage,
@@ -36,10 +38,8 @@ kern::CacheArrays CudaCache::arrays() const {
 }
 
 void CudaCache::reserve_for(int rows) {
-  const int needed = held_ + rows;
-  if (needed <= cap_) return;
-  const int target = rule_.evicts() ? std::max(needed, rule_.budget + rule_.slack + rows)
-                                    : std::max({needed, cap_ + cap_ / 2, 64});
+  const int target = kern::grown_capacity(rule_, held_, cap_, rows);
+  if (target == cap_) return;
   const int64_t heads = int64_t(dims_.layers) * dims_.kv_heads;
   const bool rolling = rule_.rolling;
   const int64_t more = (int64_t(target) - cap_) * heads * row_bytes(dims_, storage_, rolling);

@@ -63,6 +63,12 @@ StepPlan plan_step(std::span<const ItemShape> items, int group) {
   return plan;
 }
 
+int grown_capacity(const EvictionRule& rule, int held, int capacity, int rows) {
+  const int needed = held + rows;
+  if (needed <= capacity) return capacity;
+  return rule.evicts() ? std::max(needed, rule.budget + rule.slack + rows) : std::max({needed, capacity + capacity / 2, 64});
+}
+
 size_t BlockLayout::add(size_t bytes, size_t align) {
   size_ = (size_ + align - 1) / align * align;
   const size_t at = size_;

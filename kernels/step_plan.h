@@ -61,6 +61,11 @@ bool cut_due(const EvictionRule& rule, int keys);
 
 StepPlan plan_step(std::span<const ItemShape> items, int group);
 
+// Rows per (layer, KV head) a cache holding `held` of `capacity` reserves to
+// take `rows` more, as the CPU cache grows: a bounded rule reserves
+// budget + slack + rows once; the full cache grows by half, 64 rows at least.
+int grown_capacity(const EvictionRule& rule, int held, int capacity, int rows);
+
 // Byte offsets of the pieces of one buffer (the step's inputs, its readback).
 class BlockLayout {
  public:

@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <random>
 #include <set>
 
 #include "core/base/error.h"
 #include "core/policy/kept_set.h"
+#include "kernels/capture_layout.h"
 #include "kernels/cut_shape.h"
 #include "kernels/graph_cache.h"
 #include "kernels/step_plan.h"
@@ -279,4 +281,102 @@ TEST(CudaHostWeights, PrecisionNames) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--precision"), std::string::npos) << e.what();
   }
+}
+
+TEST(CudaHostCapture, LayoutTrimsAsEveryBackendAndDoesNotOverlap) {
+  ModelDims d;
+  d.layers = 3;
+  d.heads = 4;
+  d.kv_heads = 2;
+  d.group = 2;
+  const std::vector<CaptureRequest> first{{1, kAllHeads, 2, 0, 0, 3}, {1, kGroupMean, 1, 5, 2, 0}},
+      second{{2, 3, 9, 4, 1, 2}};
+  std::vector<AttentionCapture> out0, out1;
+  const std::vector<CaptureJob> jobs{{0, 12, 3, 40, &first, &out0}, {2, 7, 1, 6, &second, &out1}};
+  BlockLayout readback, inputs;
+  readback.add(100);  // what the step reserved before
+  const CaptureLayout layout(jobs, 3, d, readback, inputs);
+  // The shapes the CPU backend gives: rows capped at what the step fed, query positions, heads per selection.
+  ASSERT_EQ(out0.size(), 2u);
+  EXPECT_EQ(out0[0].rows, 2);
+  EXPECT_EQ(out0[0].query_positions, (std::vector<int32_t>{41, 42}));
+  EXPECT_EQ(out0[0].probs.size(), 4u);
+  EXPECT_EQ(out0[1].probs.size(), 2u);
+  EXPECT_EQ(out1[0].rows, 1);
+  EXPECT_EQ(out1[0].probs.size(), 1u);
+  // Units: per request, one per KV head (positions) and one per captured head and row (probabilities).
+  EXPECT_EQ(layout.unit_count(), size_t((2 + 4 * 2) + (2 + 2 * 1) + (2 + 1 * 1)));
+  // Item 0's layer-1 slot holds its last 2 rows for both requests; item 2 only layer 2.
+  std::vector<float> probs(layout.probs_floats());
+  const std::vector<CaptureSlot> slots = layout.slots(probs.data());
+  ASSERT_EQ(slots.size(), 9u);
+  EXPECT_EQ(slots[1].rows, 2);
+  EXPECT_EQ(slots[0].probs, nullptr);
+  EXPECT_EQ(slots[2 * 3 + 2].rows, 1);
+  EXPECT_EQ(layout.probs_floats(), size_t(2 * 4 * 12 + 1 * 4 * 7));
+  // Kept slots as kept_key_slots; every piece in its own bytes of the readback.
+  std::vector<char> back(readback.size(), 0), in(inputs.size(), 0);
+  layout.write_lists(in.data());
+  std::vector<float> work(layout.work_floats());
+  const std::vector<CaptureUnit> units = layout.units(probs.data(), work.data(), in.data(), back.data());
+  std::vector<int> owner(back.size(), -1);
+  for (size_t k = 0; k < units.size(); ++k) {
+    const CaptureUnit& u = units[k];
+    const CaptureRequest& req = u.item == 0 ? first[u.layer == 1 && u.head == kGroupMean ? 1 : 0] : second[0];
+    EXPECT_EQ(std::vector<int>(u.slots, u.slots + u.n_slots), kept_key_slots(u.n, req.max_keys, req.keep_first));
+    auto claim = [&](const void* p, size_t bytes) {
+      const size_t at = size_t(static_cast<const char*>(p) - back.data());
+      ASSERT_LE(at + bytes, back.size());
+      ASSERT_GE(at, 100u);
+      for (size_t b = at; b < at + bytes; ++b) {
+        ASSERT_EQ(owner[b], -1) << "unit " << k << " overlaps unit " << owner[b];
+        owner[b] = int(k);
+      }
+    };
+    if (u.kind == 1) {
+      claim(u.out_positions, size_t(u.n_slots) * 4);
+    } else {
+      claim(u.out_probs, size_t(u.n_slots) * 4);
+      claim(u.out_share, 8);
+      EXPECT_GE(u.work, work.data());
+      EXPECT_LE(u.work + u.n, work.data() + work.size());
+    }
+  }
+  // Reading back: the share is the mean over rows with mass (NaN: a row without).
+  for (const CaptureUnit& u : units) {
+    if (u.kind == 1) {
+      for (int s = 0; s < u.n_slots; ++s) u.out_positions[s] = 1000 + u.slots[s];
+      continue;
+    }
+    for (int s = 0; s < u.n_slots; ++s) u.out_probs[s] = float(u.row);
+    *u.out_share = u.item == 0 && u.captured == 1 && u.row == 1 ? NAN : 0.25 * (u.row + 1);
+  }
+  layout.read(back.data());
+  EXPECT_EQ(out0[0].key_positions[1].front(), 1000);
+  std::vector<float> rows_in_order(12, 0.0f);  // rows x kept slots, row-major
+  rows_in_order.resize(24, 1.0f);
+  EXPECT_EQ(out0[0].probs[0], rows_in_order);
+  EXPECT_FLOAT_EQ(out0[0].top_share[0], (0.25f + 0.5f) / 2);
+  EXPECT_FLOAT_EQ(out0[0].top_share[1], 0.25f);  // its second row had no mass
+  EXPECT_TRUE(std::isnan(out0[1].top_share[0]));  // top_k 0: none asked
+  EXPECT_EQ(out1[0].probs[0].size(), 4u);
+}
+
+TEST(CudaHostMemory, CachesGrowAsTheCpuCache) {
+  // The full cache: 64 rows, then by half (what the CPU cache's KV-limit tests count on).
+  EvictionRule full;
+  std::vector<int> caps;
+  int cap = 0;
+  for (int held = 0; held < 300; ++held) {
+    const int next = grown_capacity(full, held, cap, 1);
+    if (next != cap) caps.push_back(next);
+    cap = next;
+  }
+  EXPECT_EQ(caps, (std::vector<int>{64, 96, 144, 216, 324}));
+  EXPECT_EQ(grown_capacity(full, 0, 0, 100), 100);  // a long prefill chunk at once
+  // A bounded rule: budget + slack + the step's rows, once.
+  EvictionRule bounded{4, 10, 10, ScoreKind::Accumulated, 24, 3, false};
+  EXPECT_EQ(grown_capacity(bounded, 0, 0, 1), 28);
+  EXPECT_EQ(grown_capacity(bounded, 24, 28, 1), 28);
+  EXPECT_EQ(grown_capacity(bounded, 24, 28, 64), 24 + 3 + 64);
 }
