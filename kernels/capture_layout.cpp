@@ -87,7 +87,7 @@ std::vector<CaptureSlot> CaptureLayout::slots(float* probs) const {
 
 void CaptureLayout::write_lists(char* inputs_host) const {
   for (size_t c = 0; c < lists_.size(); ++c)
-    std::memcpy(inputs_host + lists_at_[c], lists_[c].data(), lists_[c].size() * sizeof(int));
+    if (!lists_[c].empty()) std::memcpy(inputs_host + lists_at_[c], lists_[c].data(), lists_[c].size() * sizeof(int));
 }
 
 std::vector<CaptureUnit> CaptureLayout::units(float* probs, float* work, const char* inputs_device,

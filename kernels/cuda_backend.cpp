@@ -58,6 +58,11 @@ kern::ModelDims dims_of(const ModelConfig& c) {
 // bits far more than bf16's range (llama.cpp's default KV type is f16 as well).
 DType kv_storage_for(DType weights) { return weights == DType::F32 ? DType::F32 : DType::F16; }
 
+// memcpy for vectors that may be empty (memcpy from a null pointer is undefined, even for 0 bytes).
+void put(char* dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
 struct DeviceLayer {
   const void *wqkv = nullptr, *wo = nullptr, *w13 = nullptr, *w2 = nullptr;
   const float *attn_norm = nullptr, *ffn_norm = nullptr;
@@ -406,7 +411,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   int* tokens = reinterpret_cast<int*>(host + tokens_at);
   for (int i = 0; i < N; ++i)
     std::copy(items[size_t(i)].tokens.begin(), items[size_t(i)].tokens.end(), tokens + plan.items[size_t(i)].first_row);
-  std::memcpy(host + row_item_at, plan.row_item.data(), size_t(T) * 4);
+  put(host + row_item_at, plan.row_item.data(), size_t(T) * 4);
   auto* desc = reinterpret_cast<kern::ItemDesc*>(host + items_at);
   for (int i = 0; i < N; ++i) {
     const kern::ItemShape& s = shapes[size_t(i)];
@@ -427,8 +432,8 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
     it.evicted_base = evicted_base[size_t(i)];
     desc[i] = it;
   }
-  std::memcpy(host + tiles_at, plan.tiles.data(), plan.tiles.size() * sizeof(kern::RowTile));
-  std::memcpy(host + classify_at, plan.classify.data(), size_t(R) * 4);
+  put(host + tiles_at, plan.tiles.data(), plan.tiles.size() * sizeof(kern::RowTile));
+  put(host + classify_at, plan.classify.data(), size_t(R) * 4);
   auto* choose = reinterpret_cast<kern::ChooseDesc*>(host + choose_at);
   for (int i = 0; i < N; ++i) {
     const ForwardItem& item = items[size_t(i)];
@@ -473,10 +478,10 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
       forced_rows[k] = f;
     }
   }
-  std::memcpy(host + slots_at, slots.data(), slots.size() * sizeof(kern::CaptureSlot));
+  put(host + slots_at, slots.data(), slots.size() * sizeof(kern::CaptureSlot));
   const std::vector<kern::CaptureUnit> units =
       capture.units(capture_probs_.as<float>(), capture_work_.as<float>(), dev, readback);
-  std::memcpy(host + units_at, units.data(), units.size() * sizeof(kern::CaptureUnit));
+  put(host + units_at, units.data(), units.size() * sizeof(kern::CaptureUnit));
   capture.write_lists(host);
 
   StepArgs a;

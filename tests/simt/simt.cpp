@@ -17,6 +17,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -92,7 +93,8 @@ struct Fiber {
 
 // One block being run, and the fibers that run its threads (kept between blocks).
 struct Block {
-  std::vector<Fiber> fibers;
+  // Fibers keep their address for life: a parked fiber holds a reference to its own.
+  std::vector<std::unique_ptr<Fiber>> fibers;
   const std::function<void()>* kernel = nullptr;
   dim3 grid, dim, idx;
   int threads = 0, live = 0, at_block_barrier = 0;
@@ -163,8 +165,8 @@ void yield_to_scheduler(Block& b, Fiber& f) {
 
 void release_block_barrier(Block& b) {
   if (b.at_block_barrier == 0 || b.at_block_barrier < b.live) return;
-  for (Fiber& f : b.fibers)
-    if (f.state == State::AtBlockBarrier) f.state = State::Runnable;
+  for (int i = 0; i < b.threads; ++i)
+    if (b.fibers[size_t(i)]->state == State::AtBlockBarrier) b.fibers[size_t(i)]->state = State::Runnable;
   b.at_block_barrier = 0;
 }
 
@@ -173,7 +175,7 @@ void release_warp_barrier(Block& b, int warp) {
   if (at == 0 || at < b.warp_live[size_t(warp)]) return;
   const size_t first = size_t(warp) * kWarp, last = std::min(first + kWarp, size_t(b.threads));
   for (size_t i = first; i < last; ++i)
-    if (b.fibers[i].state == State::AtWarpBarrier) b.fibers[i].state = State::Runnable;
+    if (b.fibers[i]->state == State::AtWarpBarrier) b.fibers[i]->state = State::Runnable;
   at = 0;
 }
 
@@ -232,7 +234,7 @@ void start_fiber(Fiber& f) {
 }
 
 void run_block(Block& b) {
-  for (int i = 0; i < b.threads; ++i) start_fiber(b.fibers[size_t(i)]);
+  for (int i = 0; i < b.threads; ++i) start_fiber(*b.fibers[size_t(i)]);
   b.live = b.threads;
   b.at_block_barrier = 0;
   const int warps = (b.threads + kWarp - 1) / kWarp;
@@ -242,7 +244,7 @@ void run_block(Block& b) {
   while (b.live > 0) {
     bool ran = false;
     for (int i = 0; i < b.threads; ++i) {
-      Fiber& f = b.fibers[size_t(i)];
+      Fiber& f = *b.fibers[size_t(i)];
       if (f.state != State::Runnable) continue;
       b.current = &f;
       switch_to_fiber(b, f);
@@ -250,7 +252,11 @@ void run_block(Block& b) {
     }
     if (!ran) {
       int at_block = 0, at_warp = 0;
-      for (const Fiber& f : b.fibers) at_block += f.state == State::AtBlockBarrier, at_warp += f.state == State::AtWarpBarrier;
+      for (int i = 0; i < b.threads; ++i) {
+        const State st = b.fibers[size_t(i)]->state;
+        at_block += st == State::AtBlockBarrier;
+        at_warp += st == State::AtWarpBarrier;
+      }
       std::fprintf(stderr,
                    "simt: block (%u,%u,%u) of a grid (%u,%u,%u) x (%u,%u,%u) is stuck: %d threads at __syncthreads, "
                    "%d at a warp barrier, %d finished (a barrier in divergent code?)\n",
@@ -315,10 +321,10 @@ void run_grid(dim3 grid, dim3 block_dim_, const std::function<void()>& kernel) {
   b.grid = grid;
   b.dim = block_dim_;
   b.threads = threads;
-  if (b.fibers.size() < size_t(threads)) b.fibers.resize(size_t(threads));
+  while (b.fibers.size() < size_t(threads)) b.fibers.push_back(std::make_unique<Fiber>());
   b.exchange.assign(size_t(threads), 0);
   for (int i = 0; i < threads; ++i) {
-    Fiber& f = b.fibers[size_t(i)];
+    Fiber& f = *b.fibers[size_t(i)];
     f.idx = dim3(unsigned(i) % block_dim_.x, (unsigned(i) / block_dim_.x) % block_dim_.y,
                  unsigned(i) / (block_dim_.x * block_dim_.y));
     f.warp = i / kWarp;
