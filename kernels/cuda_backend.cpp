@@ -160,7 +160,11 @@ CudaBackend::CudaBackend(std::shared_ptr<const Model> model, const BackendOption
     throw Error("cuda backend: " + std::to_string(dims_.group) + " query heads per KV head is not supported (at most " +
                 std::to_string(kern::kMaxTileQueries) + ")");
   account_->limit = options.kv_limit_bytes;
-  info_ = gpu::open_device();
+  try {
+    info_ = gpu::open_device();
+  } catch (const Error& e) {
+    fail("--backend", std::string("cuda: ") + e.what());  // one line naming the flag, as every bad input
+  }
   stream_ = std::make_shared<SharedStream>();
   blas_ = std::make_unique<kern::Blas>(stream_->stream);
   if (tuning_.timing) {

@@ -19,9 +19,9 @@ struct CudaTuning {
   bool timing = false;       // time each forward's device work with CUDA events (cuda_last_forward_ms)
 };
 
-// Throws Error with one line where there is no usable device ("no CUDA
-// device found (...)", or the driver's error), for a model shape the kernels
-// do not serve, or a precision other than f32, f16, bf16.
+// Throws Error with one line where there is no usable device ("--backend:
+// cuda: no CUDA device found (...)", or the driver's error), for a model
+// shape the kernels do not serve, or a precision other than f32, f16, bf16.
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, const BackendOptions& options);
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, const BackendOptions& options,
                                            const CudaTuning& tuning);

@@ -17,7 +17,7 @@ H2O_CUDA_TEST(Cli, GenerateOnTheCudaBackend) {
     EXPECT_NE(cuda.exit_code, 0);
     EXPECT_TRUE(cuda.out.empty()) << cuda.out;
     EXPECT_EQ(std::count(cuda.err.begin(), cuda.err.end(), '\n'), 1) << cuda.err;
-    EXPECT_EQ(cuda.err.rfind("h2o-cli: no CUDA device found", 0), 0u) << cuda.err;
+    EXPECT_EQ(cuda.err.rfind("h2o-cli: --backend: cuda: no CUDA device found", 0), 0u) << cuda.err;
     return;
   }
   const CliResult cpu = run_cli(args + " --backend cpu");
