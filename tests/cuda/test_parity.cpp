@@ -365,3 +365,14 @@ H2O_CUDA_TEST(Parity, BadCaptureRequestsChangeNothing) {
     EXPECT_EQ(cache->max_size(), 0);
   }
 }
+
+H2O_CUDA_TEST(Parity, AFreshCacheReadsEmpty) {
+  H2O_REQUIRE_CUDA();
+  auto gpu = cuda(tiny_model());
+  auto cache = gpu->new_cache(make("h2o", true));
+  const LayerState s = cache->read_layer(0);
+  ASSERT_EQ(s.positions.size(), size_t(cache->kv_heads()));
+  for (const auto& p : s.positions) EXPECT_TRUE(p.empty());
+  EXPECT_EQ(cache->allocated_bytes(), 0);
+  EXPECT_TRUE(cache->last_evictions().empty());
+}

@@ -96,24 +96,26 @@ void* alloc_pinned(size_t bytes) {
 
 void release_pinned(void* p) noexcept { std::free(p); }
 
+// (Zero-byte copies are skipped as cudaMemcpyAsync allows them: memcpy may not see a null pointer.)
 void copy_to_device(void* dst, const void* src, size_t bytes, Stream s) {
-  enqueue_on(s, [=] { std::memcpy(dst, src, bytes); });
+  if (bytes) enqueue_on(s, [=] { std::memcpy(dst, src, bytes); });
 }
 void copy_to_host(void* dst, const void* src, size_t bytes, Stream s) {
-  enqueue_on(s, [=] { std::memcpy(dst, src, bytes); });
+  if (bytes) enqueue_on(s, [=] { std::memcpy(dst, src, bytes); });
 }
 void copy_on_device(void* dst, const void* src, size_t bytes, Stream s) {
-  enqueue_on(s, [=] { std::memmove(dst, src, bytes); });
+  if (bytes) enqueue_on(s, [=] { std::memmove(dst, src, bytes); });
 }
 void copy_rows_on_device(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t height,
                          Stream s) {
+  if (!width || !height) return;
   enqueue_on(s, [=] {
     for (size_t r = 0; r < height; ++r)
       std::memmove(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch, width);
   });
 }
 void fill_on_device(void* dst, int byte, size_t bytes, Stream s) {
-  enqueue_on(s, [=] { std::memset(dst, byte, bytes); });
+  if (bytes) enqueue_on(s, [=] { std::memset(dst, byte, bytes); });
 }
 
 Stream create_stream() { return new StreamImpl; }
