@@ -4,6 +4,8 @@
 //   eval      teacher-forced perplexity / agreement / KL against the full cache, per budget
 //   sample    token ids sampled from a model (input for eval on models without a tokenizer)
 //   info      what a model or tokenizer file holds
+//   tokenize  the token ids of a text under a tokenizer file
+//   convert   a model rewritten as GGUF in another weight type (q4_k_m, q8_0, f16, ...)
 // Every input error is one line on stderr and a non-zero exit.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -21,7 +24,9 @@
 #include "core/base/atomic_file.h"
 #include "core/base/error.h"
 #include "core/base/format.h"
+#include "core/base/json_text.h"
 #include "core/base/text_file.h"
+#include "core/model/gguf_writer.h"
 #include "core/runtime/engine.h"
 #include "core/studio/assets.h"
 #include "core/studio/run_log.h"
@@ -59,7 +64,7 @@ struct Flags {
   uint64_t seed = 42;
   int max_new_tokens = 128, prefill_chunk = 64;
   bool batched = false;
-  std::string chat_template = kDefaultTemplate;
+  std::string chat_template;  // "": the model's own template
 
   CLI::App* sub = nullptr;
   bool given(const char* flag) const { return sub->count(flag) > 0; }
@@ -67,7 +72,8 @@ struct Flags {
 
 void add_model_flags(CLI::App* sub, Flags& f) {
   sub->add_option("--model", f.model, "model file: llama2.c .bin, .gguf, config.json/.safetensors/folder, or synthetic:<shape>[:vocab=N]");
-  sub->add_option("--tokenizer", f.tokenizer, "SentencePiece tokenizer.model (default: the model's own, or the demo's)");
+  sub->add_option("--tokenizer", f.tokenizer,
+                  "SentencePiece .model, GGUF (its vocabulary) or tokenizer.json (default: the model's own, or the demo's)");
 }
 
 void add_run_flags(CLI::App* sub, Flags& f) {
@@ -400,24 +406,90 @@ int run_sample(Flags& f, int count, const std::string& out_path, const char* arg
   return interrupted_exit_code();
 }
 
+// ---- tokenize -----------------------------------------------------------------
+
+struct TokenizeFlags {
+  std::string tokenizer, text, text_file;
+  bool no_bos = false, specials = false;
+};
+
+int run_tokenize(CLI::App* sub, const TokenizeFlags& tf) {
+  const bool has_text = sub->count("text") > 0, has_file = sub->count("--text-file") > 0;
+  if (has_text == has_file) fail("--text-file", "give either TEXT or --text-file PATH, not both or neither");
+  std::string text = tf.text;
+  if (has_file) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(tf.text_file, ec)) fail(tf.text_file, "is a folder, not a text file");
+    std::ifstream file(tf.text_file, std::ios::binary);
+    if (!file) fail(tf.text_file, "cannot open text file");
+    std::stringstream ss;
+    ss << file.rdbuf();
+    text = ss.str();
+  }
+  const auto tokenizer = load_tokenizer(tf.tokenizer);
+  std::vector<int> ids;
+  if (!tf.no_bos && tokenizer->adds_bos()) ids.push_back(tokenizer->bos_id());
+  const auto encoded = tf.specials ? tokenizer->encode_with_specials(text) : tokenizer->encode(text);
+  ids.insert(ids.end(), encoded.begin(), encoded.end());
+  for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
+  std::cout << "\n";
+  return 0;
+}
+
 // ---- info ---------------------------------------------------------------------
 
 int run_info(Flags& f, const char* argv0) {
   Loaded in = load_inputs(f, argv0);
   const Model& m = *in.model;
   const ModelConfig& c = m.config;
+  const ChatTemplate chat = choose_template(*in.tokenizer, "");
+  std::ostringstream rope;
+  rope << "rope theta " << c.rope_theta;
+  if (c.rope_scaling.type != "none") rope << ", " << c.rope_scaling.type << " scaling x" << c.rope_scaling.factor;
   std::cout << "model       " << m.path << "\n"
-            << "format      " << m.format << ", weights " << dtype_name(m.weight_dtype()) << ", "
+            << "format      " << m.format << ", " << c.architecture << ", weights " << m.weight_types() << ", "
             << format_mib(m.weight_bytes()) << "\n"
             << "shape       dim " << c.dim << ", hidden " << c.hidden_dim << ", layers " << c.n_layers << ", heads "
-            << c.n_heads << ", kv heads " << c.n_kv_heads << " (head dim " << c.head_dim() << ")\n"
+            << c.n_heads << ", kv heads " << c.n_kv_heads << " (head dim " << c.head_dim() << ")"
+            << (c.attention_bias ? ", q/k/v biases" : "") << "\n"
             << "vocabulary  " << c.vocab_size << " (BOS " << c.bos_id << ", EOS " << c.eos_id << "), classifier "
             << (m.shared_classifier() ? "shared with the embedding" : "separate") << "\n"
-            << "context     " << c.max_seq_len << " trained, rope theta " << c.rope_theta << ", norm eps "
-            << c.norm_eps << "\n"
+            << "context     " << c.max_seq_len << " trained, " << rope.str() << ", norm eps " << c.norm_eps << "\n"
             << "parameters  " << c.parameter_count() << "\n"
             << "kv bytes    " << int64_t(c.n_layers) * c.kv_dim() * 2 * 4 << " per cached token (f32)\n"
-            << "tokenizer   " << in.tokenizer->describe() << "\n";
+            << "tokenizer   " << in.tokenizer->describe() << "\n"
+            << "template    " << chat.name << (in.tokenizer->chat_template().empty() ? " (the model names none)" : "")
+            << ", " << json_dump(chat.pattern()) << "\n";
+  return 0;
+}
+
+// ---- convert ------------------------------------------------------------------
+
+struct ConvertFlags {
+  std::string type = "q4_k_m", out, vocab;
+};
+
+int run_convert(Flags& f, const ConvertFlags& cf, const char* argv0) {
+  const TypeMix mix = parse_type_mix(cf.type, "--type");
+  if (cf.out.empty()) fail("--out", "required (the .gguf file to write)");
+  Loaded in = load_inputs(f, argv0);
+  Model model = *in.model;  // views of the same weights
+  if (f.given("--vocab")) {
+    // A vocabulary-only GGUF (or any GGUF) gives the written file its tokenizer and chat template.
+    GgufVocab v = load_gguf_vocab(cf.vocab);
+    if (int(v.vocab.pieces.size()) != model.config.vocab_size)
+      fail(cf.vocab, "has " + std::to_string(v.vocab.pieces.size()) + " pieces, the model " +
+                         std::to_string(model.config.vocab_size) + " (synthetic shapes take :vocab=N)");
+    model.vocab = std::move(v.vocab);
+    model.config.bos_id = v.bos_id;
+    model.config.eos_id = v.eos_id;
+  }
+  std::cerr << "converting " << in.model->path << " (" << in.model->weight_types() << ") to " << cf.out << " ("
+            << mix.name << ")\n";
+  write_gguf(model, cf.out, mix);
+  const auto written = load_model(cf.out);
+  std::cerr << "wrote " << cf.out << ": " << written->weight_types() << ", " << format_mib(written->weight_bytes())
+            << "\n";
   return 0;
 }
 
@@ -441,7 +513,9 @@ int main(int argc, char** argv) {
   stream->add_option("--policies", f.policies, "comma-separated, any of: " + policy_names());
   stream->add_option("--prompts", f.prompts, "FastChat question.jsonl (default: the assets' mt_bench.jsonl)");
   stream->add_option("--questions", sf.questions, "stop after this many questions (0: all)");
-  stream->add_option("--template", f.chat_template, "chat template, {turn} is replaced by the turn");
+  stream->add_option("--template", f.chat_template,
+                     "chat template, {turn} stands for the turn (default: the model's own when recognised, else '" +
+                         std::string(kDefaultTemplate) + "')");
   stream->add_option("--out", sf.out, "log folder (default runs/stream-<time>)");
   stream->add_flag("--show-text", sf.show_text, "print each turn's answers on stdout");
   stream->add_flag("--quiet", sf.quiet, "no per-turn progress");
@@ -474,6 +548,28 @@ int main(int argc, char** argv) {
   auto* info = app.add_subcommand("info", "what a model / tokenizer holds");
   add_model_flags(info, f);
 
+  ConvertFlags cf;
+  auto* convert = app.add_subcommand("convert", "write a model as GGUF in another weight type");
+  add_model_flags(convert, f);
+  convert->add_option("--type", cf.type, "weight type: " + type_mix_names());
+  convert->add_option("--out", cf.out, "the .gguf file to write")->required();
+  convert->add_option("--vocab", cf.vocab, "a GGUF whose vocabulary and chat template the file gets (default: the model's own)");
+
+  TokenizeFlags tf;
+  auto* tokenize = app.add_subcommand("tokenize", "print the token ids of a text, space-separated, on one line");
+  tokenize->add_option("--tokenizer", tf.tokenizer,
+                       "SentencePiece .model, GGUF (its vocabulary; a vocabulary-only file will do) or tokenizer.json")
+      ->required();
+  tokenize->add_option("text", tf.text, "the text (or give --text-file)");
+  tokenize->add_option("--text-file", tf.text_file, "read the text from this file, byte for byte");
+  tokenize->add_flag("--no-bos", tf.no_bos,
+                     "never put BOS first. Without it BOS comes first only when the vocabulary asks for it, as in "
+                     "llama.cpp: a GGUF's tokenizer.ggml.add_bos_token, else yes for SentencePiece and Llama-3, no "
+                     "for Qwen2; a tokenizer.json's add_bos_token (tokenizer_config.json) or post-processor");
+  tokenize->add_flag("--specials", tf.specials,
+                     "recognise special tokens' texts (<|eot_id|>, <|im_start|>, <s>) as those tokens, as chat "
+                     "templates need; by default they are plain text");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -487,6 +583,8 @@ int main(int argc, char** argv) {
     if (*eval) return run_eval(f, ef, argv[0], command_line);
     if (*sample) return run_sample(f, sample_count, sample_out, argv[0]);
     if (*info) return run_info(f, argv[0]);
+    if (*tokenize) return run_tokenize(tokenize, tf);
+    if (*convert) return run_convert(f, cf, argv[0]);
   } catch (const Error& e) {
     std::cerr << "h2o-cli: " << e.what() << "\n";
     return 1;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bad inputs: runs h2o-cli on one example of every class of bad input (corrupt
-# llama2.c / GGUF / safetensors files, wrong tokenizers, malformed prompt and
+# llama2.c / GGUF / safetensors files, wrong or malformed tokenizers (SentencePiece,
+# byte-level BPE vocabularies, tokenizer.json), malformed prompt and
 # token-id files, out-of-range flags, unwritable outputs) plus an interrupted
 # run (SIGINT, SIGTERM), and prints a Markdown table of what happened: the
 # message on stderr, the exit code, how many lines stderr had, and whether any
@@ -111,6 +112,39 @@ put("huge-string.gguf", gguf(first_key_len=1 << 62))
 put("huge-tensor-count.gguf", gguf(tensor_count=1 << 62))
 put("huge-array-count.gguf", gguf(array_count=1 << 61))
 
+# Quantised GGUF: the same layout at dim 32 (one Q8_0 block per row of the
+# attention matrices) with every matrix Q8_0, or one matrix given another type.
+QDIM, QHID = 32, 64
+def q8_0(n):  # n values: blocks of an f16 scale and 32 int8
+    return b"".join(struct.pack("<e", 0.01) + bytes(rng.getrandbits(8) for _ in range(32)) for _ in range(n // 32))
+def qgguf(types={}, cut=0):
+    kvs = [gstr("general.architecture") + struct.pack("<I", 8) + gstr("llama")]
+    for key, val in [("llama.embedding_length", QDIM), ("llama.feed_forward_length", QHID), ("llama.block_count", 1),
+                     ("llama.attention.head_count", 2), ("llama.attention.head_count_kv", 2),
+                     ("llama.context_length", CTX)]:
+        kvs.append(gstr(key) + struct.pack("<II", 4, val))
+    tensors = [("token_embd.weight", [QDIM, VOCAB], 8), ("output_norm.weight", [QDIM], 0)]
+    for name, dims, t in [("attn_norm", [QDIM], 0), ("attn_q", [QDIM, QDIM], 8), ("attn_k", [QDIM, QDIM], 8),
+                          ("attn_v", [QDIM, QDIM], 8), ("attn_output", [QDIM, QDIM], 8), ("ffn_norm", [QDIM], 0),
+                          ("ffn_gate", [QDIM, QHID], 8), ("ffn_down", [QHID, QDIM], 8), ("ffn_up", [QDIM, QHID], 8)]:
+        tensors.append(("blk.0.%s.weight" % name, dims, t))
+    infos, data = b"", b""
+    for name, dims, t in tensors:
+        n = 1
+        for x in dims:
+            n *= x
+        infos += gstr(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", x) for x in dims)
+        infos += struct.pack("<IQ", types.get(name, t), len(data))
+        blob = q8_0(n) if t == 8 else floats(n)
+        data += blob + bytes((-len(blob)) % 32)
+    body = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)) + b"".join(kvs) + infos
+    whole = body + bytes((-len(body)) % 32) + data
+    return whole[:len(whole) - cut]
+put("q8_0.gguf", qgguf())
+put("iq2_xxs.gguf", qgguf(types={"blk.0.attn_q.weight": 16}))
+put("q4_k-rows-of-32.gguf", qgguf(types={"blk.0.attn_q.weight": 12}))
+put("q8_0-truncated.gguf", qgguf(cut=700))
+
 # safetensors: a u64 header length, a JSON header, the data; config.json beside it.
 os.makedirs(os.path.join(d, "hf"))
 put("hf/config.json", json.dumps({"model_type": "llama", "hidden_size": DIM, "intermediate_size": HID,
@@ -141,6 +175,32 @@ put("hf/valid.safetensors", struct.pack("<Q", len(hdr)) + hdr + data)
 # tokenizers
 put("random.model", bytes(rng.getrandbits(8) for _ in range(4096)))
 put("empty.model", b"")
+
+# Byte-level BPE: vocabulary-only GGUF files (tokenizer.ggml.model "gpt2", no
+# tensors) whose pieces are the 256 bytes in GPT-2's alphabet, "he", BOS, EOS.
+def byte_alphabet():
+    own = [b for b in range(256) if 33 <= b <= 126 or 161 <= b <= 172 or 174 <= b <= 255]
+    shifted = [b for b in range(256) if b not in own]
+    cp = {b: b for b in own}
+    cp.update({b: 256 + i for i, b in enumerate(shifted)})
+    return [chr(cp[b]) for b in range(256)]
+def gkv(key, type_, payload):
+    return gstr(key) + struct.pack("<I", type_) + payload
+def gstrings(items):
+    return struct.pack("<IQ", 8, len(items)) + b"".join(gstr(x) for x in items)
+def bpe_gguf(pre="llama-bpe", merges=("h e",)):
+    pieces = byte_alphabet() + ["he", "<|begin_of_text|>", "<|end_of_text|>"]
+    kvs = [gkv("general.architecture", 8, gstr("llama")), gkv("tokenizer.ggml.model", 8, gstr("gpt2")),
+           gkv("tokenizer.ggml.pre", 8, gstr(pre)), gkv("tokenizer.ggml.tokens", 9, gstrings(pieces)),
+           gkv("tokenizer.ggml.merges", 9, gstrings(list(merges))),
+           gkv("tokenizer.ggml.bos_token_id", 4, struct.pack("<I", 257)),
+           gkv("tokenizer.ggml.eos_token_id", 4, struct.pack("<I", 258))]
+    return b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)) + b"".join(kvs)
+put("vocab-only.gguf", bpe_gguf())
+put("bad-merge.gguf", bpe_gguf(merges=("he",)))
+put("unknown-piece.gguf", bpe_gguf(merges=("h zz",)))
+put("unknown-pre.gguf", bpe_gguf(pre="falcon"))
+put("wordpiece.json", json.dumps({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 1}}}))
 
 # prompt files (FastChat question.jsonl)
 put("malformed.jsonl", '{"turns": ["fine"]}\n{"turns": ["cut\n')
@@ -256,7 +316,7 @@ run_case() {
   done
   local sub=${real[0]} joined=" ${real[*]} "
   add() { [[ $joined == *" $1 "* ]] || real+=("$1" "$2"); }
-  if [ "$sub" != info ]; then add --threads 1; fi
+  if [ "$sub" != info ] && [ "$sub" != tokenize ]; then add --threads 1; fi
   case $sub in
     stream) add --questions 1; add --max-new-tokens 2 ;;
     generate) add --max-new-tokens 2 ;;
@@ -373,6 +433,10 @@ run_case "GGUF: tensor offset past the end" bad M "$in/offset-past-end.gguf"
 run_case "GGUF: string length 2^62" bad M "$in/huge-string.gguf"
 run_case "GGUF: tensor count 2^62" bad M "$in/huge-tensor-count.gguf"
 run_case "GGUF: metadata array count 2^61" bad M "$in/huge-array-count.gguf"
+run_case "control: the generator's tiny Q8_0 GGUF, intact" valid - info --model "$in/q8_0.gguf"
+run_case "GGUF: a quantisation type this reader does not know (IQ2_XXS)" bad M "$in/iq2_xxs.gguf"
+run_case "GGUF: Q4_K rows of 32 values (K-quant blocks hold 256)" bad M "$in/q4_k-rows-of-32.gguf"
+run_case "GGUF: Q8_0 tensor data cut short" bad M "$in/q8_0-truncated.gguf"
 # safetensors
 run_case "control: the generator's tiny safetensors, intact" valid - info --model "$in/hf/valid.safetensors"
 run_case "safetensors: header length larger than the file" bad M "$in/hf/header-too-long.safetensors"
@@ -388,6 +452,16 @@ run_case "tokenizer: empty file" bad M "$A/kjv-1M.bin" --tokenizer "$in/empty.mo
 run_case "tokenizer: 32000 pieces for a 2048-token model" bad M "$A/kjv-1M.bin" --tokenizer "$A/tokenizer.model"
 run_case "tokenizer: 2048 pieces for a 512-token model" bad M "$A/stories260K.bin" --tokenizer "$A/kjv-tok2k.model"
 run_case "tokenizer: random bytes (info)" bad - info --model "$A/kjv-1M.bin" --tokenizer "$in/random.model"
+run_case "tokenizer: tokenizer.json of a WordPiece model" bad M "$A/kjv-1M.bin" --tokenizer "$in/wordpiece.json"
+run_case "model: vocabulary-only GGUF (no tensors)" bad M "$in/vocab-only.gguf"
+# tokenize (byte-level BPE vocabularies, tokenizer.json)
+run_case "control: vocabulary-only GGUF as the tokenizer" valid - tokenize --tokenizer "$in/vocab-only.gguf" hehe
+run_case "tokenize: GGUF merge without a space" bad - tokenize --tokenizer "$in/bad-merge.gguf" hello
+run_case "tokenize: GGUF merge naming an unknown piece" bad - tokenize --tokenizer "$in/unknown-piece.gguf" hello
+run_case "tokenize: unknown tokenizer.ggml.pre" bad - tokenize --tokenizer "$in/unknown-pre.gguf" hello
+run_case "tokenize: tokenizer.json of a WordPiece model" bad - tokenize --tokenizer "$in/wordpiece.json" hello
+run_case "tokenize: neither TEXT nor --text-file" bad - tokenize --tokenizer "$A/kjv-tok2k.model"
+run_case "tokenize: --text-file missing" bad - tokenize --tokenizer "$A/kjv-tok2k.model" --text-file "$in/nope.txt"
 # prompts JSONL
 run_case "prompts: malformed JSON on line 1" bad S --prompts "$in/malformed-first.jsonl"
 run_case "prompts: malformed JSON on line 2, all questions read" bad S --prompts "$in/malformed.jsonl" --questions 0

@@ -20,6 +20,7 @@
 
 #include "core/model/dtype.h"
 #include "core/model/model.h"
+#include "core/model/quant.h"
 
 namespace h2o::test {
 
@@ -30,6 +31,7 @@ namespace h2o::test {
 struct ModelArrays {
   struct Layer {
     std::vector<float> attn_norm, wq, wk, wv, wo, ffn_norm, w1, w2, w3;
+    std::vector<float> bq, bk, bv;  // only with config.attention_bias (Qwen2)
   };
   ModelConfig config;
   std::vector<float> embedding;  // [vocab, dim]
@@ -69,6 +71,7 @@ inline ModelArrays random_arrays(const ModelConfig& c, uint64_t seed, bool separ
     L.wq = make(q * d);
     L.wk = make(kv * d);
     L.wv = make(kv * d);
+    if (c.attention_bias) L.bq = make(q), L.bk = make(kv), L.bv = make(kv);
     L.wo = make(d * q);
     L.ffn_norm = make(d, 1.0f);
     L.w1 = make(h * d);
@@ -83,7 +86,14 @@ inline ModelArrays random_arrays(const ModelConfig& c, uint64_t seed, bool separ
 
 // ---- bytes -----------------------------------------------------------------
 
+// `values` in `dtype`; a block type quantises them in one run, so each row
+// must be whole blocks (llama_gguf's matrices then are too).
 inline std::vector<uint8_t> encode(const std::vector<float>& values, DType dtype) {
+  if (!is_float(dtype)) {
+    std::vector<uint8_t> out(row_bytes(QuantType(dtype), int64_t(values.size())));
+    quantize_row(QuantType(dtype), values.data(), out.data(), int64_t(values.size()));
+    return out;
+  }
   std::vector<uint8_t> out(values.size() * size_t(dtype_size(dtype)));
   for (size_t i = 0; i < values.size(); ++i) {
     if (dtype == DType::F32) {
@@ -176,7 +186,7 @@ enum GgufValueType : uint32_t {
 };
 constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlBF16 = 30;
 
-inline uint32_t ggml_type_of(DType t) { return t == DType::F32 ? kGgmlF32 : t == DType::F16 ? kGgmlF16 : kGgmlBF16; }
+inline uint32_t ggml_type_of(DType t) { return uint32_t(t); }  // DType's values are GGML's type ids
 
 // Builds a GGUF file from metadata entries and tensors. Everything is
 // editable before build(), so tests can write both valid and broken files.
@@ -433,8 +443,9 @@ inline std::vector<float> hf_permute(const std::vector<float>& w, int n_heads, i
 }
 
 inline nlohmann::json hf_config(const ModelConfig& c, bool tie) {
-  return {{"architectures", {"LlamaForCausalLM"}},
-          {"model_type", "llama"},
+  const bool qwen2 = c.architecture == "qwen2";
+  nlohmann::json j = {{"architectures", {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
+          {"model_type", c.architecture},
           {"hidden_act", "silu"},
           {"hidden_size", c.dim},
           {"intermediate_size", c.hidden_dim},
@@ -449,6 +460,12 @@ inline nlohmann::json hf_config(const ModelConfig& c, bool tie) {
           {"eos_token_id", c.eos_id},
           {"tie_word_embeddings", tie},
           {"torch_dtype", "float32"}};
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type == "linear") j["rope_scaling"] = {{"type", "linear"}, {"factor", s.factor}};
+  if (s.type == "llama3")
+    j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", s.factor}, {"low_freq_factor", s.low_freq_factor},
+                         {"high_freq_factor", s.high_freq_factor}, {"original_max_position_embeddings", s.original_context}};
+  return j;
 }
 
 // The tensors of `m` under Hugging Face names, q/k rows permuted to HF order.
@@ -467,6 +484,11 @@ inline std::vector<StTensor> hf_tensors(const ModelArrays& m, DType dtype) {
     add(p + "self_attn.q_proj.weight", hf_permute(L.wq, c.n_heads, c.head_dim(), c.dim), {q, d});
     add(p + "self_attn.k_proj.weight", hf_permute(L.wk, c.n_kv_heads, c.head_dim(), c.dim), {kv, d});
     add(p + "self_attn.v_proj.weight", L.wv, {kv, d});
+    if (!L.bq.empty()) {
+      add(p + "self_attn.q_proj.bias", hf_permute(L.bq, c.n_heads, c.head_dim(), 1), {q});
+      add(p + "self_attn.k_proj.bias", hf_permute(L.bk, c.n_kv_heads, c.head_dim(), 1), {kv});
+      add(p + "self_attn.v_proj.bias", L.bv, {kv});
+    }
     add(p + "self_attn.o_proj.weight", L.wo, {d, q});
     add(p + "post_attention_layernorm.weight", L.ffn_norm, {d});
     add(p + "mlp.gate_proj.weight", L.w1, {h, d});

@@ -14,27 +14,17 @@
 #include "core/base/thread_pool.h"
 #include "core/cpu/cpu_cache.h"
 #include "core/cpu/cpu_ops.h"
+#include "core/cpu/cpu_weights.h"
+#include "core/cpu/read_bandwidth.h"
 #include "core/model/rope.h"
 
 namespace h2o {
 namespace {
 
-// A weight as float32: the file's own memory when it is float32, else a copy.
-class F32Weights {
- public:
-  const float* get(const Tensor& t) {
-    if (t.dtype == DType::F32) return t.f32();
-    auto& buf = converted_.emplace_back(size_t(t.numel()));
-    convert_to_f32(t.data, t.dtype, size_t(t.numel()), buf.data());
-    return buf.data();
-  }
-
- private:
-  std::vector<std::vector<float>> converted_;
-};
-
 struct Layer {
-  const float *attn_norm, *wq, *wk, *wv, *wo, *ffn_norm, *w1, *w2, *w3;
+  const float *attn_norm, *ffn_norm;
+  cpu::Matrix wq, wk, wv, wo, w1, w2, w3;
+  const float *bq, *bk, *bv;  // null without attention biases
 };
 
 // One attention capture being filled: the untrimmed rows of each captured
@@ -51,26 +41,33 @@ class CpuBackend final : public Backend {
         cfg_(model_->config),
         threads_(threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()))),
         pool_(threads_),
+        rope_freqs_(cfg_.rope_frequencies()),
         kv_(std::make_shared<KvMemoryAccount>()) {
     kv_->limit = kv_limit_bytes;
     const ModelWeights& w = model_->weights;
-    embedding_ = weights_.get(w.token_embedding);
+    embedding_ = weights_.matrix(w.token_embedding);
     for (const LayerWeights& l : w.layers)
-      layers_.push_back({weights_.get(l.attn_norm), weights_.get(l.wq), weights_.get(l.wk), weights_.get(l.wv),
-                         weights_.get(l.wo), weights_.get(l.ffn_norm), weights_.get(l.w1), weights_.get(l.w2),
-                         weights_.get(l.w3)});
-    final_norm_ = weights_.get(w.final_norm);
-    classifier_ = model_->shared_classifier() ? embedding_ : weights_.get(w.classifier);
+      layers_.push_back({weights_.vector(l.attn_norm), weights_.vector(l.ffn_norm), weights_.matrix(l.wq),
+                         weights_.matrix(l.wk), weights_.matrix(l.wv), weights_.matrix(l.wo), weights_.matrix(l.w1),
+                         weights_.matrix(l.w2), weights_.matrix(l.w3), weights_.vector(l.bq), weights_.vector(l.bk),
+                         weights_.vector(l.bv)});
+    final_norm_ = weights_.vector(w.final_norm);
+    classifier_ = model_->shared_classifier() ? embedding_ : weights_.matrix(w.classifier);
   }
 
   std::string name() const override { return "cpu"; }
   std::string describe() const override {
-    std::string out = "cpu f32, " + std::to_string(threads_) + " threads";
+    std::string out = "cpu, " + model_->weight_types() + " weights, " + std::to_string(threads_) + " threads";
     if (kv_->limit > 0) out += ", KV limit " + std::to_string(kv_->limit >> 20) + " MiB";
     return out;
   }
   const Model& model() const override { return *model_; }
   int64_t peak_kv_bytes() const override { return kv_->peak; }
+  int64_t weight_bytes() const override { return weights_.bytes_read(); }
+  double measure_bandwidth(int64_t bytes) override {
+    // At most 4 GiB: past the caches, DRAM's rate no longer depends on the size.
+    return cpu::measure_read_bandwidth(size_t(std::min<int64_t>(bytes, int64_t(4) << 30)), pool_);
+  }
 
   std::unique_ptr<SessionCache> new_cache(const PolicyConfig& policy) override {
     policy.validate();
@@ -87,23 +84,30 @@ class CpuBackend final : public Backend {
                       std::vector<CaptureInProgress>& captures) const;
   void attention(CpuCache& cache, const Span& span, const std::vector<RopeAngles>& stream_angles, int layer,
                  int kv_head, const std::vector<CaptureInProgress>& captures, std::vector<EvictionEvent>& events);
-  // The logits of rows [first, first + rows) of the batch.
-  void classify(int first, int rows, std::vector<float>& out);
-  void finish(ForwardItem& item, CpuCache& cache, const Span& span);
+  // The logits every item asks for, in one pass over the classifier; each
+  // item's rows [first, first + count) of the batch land at logits_[offset].
+  struct LogitRows {
+    int first = 0, count = 0;
+    size_t offset = 0;
+  };
+  std::vector<LogitRows> classify(std::span<ForwardItem> items, const std::vector<Span>& spans);
+  void finish(ForwardItem& item, CpuCache& cache, const Span& span, const LogitRows& rows);
 
   std::shared_ptr<const Model> model_;
   const ModelConfig& cfg_;
   int threads_;
   ThreadPool pool_;
-  F32Weights weights_;
-  const float* embedding_ = nullptr;
+  cpu::Weights weights_;
+  cpu::Matrix embedding_;
   std::vector<Layer> layers_;
   const float* final_norm_ = nullptr;
-  const float* classifier_ = nullptr;
+  cpu::Matrix classifier_;
+  std::vector<double> rope_freqs_;  // per rotated pair
   std::shared_ptr<KvMemoryAccount> kv_;  // shared with every cache made here
 
-  // Activations of the current batch (T rows), and logits being scored.
-  std::vector<float> x_, xb_, q_, k_, v_, att_out_, hb_, hb2_, logits_;
+  // Activations of the current batch (T rows), the rows being classified and their logits.
+  std::vector<float> x_, xb_, q_, k_, v_, att_out_, hb_, hb2_, rows_, logits_;
+  cpu::ProjectScratch acts_;  // activations as the typed kernels read them
 };
 
 void CpuBackend::forward(std::span<ForwardItem> items) {
@@ -146,7 +150,7 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
       if (tok < 0 || tok >= cfg_.vocab_size)
         throw Error("token id " + std::to_string(tok) + " is outside the model's vocabulary (" +
                     std::to_string(cfg_.vocab_size) + ")");
-      std::memcpy(&x_[size_t(spans[i].first + r) * dim], embedding_ + size_t(tok) * dim, dim * sizeof(float));
+      cpu::row_to_f32(embedding_, tok, &x_[size_t(spans[i].first + r) * dim]);
     }
 
   // RoPE angles at the new rows' stream positions (used unless rolling), and
@@ -156,7 +160,7 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
   for (size_t i = 0; i < items.size(); ++i) {
     if (!caches[i]->rule().rolling)
       for (int r = 0; r < spans[i].rows; ++r)
-        stream_angles[i].emplace_back(hd, double(caches[i]->tokens_seen() + r), cfg_.rope_theta);
+        stream_angles[i].emplace_back(rope_freqs_, double(caches[i]->tokens_seen() + r));
     begin_captures(items[i], *caches[i], spans[i], captures[i]);
   }
 
@@ -167,9 +171,14 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
     const Layer& w = layers_[size_t(l)];
     // Attention block: norm, Q/K/V projections of every row at once.
     cpu::rmsnorm(xb_.data(), x_.data(), w.attn_norm, T, dim, cfg_.norm_eps);
-    cpu::matmul(q_.data(), xb_.data(), w.wq, T, dim, q_dim, pool_);
-    cpu::matmul(k_.data(), xb_.data(), w.wk, T, dim, kv_dim, pool_);
-    cpu::matmul(v_.data(), xb_.data(), w.wv, T, dim, kv_dim, pool_);
+    cpu::project(q_.data(), xb_.data(), T, w.wq, pool_, acts_);
+    cpu::project(k_.data(), xb_.data(), T, w.wk, pool_, acts_);
+    cpu::project(v_.data(), xb_.data(), T, w.wv, pool_, acts_);
+    if (w.bq) {  // Qwen2's projection biases
+      cpu::add_bias(q_.data(), w.bq, T, q_dim);
+      cpu::add_bias(k_.data(), w.bk, T, kv_dim);
+      cpu::add_bias(v_.data(), w.bv, T, kv_dim);
+    }
 
     // Per session and KV head: RoPE, append, attend, score, cut.
     const int tasks = int(items.size()) * cfg_.n_kv_heads;
@@ -187,24 +196,26 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
     else heads(0, tasks);
 
     // Output projection and residual.
-    cpu::matmul(xb_.data(), att_out_.data(), w.wo, T, q_dim, dim, pool_);
+    cpu::project(xb_.data(), att_out_.data(), T, w.wo, pool_, acts_);
     for (size_t j = 0; j < x_.size(); ++j) x_[j] += xb_[j];
 
     // Feed-forward block: norm, SwiGLU, down projection and residual.
     cpu::rmsnorm(xb_.data(), x_.data(), w.ffn_norm, T, dim, cfg_.norm_eps);
-    cpu::matmul(hb_.data(), xb_.data(), w.w1, T, dim, hidden, pool_);
-    cpu::matmul(hb2_.data(), xb_.data(), w.w3, T, dim, hidden, pool_);
+    cpu::project(hb_.data(), xb_.data(), T, w.w1, pool_, acts_);
+    cpu::project(hb2_.data(), xb_.data(), T, w.w3, pool_, acts_);
     for (size_t j = 0; j < size_t(T) * hidden; ++j) {
       const float g = hb_[j];
       hb_[j] = g / (1.0f + std::exp(-g)) * hb2_[j];
     }
-    cpu::matmul(xb_.data(), hb_.data(), w.w2, T, hidden, dim, pool_);
+    cpu::project(xb_.data(), hb_.data(), T, w.w2, pool_, acts_);
     for (size_t j = 0; j < x_.size(); ++j) x_[j] += xb_[j];
   }
 
-  // Final norm; then each item's bookkeeping and outputs. Forced-mode
-  // reference rows are stored by every item first, then scored.
+  // Final norm, every item's logits in one pass over the classifier, then
+  // each item's bookkeeping and outputs. Forced-mode reference rows are
+  // stored by every item first, then scored.
   cpu::rmsnorm(x_.data(), x_.data(), final_norm_, T, dim, cfg_.norm_eps);
+  const std::vector<LogitRows> logit_rows = classify(items, spans);
   for (size_t i = 0; i < items.size(); ++i) {
     std::vector<EvictionEvent> merged;
     for (int g = 0; g < cfg_.n_kv_heads; ++g) {
@@ -212,7 +223,7 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
       merged.insert(merged.end(), e.begin(), e.end());
     }
     caches[i]->end_forward(spans[i].rows, std::move(merged));
-    finish(items[i], *caches[i], spans[i]);
+    finish(items[i], *caches[i], spans[i], logit_rows[i]);
   }
   for (size_t i = 0; i < items.size(); ++i) {
     const ForwardItem& item = items[i];
@@ -227,29 +238,52 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
   }
 }
 
-void CpuBackend::classify(int first, int rows, std::vector<float>& out) {
-  out.resize(size_t(rows) * cfg_.vocab_size);
-  cpu::matmul(out.data(), &x_[size_t(first) * cfg_.dim], classifier_, rows, cfg_.dim, cfg_.vocab_size, pool_);
+std::vector<CpuBackend::LogitRows> CpuBackend::classify(std::span<ForwardItem> items, const std::vector<Span>& spans) {
+  // Which rows of each item anything asks logits of: the last (the next
+  // token, or last-row logits), or a prefix (forced scores, all-row logits).
+  std::vector<LogitRows> wanted(items.size());
+  int total = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const ForwardItem& item = items[i];
+    const int rows = spans[i].rows;
+    int lo = rows, hi = 0;
+    if (item.logits) lo = std::min(lo, item.all_logits ? 0 : rows - 1), hi = rows;
+    if (item.choose && item.chosen) lo = std::min(lo, rows - 1), hi = rows;
+    if (item.forced) {
+      const int k = int(std::min<size_t>(item.forced->next.size(), size_t(rows)));
+      if (k > 0) lo = 0, hi = std::max(hi, k);
+    }
+    if (lo < hi) wanted[i] = {spans[i].first + lo, hi - lo, size_t(total)};
+    total += std::max(0, hi - lo);
+  }
+  if (total == 0) return wanted;
+  // Gathered into one block, so the classifier (often the largest matrix) is read once for every session.
+  const int dim = cfg_.dim, vocab = cfg_.vocab_size;
+  rows_.resize(size_t(total) * dim);
+  for (const LogitRows& w : wanted)
+    if (w.count > 0)
+      std::memcpy(&rows_[w.offset * dim], &x_[size_t(w.first) * dim], size_t(w.count) * dim * sizeof(float));
+  logits_.resize(size_t(total) * vocab);
+  cpu::project(logits_.data(), rows_.data(), total, classifier_, pool_, acts_);
+  for (LogitRows& w : wanted) w.offset *= size_t(vocab);
+  return wanted;
 }
 
-// What one item asked for beyond its cache update.
-void CpuBackend::finish(ForwardItem& item, CpuCache& cache, const Span& span) {
-  const int last = span.first + span.rows - 1;
+// What one item asked for beyond its cache update, from its logit rows.
+void CpuBackend::finish(ForwardItem& item, CpuCache& cache, const Span& span, const LogitRows& rows) {
+  const int vocab = cfg_.vocab_size;
+  // Row r of the item's batch rows, among the ones classified.
+  const auto row = [&](int r) { return &logits_[rows.offset + size_t(span.first + r - rows.first) * vocab]; };
   if (item.logits) {
-    const int rows = item.all_logits ? span.rows : 1;
-    classify(span.first + span.rows - rows, rows, *item.logits);
+    const int n = item.all_logits ? span.rows : 1, first = span.rows - n;
+    item.logits->assign(row(first), row(first) + size_t(n) * vocab);
   }
-  if (item.choose && item.chosen) {
-    classify(last, 1, logits_);
-    *item.chosen = choose_token(logits_, *item.choose);
-  }
+  if (item.choose && item.chosen)
+    *item.chosen = choose_token(std::span<const float>(row(span.rows - 1), size_t(vocab)), *item.choose);
   if (item.forced) {
-    const int rows = int(std::min<size_t>(item.forced->next.size(), size_t(span.rows)));
+    const int k = int(std::min<size_t>(item.forced->next.size(), size_t(span.rows)));
     cache.logprobs.clear();
-    if (rows > 0) {
-      classify(span.first, rows, logits_);
-      log_softmax_rows(logits_.data(), rows, cfg_.vocab_size, cache.logprobs);
-    }
+    if (k > 0) log_softmax_rows(row(0), k, vocab, cache.logprobs);
     cache.logprobs_at = cache.tokens_seen();
   }
   if (item.capture && item.layer_states) {

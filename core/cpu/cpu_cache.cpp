@@ -32,7 +32,7 @@ CpuCache::CpuCache(const PolicyConfig& policy, const ModelConfig& config, std::s
       layers_(config.n_layers),
       kv_heads_(config.n_kv_heads),
       head_dim_(config.head_dim()),
-      rope_theta_(config.rope_theta),
+      rope_freqs_(config.rope_frequencies()),
       heads_(size_t(config.n_layers) * config.n_kv_heads),
       account_(std::move(account)) {}
 
@@ -97,7 +97,7 @@ void CpuCache::reserve_for(int rows) {
     int max_cap = 0;
     for (const auto& h : heads_) max_cap = std::max(max_cap, h.cap);
     while (int(slot_angles_.size()) < max_cap)
-      slot_angles_.emplace_back(head_dim_, double(slot_angles_.size()), rope_theta_);
+      slot_angles_.emplace_back(rope_freqs_, double(slot_angles_.size()));
   }
 }
 

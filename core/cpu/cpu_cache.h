@@ -71,7 +71,7 @@ class CpuCache final : public SessionCache {
   PolicyConfig policy_;
   EvictionRule rule_;
   int layers_, kv_heads_, head_dim_;
-  float rope_theta_;
+  std::vector<double> rope_freqs_;
   std::vector<CpuHeadCache> heads_;
   std::vector<RopeAngles> slot_angles_;  // rolling positions: angles of each slot
   int64_t seen_ = 0;

@@ -94,4 +94,9 @@ void axpy(float* y, const float* x, float a, int n) {
   for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+void add_bias(float* x, const float* bias, int rows, int n) {
+  for (int r = 0; r < rows; ++r)
+    for (int i = 0; i < n; ++i) x[size_t(r) * n + i] += bias[i];
+}
+
 }  // namespace h2o::cpu

@@ -24,5 +24,7 @@ void rmsnorm(float* out, const float* x, const float* weight, int rows, int n, f
 void softmax(float* x, int n);
 // y += a * x
 void axpy(float* y, const float* x, float a, int n);
+// Adds bias[0..n) to each of `rows` rows of x.
+void add_bias(float* x, const float* bias, int rows, int n);
 
 }  // namespace h2o::cpu

@@ -1,22 +1,35 @@
 #pragma once
-// Element types of weight tensors and their conversion to float32.
+// Element types of weight tensors: floats and GGUF's quantised blocks, with
+// ggml's numeric ids (what GGUF tensor infos store). Block layouts, sizes and
+// conversions of the quantised ones are in core/model/quant.h.
 #include <cstdint>
 #include <cstring>
 #include <string>
 
 namespace h2o {
 
-enum class DType { F32, F16, BF16 };
+enum class DType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  BF16 = 30,
+};
 
+// F32, F16 and BF16: one element per value, read as is.
+inline bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+// Bytes per element of a float type (quantised types have blocks: quant.h's row_bytes).
 inline int dtype_size(DType t) { return t == DType::F32 ? 4 : 2; }
-inline const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::F32: return "f32";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-  }
-  return "?";
-}
+// "f32", "q4_k": the lower-case names flags and manifests use.
+const char* dtype_name(DType t);
 
 inline float bf16_to_f32(uint16_t h) {
   uint32_t bits = uint32_t(h) << 16;
@@ -85,7 +98,7 @@ inline uint16_t f32_to_f16(float f) {
   return uint16_t(sign | h);
 }
 
-// Converts n elements of type t at src to float32.
+// Converts n elements of type t at src to float32 (n a whole number of blocks).
 void convert_to_f32(const void* src, DType t, size_t n, float* dst);
 
 }  // namespace h2o

@@ -1,6 +1,7 @@
 // GGUF (llama.cpp's model format), versions 2 and 3, little-endian, for
-// Llama-architecture models stored as F32, F16 or BF16. Quantised types are
-// refused with a clear message rather than dequantised.
+// Llama (and Mistral) and Qwen2 models stored as F32, F16, BF16 or any of
+// the quantised types core/model/quant.h knows; weights stay in the file's
+// type, memory-mapped (only Qwen2's Q/K rows are copied, to interleave them).
 //
 // Layout: "GGUF", version u32, tensor_count u64, kv_count u64, then kv_count
 // metadata entries, tensor_count tensor infos, padding to the alignment, and
@@ -20,6 +21,7 @@
 #include "core/base/error.h"
 #include "core/base/mapped_file.h"
 #include "core/model/model.h"
+#include "core/model/quant.h"
 
 namespace h2o {
 namespace {
@@ -31,7 +33,6 @@ enum GgufType : uint32_t {
 };
 
 // Tensor element types (ggml_type) this loader reads.
-constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlBF16 = 30;
 constexpr int kMaxDims = 4;             // GGML_MAX_DIMS
 constexpr int kMaxArrayNesting = 8;     // deeper nesting is never legitimate; bounds the recursion
 constexpr uint64_t kMinStringBytes = 8; // a string is at least its u64 length
@@ -78,6 +79,7 @@ class GgufParser {
   explicit GgufParser(const MappedFile& file) : file_(file), r_(file) {}
 
   std::shared_ptr<const Model> parse(std::shared_ptr<const MappedFile> keep_alive);
+  GgufVocab parse_vocab();
 
  private:
   [[noreturn]] void error(const std::string& problem) const { fail(file_.path(), problem); }
@@ -100,7 +102,11 @@ class GgufParser {
 
   ModelConfig read_config() const;
   Tensor tensor(const std::string& name, int64_t rows, int64_t cols, bool required = true);
-  std::optional<EmbeddedVocab> read_vocab(const ModelConfig& config) const;
+  // Q/K rows (or bias elements) in the order every backend rotates: a Qwen2
+  // file keeps RoPE's half-split order, so those are copied interleaved.
+  static Tensor rope_rows(Tensor t, int n_heads, Model& model);
+  // `rows`: the model's embedding rows, which the pieces must not outnumber.
+  EmbeddedVocab read_vocab(std::optional<int> rows, int bos_id, int eos_id) const;
   std::vector<std::string> string_array(const std::string& key) const;
   const Value& array_of(const std::string& key, uint32_t elem_type) const;
 
@@ -295,20 +301,33 @@ std::string GgufParser::get_string(const std::string& key) const {
 
 ModelConfig GgufParser::read_config() const {
   const std::string arch = find("general.architecture") ? get_string("general.architecture") : "";
-  if (arch != "llama")
-    error(arch.empty() ? "missing general.architecture (expected llama)"
-                       : "architecture " + arch + " is not supported (only llama)");
+  if (arch != "llama" && arch != "qwen2")
+    error(arch.empty() ? "missing general.architecture (expected llama or qwen2)"
+                       : "architecture " + arch + " is not supported (llama or qwen2; Mistral files say llama)");
+  // Every model key is prefixed by the architecture's name.
+  const auto key = [&](const char* name) { return arch + "." + name; };
   ModelConfig c;
-  c.dim = get_int("llama.embedding_length", std::nullopt);
-  c.hidden_dim = get_int("llama.feed_forward_length", std::nullopt);
-  c.n_layers = get_int("llama.block_count", std::nullopt);
-  c.n_heads = get_int("llama.attention.head_count", std::nullopt);
-  c.n_kv_heads = get_int("llama.attention.head_count_kv", c.n_heads);
-  c.max_seq_len = get_int("llama.context_length", std::nullopt);
-  c.rope_theta = get_float("llama.rope.freq_base", 10000.0f);
-  c.norm_eps = get_float("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  c.architecture = arch;
+  c.attention_bias = arch == "qwen2";  // Qwen2 biases q, k and v
+  c.dim = get_int(key("embedding_length"), std::nullopt);
+  c.hidden_dim = get_int(key("feed_forward_length"), std::nullopt);
+  c.n_layers = get_int(key("block_count"), std::nullopt);
+  c.n_heads = get_int(key("attention.head_count"), std::nullopt);
+  c.n_kv_heads = get_int(key("attention.head_count_kv"), c.n_heads);
+  c.max_seq_len = get_int(key("context_length"), std::nullopt);
+  c.rope_theta = get_float(key("rope.freq_base"), 10000.0f);
+  c.norm_eps = get_float(key("attention.layer_norm_rms_epsilon"), 1e-5f);
   c.bos_id = get_int("tokenizer.ggml.bos_token_id", 1);
   c.eos_id = get_int("tokenizer.ggml.eos_token_id", 2);
+  if (find(key("rope.scaling.type"))) {
+    const std::string type = get_string(key("rope.scaling.type"));
+    if (type == "linear") {
+      c.rope_scaling.type = "linear";
+      c.rope_scaling.factor = get_float(key("rope.scaling.factor"), 1.0f);
+    } else if (type != "none") {
+      error(key("rope.scaling.type") + " '" + type + "' is not supported (none or linear; Llama 3.1's comes as rope_freqs)");
+    }
+  }
   // The vocabulary size is the embedding's row count: GGUF dims are {dim, vocab}.
   auto emb = tensors_.find("token_embd.weight");
   if (emb == tensors_.end()) error("missing tensor token_embd.weight");
@@ -316,17 +335,17 @@ ModelConfig GgufParser::read_config() const {
   if (dims.size() < 2 || dims[1] == 0 || dims[1] > uint64_t(INT32_MAX))
     error("tensor token_embd.weight has an unusable shape");
   c.vocab_size = int(dims[1]);
-  if (find("llama.vocab_size") && get_int("llama.vocab_size", 0) != c.vocab_size)
-    error("llama.vocab_size " + std::to_string(get_int("llama.vocab_size", 0)) + " disagrees with token_embd.weight rows " +
-          std::to_string(c.vocab_size));
+  if (find(key("vocab_size")) && get_int(key("vocab_size"), 0) != c.vocab_size)
+    error(key("vocab_size") + " " + std::to_string(get_int(key("vocab_size"), 0)) +
+          " disagrees with token_embd.weight rows " + std::to_string(c.vocab_size));
   c.validate(file_.path());
-  if (find("llama.rope.dimension_count") && get_int("llama.rope.dimension_count", 0) != c.head_dim())
-    error("llama.rope.dimension_count " + std::to_string(get_int("llama.rope.dimension_count", 0)) +
+  if (find(key("rope.dimension_count")) && get_int(key("rope.dimension_count"), 0) != c.head_dim())
+    error(key("rope.dimension_count") + " " + std::to_string(get_int(key("rope.dimension_count"), 0)) +
           " differs from the head dimension " + std::to_string(c.head_dim()) + " (partial RoPE is not supported)");
-  // Each layer has 9 tensors: a block count the file cannot hold is refused
-  // before anything is sized by it.
+  // Each layer has at least 9 tensors: a block count the file cannot hold is
+  // refused before anything is sized by it.
   if (uint64_t(c.n_layers) > tensor_count_ / 9)
-    error("llama.block_count " + std::to_string(c.n_layers) + " needs more tensors than the file's " +
+    error(key("block_count") + " " + std::to_string(c.n_layers) + " needs more tensors than the file's " +
           std::to_string(tensor_count_));
   return c;
 }
@@ -341,15 +360,12 @@ Tensor GgufParser::tensor(const std::string& name, int64_t rows, int64_t cols, b
   }
   TensorInfo& info = it->second;
   info.used = true;
-  DType dtype;
-  switch (info.type) {
-    case kGgmlF32: dtype = DType::F32; break;
-    case kGgmlF16: dtype = DType::F16; break;
-    case kGgmlBF16: dtype = DType::BF16; break;
-    default:
-      error("tensor " + name + " has type " + ggml_type_name(info.type) + " (" + std::to_string(info.type) +
-            "); only F32, F16 and BF16 are supported (quantised models are not)");
-  }
+  const std::optional<DType> type = quant_type_from_id(info.type);
+  if (!type)
+    error("tensor " + name + " has type " + ggml_type_name(info.type) + " (" + std::to_string(info.type) +
+          "), which this reader does not support (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, "
+          "Q5_K, Q6_K)");
+  const DType dtype = *type;
   // dims[0] is the row length; trailing dims of 1 are padding.
   uint64_t actual_rows = 1;
   for (size_t d = 1; d < info.dims.size(); ++d) {
@@ -362,6 +378,9 @@ Tensor GgufParser::tensor(const std::string& name, int64_t rows, int64_t cols, b
     error("tensor " + name + " has dims {" + shape + "}, expected {" + std::to_string(cols) +
           (rows > 1 ? ", " + std::to_string(rows) : std::string()) + "} for this model's config");
   }
+  if (cols % block_size(dtype) != 0)
+    error("tensor " + name + " has rows of " + std::to_string(cols) + " elements, not whole blocks of " +
+          quant_type_name(dtype) + " (" + std::to_string(block_size(dtype)) + " each)");
   Tensor t;
   t.dtype = dtype;
   t.rows = rows;
@@ -375,8 +394,18 @@ Tensor GgufParser::tensor(const std::string& name, int64_t rows, int64_t cols, b
     error("tensor " + name + " offset " + std::to_string(info.offset) + " is not a multiple of the alignment " +
           std::to_string(alignment_));
   t.data = file_.data() + data_start_ + info.offset;
-  if (reinterpret_cast<uintptr_t>(t.data) % dtype_size(dtype) != 0)
+  if (is_float(dtype) && reinterpret_cast<uintptr_t>(t.data) % dtype_size(dtype) != 0)
     error("tensor " + name + " is not aligned for " + dtype_name(dtype) + " access");
+  return t;
+}
+
+Tensor GgufParser::rope_rows(Tensor t, int n_heads, Model& model) {
+  if (model.config.architecture != "qwen2") return t;
+  const bool vector = t.rows == 1;  // a bias: each element is a "row" (biases are checked to be floats)
+  const size_t unit = vector ? size_t(dtype_size(t.dtype)) : size_t(t.row_bytes());
+  auto copy = interleave_rope_rows(static_cast<const uint8_t*>(t.data), unit, n_heads, model.config.head_dim());
+  t.data = copy->data();
+  model.owned.push_back(std::move(copy));
   return t;
 }
 
@@ -401,17 +430,17 @@ std::vector<std::string> GgufParser::string_array(const std::string& key) const 
   return out;
 }
 
-std::optional<EmbeddedVocab> GgufParser::read_vocab(const ModelConfig& config) const {
-  if (!find("tokenizer.ggml.model")) return std::nullopt;
+EmbeddedVocab GgufParser::read_vocab(std::optional<int> rows, int bos_id, int eos_id) const {
   EmbeddedVocab vocab;
   vocab.model = get_string("tokenizer.ggml.model");
   vocab.pieces = string_array("tokenizer.ggml.tokens");
   const size_t n = vocab.pieces.size();
+  if (n == 0) error("tokenizer.ggml.tokens has no pieces");
   // Some files pad the embedding past the tokenizer's pieces; the reverse
   // would let the tokenizer emit ids the model has no row for.
-  if (n == 0 || n > size_t(config.vocab_size))
+  if (rows && n > size_t(*rows))
     error("tokenizer.ggml.tokens has " + std::to_string(n) + " pieces for a model vocabulary of " +
-          std::to_string(config.vocab_size));
+          std::to_string(*rows));
   vocab.scores.assign(n, 0.0f);
   if (find("tokenizer.ggml.scores")) {
     const Value& v = array_of("tokenizer.ggml.scores", kF32);
@@ -427,19 +456,46 @@ std::optional<EmbeddedVocab> GgufParser::read_vocab(const ModelConfig& config) c
   }
   vocab.unk_id = get_int("tokenizer.ggml.unknown_token_id", 0);
   vocab.add_space_prefix = get_bool("tokenizer.ggml.add_space_prefix", true);
+  if (find("tokenizer.chat_template")) vocab.chat_template = get_string("tokenizer.chat_template");
+  // Byte-level BPE: merges and pre-tokenizer; tokenizer_from_vocab says what is missing.
+  if (find("tokenizer.ggml.merges")) vocab.merges = string_array("tokenizer.ggml.merges");
+  if (find("tokenizer.ggml.pre")) vocab.pre = get_string("tokenizer.ggml.pre");
+  vocab.eot_id = get_int("tokenizer.ggml.eot_token_id", -1);
+  vocab.pad_id = get_int("tokenizer.ggml.padding_token_id", -1);
+  if (find("tokenizer.ggml.add_bos_token")) vocab.add_bos = get_bool("tokenizer.ggml.add_bos_token", true);
+  // -1 is "absent" (get_int refuses negative values in the file).
   auto check_id = [&](int id, const char* what) {
-    if (id < 0 || size_t(id) >= n)
+    if (id != -1 && (id < 0 || size_t(id) >= n))
       error(std::string(what) + " " + std::to_string(id) + " is outside the tokenizer's " + std::to_string(n) + " pieces");
   };
   check_id(vocab.unk_id, "tokenizer.ggml.unknown_token_id");
-  check_id(config.bos_id, "tokenizer.ggml.bos_token_id");
-  check_id(config.eos_id, "tokenizer.ggml.eos_token_id");
+  check_id(bos_id, "tokenizer.ggml.bos_token_id");
+  check_id(eos_id, "tokenizer.ggml.eos_token_id");
+  check_id(vocab.eot_id, "tokenizer.ggml.eot_token_id");
+  check_id(vocab.pad_id, "tokenizer.ggml.padding_token_id");
   return vocab;
+}
+
+GgufVocab GgufParser::parse_vocab() {
+  read_preamble();
+  read_metadata();
+  if (!find("tokenizer.ggml.model")) error("has no vocabulary (no tokenizer.ggml.model)");
+  GgufVocab out;
+  // SentencePiece files default to <s> = 1 and </s> = 2 (llama.cpp does the
+  // same); other vocabularies have no such convention.
+  const bool sentencepiece = get_string("tokenizer.ggml.model") == "llama";
+  out.bos_id = get_int("tokenizer.ggml.bos_token_id", sentencepiece ? 1 : -1);
+  out.eos_id = get_int("tokenizer.ggml.eos_token_id", sentencepiece ? 2 : -1);
+  out.vocab = read_vocab(std::nullopt, out.bos_id, out.eos_id);
+  return out;
 }
 
 std::shared_ptr<const Model> GgufParser::parse(std::shared_ptr<const MappedFile> keep_alive) {
   read_preamble();
   read_metadata();
+  if (tensor_count_ == 0)
+    error(find("tokenizer.ggml.model") ? "has no tensors: it holds only a vocabulary (give it as --tokenizer), not a model"
+                                       : "has no tensors");
   read_tensor_infos();
 
   auto model = std::make_shared<Model>();
@@ -456,10 +512,20 @@ std::shared_ptr<const Model> GgufParser::parse(std::shared_ptr<const MappedFile>
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& lw = w.layers[l];
     lw.attn_norm = tensor(p + "attn_norm.weight", 1, d);
-    // llama.cpp's converter already permuted Q/K rows to interleaved pairs.
-    lw.wq = tensor(p + "attn_q.weight", q, d);
-    lw.wk = tensor(p + "attn_k.weight", kv, d);
+    // llama.cpp's converter permuted Llama's Q/K rows to interleaved pairs;
+    // Qwen2's stay in the half-split (NEOX) order, and are interleaved here.
+    lw.wq = rope_rows(tensor(p + "attn_q.weight", q, d), c.n_heads, *model);
+    lw.wk = rope_rows(tensor(p + "attn_k.weight", kv, d), c.n_kv_heads, *model);
     lw.wv = tensor(p + "attn_v.weight", kv, d);
+    if (c.attention_bias) {
+      lw.bq = tensor(p + "attn_q.bias", 1, q);
+      lw.bk = tensor(p + "attn_k.bias", 1, kv);
+      lw.bv = tensor(p + "attn_v.bias", 1, kv);
+      for (const Tensor* b : {&lw.bq, &lw.bk, &lw.bv})
+        if (!is_float(b->dtype)) error("layer " + std::to_string(l) + " has a quantised attention bias");
+      lw.bq = rope_rows(lw.bq, c.n_heads, *model);
+      lw.bk = rope_rows(lw.bk, c.n_kv_heads, *model);
+    }
     lw.wo = tensor(p + "attn_output.weight", d, q);
     lw.ffn_norm = tensor(p + "ffn_norm.weight", 1, d);
     lw.w1 = tensor(p + "ffn_gate.weight", hid, d);
@@ -467,15 +533,24 @@ std::shared_ptr<const Model> GgufParser::parse(std::shared_ptr<const MappedFile>
     lw.w3 = tensor(p + "ffn_up.weight", hid, d);
   }
   w.final_norm = tensor("output_norm.weight", 1, d);
+  // Llama 3.1's RoPE scaling, as the converter stores it: one divisor per rotated pair.
+  if (tensors_.count("rope_freqs.weight")) {
+    const Tensor f = tensor("rope_freqs.weight", 1, c.head_dim() / 2);
+    if (f.dtype != DType::F32) error("tensor rope_freqs.weight should be F32");
+    model->config.rope_scaling.freq_factors.assign(f.f32(), f.f32() + f.cols);
+    model->config.validate(file_.path());
+  }
   w.classifier = tensor("output.weight", c.vocab_size, d, /*required=*/false);
   if (!w.classifier.data) w.classifier = w.token_embedding;  // tied embeddings
   for (const auto& [name, info] : tensors_)
     if (!info.used && name.rfind("blk.", 0) == 0) {
       // A layer tensor we do not use means a block count or architecture we misread.
       const int layer = std::atoi(name.c_str() + 4);
-      if (layer >= c.n_layers) error("tensor " + name + " belongs to a layer beyond llama.block_count " + std::to_string(c.n_layers));
+      if (layer >= c.n_layers)
+        error("tensor " + name + " belongs to a layer beyond " + c.architecture + ".block_count " +
+              std::to_string(c.n_layers));
     }
-  model->vocab = read_vocab(c);
+  if (find("tokenizer.ggml.model")) model->vocab = read_vocab(c.vocab_size, c.bos_id, c.eos_id);
   model->storage = std::move(keep_alive);
   return model;
 }
@@ -486,6 +561,12 @@ std::shared_ptr<const Model> load_gguf(const std::string& path) {
   auto file = MappedFile::open(path);
   GgufParser parser(*file);
   return parser.parse(file);
+}
+
+GgufVocab load_gguf_vocab(const std::string& path) {
+  auto file = MappedFile::open(path);
+  GgufParser parser(*file);
+  return parser.parse_vocab();
 }
 
 }  // namespace h2o

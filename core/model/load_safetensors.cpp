@@ -156,21 +156,46 @@ class ConfigReader {
   const std::string& file_;
 };
 
+// "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+// "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}, or
+// {"type": "linear", "factor": 2.0}; "default" means none.
+RopeScaling read_rope_scaling(const json& j, const std::string& file) {
+  if (!j.is_object()) fail(file, "\"rope_scaling\" should be an object");
+  const ConfigReader r(j, file);
+  const std::string type = r.string("rope_type").value_or(r.string("type").value_or("default"));
+  RopeScaling s;
+  if (type == "default") return s;
+  if (type != "linear" && type != "llama3")
+    fail(file, "rope_scaling type '" + type + "' is not supported (linear or llama3)");
+  s.type = type;
+  s.factor = r.number("factor", 1.0f);
+  if (type == "llama3") {
+    s.low_freq_factor = r.number("low_freq_factor", 1.0f);
+    s.high_freq_factor = r.number("high_freq_factor", 4.0f);
+    s.original_context = r.integer("original_max_position_embeddings", std::nullopt);
+  }
+  return s;
+}
+
 HfConfig read_config(const std::string& file) {
   const json j = read_json_file(file);
   if (!j.is_object()) fail(file, "config.json should hold a JSON object");
   const ConfigReader r(j, file);
-  // Refuse variants whose forward pass differs from Llama's rather than run them wrong.
-  if (auto type = r.string("model_type"); type && *type != "llama" && *type != "mistral")
-    fail(file, "model_type " + *type + " is not supported (only llama)");
+  // Refuse variants whose forward pass differs from these rather than run them wrong.
+  const std::string type = r.string("model_type").value_or("llama");
+  if (type != "llama" && type != "mistral" && type != "qwen2")
+    fail(file, "model_type " + type + " is not supported (llama, mistral or qwen2)");
   if (auto act = r.string("hidden_act"); act && *act != "silu")
-    fail(file, "hidden_act " + *act + " is not supported (Llama uses silu)");
-  if (r.present("rope_scaling")) fail(file, "rope_scaling is not supported");
-  if (r.boolean("attention_bias", false) || r.boolean("mlp_bias", false))
-    fail(file, "attention or MLP biases are not supported");
+    fail(file, "hidden_act " + *act + " is not supported (these models use silu)");
+  // Llama's attention_bias also biases o_proj, which the forward pass has no place for.
+  if ((type != "qwen2" && r.boolean("attention_bias", false)) || r.boolean("mlp_bias", false))
+    fail(file, "attention_bias on a " + type + " model or mlp_bias is not supported (only Qwen2's q/k/v biases)");
 
   HfConfig out;
   ModelConfig& c = out.config;
+  c.architecture = type;
+  c.attention_bias = type == "qwen2";  // Qwen2 always biases q, k and v
+  if (r.present("rope_scaling")) c.rope_scaling = read_rope_scaling(j.at("rope_scaling"), file);
   c.dim = r.integer("hidden_size", std::nullopt);
   c.hidden_dim = r.integer("intermediate_size", std::nullopt);
   c.n_layers = r.integer("num_hidden_layers", std::nullopt);
@@ -324,28 +349,18 @@ class Assembler {
     return t;
   }
 
-  // q_proj / k_proj: rows of each head reordered from Hugging Face's halves
-  // (row i pairs with row i + head_dim/2) to interleaved pairs (2i, 2i+1).
+  // q_proj / k_proj and their biases (cols 0: a vector), in Hugging Face's
+  // half-split RoPE order: copied with each head's rows interleaved.
   Tensor unpermuted(const std::string& name, int n_heads, int head_dim, int64_t cols) {
     const int64_t rows = int64_t(n_heads) * head_dim;
-    auto [shard, entry] = find(name, {rows, cols});
-    const size_t row_bytes = size_t(cols) * dtype_size(entry.dtype);
-    const uint8_t* src = shard.file->data() + shard.data_start + entry.begin;
-    auto buf = std::make_shared<std::vector<uint8_t>>(size_t(rows) * row_bytes);
-    uint8_t* dst = buf->data();
-    const int half = head_dim / 2;
-    for (int h = 0; h < n_heads; ++h) {
-      const int64_t base = int64_t(h) * head_dim;
-      for (int i = 0; i < half; ++i) {
-        std::memcpy(dst + (base + 2 * i) * row_bytes, src + (base + i) * row_bytes, row_bytes);
-        std::memcpy(dst + (base + 2 * i + 1) * row_bytes, src + (base + i + half) * row_bytes, row_bytes);
-      }
-    }
+    auto [shard, entry] = find(name, cols > 0 ? std::vector<int64_t>{rows, cols} : std::vector<int64_t>{rows});
+    const size_t row_bytes = size_t(std::max<int64_t>(cols, 1)) * dtype_size(entry.dtype);
+    auto buf = interleave_rope_rows(shard.file->data() + shard.data_start + entry.begin, row_bytes, n_heads, head_dim);
     model_.owned.push_back(buf);
     Tensor t;
     t.dtype = entry.dtype;
-    t.rows = rows;
-    t.cols = cols;
+    t.rows = cols > 0 ? rows : 1;
+    t.cols = cols > 0 ? cols : rows;
     t.data = buf->data();
     return t;
   }
@@ -424,6 +439,11 @@ std::shared_ptr<const Model> load_safetensors(const std::string& path) {
     lw.wq = a.unpermuted(p + "self_attn.q_proj.weight", c.n_heads, c.head_dim(), d);
     lw.wk = a.unpermuted(p + "self_attn.k_proj.weight", c.n_kv_heads, c.head_dim(), d);
     lw.wv = a.view(p + "self_attn.v_proj.weight", {kv, d});
+    if (c.attention_bias) {
+      lw.bq = a.unpermuted(p + "self_attn.q_proj.bias", c.n_heads, c.head_dim(), 0);
+      lw.bk = a.unpermuted(p + "self_attn.k_proj.bias", c.n_kv_heads, c.head_dim(), 0);
+      lw.bv = a.view(p + "self_attn.v_proj.bias", {kv});
+    }
     lw.wo = a.view(p + "self_attn.o_proj.weight", {d, q});
     lw.ffn_norm = a.view(p + "post_attention_layernorm.weight", {d});
     lw.w1 = a.view(p + "mlp.gate_proj.weight", {hid, d});

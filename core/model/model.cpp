@@ -1,15 +1,19 @@
 #include "core/model/model.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "core/base/error.h"
 #include "core/base/mapped_file.h"
+#include "core/model/quant.h"
 
 namespace h2o {
 
 int64_t ModelConfig::parameter_count() const {
   const int64_t d = dim, h = hidden_dim, kv = kv_dim(), q = int64_t(n_heads) * head_dim();
-  const int64_t per_layer = 2 * d + d * q + 2 * d * kv + q * d + 3 * d * h;
+  const int64_t per_layer = 2 * d + d * q + 2 * d * kv + q * d + 3 * d * h + (attention_bias ? q + 2 * kv : 0);
   return int64_t(vocab_size) * d + n_layers * per_layer + d;
 }
 
@@ -36,12 +40,56 @@ void ModelConfig::validate(const std::string& what) const {
                    std::to_string(vocab_size) + ")");
   if (bos_id < 0 || bos_id >= vocab_size || eos_id < 0 || eos_id >= vocab_size)
     fail(what, "BOS/EOS ids outside the vocabulary");
+  const RopeScaling& s = rope_scaling;
+  if (s.type != "none" && s.type != "linear" && s.type != "llama3")
+    fail(what, "RoPE scaling '" + s.type + "' is not supported (none, linear or llama3)");
+  if (!(s.factor >= 1.0f)) fail(what, "RoPE scaling factor must be at least 1");
+  if (s.type == "llama3" && (s.original_context <= 0 || !(s.high_freq_factor > s.low_freq_factor)))
+    fail(what, "llama3 RoPE scaling needs original_max_position_embeddings and high_freq_factor > low_freq_factor");
+  if (!s.freq_factors.empty() && int(s.freq_factors.size()) != head_dim() / 2)
+    fail(what, "rope_freqs has " + std::to_string(s.freq_factors.size()) + " factors for " +
+                   std::to_string(head_dim() / 2) + " rotated pairs");
+  for (float f : s.freq_factors)
+    if (!(f > 0)) fail(what, "rope_freqs holds a factor that is not positive");
 }
+
+std::vector<double> ModelConfig::rope_frequencies() const {
+  const int pairs = head_dim() / 2;
+  const RopeScaling& s = rope_scaling;
+  std::vector<double> freqs(static_cast<size_t>(pairs));
+  for (int i = 0; i < pairs; ++i) {
+    double f = std::pow(double(rope_theta), -2.0 * i / head_dim());
+    if (s.type == "linear") {
+      f /= s.factor;
+    } else if (s.type == "llama3") {
+      // Long wavelengths are slowed by the factor, short ones kept, the band
+      // between blended (Llama 3.1's "rope_type": "llama3").
+      const double wavelength = 2 * M_PI / f;
+      const double low_wavelength = s.original_context / double(s.low_freq_factor);
+      const double high_wavelength = s.original_context / double(s.high_freq_factor);
+      if (wavelength > low_wavelength) {
+        f /= s.factor;
+      } else if (wavelength >= high_wavelength) {
+        const double smooth = (s.original_context / wavelength - s.low_freq_factor) /
+                              (double(s.high_freq_factor) - s.low_freq_factor);
+        f = (1 - smooth) * f / s.factor + smooth * f;
+      }
+    }
+    if (!s.freq_factors.empty()) f /= s.freq_factors[size_t(i)];
+    freqs[size_t(i)] = f;
+  }
+  return freqs;
+}
+
+int64_t Tensor::row_bytes() const { return int64_t(h2o::row_bytes(dtype, cols)); }
 
 std::vector<const Tensor*> Model::all_tensors() const {
   std::vector<const Tensor*> out{&weights.token_embedding};
-  for (const auto& l : weights.layers)
+  for (const auto& l : weights.layers) {
     for (const Tensor* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w1, &l.w2, &l.w3}) out.push_back(t);
+    for (const Tensor* t : {&l.bq, &l.bk, &l.bv})
+      if (t->data) out.push_back(t);
+  }
   out.push_back(&weights.final_norm);
   if (!shared_classifier()) out.push_back(&weights.classifier);
   return out;
@@ -53,8 +101,39 @@ int64_t Model::weight_bytes() const {
   return total;
 }
 
+std::string Model::weight_types() const {
+  std::map<DType, int> count;
+  for (const Tensor* t : all_tensors())
+    if (t->rows > 1) ++count[t->dtype];
+  if (count.empty()) return "none";
+  std::vector<std::pair<int, DType>> by_count;
+  for (const auto& [type, n] : count) by_count.push_back({-n, type});
+  std::sort(by_count.begin(), by_count.end());
+  const DType main = by_count.front().second;
+  std::string text = quant_type_name(main);
+  if (count.size() == 1) return text;
+  if (count.size() == 2 && count.count(DType::Q6_K) && (main == DType::Q4_K || main == DType::Q5_K)) return text + "_M";
+  text = "mostly " + text + " (+";
+  for (size_t i = 1; i < by_count.size(); ++i) text += std::string(i > 1 ? ", " : " ") + quant_type_name(by_count[i].second);
+  return text + ")";
+}
+
 DType Model::weight_dtype() const {
   return weights.layers.empty() ? weights.token_embedding.dtype : weights.layers[0].wq.dtype;
+}
+
+std::shared_ptr<std::vector<uint8_t>> interleave_rope_rows(const uint8_t* src, size_t row_bytes, int n_heads, int head_dim) {
+  auto buf = std::make_shared<std::vector<uint8_t>>(size_t(n_heads) * size_t(head_dim) * row_bytes);
+  uint8_t* dst = buf->data();
+  const int half = head_dim / 2;
+  for (int h = 0; h < n_heads; ++h) {
+    const size_t base = size_t(h) * size_t(head_dim);
+    for (int i = 0; i < half; ++i) {
+      std::memcpy(dst + (base + 2 * size_t(i)) * row_bytes, src + (base + size_t(i)) * row_bytes, row_bytes);
+      std::memcpy(dst + (base + 2 * size_t(i) + 1) * row_bytes, src + (base + size_t(i + half)) * row_bytes, row_bytes);
+    }
+  }
+  return buf;
 }
 
 std::shared_ptr<Model> new_model(const ModelConfig& config, const std::string& path, const std::string& format) {

@@ -14,10 +14,22 @@
 #include <vector>
 
 #include "core/model/dtype.h"
+#include "core/model/type_mix.h"
 
 namespace h2o {
 
+// RoPE frequency scaling for contexts longer than the model was trained on.
+struct RopeScaling {
+  std::string type = "none";       // "none", "linear" (positions / factor), "llama3" (Llama 3.1's smooth split)
+  float factor = 1.0f;
+  float low_freq_factor = 1.0f;    // llama3
+  float high_freq_factor = 4.0f;   // llama3
+  int original_context = 0;        // llama3: the pre-training context the split is measured against
+  std::vector<float> freq_factors; // per pair, divides the frequency (GGUF's rope_freqs tensor); empty: none
+};
+
 struct ModelConfig {
+  std::string architecture = "llama";  // llama, mistral or qwen2 (what the file said; the pass differs only below)
   int dim = 0;
   int hidden_dim = 0;
   int n_layers = 0;
@@ -29,8 +41,12 @@ struct ModelConfig {
   float norm_eps = 1e-5f;
   int bos_id = 1;
   int eos_id = 2;
+  bool attention_bias = false;  // q, k and v projections add a bias (Qwen2)
+  RopeScaling rope_scaling;
 
   int head_dim() const { return dim / n_heads; }
+  // The angle per position of each rotated pair i: theta^(-2i/head_dim), scaled.
+  std::vector<double> rope_frequencies() const;
   int kv_dim() const { return n_kv_heads * head_dim(); }
   int group_size() const { return n_heads / n_kv_heads; }  // query heads per KV head
   int64_t parameter_count() const;
@@ -46,7 +62,9 @@ struct Tensor {
   int64_t cols = 0;
 
   int64_t numel() const { return rows * cols; }
-  int64_t bytes() const { return numel() * dtype_size(dtype); }
+  // Bytes of one row, and of the whole tensor, in its type (quantised rows are whole blocks).
+  int64_t row_bytes() const;
+  int64_t bytes() const { return rows * row_bytes(); }
   const float* f32() const { return static_cast<const float*>(data); }
 };
 
@@ -60,6 +78,7 @@ struct LayerWeights {
   Tensor w1;         // gate [hidden, dim]
   Tensor w2;         // down [dim, hidden]
   Tensor w3;         // up   [hidden, dim]
+  Tensor bq, bk, bv; // biases [q_dim], [kv_dim], [kv_dim]: only with attention_bias
 };
 
 struct ModelWeights {
@@ -71,12 +90,27 @@ struct ModelWeights {
 
 // The vocabulary a model file carries (GGUF), enough to build a tokenizer.
 struct EmbeddedVocab {
-  std::string model;  // "llama" (SentencePiece)
+  std::string model;  // "llama" (SentencePiece) or "gpt2" (byte-level BPE)
   std::vector<std::string> pieces;
   std::vector<float> scores;
   std::vector<int> types;  // SentencePiece piece types: 1 normal, 2 unknown, 3 control, 4 user, 5 unused, 6 byte
   int unk_id = 0;
   bool add_space_prefix = true;
+  std::string chat_template;  // tokenizer.chat_template (Jinja), "" when the file has none
+  // Byte-level BPE only: the merges by rank ("a b") and the pre-tokenizer's
+  // name (tokenizer.ggml.merges, tokenizer.ggml.pre).
+  std::vector<std::string> merges;
+  std::string pre;
+  int eot_id = -1;              // tokenizer.ggml.eot_token_id; -1: absent
+  int pad_id = -1;              // tokenizer.ggml.padding_token_id; -1: absent
+  std::optional<bool> add_bos;  // tokenizer.ggml.add_bos_token; absent: the vocabulary type's default
+};
+
+// A GGUF file's vocabulary alone, with its BOS and EOS ids.
+struct GgufVocab {
+  EmbeddedVocab vocab;
+  int bos_id = -1;
+  int eos_id = -1;
 };
 
 struct Model {
@@ -95,8 +129,17 @@ struct Model {
   std::vector<const Tensor*> all_tensors() const;
   bool shared_classifier() const { return weights.classifier.data == weights.token_embedding.data; }
   int64_t weight_bytes() const;
-  DType weight_dtype() const;  // of the layer matrices
+  DType weight_dtype() const;  // of the layer matrices (the first layer's wq)
+  // Every matrix's type, summed up: "F32", "Q8_0", "Q4_K_M" (llama.cpp's mix
+  // of Q4_K and Q6_K), else "mostly Q4_K (+ Q5_0, F16)".
+  std::string weight_types() const;
 };
+
+// Rows of each of `n_heads` heads reordered from the half-split RoPE order
+// (Hugging Face, GGUF's NEOX-style Qwen2: row i pairs with row i + head_dim/2)
+// to interleaved pairs (2i, 2i+1), which every backend rotates. Rows are
+// `row_bytes` apart and independent, whatever their element type.
+std::shared_ptr<std::vector<uint8_t>> interleave_rope_rows(const uint8_t* src, size_t row_bytes, int n_heads, int head_dim);
 
 // A model of this shape that came from `path` in `format`; the loader sets its tensors.
 std::shared_ptr<Model> new_model(const ModelConfig& config, const std::string& path, const std::string& format);
@@ -108,24 +151,28 @@ std::shared_ptr<const Model> load_model(const std::string& path);
 
 std::shared_ptr<const Model> load_llama2c(const std::string& path);
 std::shared_ptr<const Model> load_gguf(const std::string& path);
+// Only the vocabulary of a GGUF: works on vocabulary-only files (no tensors),
+// which load_gguf refuses. Throws Error naming the file.
+GgufVocab load_gguf_vocab(const std::string& path);
 // `path` is a config.json, a *.safetensors file, a *.safetensors.index.json,
 // or a folder holding config.json and the weights.
 std::shared_ptr<const Model> load_safetensors(const std::string& path);
 
 // Random weights at a named real shape, fixed seed. Names: stories260K,
-// stories15M, stories42M, stories110M, tinyllama-1.1b, llama2-7b; an optional
+// stories15M, stories42M, stories110M, tinyllama-1.1b, llama2-7b, qwen2-260K,
+// qwen2-0.5b (Qwen2's biases and RoPE base); an optional
 // vocabulary override (e.g. 32000 to pair with tokenizer.model).
 struct SyntheticSpec {
   std::string shape = "stories15M";
   uint64_t seed = 1234;
-  DType dtype = DType::F32;
+  TypeMix types = DType::F32;  // one type, or a mix such as q4_k_m
   int vocab_size = 0;   // 0: the shape's own
   int max_seq_len = 0;  // 0: the shape's own
 };
 ModelConfig synthetic_shape(const std::string& name);  // throws Error for an unknown name
 std::vector<std::string> synthetic_shape_names();
 std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec);
-// Parses "synthetic:<shape>[:vocab=N][:seed=N][:dtype=f16]" model paths.
+// Parses "synthetic:<shape>[:vocab=N][:seed=N][:dtype=f16|q8_0|q4_k_m|...][:ctx=N]" model paths.
 bool is_synthetic_path(const std::string& path);
 SyntheticSpec parse_synthetic_path(const std::string& path);
 

@@ -1,8 +1,11 @@
 #pragma once
 // Rotary position embedding on interleaved pairs (x[2i], x[2i+1]), as in
-// llama2.c: pair i turns by pos * theta^(-2i/head_dim). Angles are computed in
-// double so that large positions and re-rotations stay accurate.
+// llama2.c: pair i turns by pos * freq[i], the frequencies from
+// ModelConfig::rope_frequencies() (theta^(-2i/head_dim), with any scaling).
+// Angles are computed in double so that large positions and re-rotations stay
+// accurate. Every loader keeps Q/K rows in this interleaved order.
 #include <cmath>
+#include <span>
 #include <vector>
 
 namespace h2o {
@@ -10,10 +13,9 @@ namespace h2o {
 // cos/sin of every pair's angle at one position.
 struct RopeAngles {
   std::vector<float> cos, sin;
-  RopeAngles(int head_dim, double pos, float theta) : cos(head_dim / 2), sin(head_dim / 2) {
-    for (int i = 0; i < head_dim / 2; ++i) {
-      const double freq = std::pow(double(theta), -2.0 * i / head_dim);
-      const double a = pos * freq;
+  RopeAngles(std::span<const double> freqs, double pos) : cos(freqs.size()), sin(freqs.size()) {
+    for (size_t i = 0; i < freqs.size(); ++i) {
+      const double a = pos * freqs[i];
       cos[i] = float(std::cos(a));
       sin[i] = float(std::sin(a));
     }

@@ -17,6 +17,7 @@
 #include "core/base/error.h"
 #include "core/base/thread_pool.h"
 #include "core/model/model.h"
+#include "core/model/quant.h"
 
 namespace h2o {
 namespace {
@@ -25,7 +26,10 @@ struct Shape {
   const char* name;
   int dim, hidden, layers, heads, kv_heads, vocab, seq_len;
   float norm_eps;
-  bool shared_classifier;  // llama2.c's TinyStories models tie it to the embedding
+  bool shared_classifier;  // llama2.c's TinyStories models and Qwen2 tie it to the embedding
+  const char* architecture = "llama";
+  float rope_theta = 10000.0f;
+  bool attention_bias = false;
 };
 
 constexpr Shape kShapes[] = {
@@ -35,6 +39,11 @@ constexpr Shape kShapes[] = {
     {"stories110M", 768, 2048, 12, 12, 12, 32000, 1024, 1e-5f, true},
     {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000, 2048, 1e-5f, false},
     {"llama2-7b", 4096, 11008, 32, 32, 32, 32000, 4096, 1e-5f, false},
+    // Rows of 256: every quantised type, K-quants included, holds every matrix (quantised-file tests).
+    {"test-256", 256, 512, 2, 4, 2, 512, 512, 1e-5f, true},
+    // Qwen2's forward pass (q/k/v biases, theta 1e6) at a test size, and at Qwen2-0.5B's real shape.
+    {"qwen2-260K", 64, 172, 3, 8, 2, 512, 512, 1e-6f, true, "qwen2", 1e6f, true},
+    {"qwen2-0.5b", 896, 4864, 24, 14, 2, 151936, 32768, 1e-6f, true, "qwen2", 1e6f, true},
 };
 
 const Shape* find_shape(const std::string& name) {
@@ -85,8 +94,8 @@ struct Plan {
 constexpr int64_t kChunk = 1 << 16;  // elements per independently seeded chunk
 constexpr size_t kAlign = 64;        // each tensor starts on a cache line
 
-// Writes n values to dst in `dtype`; a separate pass per type keeps the
-// generation loop free of branches so the compiler can vectorise it.
+// Writes n values (whole blocks) to dst in `dtype`; a separate pass per type
+// keeps the generation loop free of branches so the compiler can vectorise it.
 void store(const float* src, int64_t n, DType dtype, void* dst) {
   switch (dtype) {
     case DType::F32:
@@ -97,6 +106,9 @@ void store(const float* src, int64_t n, DType dtype, void* dst) {
       break;
     case DType::BF16:
       for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = f32_to_bf16(src[i]);
+      break;
+    default:
+      quantize_row(dtype, src, dst, n);  // blocks never straddle rows: rows are whole blocks
       break;
   }
 }
@@ -119,7 +131,8 @@ void fill(const std::vector<Plan>& plans, uint8_t* buffer, uint64_t seed) {
       const int64_t begin = jobs[j].chunk * kChunk, n = std::min(t.numel() - begin, kChunk);
       const float center = plan.center, scale = plan.scale;
       for (int64_t i = 0; i < n; ++i) values[i] = center + scale * uniform_pm1(state);
-      store(values.data(), n, t.dtype, buffer + plan.offset + begin * dtype_size(t.dtype));
+      const size_t at = size_t(begin / block_size(t.dtype)) * block_bytes(t.dtype);
+      store(values.data(), n, t.dtype, buffer + plan.offset + at);
     }
   });
 }
@@ -146,7 +159,9 @@ ModelConfig synthetic_shape(const std::string& name) {
   c.vocab_size = s.vocab;
   c.max_seq_len = s.seq_len;
   c.norm_eps = s.norm_eps;
-  c.rope_theta = 10000.0f;
+  c.rope_theta = s.rope_theta;
+  c.architecture = s.architecture;
+  c.attention_bias = s.attention_bias;
   c.bos_id = 1;
   c.eos_id = 2;
   return c;
@@ -182,10 +197,7 @@ SyntheticSpec parse_synthetic_path(const std::string& path) {
       if (v == 0 || v > uint64_t(INT32_MAX)) fail(path, key + " must be between 1 and " + std::to_string(INT32_MAX));
       (key == "vocab" ? spec.vocab_size : spec.max_seq_len) = int(v);
     } else if (key == "dtype") {
-      if (value == "f32") spec.dtype = DType::F32;
-      else if (value == "f16") spec.dtype = DType::F16;
-      else if (value == "bf16") spec.dtype = DType::BF16;
-      else fail(path, "dtype should be f32, f16 or bf16, got \"" + value + "\"");
+      spec.types = parse_type_mix(value, path + ": dtype");
     } else {
       fail(path, "unknown option \"" + key + "\" (known: vocab, seed, dtype, ctx)");
     }
@@ -213,33 +225,40 @@ std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec) {
   // projection maps unit-variance inputs to unit-variance outputs and the
   // activations stay O(1) at any size. Norm gains are 1 with a little noise
   // so that mixing up two norms changes the output.
-  auto add = [&](Tensor& t, int64_t rows, int64_t cols, float center, float scale) {
-    t.dtype = spec.dtype;
+  auto add = [&](Tensor& t, TensorRole role, int layer, int64_t rows, int64_t cols, float center, float scale) {
+    t.dtype = spec.types.type_for(role, layer, c.n_layers, cols);
     t.rows = rows;
     t.cols = cols;
     plans.push_back({&t, total, center, scale});
     total += (size_t(t.bytes()) + kAlign - 1) / kAlign * kAlign;
   };
-  auto matrix = [&](Tensor& t, int64_t rows, int64_t cols) { add(t, rows, cols, 0.0f, std::sqrt(3.0f / float(cols))); };
-  auto norm = [&](Tensor& t) { add(t, 1, d, 1.0f, 0.1f); };
+  int layer = 0;  // of the tensors being added
+  auto matrix = [&](Tensor& t, TensorRole role, int64_t rows, int64_t cols) {
+    add(t, role, layer, rows, cols, 0.0f, std::sqrt(3.0f / float(cols)));
+  };
+  auto norm = [&](Tensor& t) { add(t, TensorRole::Vector, layer, 1, d, 1.0f, 0.1f); };
+  auto bias = [&](Tensor& t, int64_t n) { add(t, TensorRole::Vector, layer, 1, n, 0.0f, 0.5f); };
 
   // A tied embedding doubles as the classifier, so it gets the classifier's
   // scale (unit-variance logits); an untied one gets O(1) entries.
-  matrix(w.token_embedding, c.vocab_size, d);
+  // A tied embedding is the classifier too, and takes the classifier's type.
+  matrix(w.token_embedding, shape.shared_classifier ? TensorRole::Classifier : TensorRole::Embedding, c.vocab_size, d);
   if (!shape.shared_classifier) plans.back().scale = 1.0f;
-  for (LayerWeights& l : w.layers) {
+  for (layer = 0; layer < c.n_layers; ++layer) {
+    LayerWeights& l = w.layers[size_t(layer)];
     norm(l.attn_norm);
-    matrix(l.wq, q, d);
-    matrix(l.wk, kv, d);
-    matrix(l.wv, kv, d);
-    matrix(l.wo, d, q);
+    matrix(l.wq, TensorRole::AttnQ, q, d);
+    matrix(l.wk, TensorRole::AttnK, kv, d);
+    matrix(l.wv, TensorRole::AttnV, kv, d);
+    if (c.attention_bias) bias(l.bq, q), bias(l.bk, kv), bias(l.bv, kv);
+    matrix(l.wo, TensorRole::AttnOut, d, q);
     norm(l.ffn_norm);
-    matrix(l.w1, hid, d);
-    matrix(l.w2, d, hid);
-    matrix(l.w3, hid, d);
+    matrix(l.w1, TensorRole::FfnGate, hid, d);
+    matrix(l.w2, TensorRole::FfnDown, d, hid);
+    matrix(l.w3, TensorRole::FfnUp, hid, d);
   }
   norm(w.final_norm);
-  if (!shape.shared_classifier) matrix(w.classifier, c.vocab_size, d);
+  if (!shape.shared_classifier) matrix(w.classifier, TensorRole::Classifier, c.vocab_size, d);
 
   // Uninitialised on purpose: every byte a tensor uses is written by fill(),
   // and first-touching the pages in parallel spreads them across NUMA nodes.
@@ -247,7 +266,7 @@ std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec) {
   try {
     buffer.reset(new uint8_t[total]);
   } catch (const std::bad_alloc&) {
-    fail(model->path, "cannot allocate " + std::to_string(total >> 20) + " MiB for " + dtype_name(spec.dtype) + " weights");
+    fail(model->path, "cannot allocate " + std::to_string(total >> 20) + " MiB for " + spec.types.name + " weights");
   }
   fill(plans, buffer.get(), spec.seed);
   for (const Plan& p : plans) p.tensor->data = buffer.get() + p.offset;

@@ -111,6 +111,13 @@ class Backend {
   virtual void forward(std::span<ForwardItem> items) = 0;
   // Peak device (or host) memory reserved for KV caches, all sessions together, bytes.
   virtual int64_t peak_kv_bytes() const = 0;
+
+  // For benchmarks. The bytes of weights one forward pass reads, as this
+  // backend holds them (a CPU that widens f16 to f32 reads f32).
+  virtual int64_t weight_bytes() const { return model().weight_bytes(); }
+  // The memory bandwidth decode is bound by, measured now on a working set of
+  // `bytes` (GB/s; NaN where the backend cannot measure it).
+  virtual double measure_bandwidth(int64_t bytes);
 };
 
 // Feeds one token to one cache and returns the token `choice` picks after it

@@ -22,6 +22,8 @@ Engine::Engine(std::shared_ptr<const Model> model, std::unique_ptr<Backend> back
       options_(std::move(options)) {
   options_.validate();
   if (!tokenizer_) throw Error("engine: no tokenizer (use make_byte_tokenizer for models without one)");
+  template_ = choose_template(*tokenizer_, options_.chat_template);
+  stop_ids_ = template_.stop_ids(*tokenizer_);
   for (size_t i = 0; i < options_.policies.size(); ++i) {
     const PolicyConfig& p = options_.policies[i];
     sessions_.push_back(std::make_unique<Session>(p, backend_->new_cache(p), options_.sampling));
@@ -59,10 +61,13 @@ void Engine::begin_turn() {
   if (!turn.ids.empty()) {
     prompt_ = turn.ids;
   } else {
-    // The stream starts with BOS; later turns continue the same conversation.
+    // The stream starts with BOS (where the vocabulary adds one) and the
+    // template's prefix; later turns continue the same conversation.
     const bool started = std::any_of(sessions_.begin(), sessions_.end(), [](const auto& s) { return !s->stream_.empty(); });
-    const std::string text = apply_template(options_.chat_template, turn.text);
-    prompt_ = started ? tokenizer_->encode(text) : encode_with_bos(*tokenizer_, text);
+    prompt_.clear();
+    if (!started && tokenizer_->adds_bos()) prompt_.push_back(tokenizer_->bos_id());
+    const auto ids = template_.encode_turn(*tokenizer_, turn.text, !started);
+    prompt_.insert(prompt_.end(), ids.begin(), ids.end());
   }
   for (int t : prompt_)
     if (t < 0 || t >= model_->config.vocab_size)
@@ -165,6 +170,8 @@ void Engine::run(std::vector<Work>& work) {
   }
 }
 
+bool Engine::is_stop(int token) const { return std::find(stop_ids_.begin(), stop_ids_.end(), token) != stop_ids_.end(); }
+
 std::string Engine::text_of(int token, int previous) const {
   if (!tokenizer_ || token < 0) return {};
   return tokenizer_->piece_text(token, previous);
@@ -198,14 +205,23 @@ void Engine::observe(Work& w) {
 // session's first chunk starts with the last token of its previous answer,
 // which was chosen but not yet fed.
 void Engine::step_prefill(StepRecord& record, const CaptureSchedule* schedule) {
-  record.turn_start = prompt_done_ == 0;
+  const bool first_chunk = prompt_done_ == 0;
+  record.turn_start = first_chunk;
   const size_t n = std::min(prompt_.size() - prompt_done_, size_t(options_.prefill_chunk));
   const bool last_chunk = prompt_done_ + n == prompt_.size();
   std::vector<Work> work;
   for (int index : live_sessions()) {
     Session& s = *sessions_[size_t(index)];
     std::vector<int> fed;
-    if (prompt_done_ == 0 && s.pending >= 0) fed.push_back(s.pending);
+    if (first_chunk) {
+      // The previous answer's last token, not yet fed; after an answer cut
+      // short, the template's end of an answer, so every turn starts alike.
+      if (s.pending >= 0) fed.push_back(s.pending);
+      if (s.answer_cut && turns_[size_t(turn_)].ids.empty()) {
+        const auto end = template_.end_of_answer_ids(*tokenizer_);
+        fed.insert(fed.end(), end.begin(), end.end());
+      }
+    }
     fed.insert(fed.end(), prompt_.begin() + long(prompt_done_), prompt_.begin() + long(prompt_done_ + n));
     Work& w = work.emplace_back(prepare(index, std::move(fed), schedule));
     if (last_chunk) {
@@ -221,6 +237,7 @@ void Engine::step_prefill(StepRecord& record, const CaptureSchedule* schedule) {
     Session& s = *sessions_[size_t(w.session)];
     if (w.ms >= 0) {
       s.pending = -1;
+      if (first_chunk) s.answer_cut = false;  // fed what the last answer owed
       s.stream_.insert(s.stream_.end(), w.fed.begin(), w.fed.end());
       s.totals_.prefilled += int64_t(w.fed.size());
       s.totals_.prefill_seconds += w.ms / 1000.0;
@@ -230,11 +247,13 @@ void Engine::step_prefill(StepRecord& record, const CaptureSchedule* schedule) {
       SessionRecord& out = w.record;
       out.token = w.chosen;
       out.text = text_of(w.chosen, s.stream_.back());
-      out.eos = w.chosen == tokenizer_->eos_id();
+      // A stop token ends the answer and is fed like any other (SEMANTICS.md).
+      out.eos = is_stop(w.chosen);
       s.generated_in_turn = 1;
       s.totals_.generated += 1;
       s.answering = !out.eos && options_.max_new_tokens > 1;
-      s.pending = out.eos ? -1 : w.chosen;
+      s.answer_cut = !out.eos && !s.answering;
+      s.pending = w.chosen;
     }
     record.sessions.push_back(std::move(w.record));
   }
@@ -269,11 +288,12 @@ void Engine::step_decode(StepRecord& record, const CaptureSchedule* schedule) {
       SessionRecord& out = w.record;
       out.token = w.chosen;
       out.text = text_of(w.chosen, s.stream_.back());
-      out.eos = w.chosen == tokenizer_->eos_id();
+      out.eos = is_stop(w.chosen);
       s.totals_.generated += 1;
       ++s.generated_in_turn;
-      s.pending = out.eos ? -1 : w.chosen;
+      s.pending = w.chosen;
       s.answering = !out.eos && s.generated_in_turn < options_.max_new_tokens;
+      s.answer_cut = !out.eos && !s.answering;
     }
     record.sessions.push_back(std::move(w.record));
   }

@@ -17,6 +17,7 @@
 
 #include "core/runtime/backend.h"
 #include "core/runtime/step_record.h"
+#include "core/text/chat_template.h"
 #include "core/text/prompts.h"
 #include "core/text/tokenizer.h"
 
@@ -28,7 +29,7 @@ struct EngineOptions {
   int max_new_tokens = 128;  // per turn
   int prefill_chunk = 64;    // prompt tokens per forward pass
   int forced_chunk = 1;      // forced-mode tokens per forward pass
-  std::string chat_template = kDefaultTemplate;
+  std::string chat_template;  // a "...{turn}..." pattern; "": the model's own template (core/text/chat_template.h)
   bool batched = false;       // all sessions in one forward (weights read once); else one forward each, timed apart
   bool loop_prompts = false;  // start the prompt list again after the last turn (endless demo)
   void validate() const;      // throws Error naming the flag
@@ -68,6 +69,7 @@ class Session {
   std::vector<int> stream_;  // every token fed so far
   int pending = -1;          // chosen, not yet fed
   bool answering = false;    // still generating in this turn
+  bool answer_cut = false;   // the last answer stopped at max_new_tokens, not at a stop token
   int generated_in_turn = 0;
   SessionTotals totals_;
   std::string stopped_;
@@ -100,6 +102,7 @@ class Engine {
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   const std::vector<std::unique_ptr<Session>>& sessions() const { return sessions_; }
   const std::vector<Turn>& turns() const { return turns_; }
+  const ChatTemplate& chat_template() const { return template_; }
   int64_t steps() const { return step_; }
   double engine_seconds() const { return engine_seconds_; }
 
@@ -133,6 +136,7 @@ class Engine {
   // The record's numbers of session `index` after its forward pass.
   void observe(Work& w);
   std::string text_of(int token, int previous) const;
+  bool is_stop(int token) const;
 
   std::shared_ptr<const Model> model_;
   std::unique_ptr<Backend> backend_;
@@ -140,6 +144,8 @@ class Engine {
   EngineOptions options_;
   std::vector<std::unique_ptr<Session>> sessions_;
   int reference_ = -1;  // the first session that evicts nothing: the reference for agreement/KL
+  ChatTemplate template_;
+  std::vector<int> stop_ids_;  // ids that end an answer (they are fed like any other token)
 
   Phase phase_ = Phase::Done;
   int64_t step_ = 0;

@@ -45,7 +45,8 @@ nlohmann::json describe_run(const Engine& engine, const RunInfo& info) {
   j["sampling"] = {{"temperature", o.sampling.temperature}, {"top_p", o.sampling.top_p},
                    {"seed", o.sampling.seed}, {"greedy", o.sampling.temperature <= 0}};
   j["options"] = {{"max_new_tokens", o.max_new_tokens}, {"prefill_chunk", o.prefill_chunk},
-                  {"forced_chunk", o.forced_chunk}, {"chat_template", o.chat_template}, {"batched", o.batched}};
+                  {"forced_chunk", o.forced_chunk}, {"chat_template", engine.chat_template().name},
+                  {"chat_pattern", engine.chat_template().pattern()}, {"batched", o.batched}};
   return j;
 }
 

@@ -117,12 +117,4 @@ std::vector<Turn> builtin_prompts() {
   return turns;
 }
 
-std::string apply_template(const std::string& tmpl, const std::string& turn) {
-  std::string out = tmpl;
-  const size_t at = out.find("{turn}");
-  if (at == std::string::npos) return out + turn;
-  out.replace(at, 6, turn);
-  return out;
-}
-
 }  // namespace h2o

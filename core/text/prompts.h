@@ -23,8 +23,8 @@ std::vector<Turn> load_mt_bench(const std::string& path, int max_questions = 0);
 // A handful of MT-Bench-style prompts compiled in, so the demo always runs.
 std::vector<Turn> builtin_prompts();
 
-// The chat template: "{turn}" is replaced by the turn's text.
+// The StreamingLLM demo's chat template, used when a model names none
+// (core/text/chat_template.h): "{turn}" stands for the turn's text.
 inline constexpr const char* kDefaultTemplate = "USER: {turn}\n\nASSISTANT: ";
-std::string apply_template(const std::string& tmpl, const std::string& turn);
 
 }  // namespace h2o

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/text/special_tokens.h"
 #include "core/text/tokenizer.h"
 
 namespace h2o {
@@ -185,18 +186,35 @@ sentencepiece::util::Status guarded(const std::string& what, Call call) {
 
 class SentencePieceTokenizer final : public Tokenizer {
  public:
+  // `add_bos` and `eot` come from a GGUF's vocabulary; a tokenizer.model has
+  // neither (Llama-2 prompts start with BOS; it has no end-of-turn token).
   SentencePieceTokenizer(std::unique_ptr<sentencepiece::SentencePieceProcessor> sp, int bos, int eos,
-                         std::string source)
-      : sp_(std::move(sp)), bos_(bos), eos_(eos), source_(std::move(source)) {
+                         std::string source, bool add_bos = true, int eot = -1, std::string chat_template = "")
+      : sp_(std::move(sp)), bos_(bos), eos_(eos), eot_(eot), add_bos_(add_bos), source_(std::move(source)),
+        chat_template_(std::move(chat_template)) {
     // Precomputed once: piece_text is called per generated token.
     const int n = sp_->GetPieceSize();
     texts_.reserve(static_cast<size_t>(n));
-    for (int id = 0; id < n; ++id) texts_.push_back(text_of_piece(sp_->IdToPiece(id), piece_type(*sp_, id)));
+    for (int id = 0; id < n; ++id) {
+      const int type = piece_type(*sp_, id);
+      texts_.push_back(text_of_piece(sp_->IdToPiece(id), type));
+      // Control pieces (<s>, </s>) are what chat templates name; user-defined
+      // pieces SentencePiece already keeps whole when it encodes.
+      if (type == kControl) specials_.add(sp_->IdToPiece(id), id);
+    }
   }
 
   int vocab_size() const override { return static_cast<int>(texts_.size()); }
   int bos_id() const override { return bos_; }
   int eos_id() const override { return eos_; }
+  int eot_id() const override { return eot_; }
+  bool adds_bos() const override { return add_bos_; }
+  int special_id(const std::string& text) const override { return specials_.find(text); }
+
+  // Each run of text between special tokens is encoded on its own, dummy
+  // prefix included, as llama.cpp does after a special token.
+  std::vector<Segment> split_specials(const std::string& text) const override { return text::split_at(specials_, text); }
+  std::string chat_template() const override { return chat_template_; }
 
   std::vector<int> encode(const std::string& text) const override {
     std::vector<int> ids;
@@ -222,8 +240,12 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
   int bos_;
   int eos_;
+  int eot_;
+  bool add_bos_;
   std::string source_;
+  std::string chat_template_;
   std::vector<std::string> texts_;
+  text::SpecialTokens specials_;
 };
 
 // ---------------------------------------------------------------------------
@@ -343,14 +365,16 @@ std::string sentencepiece_model_proto(const EmbeddedVocab& vocab, int bos_id, in
   return serialize_model(vocab, bos_id, eos_id);
 }
 
-std::unique_ptr<Tokenizer> tokenizer_from_vocab(const EmbeddedVocab& vocab, int bos_id, int eos_id,
-                                                const std::string& what) {
+std::unique_ptr<Tokenizer> sentencepiece_from_vocab(const EmbeddedVocab& vocab, int bos_id, int eos_id,
+                                                    const std::string& what) {
   check_vocab(vocab, bos_id, eos_id, what);
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
   const auto status = guarded(what, [&] { return sp->LoadFromSerializedProto(serialize_model(vocab, bos_id, eos_id)); });
   if (!status.ok())
     fail(what, "its embedded vocabulary is not a usable SentencePiece model (" + status_text(status) + ")");
-  return std::make_unique<SentencePieceTokenizer>(std::move(sp), bos_id, eos_id, what);
+  if (vocab.eot_id >= sp->GetPieceSize()) fail(what, "end-of-turn id " + std::to_string(vocab.eot_id) + " is out of range");
+  return std::make_unique<SentencePieceTokenizer>(std::move(sp), bos_id, eos_id, what, vocab.add_bos.value_or(true),
+                                                  vocab.eot_id, vocab.chat_template);
 }
 
 }  // namespace h2o

@@ -78,15 +78,29 @@ std::string tokenizer_source(const Model& model, const std::string& tokenizer_pa
 }
 
 std::unique_ptr<Tokenizer> choose_tokenizer(const Model& model, const std::string& tokenizer_path) {
-  if (!tokenizer_path.empty()) return load_sentencepiece(tokenizer_path);
+  if (!tokenizer_path.empty()) return load_tokenizer(tokenizer_path);
   if (model.vocab) return tokenizer_from_vocab(*model.vocab, model.config.bos_id, model.config.eos_id, model.path);
   return make_byte_tokenizer(model.config.vocab_size);
 }
 
 }  // namespace
 
+std::vector<int> Tokenizer::encode_with_specials(const std::string& text) const {
+  std::vector<int> ids;
+  for (const Segment& segment : split_specials(text)) {
+    if (segment.id >= 0) {
+      ids.push_back(segment.id);
+    } else {
+      const std::vector<int> plain = encode(segment.text);
+      ids.insert(ids.end(), plain.begin(), plain.end());
+    }
+  }
+  return ids;
+}
+
 std::vector<int> encode_with_bos(const Tokenizer& tokenizer, const std::string& text) {
-  std::vector<int> ids{tokenizer.bos_id()};
+  std::vector<int> ids;
+  if (tokenizer.adds_bos()) ids.push_back(tokenizer.bos_id());
   const auto rest = tokenizer.encode(text);
   ids.insert(ids.end(), rest.begin(), rest.end());
   return ids;
@@ -119,8 +133,8 @@ std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& path) {
   fail(path, "this build has no SentencePiece support");
 }
 
-std::unique_ptr<Tokenizer> tokenizer_from_vocab(const EmbeddedVocab& /*vocab*/, int /*bos_id*/, int /*eos_id*/,
-                                                const std::string& what) {
+std::unique_ptr<Tokenizer> sentencepiece_from_vocab(const EmbeddedVocab& /*vocab*/, int /*bos_id*/, int /*eos_id*/,
+                                                    const std::string& what) {
   fail(what, "this build has no SentencePiece support");
 }
 

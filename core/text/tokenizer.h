@@ -1,7 +1,8 @@
 #pragma once
 // Text <-> token ids. SentencePiece (from a tokenizer.model file or from the
-// vocabulary a GGUF file carries) for real models, and a byte-level tokenizer
-// for synthetic models run without a tokenizer file.
+// vocabulary a GGUF file carries) and byte-level BPE (Llama-3, Qwen2: from a
+// GGUF's "gpt2" vocabulary or a Hugging Face tokenizer.json) for real models,
+// and a byte tokenizer for synthetic models run without a tokenizer file.
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,19 +22,60 @@ class Tokenizer {
   // The text of one token as it appears in running text (SentencePiece's
   // word-boundary mark as a space, byte pieces as their byte). `previous` lets
   // a tokenizer drop the leading space after BOS, as llama2.c does.
+  // Byte-level BPE pieces are raw bytes that may end mid-character: show
+  // running text through text::Utf8Stream (core/text/utf8_stream.h).
   virtual std::string piece_text(int id, int previous = -1) const = 0;
   // A short description: "sentencepiece:<file> (32000 pieces)".
   virtual std::string describe() const = 0;
+
+  // Whether a prompt starts with BOS for this vocabulary, as llama.cpp decides
+  // it: the file's add_bos_token where it has one, else yes for SentencePiece
+  // and Llama-3, no for Qwen2.
+  virtual bool adds_bos() const { return true; }
+  // The end-of-turn token (<|eot_id|>, <|im_end|>), or -1 if there is none.
+  virtual int eot_id() const { return -1; }
+  // Special tokens (control and user-defined pieces) by their exact text, for
+  // chat templates: the id of the one whose text is `text`, or -1.
+  virtual int special_id(const std::string& text) const {
+    (void)text;
+    return -1;
+  }
+  // Template text cut at the special tokens it names ("<|eot_id|>"): plain
+  // runs (id -1) and special tokens, left to right.
+  struct Segment {
+    std::string text;
+    int id = -1;
+  };
+  virtual std::vector<Segment> split_specials(const std::string& text) const { return {{text, -1}}; }
+  // Encodes template text: its special tokens' texts as those tokens, each
+  // run between them as encode() does. Never use it on user text (encode()
+  // keeps such strings as text).
+  std::vector<int> encode_with_specials(const std::string& text) const;
+  // The model's own chat template (Jinja) as its files carry it (GGUF's
+  // tokenizer.chat_template, tokenizer_config.json's chat_template), or "".
+  virtual std::string chat_template() const { return ""; }
 };
 
-// BOS and the ids of `text`: how a stream or a scored text begins.
+// BOS (when the vocabulary adds one: Tokenizer::adds_bos) and the ids of
+// `text`: how a stream or a scored text begins.
 std::vector<int> encode_with_bos(const Tokenizer& tokenizer, const std::string& text);
 
+// Any tokenizer file, told apart by its contents: a GGUF (its vocabulary; a
+// vocabulary-only file will do), a Hugging Face tokenizer.json, else a
+// SentencePiece tokenizer.model. Throws Error("<path>: ...").
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path);
 // Throws Error("<path>: ...") if the file is missing or not a SentencePiece model.
 std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& path);
-// From a GGUF's embedded vocabulary; `what` names the file in errors.
+// A Hugging Face tokenizer.json of a byte-level BPE model (Llama-3, Qwen2);
+// BOS/EOS from tokenizer_config.json beside it when there is one.
+std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& path);
+// From a GGUF's embedded vocabulary, by its type ("llama": SentencePiece,
+// "gpt2": byte-level BPE); `what` names the file in errors.
 std::unique_ptr<Tokenizer> tokenizer_from_vocab(const EmbeddedVocab& vocab, int bos_id, int eos_id,
                                                 const std::string& what);
+// The SentencePiece half of tokenizer_from_vocab.
+std::unique_ptr<Tokenizer> sentencepiece_from_vocab(const EmbeddedVocab& vocab, int bos_id, int eos_id,
+                                                    const std::string& what);
 // The serialized SentencePiece ModelProto (a tokenizer.model file's bytes)
 // tokenizer_from_vocab builds for `vocab`; used to write small test models.
 std::string sentencepiece_model_proto(const EmbeddedVocab& vocab, int bos_id, int eos_id, const std::string& what);

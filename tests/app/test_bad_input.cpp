@@ -14,10 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "core/text/tokenizer.h"
 #include "tests/assets.h"
 #include "tests/cli_runner.h"
-#include "core/text/tokenizer.h"
 #include "tests/model_writers.h"
+#include "tests/text/bpe_writers.h"
 
 using namespace h2o;
 using namespace h2o::test;
@@ -57,6 +58,23 @@ void write_inputs(const fs::path& dir) {
   gguf = llama_gguf(m).build();
   gguf[3] = 'X';  // "GGUX"
   write_file(dir / "bad-magic.gguf", gguf);
+  // Quantised GGUF: rows of 32 are one Q8_0 block each; then one tensor of a
+  // type this reader does not know, one whose rows are not whole Q4_K blocks,
+  // and the whole file cut short inside the last tensor.
+  ModelConfig qc = tiny_config();
+  qc.dim = 32;
+  qc.hidden_dim = 64;
+  const ModelArrays qm = random_arrays(qc, 8, false);
+  llama_gguf(qm, {DType::Q8_0}).write(dir / "q8_0.gguf");
+  GgufWriter q = llama_gguf(qm, {DType::Q8_0});
+  q.tensor("blk.0.attn_q.weight")->type = 16;  // IQ2_XXS
+  q.write(dir / "iq2_xxs.gguf");
+  q = llama_gguf(qm, {DType::Q8_0});
+  q.tensor("blk.0.attn_q.weight")->type = uint32_t(DType::Q4_K);
+  q.write(dir / "q4_k-rows-of-32.gguf");
+  gguf = llama_gguf(qm, {DType::Q8_0}).build();
+  gguf.resize(gguf.size() - 700);
+  write_file(dir / "q8_0-truncated.gguf", gguf);
   write_hf_model(dir / "hf", m);
   write_text(dir / "hf" / "config.json", R"({"hidden_size": 16, "num_hidden_layers": "two"})");
   // 64 pieces for a model with 32 rows: the wrong tokenizer.
@@ -67,6 +85,20 @@ void write_inputs(const fs::path& dir) {
   write_text(dir / "big.model", proto);
   write_text(dir / "garbage.model", std::string(1000, '\x07'));
   write_text(dir / "empty.model", "");
+
+  // Byte-level BPE vocabularies (vocabulary-only GGUF files, tokenizer.json).
+  tiny_bpe_gguf().write(dir / "vocab-only.gguf");
+  EmbeddedVocab bpe = tiny_bpe_vocab();
+  bpe.merges[1] = "ll";
+  tiny_bpe_gguf(bpe).write(dir / "bad-merge.gguf");
+  bpe = tiny_bpe_vocab();
+  bpe.merges[1] = "l zz";
+  tiny_bpe_gguf(bpe).write(dir / "unknown-piece.gguf");
+  tiny_bpe_gguf("falcon").write(dir / "unknown-pre.gguf");
+  nlohmann::json wordpiece = tiny_tokenizer_json();
+  wordpiece["model"]["type"] = "WordPiece";
+  write_json(dir / "wordpiece.json", wordpiece);
+  write_text(dir / "broken.json", "{\"model\": {\"type\": \"BPE\", ");
 
   write_text(dir / "truncated.jsonl", "{\"turns\": [\"fine\"]}\n{\"turns\": [\"cut");
   write_text(dir / "no-turns.jsonl", "{\"question_id\": 1, \"category\": \"x\"}\n");
@@ -140,6 +172,12 @@ std::vector<BadInput> cases() {
       {"GGUF bad version", "stream --out {out} --model {dir}/bad-version.gguf", "bad-version.gguf"},
       {"GGUF bad magic", "stream --out {out} --model {dir}/bad-magic.gguf", "bad-magic.gguf: not a GGUF file"},
       {"GGUF truncated", "stream --out {out} --model {dir}/truncated.gguf", "truncated.gguf"},
+      {"GGUF unknown quantisation type", "stream --out {out} --model {dir}/iq2_xxs.gguf",
+       "iq2_xxs.gguf: tensor blk.0.attn_q.weight has type IQ2_XXS (16)"},
+      {"GGUF rows not whole blocks", "stream --out {out} --model {dir}/q4_k-rows-of-32.gguf",
+       "q4_k-rows-of-32.gguf: tensor blk.0.attn_q.weight has rows of 32 elements, not whole blocks of Q4_K"},
+      {"GGUF quantised tensor cut short", "stream --out {out} --model {dir}/q8_0-truncated.gguf",
+       "q8_0-truncated.gguf: tensor"},
       {"safetensors config wrong type", "stream --out {out} --model {dir}/hf", "config.json"},
       {"synthetic unknown shape", "stream --out {out} --model synthetic:stories1T", "synthetic:stories1T"},
       {"synthetic bad vocab", "stream --out {out} --model synthetic:stories260K:vocab=-5", "vocab"},
@@ -150,6 +188,25 @@ std::vector<BadInput> cases() {
       {"tokenizer garbage", s + "--tokenizer {dir}/garbage.model", "garbage.model"},
       {"tokenizer is a model checkpoint", s + "--tokenizer {dir}/tiny.bin", "tiny.bin"},
       {"tokenizer vocabulary larger than the model's", s + "--tokenizer {dir}/big.model", "big.model"},
+      {"tokenizer.json of a WordPiece model", s + "--tokenizer {dir}/wordpiece.json",
+       "wordpiece.json: model type \"WordPiece\" is not supported"},
+      {"vocabulary-only GGUF as a model", "stream --out {out} --model {dir}/vocab-only.gguf",
+       "vocab-only.gguf: has no tensors"},
+      // tokenize
+      {"tokenize GGUF merge without a space", "tokenize --tokenizer {dir}/bad-merge.gguf hello",
+       "bad-merge.gguf: tokenizer.ggml.merges[1]"},
+      {"tokenize GGUF merge naming an unknown piece", "tokenize --tokenizer {dir}/unknown-piece.gguf hello",
+       "unknown-piece.gguf"},
+      {"tokenize unknown pre-tokenizer", "tokenize --tokenizer {dir}/unknown-pre.gguf hello",
+       "unknown-pre.gguf: tokenizer.ggml.pre \"falcon\""},
+      {"tokenize tokenizer.json not JSON", "tokenize --tokenizer {dir}/broken.json hello", "broken.json"},
+      {"tokenize tokenizer missing", "tokenize --tokenizer {dir}/nope.json hello", "nope.json"},
+      {"tokenize without a tokenizer", "tokenize hello", "--tokenizer"},
+      {"tokenize without text", "tokenize --tokenizer {dir}/vocab-only.gguf", "--text-file"},
+      {"tokenize text and text file", "tokenize --tokenizer {dir}/vocab-only.gguf --text-file {dir}/fine.ids hi",
+       "--text-file"},
+      {"tokenize text file missing", "tokenize --tokenizer {dir}/vocab-only.gguf --text-file {dir}/nope.txt",
+       "nope.txt"},
       // prompt files
       {"prompts missing", s + "--prompts {dir}/nope.jsonl", "nope.jsonl"},
       {"prompts is a folder", s + "--prompts {dir}", "{dir}"},
@@ -247,6 +304,13 @@ TEST_P(BadInputCli, OneLineNonZeroExitNoOutput) {
   EXPECT_TRUE(clean) << "left behind: " << files_under(out).front();
   append_table_row(c, r, clean, dir, out);
   fs::remove_all(out);
+}
+
+// The control for the quantised cases: the same file, whole, runs.
+TEST_F(BadInputCli, TheIntactQuantisedFileRuns) {
+  const fs::path dir = root_ / "inputs";
+  const CliResult r = run_cli(expand("generate --model {dir}/q8_0.gguf --prompt-ids 1,2 --max-new-tokens 2 --print-ids", dir, dir));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 std::string case_name(const ::testing::TestParamInfo<BadInput>& info) {

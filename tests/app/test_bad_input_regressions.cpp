@@ -25,7 +25,8 @@ const std::map<std::string, Target>& targets() {
   static const std::map<std::string, Target> all = {
       {"llama2c", h2o::fuzz::run_llama2c},         {"gguf", h2o::fuzz::run_gguf},
       {"safetensors", h2o::fuzz::run_safetensors}, {"sentencepiece", h2o::fuzz::run_sentencepiece},
-      {"prompts", h2o::fuzz::run_prompts},         {"token_ids", h2o::fuzz::run_token_ids}};
+      {"tokenizer", h2o::fuzz::run_tokenizer},     {"prompts", h2o::fuzz::run_prompts},
+      {"token_ids", h2o::fuzz::run_token_ids}};
   return all;
 }
 
@@ -60,4 +61,5 @@ TEST_P(FuzzRegressions, SeedCorpusReplays) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, FuzzRegressions,
-                         ::testing::Values("llama2c", "gguf", "safetensors", "sentencepiece", "prompts", "token_ids"));
+                         ::testing::Values("llama2c", "gguf", "safetensors", "sentencepiece", "tokenizer", "prompts",
+                                           "token_ids"));

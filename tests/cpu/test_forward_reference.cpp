@@ -33,6 +33,7 @@ class ReferenceModel {
       const LayerWeights& w = m_.weights.layers[l];
       auto xb = rmsnorm(x, w.attn_norm);
       auto q = matvec(w.wq, xb), k = matvec(w.wk, xb), v = matvec(w.wv, xb);
+      if (c_.attention_bias) add(q, w.bq), add(k, w.bk), add(v, w.bv);
       std::vector<double> att_out(size_t(c_.n_heads) * hd, 0.0);
       for (int g = 0; g < c_.n_kv_heads; ++g) {
         auto& cache = caches_[{l, g}];
@@ -84,6 +85,9 @@ class ReferenceModel {
   int cache_size(int l, int g) { return int(caches_[{l, g}].size()); }
 
  private:
+  static void add(std::vector<double>& x, const Tensor& bias) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] += bias.f32()[i];
+  }
   std::vector<double> matvec(const Tensor& w, const std::vector<double>& x) const {
     std::vector<double> out(w.rows, 0.0);
     for (int64_t o = 0; o < w.rows; ++o)
@@ -98,10 +102,23 @@ class ReferenceModel {
     for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] * s * w.f32()[i];
     return out;
   }
+  // Pair i's frequency, written out here from the definitions (HF's
+  // _compute_llama3_parameters for llama3) rather than taken from the code under test.
+  double frequency(int i, int hd) const {
+    double f = std::pow(double(c_.rope_theta), -2.0 * i / hd);
+    const RopeScaling& s = c_.rope_scaling;
+    if (s.type == "linear") return f / s.factor;
+    if (s.type != "llama3") return f;
+    const double wavelen = 2 * M_PI / f;
+    if (wavelen < s.original_context / s.high_freq_factor) return f;
+    if (wavelen > s.original_context / s.low_freq_factor) return f / s.factor;
+    const double smooth = (s.original_context / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+    return (1 - smooth) * f / s.factor + smooth * f;
+  }
   void rotate(std::vector<double>& v, double pos) const {
     const int hd = int(v.size());
     for (int i = 0; i < hd / 2; ++i) {
-      const double a = pos * std::pow(double(c_.rope_theta), -2.0 * i / hd);
+      const double a = pos * frequency(i, hd);
       const double x0 = v[2 * i], x1 = v[2 * i + 1];
       v[2 * i] = x0 * std::cos(a) - x1 * std::sin(a);
       v[2 * i + 1] = x0 * std::sin(a) + x1 * std::cos(a);
@@ -124,8 +141,8 @@ double relative_error(const std::vector<float>& a, const std::vector<double>& re
   return std::sqrt(num / den);
 }
 
-void compare_with_reference(const PolicyConfig& policy, int steps) {
-  auto model = make_synthetic({"stories260K", 7, DType::F32, 0, 0});
+void compare_with_reference(const PolicyConfig& policy, int steps,
+                            std::shared_ptr<const Model> model = make_synthetic({"stories260K", 7, DType::F32, 0, 0})) {
   auto backend = make_cpu_backend(model, 2);
   auto cache = backend->new_cache(policy);
   ReferenceModel ref(*model, policy);
@@ -167,6 +184,28 @@ TEST(ForwardReference, H2OOriginalPositions) { compare_with_reference(make("h2o"
 TEST(ForwardReference, H2ORollingPositions) { compare_with_reference(make("h2o", true), 80); }
 TEST(ForwardReference, TovaOriginalPositions) { compare_with_reference(make("tova", false), 80); }
 TEST(ForwardReference, TovaRollingPositions) { compare_with_reference(make("tova", true), 80); }
+
+// Qwen2: biases on q, k and v, RoPE base 1e6, grouped-query attention 4:1.
+TEST(ForwardReference, Qwen2BiasesMatchFloat64) {
+  const auto qwen2 = make_synthetic({"qwen2-260K", 3, DType::F32, 0, 0});
+  ASSERT_TRUE(qwen2->config.attention_bias);
+  compare_with_reference(make("h2o", false), 60, qwen2);
+  compare_with_reference(make("streaming", true), 60, qwen2);
+}
+
+// Llama 3.1's RoPE scaling (and plain linear scaling) past a short "original" context.
+TEST(ForwardReference, RopeScalingMatchesFloat64) {
+  for (const char* type : {"llama3", "linear"}) {
+    auto scaled = std::make_shared<Model>(*make_synthetic({"stories260K", 5, DType::F32, 0, 0}));
+    RopeScaling& s = scaled->config.rope_scaling;
+    s.type = type;
+    s.factor = 8;
+    s.low_freq_factor = 1;
+    s.high_freq_factor = 4;
+    s.original_context = 64;  // so that the pairs span all three llama3 bands at head_dim 8
+    compare_with_reference(make("full", false), 40, scaled);
+  }
+}
 
 // A chunked prefill must give the same logits as feeding the same tokens one
 // by one when nothing is evicted (the full cache).

@@ -97,12 +97,33 @@ inline void run_sentencepiece(const uint8_t* data, size_t size) {
   }
 }
 
+// Tokenizer files of every kind through load_tokenizer, which tells them
+// apart by contents: a GGUF's vocabulary (SentencePiece or byte-level BPE
+// with its merges and pre-tokenizer), a Hugging Face tokenizer.json (its
+// regexes compiled by PCRE2), else a SentencePiece model. Whatever loads must
+// encode with and without special tokens to ids inside its vocabulary, and
+// print every piece.
+inline void run_tokenizer(const uint8_t* data, size_t size) {
+  const std::string path = write_input("tokenizer", data, size);
+  try {
+    const auto tokenizer = h2o::load_tokenizer(path);
+    const std::string sample = "Hello world, it's 1234 \xe2\x96\x81 \xc3\xa9\xe4\xbd\xa0 <|eot_id|><s>\n\n  \xff\xc3";
+    for (const auto& ids : {tokenizer->encode(sample), tokenizer->encode_with_specials(sample)})
+      for (int id : ids)
+        if (id < 0 || id >= tokenizer->vocab_size()) __builtin_trap();  // ids the model would index with
+    for (int id = -1; id <= tokenizer->vocab_size() && id < 4096; ++id) (void)tokenizer->piece_text(id, tokenizer->bos_id());
+    (void)tokenizer->special_id("<|eot_id|>");
+    (void)tokenizer->describe();
+  } catch (const h2o::Error&) {
+  }
+}
+
 // MT-Bench question files in FastChat's JSONL format
 // (load_mt_bench), then the chat template applied to every turn.
 inline void run_prompts(const uint8_t* data, size_t size) {
   const std::string path = write_input("question.jsonl", data, size);
   try {
-    for (const h2o::Turn& t : h2o::load_mt_bench(path)) (void)h2o::apply_template(h2o::kDefaultTemplate, t.text);
+    (void)h2o::load_mt_bench(path);
   } catch (const h2o::Error&) {
   }
   try {

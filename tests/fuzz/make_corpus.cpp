@@ -12,6 +12,7 @@
 
 #include "core/text/tokenizer.h"
 #include "tests/model_writers.h"
+#include "tests/text/bpe_writers.h"
 
 namespace fs = std::filesystem;
 using namespace h2o;
@@ -63,6 +64,12 @@ void gguf(const fs::path& dir) {
   aligned.alignment = 64;
   aligned.set_u32("general.alignment", 64);
   put(dir, "micro-align64.gguf", aligned.build());
+  // Quantised blocks need rows of 32: the micro shape widened to one block.
+  ModelConfig wide = micro_config();
+  wide.dim = 32;
+  wide.hidden_dim = 32;
+  put(dir, "block32-q8_0.gguf", llama_gguf(random_arrays(wide, 7, false), {DType::Q8_0, false}).build());
+  put(dir, "block32-q4_0-separate.gguf", llama_gguf(random_arrays(wide, 8, true), {DType::Q4_0, false}).build());
 }
 
 std::vector<uint8_t> safetensors_bytes(const ModelArrays& m, DType dtype) {
@@ -105,6 +112,29 @@ void sentencepiece(const fs::path& dir) {
   put(dir, "bytes272.model", sentencepiece_model_proto(bytes, 1, 2, "corpus"));
 }
 
+// Tokenizer files load_tokenizer tells apart: byte-level BPE vocabulary-only
+// GGUF files (both pre-tokenizers), tokenizer.json files (merges as strings
+// and as pairs, NFC), and a SentencePiece model.
+void tokenizer(const fs::path& dir) {
+  put(dir, "tiny-llama-bpe.gguf", tiny_bpe_gguf("llama-bpe").build());
+  GgufWriter qwen2 = tiny_bpe_gguf("qwen2");
+  qwen2.set_u32("tokenizer.ggml.eot_token_id", kTinyEot);
+  qwen2.set_bool("tokenizer.ggml.add_bos_token", false);
+  put(dir, "tiny-qwen2.gguf", qwen2.build());
+  put(dir, "tiny-tokenizer.json", tiny_tokenizer_json().dump(1));
+  nlohmann::json pairs = tiny_tokenizer_json();
+  nlohmann::json merges = nlohmann::json::array();
+  for (const std::string& m : tiny_bpe_merges()) merges.push_back({m.substr(0, m.find(' ')), m.substr(m.find(' ') + 1)});
+  pairs["model"]["merges"] = merges;
+  pairs["normalizer"] = {{"type", "NFC"}};
+  pairs["post_processor"] = {{"type", "ByteLevel"}};
+  put(dir, "tiny-pairs-nfc.json", pairs.dump());
+  EmbeddedVocab small;
+  small.model = "llama";
+  small.pieces = tiny_pieces(16);
+  put(dir, "tiny16.model", sentencepiece_model_proto(small, 1, 2, "corpus"));
+}
+
 void prompts(const fs::path& dir) {
   put(dir, "two-questions.jsonl",
       R"({"question_id": 81, "category": "writing", "turns": ["Write a haiku about rain.", "Now make it rhyme."]})"
@@ -136,6 +166,7 @@ int main(int argc, char** argv) {
     gguf(root / "gguf");
     safetensors(root / "safetensors");
     sentencepiece(root / "sentencepiece");
+    tokenizer(root / "tokenizer");
     prompts(root / "prompts");
     token_ids(root / "token_ids");
   } catch (const std::exception& e) {

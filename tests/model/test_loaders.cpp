@@ -474,11 +474,12 @@ TEST(LoaderGguf, AbsurdCounts) {
 }
 
 TEST(LoaderGguf, UnsupportedTensorType) {
+  // Every type core/model/quant.h knows loads (tests/model/test_quantized_models.cpp); others are one line.
   const auto dir = temp_dir("gguf-qtype");
   auto w = llama_gguf(random_arrays(gguf_config(), 19, false));
-  w.tensor("blk.1.attn_q.weight")->type = kGgmlQ4_0;
-  w.write(dir / "q4.gguf");
-  expect_load_error(dir / "q4.gguf", "tensor blk.1.attn_q.weight has type Q4_0");
+  w.tensor("blk.1.attn_q.weight")->type = 16;  // IQ2_XXS
+  w.write(dir / "iq2.gguf");
+  expect_load_error(dir / "iq2.gguf", "tensor blk.1.attn_q.weight has type IQ2_XXS (16), which this reader does not support");
 }
 
 TEST(LoaderGguf, ShapeMismatch) {
@@ -677,6 +678,33 @@ TEST(LoaderSafetensors, UnpermutesQueryAndKeyRows) {
   EXPECT_TRUE(in_mapping(*model, model->weights.token_embedding));
 }
 
+TEST(LoaderSafetensors, Qwen2BiasesAndRopeScaling) {
+  const auto dir = temp_dir("st-qwen2");
+  ModelConfig c = hf_test_config();
+  c.architecture = "qwen2";
+  c.attention_bias = true;
+  c.rope_theta = 1e6f;
+  c.rope_scaling = {"llama3", 8.0f, 1.0f, 4.0f, 32, {}};
+  const auto m = random_arrays(c, 38, false);
+  write_hf_model(dir, m);
+  auto model = load_safetensors(dir.string());
+  EXPECT_EQ(model->config.architecture, "qwen2");
+  EXPECT_TRUE(model->config.attention_bias);
+  EXPECT_EQ(model->config.rope_scaling.type, "llama3");
+  EXPECT_EQ(model->config.rope_scaling.original_context, 32);
+  EXPECT_FLOAT_EQ(model->config.rope_scaling.factor, 8.0f);
+  // Biases come back in our interleaved order, q and k unpermuted like their weights.
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& w = model->weights.layers[size_t(l)];
+    EXPECT_EQ(tensor_values(w.bq), m.layers[size_t(l)].bq);
+    EXPECT_EQ(tensor_values(w.bk), m.layers[size_t(l)].bk);
+    EXPECT_EQ(tensor_values(w.bv), m.layers[size_t(l)].bv);
+    EXPECT_EQ(tensor_values(w.wq), m.layers[size_t(l)].wq);
+  }
+  EXPECT_EQ(model->weights.layers[0].bq.rows, 1);
+  EXPECT_EQ(model->weights.layers[0].bq.cols, c.dim);
+}
+
 TEST(LoaderSafetensors, ClassifierTyingAndTokenIds) {
   const auto dir = temp_dir("st-tie");
   const auto m = random_arrays(hf_test_config(), 33, /*separate_classifier=*/true);
@@ -802,8 +830,13 @@ TEST(LoaderSafetensors, BadConfig) {
   expect_error([&] { load_safetensors(dir.string()); }, (dir / "model.safetensors").string(), "expected");
   edited([](json& j) { j["model_type"] = "gpt2"; });
   expect_error([&] { load_safetensors(dir.string()); }, config.string(), "gpt2");
-  edited([](json& j) { j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}}; });
-  expect_error([&] { load_safetensors(dir.string()); }, config.string(), "rope_scaling");
+  // linear and llama3 scaling are read (LoaderSafetensors.Qwen2BiasesAndRopeScaling); others are one line.
+  edited([](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 2.0}}; });
+  expect_error([&] { load_safetensors(dir.string()); }, config.string(), "rope_scaling type 'yarn'");
+  edited([](json& j) { j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}}; });
+  expect_error([&] { load_safetensors(dir.string()); }, config.string(), "original_max_position_embeddings");
+  edited([](json& j) { j["attention_bias"] = true; });  // a llama model: o_proj would be biased too
+  expect_error([&] { load_safetensors(dir.string()); }, config.string(), "attention_bias");
   fs::remove(config);
   expect_error([&] { load_safetensors(dir.string()); }, dir.string(), "config.json");
 }
@@ -928,7 +961,7 @@ TEST(Synthetic, Stories15MParameterCount) {
 
 TEST(Synthetic, ShapesTable) {
   const auto names = synthetic_shape_names();
-  ASSERT_EQ(names.size(), 6u);
+  ASSERT_EQ(names.size(), 9u);  // six Llama shapes, a test shape for the K-quants, two Qwen2
   for (const auto& name : names) {
     SCOPED_TRACE(name);
     EXPECT_NO_THROW(synthetic_shape(name).validate(name));
@@ -943,6 +976,11 @@ TEST(Synthetic, ShapesTable) {
   EXPECT_NEAR(double(l.parameter_count() + int64_t(l.vocab_size) * l.dim), 6.738e9, 0.01e9);
   const ModelConfig s = synthetic_shape("stories260K");
   EXPECT_EQ(s.n_kv_heads, 4);
+  const ModelConfig q = synthetic_shape("qwen2-0.5b");
+  EXPECT_TRUE(q.attention_bias);
+  EXPECT_EQ(q.architecture, "qwen2");
+  // Qwen2-0.5B: 494M parameters, its classifier tied to the embedding.
+  EXPECT_NEAR(double(q.parameter_count()), 0.494e9, 0.001e9);
   expect_error([] { synthetic_shape("gpt5"); }, "gpt5", "unknown synthetic shape");
 }
 
@@ -990,11 +1028,11 @@ TEST(Synthetic, ParsePath) {
   EXPECT_EQ(spec.shape, "tinyllama-1.1b");
   EXPECT_EQ(spec.vocab_size, 512);
   EXPECT_EQ(spec.seed, 99u);
-  EXPECT_EQ(spec.dtype, DType::BF16);
+  EXPECT_EQ(spec.types.base, DType::BF16);
   EXPECT_EQ(spec.max_seq_len, 128);
   const auto plain = parse_synthetic_path("synthetic:stories260K");
   EXPECT_EQ(plain.vocab_size, 0);
-  EXPECT_EQ(plain.dtype, DType::F32);
+  EXPECT_EQ(plain.types.base, DType::F32);
   for (const std::string bad : {"synthetic:", "synthetic:nope", "synthetic:stories15M:vocab=", "synthetic:stories15M:vocab=12x",
                                 "synthetic:stories15M:vocab=0", "synthetic:stories15M:seed=-1", "synthetic:stories15M:dtype=q4",
                                 "synthetic:stories15M:color=red", "synthetic:stories15M:seed",
@@ -1013,4 +1051,42 @@ TEST(Synthetic, LoadModelWithSyntheticPath) {
 }
 
 }  // namespace
+
+// ModelConfig::rope_frequencies against values computed by hand.
+TEST(RopeFrequencies, PlainLinearAndLlama3) {
+  ModelConfig c = synthetic_shape("stories260K");  // head_dim 8: pairs 0..3
+  c.rope_theta = 10000.0f;
+  std::vector<double> f = c.rope_frequencies();
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_DOUBLE_EQ(f[0], 1.0);
+  EXPECT_DOUBLE_EQ(f[1], 0.1);     // 10000^(-2/8)
+  EXPECT_DOUBLE_EQ(f[3], 0.001);   // 10000^(-6/8)
+  c.rope_scaling.type = "linear";
+  c.rope_scaling.factor = 4;
+  EXPECT_DOUBLE_EQ(c.rope_frequencies()[1], 0.025);
+  // llama3, original context 1000, factor 8, low 1, high 4: wavelengths 2*pi*{1, 10, 100, 1000};
+  // below 250 kept, above 1000 divided by 8, 628.3 blended with smooth = (1000/628.3 - 1) / 3.
+  c.rope_scaling = {"llama3", 8.0f, 1.0f, 4.0f, 1000, {}};
+  f = c.rope_frequencies();
+  EXPECT_DOUBLE_EQ(f[0], 1.0);
+  EXPECT_DOUBLE_EQ(f[1], 0.1);
+  const double smooth = (1000 / (2 * M_PI * 100) - 1) / 3;
+  EXPECT_NEAR(f[2], (1 - smooth) * 0.01 / 8 + smooth * 0.01, 1e-15);
+  EXPECT_NEAR(f[3], 0.001 / 8, 1e-18);
+  // GGUF's rope_freqs: one divisor per pair.
+  c.rope_scaling = RopeScaling{};
+  c.rope_scaling.freq_factors = {1, 2, 4, 8};
+  EXPECT_DOUBLE_EQ(c.rope_frequencies()[3], 0.001 / 8);
+  c.rope_scaling.freq_factors = {1, 2};
+  EXPECT_THROW(c.validate("config"), Error);
+  c.rope_scaling = RopeScaling{};
+  c.rope_scaling.type = "yarn";
+  try {
+    c.validate("config.json");
+    FAIL() << "yarn accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "config.json: RoPE scaling 'yarn' is not supported (none, linear or llama3)");
+  }
+}
+
 }  // namespace h2o::test

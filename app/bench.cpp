@@ -1,0 +1,198 @@
+// h2o-bench: decode speed per backend, model and policy — a benchmark that
+// prints a table, never a timed test. For each model and context it fills
+// every policy's cache with `context` tokens, then times decode steps (one
+// token per session per forward pass), alone and, with --batched, all
+// policies in one pass. Decode reads every weight and the cached keys and
+// values once per step, so each row also says how many bytes a step moved,
+// at what rate, and what share that is of the memory bandwidth the backend
+// measures for the same working set.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/backends/make_backend.h"
+#include "core/base/error.h"
+#include "core/base/format.h"
+
+using namespace h2o;
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');)
+    if (!x.empty()) out.push_back(x);
+  return out;
+}
+
+struct Options {
+  BackendOptions backend;
+  std::string shapes = "stories15M,stories110M", model, dtype = "f32";
+  std::string policies = "full,streaming,h2o,tova", contexts = "256";
+  int budget = 64, sinks = 4, tokens = 128, repeats = 3, prefill_chunk = 64;
+  bool batched = false;
+};
+
+// What one timed configuration did.
+struct Timing {
+  double ms_per_step = 0;
+  int64_t bytes_per_step = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Tokens of a stream: any ids the vocabulary holds, the same every run.
+int token_at(int64_t i, int vocab) { return int((i * 37 + 11) % vocab); }
+
+// Fills the caches with `context` tokens, then times `repeats` windows of
+// `tokens` decode steps with all caches in each forward pass.
+Timing time_decode(Backend& backend, const std::vector<PolicyConfig>& policies, const Options& o, int context) {
+  const int vocab = backend.model().config.vocab_size;
+  std::vector<std::unique_ptr<SessionCache>> caches;
+  for (const PolicyConfig& p : policies) caches.push_back(backend.new_cache(p));
+  for (int done = 0; done < context;) {
+    const int n = std::min(o.prefill_chunk, context - done);
+    std::vector<int> chunk;
+    for (int i = 0; i < n; ++i) chunk.push_back(token_at(done + i, vocab));
+    std::vector<ForwardItem> items(caches.size());
+    for (size_t i = 0; i < caches.size(); ++i) items[i].cache = caches[i].get(), items[i].tokens = chunk;
+    backend.forward(items);
+    done += n;
+  }
+  const TokenChoice greedy;
+  std::vector<int> token(caches.size(), token_at(context, vocab)), next(caches.size());
+  std::vector<double> windows;
+  for (int rep = 0; rep < o.repeats; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int t = 0; t < o.tokens; ++t) {
+      std::vector<ForwardItem> items(caches.size());
+      for (size_t i = 0; i < caches.size(); ++i) {
+        items[i].cache = caches[i].get();
+        items[i].tokens = std::span<const int>(&token[i], 1);
+        items[i].choose = &greedy;
+        items[i].chosen = &next[i];
+      }
+      backend.forward(items);
+      token = next;
+    }
+    windows.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+                      o.tokens);
+  }
+  Timing t;
+  t.ms_per_step = median(windows);
+  t.bytes_per_step = backend.weight_bytes();
+  for (const auto& c : caches) t.bytes_per_step += c->live_bytes();
+  return t;
+}
+
+std::string label_of(const std::vector<PolicyConfig>& policies) {
+  std::string s;
+  for (const PolicyConfig& p : policies) s += (s.empty() ? "" : " + ") + p.describe();
+  return s;
+}
+
+void print_row(const std::string& backend, const std::string& model, const std::string& weights, int context,
+               const std::vector<PolicyConfig>& policies, const Timing& t, double bandwidth, const std::string& extra) {
+  const double gbs = double(t.bytes_per_step) / (t.ms_per_step * 1e6);
+  char line[512];
+  std::snprintf(line, sizeof line, "| %s | %s | %s | %d | %s | %zu | %.3f | %.1f | %s | %.1f | %s |%s\n", backend.c_str(),
+                model.c_str(), weights.c_str(), context, label_of(policies).c_str(), policies.size(), t.ms_per_step,
+                1000.0 / t.ms_per_step, format_mib(t.bytes_per_step).c_str(), gbs,
+                std::isnan(bandwidth) ? "–" : (std::to_string(int(std::lround(100 * gbs / bandwidth))) + " %").c_str(),
+                extra.c_str());
+  std::cout << line << std::flush;
+}
+
+int run(const Options& o) {
+  std::vector<std::string> models;
+  if (!o.model.empty()) models.push_back(o.model);
+  else
+    for (const std::string& shape : split(o.shapes)) models.push_back("synthetic:" + shape + ":dtype=" + o.dtype);
+  std::vector<int> contexts;
+  for (const std::string& c : split(o.contexts)) {
+    contexts.push_back(std::atoi(c.c_str()));
+    if (contexts.back() < 1) fail("--contexts", "each context must be at least 1 token, got '" + c + "'");
+  }
+  PolicySettings settings;
+  settings.budget = o.budget;
+  settings.given["sinks"] = o.sinks;
+  std::vector<PolicyConfig> policies;
+  for (const std::string& name : split(o.policies)) policies.push_back(make_policy(name, settings));
+  if (policies.empty()) fail("--policies", "no policy given");
+  if (o.tokens < 1 || o.repeats < 1) fail("--tokens", "--tokens and --repeats must be at least 1");
+
+  std::cout << "| backend | model | weights | context | policies | sessions | ms/step | tok/s per session | "
+               "bytes/step | GB/s | % of measured BW | batched / alone |\n"
+               "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const std::string& path : models) {
+    const auto model = load_model(path);
+    auto backend = make_backend(model, o.backend);
+    const std::string name = model->path.substr(model->path.find_last_of('/') + 1);  // npos + 1 = 0: the whole path
+    const std::string weights = dtype_name(model->weight_dtype());
+    for (int context : contexts) {
+      // The working set: every weight and the longest cache at this context.
+      const int64_t full_kv = int64_t(model->config.n_layers) * model->config.kv_dim() * 2 * 4 * (context + o.tokens);
+      const double bandwidth = backend->measure_bandwidth(backend->weight_bytes() + full_kv);
+      std::vector<double> alone;
+      for (const PolicyConfig& p : policies) {
+        const Timing t = time_decode(*backend, {p}, o, context);
+        alone.push_back(t.ms_per_step);
+        print_row(backend->name(), name, weights, context, {p}, t, bandwidth, " |");
+      }
+      if (o.batched && policies.size() > 1) {
+        const Timing t = time_decode(*backend, policies, o, context);
+        double mean_alone = 0;
+        for (double ms : alone) mean_alone += ms / double(alone.size());
+        char ratio[32];
+        std::snprintf(ratio, sizeof ratio, " %.2f× |", t.ms_per_step / mean_alone);
+        print_row(backend->name(), name, weights, context, policies, t, bandwidth, ratio);
+      }
+    }
+    std::cerr << "h2o-bench: " << backend->describe() << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Decode speed per backend, model and policy: a table with bytes moved and % of measured bandwidth"};
+  Options o;
+  o.backend.threads = 2;
+  app.add_option("--backend", o.backend.kind, "cpu|cuda");
+  app.add_option("--precision", o.backend.precision, "CUDA weights: f32|f16|bf16");
+  app.add_option("--threads", o.backend.threads, "CPU threads");
+  app.add_option("--shapes", o.shapes, "synthetic shapes, comma-separated (random weights at real shapes)");
+  app.add_option("--dtype", o.dtype, "synthetic weights' type: f32|f16|bf16");
+  app.add_option("--model", o.model, "a model file instead of synthetic shapes");
+  app.add_option("--policies", o.policies, "comma-separated, any of: " + policy_names());
+  app.add_option("--contexts", o.contexts, "tokens in each cache before timing, comma-separated");
+  app.add_option("--budget", o.budget, "tokens per KV head for the policies that evict");
+  app.add_option("--sinks", o.sinks, "attention sinks");
+  app.add_option("--tokens", o.tokens, "decode steps per timed window");
+  app.add_option("--repeats", o.repeats, "timed windows; the median is reported");
+  app.add_option("--prefill-chunk", o.prefill_chunk, "tokens per forward pass while filling the caches");
+  app.add_flag("--batched", o.batched, "also time every policy in one pass (weights read once) and its ratio to alone");
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    std::string text = e.what();
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    return "h2o-bench: " + text + " (see --help)\n";
+  });
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    std::cerr << "h2o-bench: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,229 @@
+// h2o-bench-quant: how fast the quantised matrix-vector kernels stream
+// weights (core/cpu/quant_matvec.h), per type and shape, on 1 and 2 threads,
+// next to this machine's measured memory read bandwidth. A benchmark, never
+// a timed test: numbers depend on the machine and on what else runs.
+//
+// Every cell times single matvecs, one after the other, and reports the
+// best (and the median) of them: on a shared machine (this project's 2-core
+// one runs other sessions' builds and tests) a matvec that no other process
+// interrupted shows what the code does, while a pass of many matvecs is
+// almost always cut by the scheduler; with 2 threads, one descheduled thread
+// stalls the whole fork-join for milliseconds. The load average printed at
+// the start says how shared the machine was.
+//
+// "streamed": as in decode, weights come from DRAM: the matrix is copied
+// until the copies fill --mib (well past the last-level cache) and trial i
+// runs on copy i mod copies. "hot": the same matrix every time, so it sits in
+// cache: the kernels' compute ceiling. GB/s counts weight bytes only (10^9
+// bytes per second); activations are quantised once per matvec on the calling
+// thread and that time is included. The memory read bandwidth is measured the
+// same way: 8 MiB slices of a --mib buffer, the best slice.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iomanip>
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/cpu/quant_matvec.h"
+#include "core/base/error.h"
+#include "core/base/flush_denormals.h"
+#include "core/model/quant.h"
+#include "core/base/thread_pool.h"
+
+using namespace h2o;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Shape {
+  std::string name;
+  int64_t rows, cols;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');)
+    if (!x.empty()) out.push_back(x);
+  return out;
+}
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double best(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Runs trial(i) for i = 0, 1, ... at least min_trials times and until
+// `seconds` have passed; returns bytes / time of each trial in GB/s.
+template <class Trial>
+std::vector<double> time_trials(size_t bytes, int min_trials, double seconds, Trial trial) {
+  std::vector<double> gbs;
+  const auto start = Clock::now();
+  for (int i = 0; i < min_trials || seconds_since(start) < seconds; ++i) {
+    const auto t0 = Clock::now();
+    trial(i);
+    gbs.push_back(double(bytes) / seconds_since(t0) / 1e9);
+  }
+  return gbs;
+}
+
+// Reads words [lo, hi) of buf, split over the pool's threads; returns a
+// checksum so that the reads cannot be optimised away. Eight independent
+// 512-bit integer sums (GCC vectors; integer adds need no reassociation
+// licence), so the loop is bound by memory, not by an add chain.
+typedef uint64_t v8u __attribute__((vector_size(64)));
+uint64_t read_slice(const uint64_t* buf, size_t lo, size_t hi, ThreadPool& pool) {
+  const int chunks = pool.size();
+  std::vector<uint64_t> partial(size_t(chunks), 0);
+  pool.parallel_for(chunks, 1, [&](int begin, int end) {
+    for (int c = begin; c < end; ++c) {
+      const size_t a = lo + (hi - lo) * size_t(c) / size_t(chunks) / 64 * 64;
+      const size_t b = lo + (hi - lo) * size_t(c + 1) / size_t(chunks) / 64 * 64;
+      v8u s[8] = {};
+      for (size_t i = a; i < b; i += 64)
+        for (int k = 0; k < 8; ++k) {
+          v8u v;
+          std::memcpy(&v, buf + i + 8 * k, sizeof v);
+          s[k] += v;
+        }
+      uint64_t t = 0;
+      for (int k = 0; k < 8; ++k)
+        for (int e = 0; e < 8; ++e) t += s[k][e];
+      partial[size_t(c)] = t;
+    }
+  });
+  uint64_t s = 0;
+  for (uint64_t p : partial) s += p;
+  return s;
+}
+
+// One matvec of `w` split over the pool as cpu::matmul splits its rows.
+void matvec_parallel(QuantType t, const uint8_t* w, const Shape& s, const float* x, cpu::QuantizedActs& acts,
+                     float* out, ThreadPool& pool, cpu::Isa isa) {
+  acts.prepare(t, x, 1, s.cols);
+  const int rows = int(s.rows);
+  pool.parallel_for(rows, std::max(16, rows / (pool.size() * 4)), [&](int begin, int end) {
+    cpu::matvec_rows(t, w, s.cols, begin, end, acts, out, s.rows, isa);
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Quantised matvec kernels: weight GB/s per type and shape vs measured memory read bandwidth"};
+  std::string types = "F32,F16,BF16,Q8_0,Q4_0,Q4_1,Q5_0,Q5_1,Q2_K,Q3_K,Q4_K,Q5_K,Q6_K";
+  std::string shapes = "stories110M.wq:768x768,stories110M.w1:2048x768,stories110M.w2:768x2048,"
+                       "tinyllama.w1:5632x2048,tinyllama.w2:2048x5632";
+  std::string threads_list = "1,2", isa_name = "best";
+  int mib = 256;
+  double seconds = 0.5;
+  app.add_option("--types", types, "weight types, comma-separated (ggml names)");
+  app.add_option("--shapes", shapes, "name:ROWSxCOLS, comma-separated");
+  app.add_option("--threads", threads_list, "thread counts, comma-separated");
+  app.add_option("--mib", mib, "MiB of weight copies for the streamed runs (well above the last-level cache)");
+  app.add_option("--seconds", seconds, "time per cell (at least 100 matvecs)");
+  app.add_option("--isa", isa_name, "best, portable, avx2 or avx512");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    cpu::Isa isa = cpu::best_isa();
+    if (isa_name == "portable") isa = cpu::Isa::Portable;
+    else if (isa_name == "avx2") isa = cpu::Isa::Avx2;
+    else if (isa_name == "avx512") isa = cpu::Isa::Avx512;
+    else if (isa_name != "best") fail("--isa " + isa_name, "expected best, portable, avx2 or avx512");
+    if (!cpu::isa_supported(isa)) fail("--isa " + isa_name, "not supported by this CPU");
+
+    std::vector<Shape> shape_list;
+    for (const auto& s : split(shapes)) {
+      const auto colon = s.find(':'), x = s.find('x', colon == std::string::npos ? 0 : colon);
+      if (colon == std::string::npos || x == std::string::npos) fail("--shapes " + s, "expected name:ROWSxCOLS");
+      shape_list.push_back({s.substr(0, colon), std::stoll(s.substr(colon + 1, x - colon - 1)), std::stoll(s.substr(x + 1))});
+    }
+    std::vector<int> thread_counts;
+    for (const auto& t : split(threads_list)) thread_counts.push_back(std::max(1, std::stoi(t)));
+
+    const FlushDenormals fast_floats;  // as CpuBackend::forward runs
+    const size_t stream_bytes = size_t(mib) << 20;
+
+    // Memory read bandwidth over a buffer as large as the streamed weights.
+    std::vector<uint64_t> big(stream_bytes / 8);
+    for (size_t i = 0; i < big.size(); ++i) big[i] = i * 0x9E3779B97F4A7C15ull;
+    std::string load;
+    std::getline(std::ifstream("/proc/loadavg"), load);  // other work on the machine skews every number
+    std::cout << "load average at start: " << load << "\n";
+    std::cout << "kernels: " << cpu::isa_name(isa) << "; streamed = weights from " << mib
+              << " MiB of copies; GB/s = 10^9 weight bytes/s, best (median) of single matvecs\n\n";
+    std::vector<double> read_gbs;
+    uint64_t sink = 0;
+    const size_t slice = (size_t(8) << 20) / 8, slices = big.size() / slice;
+    for (int th : thread_counts) {
+      ThreadPool pool(th);
+      const auto v = time_trials(slice * 8, 100, seconds, [&](int i) {
+        const size_t k = size_t(i) % slices;
+        sink += read_slice(big.data(), k * slice, (k + 1) * slice, pool);
+      });
+      read_gbs.push_back(best(v));
+      std::cout << "memory read bandwidth, " << th << " thread(s): " << std::fixed << std::setprecision(1)
+                << read_gbs.back() << " GB/s (median " << median(v) << ")\n";
+    }
+    big = {};
+    std::cout << "\n| type | shape | MiB | threads | streamed GB/s (median) | % of read BW | hot GB/s (median) | "
+                 "µs per streamed matvec |\n|---|---|---:|---:|---:|---:|---:|---:|\n";
+
+    std::mt19937_64 rng(1);
+    std::normal_distribution<float> g(0.0f, 0.02f);
+    for (const auto& tn : split(types)) {
+      const auto t = quant_type_from_name(tn);
+      if (!t) fail("--types " + tn, "unknown type");
+      for (const Shape& s : shape_list) {
+        const size_t rb = row_bytes(*t, s.cols), mat = rb * size_t(s.rows);
+        std::vector<uint8_t> w(mat);
+        {
+          std::vector<float> row(size_t(s.cols));
+          for (int64_t o = 0; o < s.rows; ++o) {
+            for (float& v : row) v = g(rng);
+            quantize_row(*t, row.data(), w.data() + size_t(o) * rb, s.cols);
+          }
+        }
+        const size_t copies = std::max<size_t>(1, stream_bytes / mat);
+        std::vector<uint8_t> stream(mat * copies);
+        for (size_t c = 0; c < copies; ++c) std::copy(w.begin(), w.end(), stream.begin() + c * mat);
+        std::vector<float> x(size_t(s.cols)), out(size_t(s.rows));
+        for (float& v : x) v = g(rng) * 50;
+        cpu::QuantizedActs acts;
+        for (size_t ti = 0; ti < thread_counts.size(); ++ti) {
+          ThreadPool pool(thread_counts[ti]);
+          const auto streamed = time_trials(mat, 100, seconds, [&](int i) {
+            matvec_parallel(*t, stream.data() + size_t(i) % copies * mat, s, x.data(), acts, out.data(), pool, isa);
+          });
+          const auto hot = time_trials(mat, 100, seconds, [&](int) {
+            matvec_parallel(*t, w.data(), s, x.data(), acts, out.data(), pool, isa);
+          });
+          const double gbs = best(streamed);
+          std::cout << "| " << tn << " | " << s.name << " " << s.rows << "x" << s.cols << " | " << std::setprecision(2)
+                    << double(mat) / 1048576.0 << " | " << thread_counts[ti] << " | " << std::setprecision(1) << gbs
+                    << " (" << median(streamed) << ") | " << std::setprecision(0) << 100.0 * gbs / read_gbs[ti]
+                    << " % | " << std::setprecision(1) << best(hot) << " (" << median(hot) << ") | "
+                    << std::setprecision(1) << double(mat) / (gbs * 1e3) << " |\n"
+                    << std::flush;
+          sink += uint64_t(out[0] != 0);
+        }
+      }
+    }
+    if (sink == 42) std::cout << "\n";  // keeps the reads alive
+  } catch (const Error& e) {
+    std::cerr << "h2o-bench-quant: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,71 @@
+#include "core/cpu/cpu_weights.h"
+
+#include <algorithm>
+
+#include "core/cpu/cpu_ops.h"
+
+namespace h2o::cpu {
+
+const float* Weights::widened(const Tensor& t) {
+  auto& copy = copies_.emplace_back(new float[size_t(t.numel())]);
+  convert_to_f32(t.data, t.dtype, size_t(t.numel()), copy.get());
+  return copy.get();
+}
+
+Matrix Weights::matrix(const Tensor& t) {
+  Matrix m{t.data, t.dtype, t.rows, t.cols};
+  // The typed kernels read activations in runs of 32 (and of their block).
+  if (t.dtype != DType::F32 && t.cols % 32 != 0) m = {widened(t), DType::F32, t.rows, t.cols};
+  bytes_read_ += m.bytes();
+  return m;
+}
+
+const float* Weights::vector(const Tensor& t) {
+  if (!t.data) return nullptr;
+  bytes_read_ += t.numel() * int64_t(sizeof(float));
+  return t.dtype == DType::F32 ? t.f32() : widened(t);
+}
+
+void project(float* out, const float* x, int n_x, const Matrix& w, ThreadPool& pool, ProjectScratch& scratch) {
+  if (w.type == DType::F32) {
+    matmul(out, x, static_cast<const float*>(w.data), n_x, int(w.cols), int(w.rows), pool);
+    return;
+  }
+  QuantizedActs& acts = scratch.acts;
+  const size_t cols = size_t(w.cols);
+  const bool split = activation_format(w.type) != ActFormat::F32;
+  int rows_in = n_x;
+  float* result = out;
+  if (split) {
+    // Rows 2t and 2t+1: x[t] and what its 8-bit form misses.
+    acts.prepare(w.type, x, n_x, w.cols);
+    scratch.split.resize(2 * size_t(n_x) * cols);
+    for (int t = 0; t < n_x; ++t) {
+      float* first = &scratch.split[2 * size_t(t) * cols];
+      std::copy(x + size_t(t) * cols, x + size_t(t + 1) * cols, first);
+      for (size_t i = 0; i < cols; ++i) first[cols + i] = first[i] - acts.value(t, int64_t(i));
+    }
+    rows_in = 2 * n_x;
+    scratch.products.resize(size_t(rows_in) * size_t(w.rows));
+    result = scratch.products.data();
+  }
+  acts.prepare(w.type, split ? scratch.split.data() : x, rows_in, w.cols);
+  matvec_rows(w.type, w.data, w.cols, 0, 0, acts, result, w.rows);  // the checks, here rather than on a worker
+  auto rows = [&](int begin, int end) { matvec_rows(w.type, w.data, w.cols, begin, end, acts, result, w.rows); };
+  // As matmul: small products stay on one thread; a few chunks per thread otherwise.
+  if (pool.size() == 1 || size_t(w.rows) * cols * size_t(n_x) < kParallelMinWork) rows(0, int(w.rows));
+  else pool.parallel_for(int(w.rows), std::max(16, int(w.rows) / (pool.size() * 4)), rows);
+  if (!split) return;
+  for (int t = 0; t < n_x; ++t) {
+    const float* a = &result[2 * size_t(t) * size_t(w.rows)];
+    const float* b = a + w.rows;
+    float* o = out + size_t(t) * size_t(w.rows);
+    for (int64_t r = 0; r < w.rows; ++r) o[r] = a[r] + b[r];
+  }
+}
+
+void row_to_f32(const Matrix& w, int64_t r, float* out) {
+  convert_to_f32(static_cast<const uint8_t*>(w.data) + size_t(r) * row_bytes(w.type, w.cols), w.type, size_t(w.cols), out);
+}
+
+}  // namespace h2o::cpu

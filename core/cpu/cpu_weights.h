@@ -1,0 +1,61 @@
+#pragma once
+// The CPU backend's view of a model's weights. A matrix stays in the file's
+// type and memory (memory-mapped: no widened copy) whenever a kernel reads
+// that type: float32 through cpu::matmul, f16, bf16 and GGUF's quantised
+// types through cpu::matvec_rows (core/cpu/quant_matvec.h, which says what
+// precision the activations take per type). Norms and biases, a few KB, are
+// read as float32 copies. The rare matrix no typed kernel can take (f16 rows
+// not a multiple of 32 elements) is widened to float32 once, at load.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/base/thread_pool.h"
+#include "core/cpu/quant_matvec.h"
+#include "core/model/model.h"
+
+namespace h2o::cpu {
+
+struct Matrix {
+  const void* data = nullptr;
+  DType type = DType::F32;
+  int64_t rows = 0, cols = 0;
+  int64_t bytes() const { return rows * int64_t(row_bytes(type, cols)); }
+};
+
+class Weights {
+ public:
+  Matrix matrix(const Tensor& t);
+  const float* vector(const Tensor& t);  // null for an absent tensor (no bias)
+  // Bytes one forward pass reads: every matrix in its type, vectors as float32.
+  int64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  const float* widened(const Tensor& t);
+  std::vector<std::unique_ptr<float[]>> copies_;
+  int64_t bytes_read_ = 0;
+};
+
+// Scratch of project(): the activations as the typed kernels read them.
+struct ProjectScratch {
+  QuantizedActs acts;
+  std::vector<float> split, products;
+};
+
+// out[t * w.rows + o] = dot(W[o], x[t]) for t < n_x, on the pool: float32
+// weights through matmul (bit for bit what it always gave), f16/bf16 through
+// matvec_rows with float32 activations.
+//
+// Quantised weights read 8-bit activations (quant_matvec.h). One 8-bit term
+// per activation is llama.cpp's choice and errs by up to half a step of each
+// block's scale: on a random-weight model that is ~2 % of the largest logit
+// after a few layers. Here each activation row is split into two 8-bit
+// terms, x = Q(x) + Q(x - Q(x)), read together (each weight row is still read
+// once, from memory, for both): the error falls ~250-fold, to float32's
+// order, for twice the integer multiply-adds.
+void project(float* out, const float* x, int n_x, const Matrix& w, ThreadPool& pool, ProjectScratch& scratch);
+
+// Row r of W as float32 (an embedding lookup).
+void row_to_f32(const Matrix& w, int64_t r, float* out);
+
+}  // namespace h2o::cpu

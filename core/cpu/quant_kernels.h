@@ -1,0 +1,41 @@
+#pragma once
+// Internal to core/cpu: the row kernels behind quant_matvec.h, one set per
+// instruction set. Each set lives in its own translation unit compiled for
+// that instruction set only (core/CMakeLists.txt), and is called only after
+// the CPU was checked (quant_matvec.cpp). This header therefore holds
+// declarations and plain structs only: an inline function defined here would
+// be compiled once per instruction set and the linker could keep the AVX-512
+// copy for everyone.
+#include <cstddef>
+#include <cstdint>
+
+#include "core/model/quant.h"
+
+namespace h2o::cpu::kern {
+
+// A read-only view of QuantizedActs: n_x rows of `cols` activations.
+struct Acts {
+  int n_x = 0;
+  int64_t cols = 0;
+  const float* f = nullptr;  // F32 format: the rows as given, cols apart
+  // Q8 formats: value i of row t is d[t * (cols / B) + i / B] * q[t * cols + i],
+  // B = 32 (Q8x32) or 256 (Q8x256).
+  const int8_t* q = nullptr;
+  const float* d = nullptr;
+  const float* s = nullptr;         // Q8x32: d * sum(q) per block
+  const int16_t* bsum16 = nullptr;  // Q8x256: sum(q) per 16, cols / 16 per row
+  const int16_t* bsum32 = nullptr;  // Q8x256: sum(q) per 32, cols / 32 per row
+};
+
+// out[t * out_stride + o] = dot(row o of w, activation row t), for o < rows and
+// t < x.n_x. Row o starts at w + o * row_bytes; cols is a multiple of the
+// type's block (and of 32 for every type: checked by the caller).
+using Kernel = void (*)(const uint8_t* w, size_t row_bytes, int64_t rows, const Acts& x, float* out,
+                        int64_t out_stride);
+
+// The kernel for type t in each instruction set; nullptr where a set has none.
+Kernel portable_kernel(QuantType t);
+Kernel avx2_kernel(QuantType t);
+Kernel avx512_kernel(QuantType t);
+
+}  // namespace h2o::cpu::kern

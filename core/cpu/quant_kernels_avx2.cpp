@@ -1,0 +1,396 @@
+// AVX2 (+FMA, F16C) row kernels. Compiled with -mavx2 -mfma -mf16c
+// -mno-avx512f whatever the project's flags (so that -march=native on an
+// AVX-512 machine cannot slip EVEX instructions in), and called only when the
+// CPU reports AVX2, FMA and F16C (quant_matvec.cpp). The AVX-512 path calls
+// some of these too, where no 512-bit form measured faster. Everything but
+// avx2_kernel() has internal linkage (see quant_kernels.h).
+//
+// 8-bit activations: byte products go through maddubs (unsigned x signed
+// bytes, adjacent pairs summed to int16) and madd (int16 pairs to int32,
+// times the sub-block scale or 1). maddubs saturates at +-32767, so its
+// unsigned operand is the weight code (at most 63) or |Q8_0 weight| (at most
+// 128) and the signed one the activation (|q| <= 127): at most
+// 2 * 128 * 127 = 32512 per pair, never saturated.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "core/cpu/quant_kernels.h"
+
+namespace h2o::cpu::kern {
+namespace {
+
+inline uint16_t u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline uint32_t u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline float h16(const uint8_t* p) { return _cvtsh_ss(u16(p)); }
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+
+inline float hsum128(__m128 v) {
+  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+  v = _mm_add_ss(v, _mm_movehdup_ps(v));
+  return _mm_cvtss_f32(v);
+}
+inline float hsum256(__m256 v) { return hsum128(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))); }
+
+// 16 bytes as 32 four-bit codes in element order: low nibbles, then high.
+inline __m256i nibbles(__m128i q) {
+  return _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
+                          _mm256_set1_epi8(0x0F));
+}
+// Bit i of `bits` -> byte i: 0xFF if set, else 0.
+inline __m256i bits_to_bytes(uint32_t bits) {
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(int(bits)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+// pshufb patterns over 8 int16 scales held in both 128-bit lanes:
+//  one[k]: every int16 lane takes scale k (a 32-element sub-block per register);
+//  two[j]: lanes 0-7 take scale 2j, lanes 8-15 scale 2j + 1 (two 16-element
+//  sub-blocks per register: Q2_K, Q3_K, Q6_K).
+struct ScalePick {
+  __m256i one[8], two[4];
+  ScalePick() {
+    for (int k = 0; k < 8; ++k) one[k] = _mm256_set1_epi16(int16_t((2 * k + 1) << 8 | (2 * k)));
+    for (int j = 0; j < 4; ++j)
+      two[j] = _mm256_setr_m128i(_mm_set1_epi16(int16_t((4 * j + 1) << 8 | (4 * j))),
+                                 _mm_set1_epi16(int16_t((4 * j + 3) << 8 | (4 * j + 2))));
+  }
+};
+// int8 scales s[0..8) as int16 in both 128-bit lanes.
+inline __m256i scales16(const int8_t* s) { return _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s)))); }
+// Moves bit `from` of every byte to bit `to` (< 8); see quant_kernels_avx512.cpp.
+inline __m256i move_bit(__m256i v, int from, int to) {
+  return from >= to ? _mm256_srli_epi16(v, from - to) : _mm256_slli_epi16(v, to - from);
+}
+
+// The 8 six-bit scales and mins of Q4_K/Q5_K from their 12-byte packing
+// (k4_scale_min), as 8 bytes each: with the words a0, a1, a2 of the packing,
+// scales 0-3 = a0 & 0x3F, scales 4-7 = (a2 & 0x0F) | (a0 >> 6) << 4 per byte,
+// mins likewise from a1 and a2's high nibbles. In general registers: the
+// vector pipes are this kernel's bottleneck (a vector form measured ~10 %
+// slower here).
+inline void k4_unpack(const uint8_t* s12, uint64_t* sc, uint64_t* mn) {
+  const uint32_t a0 = u32(s12), a1 = u32(s12 + 4), a2 = u32(s12 + 8);
+  const uint32_t sc_hi = (a2 & 0x0F0F0F0F) | ((a0 >> 2) & 0x30303030);
+  const uint32_t mn_hi = ((a2 >> 4) & 0x0F0F0F0F) | ((a1 >> 2) & 0x30303030);
+  *sc = (a0 & 0x3F3F3F3F) | uint64_t(sc_hi) << 32;
+  *mn = (a1 & 0x3F3F3F3F) | uint64_t(mn_hi) << 32;
+}
+// 12 bytes into lanes 0-2 (no read past them: the Q3_K scales end 2 bytes before their block).
+inline __m128i load12(const uint8_t* p) {
+  return _mm_insert_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), int(u32(p + 8)), 2);
+}
+// The 16 Q3_K scales (q3k_scale's packing) as int8 in [-32, 31]: low nibbles
+// from a0 and a1 (scales 8-15: their high nibbles), top two bits from a2.
+inline __m128i q3k_unpack(const uint8_t* s12) {
+  const __m128i v = load12(s12);
+  const __m128i lo = _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 1, 0)), _mm_setr_epi32(0, 0, 4, 4));
+  const __m128i a2 = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 2, 2));
+  const __m128i hi = _mm_sllv_epi32(_mm_srlv_epi32(a2, _mm_setr_epi32(0, 0, 0, 2)), _mm_setr_epi32(4, 2, 0, 0));
+  const __m128i u = _mm_or_si128(_mm_and_si128(lo, _mm_set1_epi8(0x0F)), _mm_and_si128(hi, _mm_set1_epi8(0x30)));
+  return _mm_sub_epi8(u, _mm_set1_epi8(32));
+}
+
+template <class Dot>
+void rows_loop(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os, Dot dot) {
+  for (int64_t o = 0; o < rows; ++o, w += rb)
+    for (int t = 0; t < x.n_x; ++t) out[t * os + o] = dot(w, t);
+}
+
+// ---- float32 activations -------------------------------------------------------------
+
+template <class Load8, class Load1>
+float dot_f(const uint8_t* r, const float* xr, int64_t n, Load8 load8, Load1 one) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    a0 = _mm256_fmadd_ps(load8(r, i), _mm256_loadu_ps(xr + i), a0);
+    a1 = _mm256_fmadd_ps(load8(r, i + 8), _mm256_loadu_ps(xr + i + 8), a1);
+  }
+  for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(load8(r, i), _mm256_loadu_ps(xr + i), a0);
+  float s = hsum256(_mm256_add_ps(a0, a1));
+  for (; i < n; ++i) s += one(r, i) * xr[i];
+  return s;
+}
+
+void k_f32(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    return dot_f(
+        r, x.f + t * x.cols, x.cols,
+        [](const uint8_t* p, int64_t i) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + i); },
+        [](const uint8_t* p, int64_t i) {
+          float v;
+          std::memcpy(&v, p + 4 * i, 4);
+          return v;
+        });
+  });
+}
+
+void k_f16(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    return dot_f(
+        r, x.f + t * x.cols, x.cols, [](const uint8_t* p, int64_t i) { return _mm256_cvtph_ps(load128(p + 2 * i)); },
+        [](const uint8_t* p, int64_t i) { return h16(p + 2 * i); });
+  });
+}
+
+void k_bf16(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    return dot_f(
+        r, x.f + t * x.cols, x.cols,
+        [](const uint8_t* p, int64_t i) {
+          return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p + 2 * i)), 16));
+        },
+        [](const uint8_t* p, int64_t i) {
+          const uint32_t bits = uint32_t(u16(p + 2 * i)) << 16;
+          float v;
+          std::memcpy(&v, &bits, 4);
+          return v;
+        });
+  });
+}
+
+// ---- Q8x32 activations: one 32-block per step -----------------------------------------
+
+void k_q8_0(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = x.cols / 32;
+  const __m256i ones = _mm256_set1_epi16(1);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    auto block = [&](int64_t b, __m256 acc) {
+      const uint8_t* p = r + 34 * b;
+      const __m256i wv = load256(p + 2), xv = load256(xq + 32 * b);
+      // |w| * (x with w's sign): maddubs wants its first operand unsigned.
+      const __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv)), ones);
+      return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(h16(p) * xd[b]), acc);
+    };
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      acc0 = block(b, acc0);
+      acc1 = block(b + 1, acc1);
+    }
+    if (b < nb) acc0 = block(b, acc0);
+    return hsum256(_mm256_add_ps(acc0, acc1));
+  });
+}
+
+template <int kBits, bool kMin>
+void k_legacy(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  constexpr size_t kBytes = kBits == 4 ? (kMin ? 20 : 18) : (kMin ? 24 : 22);
+  constexpr int kQh = kMin ? 4 : 2;
+  constexpr int kQs = kQh + (kBits == 5 ? 4 : 0);
+  constexpr float kOffset = kBits == 4 ? 8.0f : 16.0f;
+  const int64_t nb = x.cols / 32;
+  const __m256i ones = _mm256_set1_epi16(1), bit4 = _mm256_set1_epi8(0x10);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    const float* xs = x.s + t * nb;
+    // Two chains of accumulators, so that one block's FMA latency does not
+    // hold up the next (named variables: an array indexed by b & 1 was kept in
+    // memory and ran at half speed).
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    float corr0 = 0, corr1 = 0;
+    auto block = [&](int64_t b, __m256& acc, float& corr) {
+      const uint8_t* p = r + kBytes * b;
+      __m256i q = nibbles(load128(p + kQs));
+      if constexpr (kBits == 5) q = _mm256_or_si256(q, _mm256_and_si256(bits_to_bytes(u32(p + kQh)), bit4));
+      const __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(xq + 32 * b)), ones);
+      const float dw = h16(p);
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(dw * xd[b]), acc);
+      corr += (kMin ? h16(p + 2) : dw) * xs[b];
+    };
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      block(b, acc0, corr0);
+      block(b + 1, acc1, corr1);
+    }
+    if (b < nb) block(b, acc0, corr0);
+    const float sum = hsum256(_mm256_add_ps(acc0, acc1)), c = corr0 + corr1;
+    return kMin ? sum + c : sum - kOffset * c;
+  });
+}
+
+// ---- Q8x256 activations (K-quants) ------------------------------------------------------
+
+template <bool kQ5>
+void k_q45_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  constexpr size_t kBytes = kQ5 ? 176 : 144;
+  constexpr int kQs = kQ5 ? 48 : 16;
+  const int64_t nb = x.cols / 256;
+  const ScalePick pick;
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    const int16_t* bs = x.bsum32 + t * (x.cols / 32);
+    __m256 acc = _mm256_setzero_ps();
+    __m128 corr = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + kBytes * b;
+      uint64_t sc, mn;
+      k4_unpack(p + 4, &sc, &mn);
+      // The 8 sub-block scales as int16 in both 128-bit lanes (for the pshufb broadcasts), the mins as int16.
+      const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(sc))));
+      const __m128i mins16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(mn)));
+      const __m256i qh = kQ5 ? load256(p + 16) : _mm256_setzero_si256();
+      __m256i isum = _mm256_setzero_si256();
+      for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles) and 2j + 1 (high)
+        const __m256i q = load256(p + kQs + 32 * j);
+        __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        if constexpr (kQ5) {
+          lo = _mm256_or_si256(lo, _mm256_and_si256(move_bit(qh, 2 * j, 4), bit4));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(move_bit(qh, 2 * j + 1, 4), bit4));
+        }
+        const int8_t* xc = xq + 256 * b + 64 * j;
+        const __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xc)), _mm256_shuffle_epi8(scales, pick.one[2 * j]));
+        const __m256i phi =
+            _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(xc + 32)), _mm256_shuffle_epi8(scales, pick.one[2 * j + 1]));
+        isum = _mm256_add_epi32(isum, _mm256_add_epi32(plo, phi));
+      }
+      const float dx = xd[b];
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h16(p) * dx), acc);
+      const __m128i mins = _mm_madd_epi16(mins16, load128(bs + 8 * b));
+      corr = _mm_fmadd_ps(_mm_cvtepi32_ps(mins), _mm_set1_ps(h16(p + 2) * dx), corr);
+    }
+    return hsum256(acc) - hsum128(corr);
+  });
+}
+
+void k_q6_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = x.cols / 256;
+  const ScalePick pick;
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    const int16_t* bs = x.bsum16 + t * (x.cols / 16);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + 210 * b;
+      const int8_t* sc = reinterpret_cast<const int8_t*>(p + 192);
+      // Codes are q + 32 in [0, 63]; the offset comes off as 32 * sum(scale * sum16(x)).
+      const __m256i offs = _mm256_madd_epi16(_mm256_cvtepi8_epi16(load128(sc)), load256(bs + 16 * b));
+      __m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offs, 5));
+      for (int n = 0; n < 2; ++n) {
+        const __m256i s8 = scales16(sc + 8 * n);
+        const __m256i ql0 = load256(p + 64 * n), ql1 = load256(p + 64 * n + 32);
+        const __m256i qh = load256(p + 128 + 32 * n);
+        const __m256i v[4] = {
+            _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45)),
+            _mm256_or_si256(_mm256_and_si256(ql1, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), _mm256_and_si256(qh, bits45)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                            _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45)),
+        };
+        for (int j = 0; j < 4; ++j) {  // 32 elements: sub-blocks 8n + 2j and 8n + 2j + 1
+          const __m256i prod = _mm256_maddubs_epi16(v[j], load256(xq + 256 * b + 128 * n + 32 * j));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, _mm256_shuffle_epi8(s8, pick.two[j])));
+        }
+      }
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h16(p + 208) * xd[b]), acc);
+    }
+    return hsum256(acc);
+  });
+}
+
+void k_q2_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = x.cols / 256;
+  const ScalePick pick;
+  const __m256i two = _mm256_set1_epi8(3);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    const int16_t* bs = x.bsum16 + t * (x.cols / 16);
+    __m256 acc = _mm256_setzero_ps(), corr = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + 84 * b;
+      const __m128i s4 = load128(p);  // scale (low nibble) and min (high) per 16 elements
+      const __m128i sc = _mm_and_si128(s4, _mm_set1_epi8(0x0F));
+      __m256i isum = _mm256_setzero_si256();
+      for (int n = 0; n < 2; ++n) {
+        const __m256i s8 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(n ? _mm_srli_si128(sc, 8) : sc));
+        const __m256i q = load256(p + 16 + 32 * n);
+        for (int j = 0; j < 4; ++j) {
+          const __m256i v = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), two);
+          const __m256i prod = _mm256_maddubs_epi16(v, load256(xq + 256 * b + 128 * n + 32 * j));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, _mm256_shuffle_epi8(s8, pick.two[j])));
+        }
+      }
+      const float dx = xd[b];
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h16(p + 80) * dx), acc);
+      const __m256i mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s4, 4), _mm_set1_epi8(0x0F)));
+      corr = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(mn, load256(bs + 16 * b))),
+                             _mm256_set1_ps(h16(p + 82) * dx), corr);
+    }
+    return hsum256(acc) - hsum256(corr);
+  });
+}
+
+void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = x.cols / 256;
+  const ScalePick pick;
+  const __m256i two = _mm256_set1_epi8(3), bit2 = _mm256_set1_epi8(4);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    const int16_t* bs = x.bsum16 + t * (x.cols / 16);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + 110 * b;
+      const __m128i sc = q3k_unpack(p + 96);
+      // Codes u = q + 4 in [0, 7]: the offset comes off as 4 * sum(scale * sum16(x)).
+      const __m256i offs = _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), load256(bs + 16 * b));
+      __m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offs, 2));
+      const __m256i hm = load256(p);
+      for (int n = 0; n < 2; ++n) {
+        const __m256i s8 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(n ? _mm_srli_si128(sc, 8) : sc));
+        const __m256i q = load256(p + 32 + 32 * n);
+        for (int j = 0; j < 4; ++j) {
+          const __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * j), two),
+                                            _mm256_and_si256(move_bit(hm, 4 * n + j, 2), bit2));
+          const __m256i prod = _mm256_maddubs_epi16(u, load256(xq + 256 * b + 128 * n + 32 * j));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, _mm256_shuffle_epi8(s8, pick.two[j])));
+        }
+      }
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h16(p + 108) * xd[b]), acc);
+    }
+    return hsum256(acc);
+  });
+}
+
+}  // namespace
+
+Kernel avx2_kernel(QuantType t) {
+  switch (t) {
+    case QuantType::F32: return k_f32;
+    case QuantType::F16: return k_f16;
+    case QuantType::BF16: return k_bf16;
+    case QuantType::Q8_0: return k_q8_0;
+    case QuantType::Q4_0: return k_legacy<4, false>;
+    case QuantType::Q4_1: return k_legacy<4, true>;
+    case QuantType::Q5_0: return k_legacy<5, false>;
+    case QuantType::Q5_1: return k_legacy<5, true>;
+    case QuantType::Q2_K: return k_q2_k;
+    case QuantType::Q3_K: return k_q3_k;
+    case QuantType::Q4_K: return k_q45_k<false>;
+    case QuantType::Q5_K: return k_q45_k<true>;
+    case QuantType::Q6_K: return k_q6_k;
+  }
+  return nullptr;
+}
+
+}  // namespace h2o::cpu::kern

@@ -1,0 +1,384 @@
+// AVX-512 (F, BW, DQ, VL) row kernels. Compiled with -mavx512f -mavx512bw
+// -mavx512dq -mavx512vl -mfma -mf16c whatever the project's flags, and
+// called only when the CPU reports those features and AVX2 (quant_matvec.cpp).
+//
+// On Zen 4, which issues a 512-bit operation as two 256-bit halves, the
+// 512-bit form is faster only where it saves instructions (mask registers for
+// the fifth bits of Q5_0/Q5_1, one permute for 16 sub-block scales):
+// avx512_kernel() below hands Q4_0, Q4_1, Q4_K and Q5_K to the AVX2 kernels,
+// which measured as fast or faster, and Q8_0 to a VNNI kernel when the CPU
+// has AVX-512 VNNI (this Zen 4 does; not every AVX-512 CPU), else to AVX2.
+// Measured with single-thread hot matvecs, 512 x 768 and 512 x 2048.
+//
+// 8-bit activations and maddubs saturation: see quant_kernels_avx2.cpp.
+//
+// GCC 12 warns about the deliberately undefined upper halves in its own
+// AVX-512 headers (_mm512_undefined_*, a known false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "core/cpu/quant_kernels.h"
+
+namespace h2o::cpu::kern {
+namespace {
+
+inline uint16_t u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline uint32_t u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline float h16(const uint8_t* p) { return _cvtsh_ss(u16(p)); }
+inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
+
+inline float hsum128(__m128 v) {
+  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+  v = _mm_add_ss(v, _mm_movehdup_ps(v));
+  return _mm_cvtss_f32(v);
+}
+inline float hsum256(__m256 v) { return hsum128(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))); }
+inline float hsum512(__m512 v) {
+  return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+}
+
+template <class Dot>
+void rows_loop(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os, Dot dot) {
+  for (int64_t o = 0; o < rows; ++o, w += rb)
+    for (int t = 0; t < x.n_x; ++t) out[t * os + o] = dot(w, t);
+}
+
+// 12 bytes into lanes 0-2 (no read past them: the Q3_K scales end 2 bytes before their block).
+inline __m128i load12(const uint8_t* p) {
+  return _mm_insert_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), int(u32(p + 8)), 2);
+}
+// The 16 Q3_K scales (q3k_scale's packing) as int8 in [-32, 31]: low nibbles
+// from words a0 and a1 (scales 8-15: their high nibbles), top two bits from a2.
+inline __m128i q3k_unpack(const uint8_t* s12) {
+  const __m128i v = load12(s12);
+  const __m128i lo = _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 1, 0)), _mm_setr_epi32(0, 0, 4, 4));
+  const __m128i a2 = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 2, 2));
+  const __m128i hi = _mm_sllv_epi32(_mm_srlv_epi32(a2, _mm_setr_epi32(0, 0, 0, 2)), _mm_setr_epi32(4, 2, 0, 0));
+  const __m128i u = _mm_or_si128(_mm_and_si128(lo, _mm_set1_epi8(0x0F)), _mm_and_si128(hi, _mm_set1_epi8(0x30)));
+  return _mm_sub_epi8(u, _mm_set1_epi8(32));
+}
+
+// Two 256-bit halves into one 512-bit register: lo in bits 0-255.
+inline __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+
+// Moves bit `from` of every byte to bit `to` (< 8 both); other bits are
+// garbage for the caller to mask. 16-bit shifts keep each byte's own bits as
+// long as the shift is by |to - from| in the right direction.
+inline __m512i move_bit(__m512i v, int from, int to) {
+  return from >= to ? _mm512_srli_epi16(v, unsigned(from - to)) : _mm512_slli_epi16(v, unsigned(to - from));
+}
+
+// ---- float32 activations -------------------------------------------------------------
+
+template <class Load16>
+float dot_f(const uint8_t* r, const float* xr, int64_t n, Load16 load16, float (*one)(const uint8_t*, int64_t)) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm512_fmadd_ps(load16(r, i), _mm512_loadu_ps(xr + i), a0);
+    a1 = _mm512_fmadd_ps(load16(r, i + 16), _mm512_loadu_ps(xr + i + 16), a1);
+  }
+  for (; i + 16 <= n; i += 16) a0 = _mm512_fmadd_ps(load16(r, i), _mm512_loadu_ps(xr + i), a0);
+  float s = hsum512(_mm512_add_ps(a0, a1));
+  for (; i < n; ++i) s += one(r, i) * xr[i];
+  return s;
+}
+
+void k_f32(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    return dot_f(
+        r, x.f + t * x.cols, x.cols,
+        [](const uint8_t* p, int64_t i) { return _mm512_loadu_ps(reinterpret_cast<const float*>(p) + i); },
+        [](const uint8_t* p, int64_t i) {
+          float v;
+          std::memcpy(&v, p + 4 * i, 4);
+          return v;
+        });
+  });
+}
+
+void k_f16(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    return dot_f(
+        r, x.f + t * x.cols, x.cols, [](const uint8_t* p, int64_t i) { return _mm512_cvtph_ps(load256(p + 2 * i)); },
+        [](const uint8_t* p, int64_t i) { return h16(p + 2 * i); });
+  });
+}
+
+void k_bf16(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    return dot_f(
+        r, x.f + t * x.cols, x.cols,
+        [](const uint8_t* p, int64_t i) {
+          return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load256(p + 2 * i)), 16));
+        },
+        [](const uint8_t* p, int64_t i) {
+          const uint32_t bits = uint32_t(u16(p + 2 * i)) << 16;
+          float v;
+          std::memcpy(&v, &bits, 4);
+          return v;
+        });
+  });
+}
+
+// ---- Q8x32 activations: two 32-blocks per 512-bit step ------------------------------
+
+// The scale of each int32 lane for blocks a (lanes 0-7) and b (lanes 8-15).
+inline __m512 pair_scale(__m128 ab) {
+  const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(ab));
+}
+// Half-float scales at p and p + stride as floats in lanes 0 and 1 (2 and 3 zero).
+inline __m128 two_halves(const uint8_t* p, size_t stride) {
+  return _mm_cvtph_ps(_mm_cvtsi32_si128(int(uint32_t(u16(p)) | uint32_t(u16(p + stride)) << 16)));
+}
+// Two floats in lanes 0 and 1 (movq: no alignment needed, unlike _mm_load_sd's double*).
+inline __m128 two_floats(const float* p) { return _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
+
+// Q8_0 with AVX-512 VNNI (Ice Lake, Zen 4 and later; checked at run time in
+// avx512_kernel): vpdpbusd sums four byte products straight into int32,
+// replacing maddubs + madd. One block per 256-bit step as in the AVX2 kernel;
+// no lambdas (they would not inherit the target attribute).
+__attribute__((target("avx512vnni"))) void k_q8_0_vnni(const uint8_t* w, size_t rb, int64_t rows, const Acts& x,
+                                                        float* out, int64_t os) {
+  const int64_t nb = x.cols / 32;
+  for (int64_t o = 0; o < rows; ++o, w += rb)
+    for (int t = 0; t < x.n_x; ++t) {
+      const int8_t* xq = x.q + t * x.cols;
+      const float* xd = x.d + t * nb;
+      __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+      int64_t b = 0;
+      for (; b + 2 <= nb; b += 2) {
+        const uint8_t* p = w + 34 * b;
+        const __m256i w0 = load256(p + 2), x0 = load256(xq + 32 * b);
+        const __m256i w1 = load256(p + 36), x1 = load256(xq + 32 * b + 32);
+        // |w| * (x with w's sign): the unsigned operand must be the weight's magnitude.
+        const __m256i p0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w0, w0), _mm256_sign_epi8(x0, w0));
+        const __m256i p1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w1, w1), _mm256_sign_epi8(x1, w1));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(h16(p) * xd[b]), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(h16(p + 34) * xd[b + 1]), acc1);
+      }
+      if (b < nb) {
+        const uint8_t* p = w + 34 * b;
+        const __m256i w0 = load256(p + 2), x0 = load256(xq + 32 * b);
+        const __m256i p0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w0, w0), _mm256_sign_epi8(x0, w0));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(h16(p) * xd[b]), acc0);
+      }
+      out[t * os + o] = hsum256(_mm256_add_ps(acc0, acc1));
+    }
+}
+
+// Q4_0, Q4_1, Q5_0, Q5_1: unsigned codes times activations; the offset (-8,
+// -16) or the min enters through s = dx * sum(q_x), per block.
+template <int kBits, bool kMin>
+void k_legacy(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  constexpr size_t kBytes = kBits == 4 ? (kMin ? 20 : 18) : (kMin ? 24 : 22);
+  constexpr int kQh = kMin ? 4 : 2;                  // offset of qh (5-bit types)
+  constexpr int kQs = kQh + (kBits == 5 ? 4 : 0);    // offset of the nibbles
+  constexpr float kOffset = kBits == 4 ? 8.0f : 16.0f;
+  const int64_t nb = x.cols / 32;
+  const __m512i ones = _mm512_set1_epi16(1), low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    const float* xs = x.s + t * nb;
+    __m512 acc = _mm512_setzero_ps();
+    __m128 corr = _mm_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      const uint8_t* p = r + kBytes * b;
+      // [a lo nibbles, b lo, a hi, b hi] -> [a lo, a hi, b lo, b hi]: elements in order.
+      const __m256i ab = _mm256_inserti128_si256(_mm256_castsi128_si256(load128(p + kQs)), load128(p + kBytes + kQs), 1);
+      __m512i q = join(ab, _mm256_srli_epi16(ab, 4));
+      q = _mm512_and_si512(_mm512_shuffle_i64x2(q, q, _MM_SHUFFLE(3, 1, 2, 0)), low4);
+      if constexpr (kBits == 5) {
+        const __mmask64 hb = _cvtu64_mask64(uint64_t(u32(p + kQh)) | uint64_t(u32(p + kBytes + kQh)) << 32);
+        q = _mm512_or_si512(q, _mm512_maskz_mov_epi8(hb, bit4));
+      }
+      const __m512i p32 = _mm512_madd_epi16(_mm512_maddubs_epi16(q, load512(xq + 32 * b)), ones);
+      const __m128 dw = two_halves(p, kBytes);
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p32), pair_scale(_mm_mul_ps(dw, two_floats(xd + b))), acc);
+      corr = _mm_fmadd_ps(kMin ? two_halves(p + 2, kBytes) : dw, two_floats(xs + b), corr);
+    }
+    float sum = hsum512(acc), c = hsum128(corr);
+    if (b < nb) {
+      const uint8_t* p = r + kBytes * b;
+      const __m128i q16 = load128(p + kQs);
+      __m256i q = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(q16), _mm_srli_epi16(q16, 4), 1),
+                                   _mm256_set1_epi8(0x0F));
+      if constexpr (kBits == 5) q = _mm256_or_si256(q, _mm256_maskz_mov_epi8(u32(p + kQh), _mm256_set1_epi8(0x10)));
+      const __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(xq + 32 * b)), _mm256_set1_epi16(1));
+      const float dw = h16(p);
+      sum += dw * xd[b] * hsum256(_mm256_cvtepi32_ps(p32));
+      c += (kMin ? h16(p + 2) : dw) * xs[b];
+    }
+    return kMin ? sum + c : sum - kOffset * c;
+  });
+}
+
+// ---- Q8x256 activations (K-quants) ------------------------------------------------------
+
+// int16 lane k of the 32 pair sums of a 64-element chunk c of 16-element
+// sub-blocks (Q2_K, Q3_K, Q6_K) takes scale 4c + k / 8: the indexes for
+// _mm512_permutexvar_epi16 over the 16 scales.
+struct ScaleIdx {
+  __m512i k16[4];
+  ScaleIdx() {
+    alignas(64) int16_t v[32];
+    for (int c = 0; c < 4; ++c) {
+      for (int k = 0; k < 32; ++k) v[k] = int16_t(4 * c + k / 8);
+      k16[c] = _mm512_load_si512(v);
+    }
+  }
+};
+
+void k_q6_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = x.cols / 256;
+  const ScaleIdx idx;
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    const int16_t* bs = x.bsum16 + t * (x.cols / 16);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + 210 * b;
+      const __m256i sc = _mm256_cvtepi8_epi16(load128(p + 192));
+      const __m512i sc16 = _mm512_castsi256_si512(sc);
+      // Codes are q + 32 in [0, 63]; the offset comes off as 32 * sum(scale * sum16(x)).
+      const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(sc, load256(bs + 16 * b)), 5);
+      __m512i isum = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(offs));
+      for (int n = 0; n < 2; ++n) {  // 128 elements: ql[64n..], qh[32n..]
+        const __m512i ql = load512(p + 64 * n);
+        const __m256i qh = load256(p + 128 + 32 * n);
+        const __m512i z = join(qh, _mm256_srli_epi16(qh, 2));  // bits 0-1 (2-3) of qh for elements 0-31 (32-63)
+        const __m512i a = _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(_mm512_slli_epi16(z, 4), bits45));
+        const __m512i c =
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), _mm512_and_si512(z, bits45));
+        const int8_t* xc = xq + 256 * b + 128 * n;
+        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(a, load512(xc)),
+                                                        _mm512_permutexvar_epi16(idx.k16[2 * n], sc16)));
+        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(c, load512(xc + 64)),
+                                                        _mm512_permutexvar_epi16(idx.k16[2 * n + 1], sc16)));
+      }
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(h16(p + 208) * xd[b]), acc);
+    }
+    return hsum512(acc);
+  });
+}
+
+void k_q2_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = x.cols / 256;
+  const ScaleIdx idx;
+  const __m512i two = _mm512_set1_epi8(3);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    const int16_t* bs = x.bsum16 + t * (x.cols / 16);
+    __m512 acc = _mm512_setzero_ps();
+    __m256 corr = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + 84 * b;
+      const __m128i s = load128(p);
+      const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(s, _mm_set1_epi8(0x0F))));
+      const __m256i mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0F)));
+      __m512i isum = _mm512_setzero_si512();
+      for (int n = 0; n < 2; ++n) {
+        const __m256i q = load256(p + 16 + 32 * n);
+        const __m512i z = join(q, _mm256_srli_epi16(q, 2));  // shifts 0 and 2: elements 0-63 of this half
+        const int8_t* xc = xq + 256 * b + 128 * n;
+        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_and_si512(z, two), load512(xc)),
+                                                        _mm512_permutexvar_epi16(idx.k16[2 * n], sc16)));
+        isum = _mm512_add_epi32(
+            isum, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_and_si512(_mm512_srli_epi16(z, 4), two), load512(xc + 64)),
+                                    _mm512_permutexvar_epi16(idx.k16[2 * n + 1], sc16)));
+      }
+      const float dx = xd[b];
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(h16(p + 80) * dx), acc);
+      corr = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(mn, load256(bs + 16 * b))),
+                             _mm256_set1_ps(h16(p + 82) * dx), corr);
+    }
+    return hsum512(acc) - hsum256(corr);
+  });
+}
+
+void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = x.cols / 256;
+  const ScaleIdx idx;
+  const __m512i two = _mm512_set1_epi8(3), bit2 = _mm512_set1_epi8(4);
+  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
+    const int8_t* xq = x.q + t * x.cols;
+    const float* xd = x.d + t * nb;
+    const int16_t* bs = x.bsum16 + t * (x.cols / 16);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + 110 * b;
+      // 16 six-bit scales (q3k_scale's packing), then minus 32.
+      const __m256i sc = _mm256_cvtepi8_epi16(q3k_unpack(p + 96));
+      const __m512i sc16 = _mm512_castsi256_si512(sc);
+      // Codes u = q + 4 in [0, 7]: the offset comes off as 4 * sum(scale * sum16(x)).
+      const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(sc, load256(bs + 16 * b)), 2);
+      __m512i isum = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(offs));
+      const __m256i hm = load256(p);
+      const __m512i hz = join(hm, _mm256_srli_epi16(hm, 1));  // bit 4n + j of hz: the high bit of chunk j (j + 1)
+      for (int n = 0; n < 2; ++n) {
+        const __m256i q = load256(p + 32 + 32 * n);
+        const __m512i z = join(q, _mm256_srli_epi16(q, 2));
+        const int8_t* xc = xq + 256 * b + 128 * n;
+        const __m512i u0 = _mm512_or_si512(_mm512_and_si512(z, two),
+                                           _mm512_and_si512(move_bit(hz, 4 * n, 2), bit2));
+        const __m512i u1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(z, 4), two),
+                                           _mm512_and_si512(move_bit(hz, 4 * n + 2, 2), bit2));
+        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u0, load512(xc)),
+                                                        _mm512_permutexvar_epi16(idx.k16[2 * n], sc16)));
+        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u1, load512(xc + 64)),
+                                                        _mm512_permutexvar_epi16(idx.k16[2 * n + 1], sc16)));
+      }
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(h16(p + 108) * xd[b]), acc);
+    }
+    return hsum512(acc);
+  });
+}
+
+bool has_vnni() {
+  static const bool vnni = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") != 0;
+  }();
+  return vnni;
+}
+
+}  // namespace
+
+Kernel avx512_kernel(QuantType t) {
+  switch (t) {
+    case QuantType::F32: return k_f32;
+    case QuantType::F16: return k_f16;
+    case QuantType::BF16: return k_bf16;
+    case QuantType::Q5_0: return k_legacy<5, false>;
+    case QuantType::Q5_1: return k_legacy<5, true>;
+    case QuantType::Q2_K: return k_q2_k;
+    case QuantType::Q3_K: return k_q3_k;
+    case QuantType::Q6_K: return k_q6_k;
+    case QuantType::Q8_0: return has_vnni() ? k_q8_0_vnni : avx2_kernel(t);
+    case QuantType::Q4_0:
+    case QuantType::Q4_1:
+    case QuantType::Q4_K:
+    case QuantType::Q5_K: return avx2_kernel(t);
+  }
+  return nullptr;
+}
+
+}  // namespace h2o::cpu::kern

@@ -1,0 +1,210 @@
+// Dispatch and activation preparation for the quantised matrix-vector kernels.
+#include "core/cpu/quant_matvec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/base/error.h"
+#include "core/cpu/quant_kernels.h"
+
+namespace h2o::cpu {
+
+struct ActsAccess {
+  static kern::Acts view(const QuantizedActs& a) {
+    kern::Acts v;
+    v.n_x = a.n_x_;
+    v.cols = a.cols_;
+    v.f = a.f_.data();
+    v.q = a.q_.data();
+    v.d = a.d_.data();
+    v.s = a.s_.data();
+    v.bsum16 = a.bsum16_.data();
+    v.bsum32 = a.bsum32_.data();
+    return v;
+  }
+};
+
+namespace {
+
+// Quantises n = B values to int8 with one scale: d = max|x| / 127 and
+// q = round(x / d) (half to even), so |x - d q| <= d / 2 and |q| <= 127 (the
+// AVX kernels rely on -128 never occurring). A non-finite block gets d = NaN
+// and q = 0, so every output that reads it is NaN; a block whose largest
+// magnitude is below 1e-30 reads as zeros.
+float quantise_block(const float* x, int n, int8_t* q) {
+  float amax = 0, poison = 0;  // poison: NaN if any x is NaN or infinite (std::max skips NaN)
+  for (int i = 0; i < n; ++i) {
+    amax = std::max(amax, std::fabs(x[i]));
+    poison += x[i] * 0.0f;
+  }
+  if (!std::isfinite(amax) || poison != 0.0f || std::isnan(poison)) {
+    std::fill(q, q + n, int8_t(0));
+    return NAN;
+  }
+  if (amax < 1e-30f) {  // 127 / amax would overflow: such a block reads as zeros
+    std::fill(q, q + n, int8_t(0));
+    return 0;
+  }
+  const float id = 127.0f / amax;
+  for (int i = 0; i < n; ++i) q[i] = int8_t(std::clamp(int(std::nearbyint(x[i] * id)), -127, 127));
+  return amax / 127.0f;
+}
+
+int sum_q(const int8_t* q, int n) {
+  int s = 0;
+  for (int i = 0; i < n; ++i) s += q[i];
+  return s;
+}
+
+kern::Kernel kernel_for(QuantType t, Isa isa) {
+  switch (isa) {
+    case Isa::Portable: return kern::portable_kernel(t);
+#ifdef H2O_QUANT_X86_KERNELS  // the AVX files are built (core/CMakeLists.txt)
+    case Isa::Avx2: return kern::avx2_kernel(t);
+    case Isa::Avx512: return kern::avx512_kernel(t);
+#else
+    default: return nullptr;
+#endif
+  }
+  return nullptr;
+}
+
+bool detect(Isa isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  switch (isa) {
+    case Isa::Portable: return true;
+    case Isa::Avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    case Isa::Avx512:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  }
+  return false;
+#else
+  return isa == Isa::Portable;
+#endif
+}
+
+bool cpu_has(Isa isa) {
+  static const bool has[3] = {detect(Isa::Portable), detect(Isa::Avx2), detect(Isa::Avx512)};
+  return has[int(isa)];
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Portable: return "portable";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+bool isa_supported(Isa isa) {
+  // A path whose translation unit was left out of the build has no kernels.
+  return cpu_has(isa) && kernel_for(QuantType::Q8_0, isa) != nullptr;
+}
+
+Isa best_isa() {
+  static const Isa best = isa_supported(Isa::Avx512) ? Isa::Avx512
+                          : isa_supported(Isa::Avx2) ? Isa::Avx2
+                                                     : Isa::Portable;
+  return best;
+}
+
+ActFormat activation_format(QuantType t) {
+  switch (t) {
+    case QuantType::F32:
+    case QuantType::F16:
+    case QuantType::BF16: return ActFormat::F32;
+    case QuantType::Q8_0:
+    case QuantType::Q4_0:
+    case QuantType::Q4_1:
+    case QuantType::Q5_0:
+    case QuantType::Q5_1: return ActFormat::Q8x32;
+    case QuantType::Q2_K:
+    case QuantType::Q3_K:
+    case QuantType::Q4_K:
+    case QuantType::Q5_K:
+    case QuantType::Q6_K: return ActFormat::Q8x256;
+  }
+  return ActFormat::F32;
+}
+
+int activation_block(QuantType t) {
+  switch (activation_format(t)) {
+    case ActFormat::F32: return 1;
+    case ActFormat::Q8x32: return 32;
+    case ActFormat::Q8x256: return 256;
+  }
+  return 1;
+}
+
+void QuantizedActs::prepare(QuantType t, const float* x, int n_x, int64_t cols) {
+  row_bytes(t, cols);  // throws on a row length that is not a whole number of blocks
+  if (n_x < 1) fail(std::string(quant_type_name(t)) + " activations", std::to_string(n_x) + " rows");
+  type_ = t;
+  format_ = activation_format(t);
+  n_x_ = n_x;
+  cols_ = cols;
+  const size_t n = size_t(n_x) * size_t(cols);
+  if (format_ == ActFormat::F32) {
+    f_.assign(x, x + n);
+    return;
+  }
+  const int B = activation_block(t);
+  q_.resize(n);
+  d_.resize(n / B);
+  if (format_ == ActFormat::Q8x32) {
+    s_.resize(n / 32);
+    for (size_t b = 0; b < n / 32; ++b) {
+      d_[b] = quantise_block(x + 32 * b, 32, q_.data() + 32 * b);
+      s_[b] = d_[b] * float(sum_q(q_.data() + 32 * b, 32));
+    }
+    return;
+  }
+  bsum16_.resize(n / 16);
+  bsum32_.resize(n / 32);
+  for (size_t b = 0; b < n / 256; ++b) d_[b] = quantise_block(x + 256 * b, 256, q_.data() + 256 * b);
+  for (size_t k = 0; k < n / 16; ++k) bsum16_[k] = int16_t(sum_q(q_.data() + 16 * k, 16));
+  for (size_t k = 0; k < n / 32; ++k) bsum32_[k] = int16_t(bsum16_[2 * k] + bsum16_[2 * k + 1]);
+}
+
+float QuantizedActs::value(int t, int64_t i) const {
+  const size_t k = size_t(t) * size_t(cols_) + size_t(i);
+  if (format_ == ActFormat::F32) return f_[k];
+  return d_[k / size_t(activation_block(type_))] * float(q_[k]);
+}
+
+float QuantizedActs::scale(int t, int64_t i) const {
+  if (format_ == ActFormat::F32) return 0;
+  const size_t k = size_t(t) * size_t(cols_) + size_t(i);
+  return d_[k / size_t(activation_block(type_))];
+}
+
+void matvec_rows(QuantType type, const void* w, int64_t cols, int64_t row_begin, int64_t row_end,
+                 const QuantizedActs& x, float* out, int64_t out_stride, Isa isa) {
+  const size_t rb = row_bytes(type, cols);
+  if (x.weight_type() != type || x.cols() != cols)
+    fail(std::string(quant_type_name(type)) + " matvec",
+         std::string("activations prepared for ") + quant_type_name(x.weight_type()) + " rows of " + std::to_string(x.cols()));
+  if (!isa_supported(isa)) fail(std::string(isa_name(isa)) + " kernels", "not supported by this CPU");
+  const kern::Kernel k = kernel_for(type, isa);
+  if (!k) fail(std::string(quant_type_name(type)) + " matvec", std::string("no ") + isa_name(isa) + " kernel");
+  if (row_end <= row_begin) return;
+  k(static_cast<const uint8_t*>(w) + size_t(row_begin) * rb, rb, row_end - row_begin, ActsAccess::view(x),
+    out + row_begin, out_stride);
+}
+
+void matvec(QuantType type, const void* w, int64_t rows, int64_t cols, const float* x, int n_x, float* out,
+            Isa isa) {
+  QuantizedActs acts;
+  acts.prepare(type, x, n_x, cols);
+  matvec_rows(type, w, cols, 0, rows, acts, out, rows, isa);
+}
+
+}  // namespace h2o::cpu

@@ -1,0 +1,91 @@
+#pragma once
+// Matrix-vector products (decode) and small batches with the weights kept in
+// their GGUF type: out[t][o] = dot(W[o], x[t]), W row-major [rows, cols] with
+// each row stored as row_bytes(type, cols) bytes (quant.h).
+//
+// Activation precision, per weight type (activation_format):
+//  * F32, F16, BF16: x stays float32; weights are widened in registers (F16
+//    through F16C / AVX-512 conversion) and products accumulate in float32.
+//  * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: x is quantised to 8 bits per element with a
+//    float32 scale per block of 32 (Q8x32), aligned with the weight blocks, and
+//    each block's dot product is an exact integer sum.
+//  * Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: x is quantised to 8 bits with one float32
+//    scale per 256 (Q8x256, like ggml's Q8_K), plus integer sums per 16 and 32
+//    for the sub-block mins and offsets; a whole super-block is one integer sum.
+// The 8-bit choice is llama.cpp's: integer multiply-adds (maddubs / madd) do
+// 64 products per instruction and read a quarter of the bytes of float32 x.
+// It costs accuracy: each x[i] becomes d * round(x[i] / d) with
+// d = max|x over its block| / 127, an error of at most d / 2 per element, so
+// |result - exact| <= sum_i |W[o][i]| * d(i) / 2 (plus float rounding).
+//
+// Kernels exist for a portable C++ path, AVX2 (+FMA, F16C) and AVX-512
+// (F, BW, DQ, VL, on top of AVX2; it reuses the AVX2 kernels of the types
+// where 512-bit forms were not faster, and runs Q8_0 with VNNI when the CPU
+// has it). A path runs only if the CPU reports it (isa_supported), whatever
+// the compiler flags of the rest of the program.
+#include <cstdint>
+#include <vector>
+
+#include "core/model/quant.h"
+
+namespace h2o::cpu {
+
+enum class Isa { Portable, Avx2, Avx512 };
+const char* isa_name(Isa isa);  // "portable", "avx2", "avx512"
+// True if this CPU and OS can run the path (CPUID and XSAVE state, via the compiler's cpu-supports).
+bool isa_supported(Isa isa);
+// The fastest supported path; detected once.
+Isa best_isa();
+
+enum class ActFormat { F32, Q8x32, Q8x256 };
+ActFormat activation_format(QuantType weight_type);
+// Elements sharing one activation scale: 1 (float32), 32 or 256.
+int activation_block(QuantType weight_type);
+
+// Activations x[n_x][cols] prepared once for every row of a weight type
+// (quantised when the type's kernels read 8-bit activations). Reusable:
+// prepare() again keeps the buffers. A NaN or infinite activation makes every
+// output of its row NaN in the 8-bit formats (its block's scale is NaN), and
+// non-finite by IEEE rules with float32 activations.
+class QuantizedActs {
+ public:
+  // Throws Error (one line) if cols is not a multiple of 32 and of the
+  // type's block, or n_x < 1.
+  void prepare(QuantType weight_type, const float* x, int n_x, int64_t cols);
+
+  QuantType weight_type() const { return type_; }
+  ActFormat format() const { return format_; }
+  int n_x() const { return n_x_; }
+  int64_t cols() const { return cols_; }
+  // The value the kernels use for x[t][i] (for tests and error bounds).
+  float value(int t, int64_t i) const;
+  // The scale of the activation block holding x[t][i] (0 for float32).
+  float scale(int t, int64_t i) const;
+
+ private:
+  friend struct ActsAccess;
+  QuantType type_ = QuantType::F32;
+  ActFormat format_ = ActFormat::F32;
+  int n_x_ = 0;
+  int64_t cols_ = 0;
+  std::vector<float> f_;  // F32: a copy of x
+  std::vector<int8_t> q_;
+  std::vector<float> d_, s_;
+  std::vector<int16_t> bsum16_, bsum32_;
+};
+
+// out[t * out_stride + o] = dot(W[o], x[t]) for o in [row_begin, row_end) and
+// t < x.n_x(); w points at row 0 of W (rows contiguous). Reads each weight row
+// once for all n_x activation rows (it stays in L1 between them). Callers
+// split [0, rows) between threads. Throws Error if x was prepared for another
+// type or another cols, or if isa is not supported here; the checks come
+// before any row is touched, so a caller can run them once on its own thread
+// with an empty range (row_begin == row_end) before handing rows to workers.
+void matvec_rows(QuantType type, const void* w, int64_t cols, int64_t row_begin, int64_t row_end,
+                 const QuantizedActs& x, float* out, int64_t out_stride, Isa isa = best_isa());
+
+// The whole product on the calling thread: out[t * rows + o], t < n_x.
+void matvec(QuantType type, const void* w, int64_t rows, int64_t cols, const float* x, int n_x, float* out,
+            Isa isa = best_isa());
+
+}  // namespace h2o::cpu
