@@ -247,6 +247,14 @@ TokenizerConfig read_config_beside(const std::string& tokenizer_path) {
   return config;
 }
 
+}  // namespace
+
+std::string chat_template_beside(const std::string& tokenizer_path) {
+  return read_config_beside(tokenizer_path).chat_template;
+}
+
+namespace {
+
 BpeVocab read_checked(const std::string& path) {
   const JsonFile f(path);
   const json root = f.parse();

@@ -13,4 +13,9 @@ namespace h2o::text {
 // BOS / EOS tokens and add_bos_token). Throws Error("<file>: ...").
 BpeVocab read_hf_tokenizer_json(const std::string& path);
 
+// The chat template of the tokenizer_config.json beside `tokenizer_path`
+// ("" when there is none or it names none): Llama-2-family folders pair it
+// with a SentencePiece tokenizer.model. Throws Error naming a malformed file.
+std::string chat_template_beside(const std::string& tokenizer_path);
+
 }  // namespace h2o::text

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/text/hf_tokenizer_json.h"
 #include "core/text/special_tokens.h"
 #include "core/text/tokenizer.h"
 
@@ -357,7 +358,9 @@ std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& path) {
   const int bos = sp->bos_id();
   const int eos = sp->eos_id();
   check_special_ids(bos, eos, path);
-  return std::make_unique<SentencePieceTokenizer>(std::move(sp), bos, eos, path);
+  // A Hugging Face folder's tokenizer_config.json beside it may name the chat template.
+  return std::make_unique<SentencePieceTokenizer>(std::move(sp), bos, eos, path, true, -1,
+                                                  text::chat_template_beside(path));
 }
 
 std::string sentencepiece_model_proto(const EmbeddedVocab& vocab, int bos_id, int eos_id, const std::string& what) {

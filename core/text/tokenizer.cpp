@@ -1,6 +1,7 @@
 // The byte-level tokenizer for synthetic models, the choice of tokenizer for a
 // model, and stand-ins for the SentencePiece loaders in builds without
 // libsentencepiece (the real ones are in sentencepiece_tokenizer.cpp).
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,9 +78,25 @@ std::string tokenizer_source(const Model& model, const std::string& tokenizer_pa
   return model.path.empty() ? std::string("model") : model.path;
 }
 
+// A Hugging Face model folder keeps its tokenizer beside the weights: a
+// SentencePiece tokenizer.model (Llama-2, Mistral, TinyLlama: their
+// tokenizer.json is BPE with byte fallback, which the tokenizer.json reader
+// refuses), else tokenizer.json (Llama-3, Qwen2). Either takes the chat
+// template of tokenizer_config.json beside it. "" when there is neither.
+std::string tokenizer_beside(const Model& model) {
+  if (model.format != "safetensors") return {};
+  std::error_code ec;
+  const std::filesystem::path p(model.path);
+  const std::filesystem::path folder = std::filesystem::is_directory(p, ec) ? p : p.parent_path();
+  for (const char* name : {"tokenizer.model", "tokenizer.json"})
+    if (std::filesystem::is_regular_file(folder / name, ec)) return (folder / name).string();
+  return {};
+}
+
 std::unique_ptr<Tokenizer> choose_tokenizer(const Model& model, const std::string& tokenizer_path) {
   if (!tokenizer_path.empty()) return load_tokenizer(tokenizer_path);
   if (model.vocab) return tokenizer_from_vocab(*model.vocab, model.config.bos_id, model.config.eos_id, model.path);
+  if (const std::string beside = tokenizer_beside(model); !beside.empty()) return load_tokenizer(beside);
   return make_byte_tokenizer(model.config.vocab_size);
 }
 

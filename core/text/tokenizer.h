@@ -82,8 +82,9 @@ std::string sentencepiece_model_proto(const EmbeddedVocab& vocab, int bos_id, in
 // Bytes as ids 3..258 (0 unk, 1 BOS, 2 EOS); ids past 258 print as "<id>".
 std::unique_ptr<Tokenizer> make_byte_tokenizer(int vocab_size);
 
-// The tokenizer for a model: the file given, else the model's own vocabulary,
-// else a byte tokenizer. Throws Error if the tokenizer's vocabulary does not
+// The tokenizer for a model: the file given, else the model's own vocabulary
+// (GGUF), else the tokenizer.json / tokenizer.model beside a safetensors
+// model, else a byte tokenizer. Throws Error if the tokenizer's vocabulary does not
 // fit the model's (the tokenizer has more pieces than the model has rows).
 std::unique_ptr<Tokenizer> tokenizer_for(const Model& model, const std::string& tokenizer_path);
 

@@ -9,6 +9,9 @@
 
 #include "tests/assets.h"
 #include "tests/text/bpe_writers.h"
+#include "tests/model_writers.h"
+#include "core/text/chat_template.h"
+#include "core/model/model.h"
 #include "core/text/hf_tokenizer_json.h"
 #include "core/text/nfc.h"
 #include "core/text/pretokenizer.h"
@@ -224,6 +227,41 @@ TEST_F(HfTokenizerJson, DispatchByContentsNotName) {
   const fs::path gguf = dir_ / "vocab.bin";
   test::tiny_bpe_gguf().write(gguf);
   EXPECT_EQ(load_tokenizer(gguf.string())->encode("hello"), (std::vector<int>{259}));
+}
+
+// A Hugging Face folder: the model's tokenizer is the tokenizer.json beside
+// its weights, and the chat template the one tokenizer_config.json names.
+TEST_F(HfTokenizerJson, FoundBesideSafetensorsWithItsTemplate) {
+  ModelConfig c = test::tiny_config();
+  c.vocab_size = test::kTinyPieces;
+  test::write_hf_model(dir_, test::random_arrays(c, 3, false));
+  write(test::tiny_tokenizer_json());
+  write({{"chat_template", "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"}},
+        "tokenizer_config.json");
+  const auto model = load_model(dir_.string());
+  const auto tokenizer = tokenizer_for(*model, "");
+  EXPECT_NE(tokenizer->describe().find("tokenizer.json"), std::string::npos) << tokenizer->describe();
+  EXPECT_EQ(tokenizer->encode("hello"), load_tokenizer((dir_ / "tokenizer.json").string())->encode("hello"));
+  EXPECT_EQ(choose_template(*tokenizer, "").name, "chatml");
+  // Without one, a byte tokenizer, as before.
+  fs::remove(dir_ / "tokenizer.json");
+  EXPECT_EQ(tokenizer_for(*model, "")->describe().rfind("bytes", 0), 0u);
+}
+
+// Llama-2-family folders: the SentencePiece tokenizer.model comes first (their
+// tokenizer.json is BPE with byte fallback), with tokenizer_config.json's template.
+TEST_F(HfTokenizerJson, SentencePieceBesideSafetensorsTakesTheTemplateToo) {
+  H2O_REQUIRE_ASSET("tokenizer.model");
+  ModelConfig c = test::tiny_config();
+  c.vocab_size = 32000;
+  test::write_hf_model(dir_, test::random_arrays(c, 4, false));
+  fs::copy_file(test::asset("tokenizer.model"), dir_ / "tokenizer.model");
+  write(test::tiny_tokenizer_json());
+  write({{"chat_template", "{% for m in messages %}{{ '<|user|>\\n' + m.content + eos_token }}{% endfor %}<|assistant|>"}},
+        "tokenizer_config.json");
+  const auto tokenizer = tokenizer_for(*load_model(dir_.string()), "");
+  EXPECT_NE(tokenizer->describe().find("sentencepiece"), std::string::npos) << tokenizer->describe();
+  EXPECT_EQ(choose_template(*tokenizer, "").name, "zephyr");
 }
 
 }  // namespace
