@@ -49,8 +49,7 @@ kern::ModelDims dims_of(const ModelConfig& c) {
   d.kv_dim = c.kv_dim();
   d.qkv_stride = d.q_dim + 2 * d.kv_dim;
   d.norm_eps = c.norm_eps;
-  d.rope_theta = c.rope_theta;
-  return d;
+  return d;  // rope_freq: uploaded by the backend
 }
 
 // The KV cache's element type: f32 with f32 weights (the exact path), else
@@ -66,6 +65,7 @@ void put(char* dst, const void* src, size_t bytes) {
 struct DeviceLayer {
   const void *wqkv = nullptr, *wo = nullptr, *w13 = nullptr, *w2 = nullptr;
   const float *attn_norm = nullptr, *ffn_norm = nullptr;
+  const float* bqkv = nullptr;  // q|k|v biases in f32 (Qwen2); null without
 };
 
 struct LayerReadout {
@@ -102,6 +102,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<SessionCache> new_cache(const PolicyConfig& policy) override;
   void forward(std::span<ForwardItem> items) override;
   int64_t peak_kv_bytes() const override { return account_->peak; }
+  int64_t weight_bytes() const override { return weight_bytes_; }
+  double measure_bandwidth(int64_t bytes) override { return cuda_copy_bandwidth_gbs(bytes, 10); }
 
   double last_forward_ms() const { return last_ms_; }
   CudaBackendStats stats() const { return {forwards_, graph_replays_, graph_captures_, info_.name}; }
@@ -126,6 +128,7 @@ class CudaBackend final : public Backend {
   std::shared_ptr<KvMemoryAccount> account_ = std::make_shared<KvMemoryAccount>();
 
   std::vector<gpu::DeviceBuffer> weights_;
+  int64_t weight_bytes_ = 0;  // what one pass reads: every matrix in the storage type
   const void* embedding_ = nullptr;
   const void* classifier_ = nullptr;
   const float* final_norm_ = nullptr;
@@ -178,6 +181,7 @@ CudaBackend::CudaBackend(std::shared_ptr<const Model> model, const BackendOption
     DeviceLayer d;
     d.attn_norm = static_cast<const float*>(upload({&l.attn_norm}, DType::F32));
     d.wqkv = upload({&l.wq, &l.wk, &l.wv}, storage_);
+    if (cfg_.attention_bias) d.bqkv = static_cast<const float*>(upload({&l.bq, &l.bk, &l.bv}, DType::F32));
     d.wo = upload({&l.wo}, storage_);
     d.ffn_norm = static_cast<const float*>(upload({&l.ffn_norm}, DType::F32));
     d.w13 = upload({&l.w1, &l.w3}, storage_);
@@ -186,6 +190,15 @@ CudaBackend::CudaBackend(std::shared_ptr<const Model> model, const BackendOption
   }
   final_norm_ = static_cast<const float*>(upload({&w.final_norm}, DType::F32));
   classifier_ = model_->shared_classifier() ? embedding_ : upload({&w.classifier}, storage_);
+  // A pass reads the classifier but only the embedding rows of its tokens.
+  weight_bytes_ -= int64_t(w.token_embedding.numel()) * dtype_size(storage_);
+  if (model_->shared_classifier()) weight_bytes_ += int64_t(w.classifier.numel()) * dtype_size(storage_);
+  // RoPE frequencies with the model's scaling, as the CPU backend turns pairs.
+  const std::vector<double> freqs = cfg_.rope_frequencies();
+  gpu::DeviceBuffer freq_buffer(freqs.size() * sizeof(double));
+  gpu::copy_to_device(freq_buffer.get(), freqs.data(), freqs.size() * sizeof(double), stream_->stream);
+  dims_.rope_freq = static_cast<const double*>(freq_buffer.get());
+  weights_.push_back(std::move(freq_buffer));
   gpu::synchronize(stream_->stream);
 }
 
@@ -214,6 +227,7 @@ const void* CudaBackend::upload(std::initializer_list<const Tensor*> parts, DTyp
   gpu::DeviceBuffer buffer(host.size());
   gpu::copy_to_device(buffer.get(), host.data(), host.size(), stream_->stream);
   gpu::synchronize(stream_->stream);  // `host` goes out of scope
+  weight_bytes_ += int64_t(host.size());
   weights_.push_back(std::move(buffer));
   return weights_.back().get();
 }
@@ -245,6 +259,7 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
     const DeviceLayer& w = layers_[size_t(l)];
     kern::rmsnorm(storage_, x, w.attn_norm, xb_.get(), nullptr, T, d.dim, d.norm_eps, threads, s);
     blas_->gemm(qkv_.as<float>(), xb_.get(), w.wqkv, storage_, T, d.dim, d.qkv_stride, false);
+    if (w.bqkv) kern::bias_add(qkv_.as<float>(), w.bqkv, T, d.qkv_stride, threads, s);
     kern::rope_append(kv_, qkv_.as<float>(), a.item_desc, a.row_item, T, l, d, threads, s);
     kern::attention_partial(kv_, qkv_.as<float>(), a.item_desc, a.tile_desc, a.tiles, l, d, a.attention, threads,
                             s);

@@ -82,7 +82,7 @@ __global__ void evict_kernel(const ItemDesc* items, ModelDims d, int32_t* evicte
   }
   const int half = hd / 2;
   if (raw)
-    for (int i = tid; i < half; i += threads) freq[i] = pow(double(d.rope_theta), -2.0 * i / hd);
+    for (int i = tid; i < half; i += threads) freq[i] = d.rope_freq[i];
   __syncthreads();  // src_of and freq are complete
   if (total != it.kept) {
     // The host counted otherwise: a bug, not a device state. Leave the cache

@@ -20,6 +20,9 @@ void embed(DType dtype, const int* tokens, const void* table, float* x, int rows
 void rmsnorm(DType dtype, const float* x, const float* weight, void* out, const int* row_map, int rows, int dim,
              float eps, int threads, gpu::Stream stream);
 
+// rows[r][c] += bias[c], f32 rows of `width` (bias_add.cu).
+void bias_add(float* rows, const float* bias, int row_count, int width, int threads, gpu::Stream stream);
+
 // RoPE on each row's queries (in place) and keys; keys, values, positions
 // and zero scores appended to each item's cache at its next slot (rope_append.cu).
 void rope_append(DType dtype, float* qkv, const ItemDesc* items, const int* row_item, int rows, int layer,

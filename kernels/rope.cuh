@@ -1,12 +1,11 @@
 #pragma once
-// RoPE angles as the CPU computes them (core/model/rope.h): in double, pair i
-// turning by pos * theta^(-2i/head_dim), then rounded to float.
+// RoPE angles as the CPU computes them (core/model/rope.h): in double, a pair
+// turning by pos * its frequency (ModelDims::rope_freq), then rounded to float.
 #include "kernels/portable.h"
 
 namespace h2o::kern {
 
-__device__ __forceinline__ void rope_angle(double pos, int pair, int head_dim, float theta, float* c, float* s) {
-  const double freq = pow(double(theta), -2.0 * pair / head_dim);
+__device__ __forceinline__ void rope_angle(double pos, double freq, float* c, float* s) {
   const double a = pos * freq;
   *c = float(cos(a));
   *s = float(sin(a));

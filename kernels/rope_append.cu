@@ -18,7 +18,7 @@ __global__ void rope_append_kernel(float* qkv, const ItemDesc* items, const int*
   const long long stream_pos = it.tokens_seen + r;
   const double pos = it.rolling ? double(slot) : double(stream_pos);
   for (int i = int(threadIdx.x); i < half; i += int(blockDim.x))
-    rope_angle(pos, i, hd, d.rope_theta, &cos_of[i], &sin_of[i]);
+    rope_angle(pos, d.rope_freq[i], &cos_of[i], &sin_of[i]);
   __syncthreads();
 
   float* q = qkv + size_t(row) * size_t(d.qkv_stride);

@@ -18,7 +18,10 @@ inline constexpr int kMaxHeadDim = 128;
 struct ModelDims {
   int dim = 0, hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, group = 0, vocab = 0;
   int q_dim = 0, kv_dim = 0, qkv_stride = 0;  // a row of the fused Q|K|V projection: q_dim + 2 kv_dim
-  float norm_eps = 1e-5f, rope_theta = 10000.0f;
+  float norm_eps = 1e-5f;
+  // Each pair's RoPE frequency (ModelConfig::rope_frequencies(): theta and any
+  // scaling already applied), head_dim / 2 doubles on the device.
+  const double* rope_freq = nullptr;
 };
 
 // One session's cache: every array is [layer][kv_head][cap] rows.

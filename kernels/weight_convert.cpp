@@ -45,6 +45,20 @@ void convert_elements(const void* src, DType from, size_t count, DType to, void*
   }
 }
 
-void convert_tensor(const Tensor& t, DType to, void* dst) { convert_elements(t.data, t.dtype, size_t(t.numel()), to, dst); }
+void convert_tensor(const Tensor& t, DType to, void* dst) {
+  if (is_float(t.dtype)) {
+    convert_elements(t.data, t.dtype, size_t(t.numel()), to, dst);
+    return;
+  }
+  // Quantised: a row at a time (rows are whole blocks), through f32.
+  std::vector<float> row(size_t(t.cols));
+  const auto* in = static_cast<const char*>(t.data);
+  auto* out = static_cast<char*>(dst);
+  const size_t out_row = size_t(t.cols) * size_t(dtype_size(to));
+  for (int64_t r = 0; r < t.rows; ++r) {
+    convert_to_f32(in + size_t(r) * size_t(t.row_bytes()), t.dtype, size_t(t.cols), row.data());
+    convert_elements(row.data(), DType::F32, row.size(), to, out + size_t(r) * out_row);
+  }
+}
 
 }  // namespace h2o::kern

@@ -180,7 +180,12 @@ H2O_CUDA_TEST_P(Kernels, CutKeepsWhatSelectKeptKeepsAndCompacts) {
   d.layers = 2;
   d.kv_heads = 2;
   d.head_dim = 8;
-  d.rope_theta = 10000.0f;
+  // A frequency table unlike theta^(-2i/hd) alone (as a scaled RoPE's is):
+  // re-rotation must turn each pair by the table's own frequency.
+  std::vector<double> freqs(size_t(d.head_dim / 2));
+  for (size_t i = 0; i < freqs.size(); ++i) freqs[i] = std::pow(10000.0, -2.0 * double(i) / d.head_dim) / double(1 + i % 2);
+  const DeviceArray<double> freq_table(freqs, s.get());
+  d.rope_freq = freq_table.get();
   const int heads = d.layers * d.kv_heads;
   std::vector<CutCase> cases;
   for (bool rolling : {false, true})
@@ -252,7 +257,7 @@ H2O_CUDA_TEST_P(Kernels, CutKeepsWhatSelectKeptKeepsAndCompacts) {
             } else {
               // Rotated afresh from the pre-RoPE key to the new slot, as the CPU cache does.
               std::vector<float> r(&raw_before[(base + size_t(src)) * c.hd], &raw_before[(base + size_t(src)) * c.hd] + c.hd);
-              rope_rotate(r.data(), 1, c.hd, RopeAngles(c.hd, double(dst), d.rope_theta));
+              rope_rotate(r.data(), 1, c.hd, RopeAngles(freqs, double(dst)));
               const float expect = rounded({r[size_t(i)]}, t)[0];
               ASSERT_NEAR(k_after[at], expect, t == DType::F32 ? 1e-6 : 4e-3 * std::fabs(expect) + 1e-6)
                   << "head " << h << " slot " << dst << " dim " << i;

@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "core/cpu/cpu_backend.h"
+#include "core/model/dtype.h"
 #include "core/model/model.h"
+#include "core/model/type_mix.h"
 #include "core/policy/policy.h"
 #include "tests/cuda/cuda_test_support.h"
 
@@ -34,6 +36,32 @@ double relative_error(const std::vector<float>& a, const std::vector<float>& ref
   return std::sqrt(num / den);
 }
 
+// The model with every tensor dequantised exactly to float32, in buffers it owns.
+std::shared_ptr<const Model> float32_copy(const Model& m) {
+  auto out = std::make_shared<Model>(m);
+  auto widen = [&](Tensor& t) {
+    if (t.data == nullptr || t.dtype == DType::F32) return;
+    auto wide = std::make_shared<std::vector<float>>(size_t(t.numel()));
+    for (int64_t r = 0; r < t.rows; ++r)
+      convert_to_f32(static_cast<const char*>(t.data) + r * t.row_bytes(), t.dtype, size_t(t.cols),
+                     wide->data() + r * t.cols);
+    t.data = wide->data();
+    t.dtype = DType::F32;
+    out->owned.push_back(wide);
+  };
+  ModelWeights& w = out->weights;
+  widen(w.token_embedding);
+  for (LayerWeights& l : w.layers)
+    for (Tensor* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w1, &l.w2, &l.w3, &l.bq, &l.bk, &l.bv})
+      widen(*t);
+  widen(w.final_norm);
+  if (m.shared_classifier())
+    w.classifier = w.token_embedding;
+  else
+    widen(w.classifier);
+  return out;
+}
+
 std::unique_ptr<Backend> cuda(std::shared_ptr<const Model> model, const std::string& precision = "f32") {
   BackendOptions o;
   o.kind = "cuda";
@@ -43,9 +71,11 @@ std::unique_ptr<Backend> cuda(std::shared_ptr<const Model> model, const std::str
 
 // Feeds the same token stream to both backends one token at a time and
 // compares logits, every layer's kept positions and scores, and evictions.
-void compare_decode(const PolicyConfig& policy, int steps) {
-  auto model = tiny_model();
-  auto cpu = make_cpu_backend(model, 1);
+// `reference` is the model the CPU runs (by default the same one): an exact
+// float32 model whose weights equal what the device holds.
+void compare_decode(const PolicyConfig& policy, int steps, std::shared_ptr<const Model> model = tiny_model(),
+                    std::shared_ptr<const Model> reference = nullptr) {
+  auto cpu = make_cpu_backend(reference ? reference : model, 1);
   auto gpu = cuda(model);
   auto a = cpu->new_cache(policy), b = gpu->new_cache(policy);
   CapturePlan plan;
@@ -122,6 +152,43 @@ H2O_CUDA_TEST(Parity, H2OWithSlack) {
 H2O_CUDA_TEST(Parity, TovaRollingWithSlack) {
   H2O_REQUIRE_CUDA();
   compare_decode(make("tova", true, 3), 70);
+}
+
+// Qwen2's pass: q/k/v biases, theta 1e6, tied embeddings.
+H2O_CUDA_TEST(Parity, Qwen2Biases) {
+  H2O_REQUIRE_CUDA();
+  const auto qwen2 = make_synthetic({"qwen2-260K", 3, DType::F32, 0, 0});
+  ASSERT_TRUE(qwen2->config.attention_bias);
+  compare_decode(make("h2o", false), 50, qwen2);
+  compare_decode(make("tova", true), 50, qwen2);
+}
+
+// Llama 3.1's RoPE scaling and linear scaling: the device turns each pair by
+// the model's own frequency table, on append and on re-rotation.
+H2O_CUDA_TEST(Parity, RopeScaling) {
+  H2O_REQUIRE_CUDA();
+  for (const char* type : {"llama3", "linear"}) {
+    auto scaled = std::make_shared<Model>(*tiny_model(5));
+    RopeScaling& s = scaled->config.rope_scaling;
+    s.type = type;
+    s.factor = 8;
+    s.original_context = 64;  // the pairs span all three llama3 bands at head_dim 8
+    compare_decode(make("full", false), 30, scaled);
+    compare_decode(make("h2o", true), 50, scaled);
+  }
+}
+
+// A quantised model is dequantised exactly on upload: with f32 storage the
+// device runs what the CPU runs on the model's float32 dequantisation.
+H2O_CUDA_TEST(Parity, QuantisedWeightsDequantisedOnUpload) {
+  H2O_REQUIRE_CUDA();
+  for (const char* type : {"q8_0", "q4_k_m"}) {
+    const TypeMix mix = parse_type_mix(type, "test");
+    const auto quantised = make_synthetic({"test-256", 11, mix, 0, 0});
+    ASSERT_FALSE(is_float(quantised->weight_dtype()));
+    const auto exact = float32_copy(*quantised);
+    compare_decode(make("h2o", false), 40, quantised, exact);
+  }
 }
 
 namespace {
