@@ -1,0 +1,52 @@
+#pragma once
+// The CUDA backend (kernels/README.md): h2o::Backend on one GPU, every
+// session of a step in one pass, decode steps replayed from CUDA graphs.
+// The same sources also build against the SIMT emulation (tests/simt), where
+// "the device" is host memory: CI runs the whole backend that way.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/runtime/backend.h"
+
+namespace h2o {
+
+// Choices below BackendOptions, for tests and the benchmark.
+struct CudaTuning {
+  int threads = 128;         // block size of every kernel (a multiple of 32, at most 1024)
+  bool graphs = true;        // replay decode steps from captured CUDA graphs
+  int graph_capacity = 16;   // graphs kept (least recently used dropped)
+  bool timing = false;       // time each forward's device work with CUDA events (cuda_last_forward_ms)
+};
+
+// Throws Error with one line where there is no usable device ("--backend:
+// cuda: no CUDA device found (...)", or the driver's error), for a model
+// shape the kernels do not serve, or a precision other than f32, f16, bf16.
+std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, const BackendOptions& options);
+std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, const BackendOptions& options,
+                                           const CudaTuning& tuning);
+
+// ---- for h2o-bench (and the tests): what only the CUDA code can measure ----
+
+// Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes
+// written: `repeats` timed copies of `bytes` between two buffers (CUDA events
+// around each, after two warm-up copies), the median. The roofline a decode
+// step is read against. Throws Error where there is no device.
+double cuda_copy_bandwidth_gbs(int64_t bytes = int64_t(1) << 30, int repeats = 20);
+
+// Device time of the last forward() of a CUDA backend made with
+// CudaTuning::timing (CUDA events around all its device work: inputs up,
+// every kernel, outputs down), in ms; NaN otherwise. Time a decode step with
+// it: feed_one(), then read this.
+double cuda_last_forward_ms(const Backend& backend);
+
+struct CudaBackendStats {
+  int64_t forwards = 0;
+  int64_t graph_replays = 0;   // forwards run from a graph captured earlier
+  int64_t graph_captures = 0;  // forwards captured (and then run) as a new graph
+  std::string device;          // the device's name
+};
+// Zeros (and an empty device) if `backend` is not a CUDA backend.
+CudaBackendStats cuda_backend_stats(const Backend& backend);
+
+}  // namespace h2o

@@ -1,0 +1,16 @@
+#include "kernels/graph_cache.h"
+
+namespace h2o::kern {
+
+GraphKey graph_key(const StepPlan& plan, uint64_t buffers_generation) {
+  GraphKey key;
+  key.items = int(plan.items.size());
+  key.rows = plan.rows;
+  key.split_bucket = plan.split_bucket;
+  key.classified = int(plan.classify.size());
+  key.any_cut = plan.any_cut;
+  key.buffers = buffers_generation;
+  return key;
+}
+
+}  // namespace h2o::kern

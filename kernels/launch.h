@@ -1,0 +1,80 @@
+#pragma once
+// The kernels as the host calls them: one function per operation, each
+// defined in its own .cu (compiled by nvcc for the GPU, and as C++ against
+// the SIMT emulation for CI). `dtype` is the storage type of weights,
+// projection inputs and the KV cache; `threads` the block size (a multiple
+// of 32). Every function enqueues on `stream` and returns at once.
+#include <cstdint>
+
+#include "core/model/dtype.h"
+#include "kernels/device.h"
+#include "kernels/step_desc.h"
+
+namespace h2o::kern {
+
+// x[r] = table[tokens[r]] widened to f32 (embedding.cu).
+void embed(DType dtype, const int* tokens, const void* table, float* x, int rows, int dim, int threads,
+           gpu::Stream stream);
+
+// out[r] = x[row_map ? row_map[r] : r] / rms * weight, in the storage type (rmsnorm.cu).
+void rmsnorm(DType dtype, const float* x, const float* weight, void* out, const int* row_map, int rows, int dim,
+             float eps, int threads, gpu::Stream stream);
+
+// rows[r][c] += bias[c], f32 rows of `width` (bias_add.cu).
+void bias_add(float* rows, const float* bias, int row_count, int width, int threads, gpu::Stream stream);
+
+// RoPE on each row's queries (in place) and keys; keys, values, positions
+// and zero scores appended to each item's cache at its next slot (rope_append.cu).
+void rope_append(DType dtype, float* qkv, const ItemDesc* items, const int* row_item, int rows, int layer,
+                 const ModelDims& dims, int threads, gpu::Stream stream);
+
+// The attention scratch of one step.
+struct AttentionScratch {
+  float* logits = nullptr;    // [row][head][key_stride] scaled q·k of the visible keys
+  int key_stride = 0;
+  float* partials = nullptr;  // [row][head][split_bucket][head_dim + 2]: unnormalised output, max, sum
+  int split_bucket = 0;
+  float* stats = nullptr;     // [row][head][2]: max and 1/sum of the softmax
+};
+
+// Split-K attention over each item's cache: per (split, KV head, query tile)
+// partial outputs and the raw logits (attention_partial.cu).
+void attention_partial(DType dtype, const float* qkv, const ItemDesc* items, const RowTile* tiles, int tile_count,
+                       int layer, const ModelDims& dims, const AttentionScratch& scratch, int threads,
+                       gpu::Stream stream);
+// Combines the splits of every (row, head): the attention output and the softmax's max and 1/sum (attention_combine.cu).
+void attention_combine(DType dtype, const ItemDesc* items, const int* row_item, int rows, const ModelDims& dims,
+                       const AttentionScratch& scratch, void* out, int threads, gpu::Stream stream);
+// The normalised probabilities added into each key's score, summed over the
+// query group and rows (the last row alone, reset first, for current scores),
+// and written in full where a capture asks (attention_scores.cu).
+void attention_scores(const ItemDesc* items, int item_count, int max_keys, int layer, const ModelDims& dims,
+                      const AttentionScratch& scratch, const CaptureSlot* captures, int threads, gpu::Stream stream);
+
+// out = silu(gate) * up from the fused [gate | up] projection rows (swiglu.cu).
+void swiglu(DType dtype, const float* gate_up, void* out, int rows, int hidden, int threads, gpu::Stream stream);
+
+// Cuts every (layer, KV head) of the items whose `cut` is set, by their rule:
+// top-k by score among the middle slots, stable compaction, re-rotation
+// under rolling positions; evicted positions to `evicted` (evict.cu). `order`
+// is scratch of item_count x layers x kv_heads x order_stride ints,
+// order_stride >= any item's keys.
+void evict(DType dtype, const ItemDesc* items, int item_count, const ModelDims& dims, int32_t* evicted, int* order,
+           int order_stride, int threads, gpu::Stream stream);
+
+// The next token of each item from its logits row (sample.cu); `scratch`:
+// items x vocab doubles for the sampled ones.
+void sample(const float* logits, const ChooseDesc* choices, int item_count, int vocab, double* scratch, int threads,
+            gpu::Stream stream);
+
+// log of the softmax normaliser of each logits row, in double (forced_scores.cu).
+void row_log_z(const float* logits, int rows, int vocab, double* log_z, int threads, gpu::Stream stream);
+// Teacher-forced NLL, KL(reference || row) and top-1 agreement of each row (forced_scores.cu).
+void forced_scores(const float* logits, const double* log_z, const ForcedRow* rows, int row_count, int vocab,
+                   int threads, gpu::Stream stream);
+
+// Trims captured attention and measures top-k shares (capture.cu).
+void capture(const ItemDesc* items, const CaptureUnit* units, int unit_count, const ModelDims& dims, int threads,
+             gpu::Stream stream);
+
+}  // namespace h2o::kern

@@ -1,0 +1,71 @@
+#pragma once
+// What every kernel source includes: CUDA under nvcc, the SIMT emulation
+// (tests/simt/simt.h) when the same .cu is compiled as C++ for CI. Kernels
+// keep to what both provide: blocks, threads, __shared__, __syncthreads, warp
+// shuffles, atomics; no inline PTX.
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+// A launch on a gpu::Stream (kernels/device.h); the kernel is the last
+// argument so that a template kernel's commas need no parentheses.
+#define H2O_LAUNCH(grid, block, stream, ...) __VA_ARGS__<<<(grid), (block), 0, reinterpret_cast<cudaStream_t>(stream)>>>
+#else
+#include "tests/simt/simt.h"
+#define H2O_LAUNCH(grid, block, stream, ...) ::simt::make_launch((grid), (block), (stream), __VA_ARGS__)
+#endif
+
+#include "core/model/dtype.h"
+#include "kernels/hd.h"
+
+namespace h2o::kern {
+
+// Storage types of weights, activations fed to the projections, and the KV cache.
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <class T>
+__device__ __forceinline__ T from_f32(float x);
+template <>
+__device__ __forceinline__ float from_f32<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+}  // namespace h2o::kern
+
+namespace h2o::kern {
+
+// min/max on ints without CUDA's device overloads (absent from the emulation).
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
+
+}  // namespace h2o::kern
+
+// Runs the statement with `T` as the storage type of `dtype` (f32, f16, bf16).
+#define H2O_WITH_STORAGE(dtype, T, ...)                 \
+  switch (dtype) {                                      \
+    case ::h2o::DType::F32: {                           \
+      using T = float;                                  \
+      __VA_ARGS__;                                      \
+      break;                                            \
+    }                                                   \
+    case ::h2o::DType::F16: {                           \
+      using T = __half;                                 \
+      __VA_ARGS__;                                      \
+      break;                                            \
+    }                                                   \
+    case ::h2o::DType::BF16: {                          \
+      using T = __nv_bfloat16;                          \
+      __VA_ARGS__;                                      \
+      break;                                            \
+    }                                                   \
+  }

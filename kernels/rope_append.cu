@@ -1,0 +1,67 @@
+// RoPE and append: each new row's queries are rotated in place; its keys are
+// rotated into the cache at the item's next slot (and kept before rotation
+// under rolling positions, for re-rotation after a cut), with its values,
+// stream position and a zero score. The angle is the row's stream position,
+// or its slot under rolling positions (SEMANTICS.md).
+#include "kernels/launch.h"
+#include "kernels/rope.cuh"
+
+namespace h2o::kern {
+namespace {
+
+template <class T>
+__global__ void rope_append_kernel(float* qkv, const ItemDesc* items, const int* row_item, int layer, ModelDims d) {
+  __shared__ float cos_of[kMaxHeadDim / 2], sin_of[kMaxHeadDim / 2];
+  const int row = int(blockIdx.x);
+  const ItemDesc& it = items[row_item[row]];
+  const int r = row - it.first_row, slot = it.n_before + r, hd = d.head_dim, half = hd / 2;
+  const long long stream_pos = it.tokens_seen + r;
+  const double pos = it.rolling ? double(slot) : double(stream_pos);
+  for (int i = int(threadIdx.x); i < half; i += int(blockDim.x))
+    rope_angle(pos, d.rope_freq[i], &cos_of[i], &sin_of[i]);
+  __syncthreads();
+
+  float* q = qkv + size_t(row) * size_t(d.qkv_stride);
+  const float* k = q + d.q_dim;
+  const float* v = k + d.kv_dim;
+  for (int p = int(threadIdx.x); p < d.heads * half; p += int(blockDim.x)) {
+    const int h = p / half, i = p % half;
+    float* x = q + h * hd + 2 * i;
+    rope_rotate(x[0], x[1], cos_of[i], sin_of[i], &x[0], &x[1]);
+  }
+  T* keys = static_cast<T*>(it.cache.k);
+  T* raw = static_cast<T*>(it.cache.k_raw);
+  T* values = static_cast<T*>(it.cache.v);
+  for (int p = int(threadIdx.x); p < d.kv_heads * half; p += int(blockDim.x)) {
+    const int g = p / half, i = p % half;
+    const size_t at = ((size_t(layer) * d.kv_heads + g) * size_t(it.cache.cap) + size_t(slot)) * hd + 2 * i;
+    const float k0 = k[g * hd + 2 * i], k1 = k[g * hd + 2 * i + 1];
+    float r0, r1;
+    rope_rotate(k0, k1, cos_of[i], sin_of[i], &r0, &r1);
+    keys[at] = from_f32<T>(r0);
+    keys[at + 1] = from_f32<T>(r1);
+    if (it.rolling) {
+      raw[at] = from_f32<T>(k0);
+      raw[at + 1] = from_f32<T>(k1);
+    }
+    values[at] = from_f32<T>(v[g * hd + 2 * i]);
+    values[at + 1] = from_f32<T>(v[g * hd + 2 * i + 1]);
+  }
+  for (int g = int(threadIdx.x); g < d.kv_heads; g += int(blockDim.x)) {
+    const size_t at = (size_t(layer) * d.kv_heads + g) * size_t(it.cache.cap) + size_t(slot);
+    it.cache.pos[at] = int32_t(stream_pos);
+    it.cache.score[at] = 0.0f;
+  }
+}
+
+}  // namespace
+
+void rope_append(DType dtype, float* qkv, const ItemDesc* items, const int* row_item, int rows, int layer,
+                 const ModelDims& dims, int threads, gpu::Stream stream) {
+  H2O_WITH_STORAGE(dtype, T,
+                   H2O_LAUNCH(dim3(unsigned(rows)), dim3(unsigned(threads)), stream, rope_append_kernel<T>)(
+                       qkv, items, row_item, layer, dims));
+  gpu::check_launch("rope_append");
+}
+
+}  // namespace h2o::kern

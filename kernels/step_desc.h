@@ -1,0 +1,99 @@
+#pragma once
+// The plain data a step hands its kernels, written by the host into one
+// input block that is copied to the device before the step runs. Kernels
+// read their per-step values (cache pointers, lengths, rules) from here, not
+// from their launch arguments, so a captured graph replays any later step of
+// the same shape.
+#include <cstdint>
+
+namespace h2o::kern {
+
+// Tile sizes the attention kernels and the host planning agree on.
+inline constexpr int kSplitKeys = 256;      // keys per split block (flash-decoding)
+inline constexpr int kKeysPerStep = 32;     // keys a split block stages in shared memory at once
+inline constexpr int kMaxTileQueries = 8;   // query rows x heads of one KV head that a block serves
+inline constexpr int kMaxHeadDim = 128;
+
+// The model's shape, as the kernels see it.
+struct ModelDims {
+  int dim = 0, hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, group = 0, vocab = 0;
+  int q_dim = 0, kv_dim = 0, qkv_stride = 0;  // a row of the fused Q|K|V projection: q_dim + 2 kv_dim
+  float norm_eps = 1e-5f;
+  // Each pair's RoPE frequency (ModelConfig::rope_frequencies(): theta and any
+  // scaling already applied), head_dim / 2 doubles on the device.
+  const double* rope_freq = nullptr;
+};
+
+// One session's cache: every array is [layer][kv_head][cap] rows.
+struct CacheArrays {
+  void* k = nullptr;      // keys rotated to their position, [..][head_dim], storage type
+  void* v = nullptr;      // values
+  void* k_raw = nullptr;  // keys before RoPE (rolling positions only), re-rotated after a cut
+  int32_t* pos = nullptr; // stream positions
+  float* score = nullptr; // accumulated attention (the step's last row for ScoreKind::Current)
+  int cap = 0;
+};
+
+// One session's part of the step.
+struct ItemDesc {
+  CacheArrays cache;
+  long long tokens_seen = 0;  // stream position of its first new row
+  int n_before = 0;           // tokens every (layer, KV head) holds before the step
+  int rows = 0;               // new tokens
+  int first_row = 0;          // its first row in the batch
+  int rolling = 0;            // RoPE positions from slots
+  int current_scores = 0;     // ScoreKind::Current: scores are the last row's alone
+  int cut = 0;                // cut back at the end of the step
+  int sinks = 0, recent = 0, by_score = 0;  // the EvictionRule
+  int kept = 0;               // tokens per head after the cut (the host's count; the kernel checks it)
+  int evicted_base = 0;       // index of its first evicted position in the evicted output
+};
+
+// A block's share of attention queries: rows [row_begin, row_begin + row_count) of one item.
+struct RowTile {
+  int item = 0, row_begin = 0, row_count = 0;
+};
+
+// Where attention of one (item, layer) is written in full for a capture (null: not captured).
+struct CaptureSlot {
+  float* probs = nullptr;  // [rows][heads][n_before + rows] of the item's last `rows` rows
+  int rows = 0;
+};
+
+// The next-token choice of one item.
+struct ChooseDesc {
+  int mode = 0;         // 0 none, 1 greedy, 2 temperature + top-p
+  int logits_row = 0;   // its last row among the classified rows
+  float temperature = 0, top_p = 1;
+  double uniform = 0;
+  int32_t* out = nullptr;
+};
+
+// One teacher-forced row: its NLL, and KL / top-1 agreement against a reference row.
+struct ForcedRow {
+  int logits_row = 0;
+  int target = 0;                      // the token that follows it
+  const float* ref_logits = nullptr;   // the reference cache's row of this step; null: none
+  const double* ref_logz = nullptr;
+  double* out = nullptr;               // nll, kl, agree (as 0/1)
+};
+
+// One piece of a capture's readout.
+struct CaptureUnit {
+  int kind = 0;                 // 0: trimmed probabilities of one captured head and row; 1: key positions of one KV head
+  int item = 0, layer = 0;
+  const float* probs = nullptr; // the (item, layer) CaptureSlot's rows
+  int n = 0;                    // keys before the cut
+  int row = 0;                  // kind 0: row within the slot's rows
+  int head = 0;                 // the request's selection: a query head, -2 all heads, -1 group mean
+  int captured = 0;             // kind 0: captured head index; kind 1: the KV head
+  int top_k = 0;
+  const int* slots = nullptr;   // kept key slots, ascending
+  int n_slots = 0;
+  float* out_probs = nullptr;   // kind 0: n_slots values
+  double* out_share = nullptr;  // kind 0: top_k share of the row (NaN when it has none)
+  int32_t* out_positions = nullptr;  // kind 1: n_slots positions
+  float* work = nullptr;        // n floats of scratch
+};
+
+}  // namespace h2o::kern

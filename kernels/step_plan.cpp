@@ -1,0 +1,79 @@
+#include "kernels/step_plan.h"
+
+#include <algorithm>
+
+#include "core/base/error.h"
+
+namespace h2o::kern {
+
+int tile_rows(int group) { return std::max(1, kMaxTileQueries / std::max(group, 1)); }
+
+int next_power_of_two(int x) {
+  int p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+bool cut_due(const EvictionRule& rule, int keys) { return rule.evicts() && keys > rule.budget + rule.slack; }
+
+CutShape predicted_cut(const EvictionRule& rule, int keys, int64_t seen_after) {
+  // Positions below the rule's sinks are the first tokens of the stream: all
+  // that were seen are still cached, in the first slots.
+  const int sinks_present = int(std::min<int64_t>(rule.sinks, seen_after));
+  return cut_shape(keys, sinks_present, rule.recent, rule.by_score);
+}
+
+StepPlan plan_step(std::span<const ItemShape> items, int group) {
+  StepPlan plan;
+  plan.items.resize(items.size());
+  const int per_tile = tile_rows(group);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const ItemShape& s = items[i];
+    if (s.rows <= 0) throw Error("plan: an item with no rows");
+    ItemPlan& p = plan.items[i];
+    p.first_row = plan.rows;
+    p.keys = s.n_before + s.rows;
+    p.cut = cut_due(s.rule, p.keys);
+    p.kept = p.cut ? predicted_cut(s.rule, p.keys, s.tokens_seen + s.rows).kept : p.keys;
+    p.evicted = p.keys - p.kept;
+    plan.any_cut = plan.any_cut || p.cut;
+    plan.max_keys = std::max(plan.max_keys, p.keys);
+    for (int r = 0; r < s.rows; ++r) plan.row_item.push_back(int(i));
+    for (int r = 0; r < s.rows; r += per_tile) plan.tiles.push_back({int(i), r, std::min(per_tile, s.rows - r)});
+    plan.rows += s.rows;
+  }
+  plan.splits = (plan.max_keys + kSplitKeys - 1) / kSplitKeys;
+  plan.split_bucket = next_power_of_two(std::max(plan.splits, 1));
+  plan.key_stride = plan.split_bucket * kSplitKeys;
+
+  // Classified rows: the last row to choose from or to return, the leading
+  // rows teacher forcing scores, every row when all logits are asked for.
+  for (size_t i = 0; i < items.size(); ++i) {
+    const ItemShape& s = items[i];
+    ItemPlan& p = plan.items[i];
+    p.logit_row.assign(size_t(s.rows), -1);
+    for (int r = 0; r < s.rows; ++r) {
+      const bool last = r == s.rows - 1;
+      const bool wanted = (last && (s.choose || s.logits)) || (s.logits && s.all_logits) || r < s.forced_rows;
+      if (!wanted) continue;
+      p.logit_row[size_t(r)] = int(plan.classify.size());
+      plan.classify.push_back(p.first_row + r);
+    }
+  }
+  return plan;
+}
+
+int grown_capacity(const EvictionRule& rule, int held, int capacity, int rows) {
+  const int needed = held + rows;
+  if (needed <= capacity) return capacity;
+  return rule.evicts() ? std::max(needed, rule.budget + rule.slack + rows) : std::max({needed, capacity + capacity / 2, 64});
+}
+
+size_t BlockLayout::add(size_t bytes, size_t align) {
+  size_ = (size_ + align - 1) / align * align;
+  const size_t at = size_;
+  size_ += bytes;
+  return at;
+}
+
+}  // namespace h2o::kern

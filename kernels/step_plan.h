@@ -1,0 +1,80 @@
+#pragma once
+// Host planning of one forward pass on the device, in plain C++ (unit-tested
+// without a GPU): where each item's rows sit in the batch, how the attention
+// queries are tiled and the keys split, which rows are classified, whether
+// and how far each cache is cut — all from host bookkeeping, so the device
+// never has to be asked how big a cache is.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/policy/policy.h"
+#include "kernels/cut_shape.h"
+#include "kernels/step_desc.h"
+
+namespace h2o::kern {
+
+// What the host knows of one item before its step.
+struct ItemShape {
+  int n_before = 0;         // tokens each (layer, KV head) holds
+  int rows = 0;             // new tokens
+  int64_t tokens_seen = 0;  // before this step
+  EvictionRule rule;
+  bool choose = false;      // the next token is chosen from the last row
+  bool logits = false;      // full logits are read back: the last row, or every row with all_logits
+  bool all_logits = false;
+  int forced_rows = 0;      // leading rows scored in teacher-forced mode
+};
+
+struct ItemPlan {
+  int first_row = 0;
+  int keys = 0;           // n_before + rows: what the step attends over
+  bool cut = false;       // more than budget + slack: cut back at the end of the step
+  int kept = 0;           // tokens per (layer, KV head) after the step
+  int evicted = 0;        // per (layer, KV head) in this step
+  std::vector<int> logit_row;  // per row of the item: its index among the classified rows, or -1
+};
+
+struct StepPlan {
+  int rows = 0;          // T: rows of all items
+  int max_keys = 0;
+  int splits = 0;        // split blocks the longest item needs
+  int split_bucket = 0;  // grid size used (a power of two >= splits), so a graph serves a range of lengths
+  int key_stride = 0;    // split_bucket * kSplitKeys: row stride of the attention-logit scratch
+  bool any_cut = false;
+  std::vector<ItemPlan> items;
+  std::vector<RowTile> tiles;  // attention query tiles
+  std::vector<int> row_item;   // the item of every batch row
+  std::vector<int> classify;   // batch rows whose logits are computed, ascending
+};
+
+// Query rows of one item that one attention block serves, for a GQA group size.
+int tile_rows(int group);
+int next_power_of_two(int x);
+
+// The cut a (layer, KV head) holding `keys` slots gets at the end of a step
+// after which `seen_after` tokens have been seen: every head of a cache gets
+// the same counts, since sinks (the first stream positions) are never evicted.
+CutShape predicted_cut(const EvictionRule& rule, int keys, int64_t seen_after);
+bool cut_due(const EvictionRule& rule, int keys);
+
+StepPlan plan_step(std::span<const ItemShape> items, int group);
+
+// Rows per (layer, KV head) a cache holding `held` of `capacity` reserves to
+// take `rows` more, as the CPU cache grows: a bounded rule reserves
+// budget + slack + rows once; the full cache grows by half, 64 rows at least.
+int grown_capacity(const EvictionRule& rule, int held, int capacity, int rows);
+
+// Byte offsets of the pieces of one buffer (the step's inputs, its readback).
+class BlockLayout {
+ public:
+  // Reserves `bytes` aligned to `align` and returns the offset.
+  size_t add(size_t bytes, size_t align = 16);
+  size_t size() const { return size_; }
+
+ private:
+  size_t size_ = 0;
+};
+
+}  // namespace h2o::kern

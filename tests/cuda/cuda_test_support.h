@@ -1,0 +1,43 @@
+#pragma once
+// What the CUDA tests share, whichever device runs them: the backend under
+// test (the real GPU in h2o_cuda_tests, the SIMT emulation in
+// h2o_cuda_emu_tests), a skip where there is no device, and suite names that
+// start with Cuda (CudaEmu... for the emulated run).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "core/runtime/backend.h"
+#include "kernels/cuda_backend.h"
+
+namespace h2o::test {
+
+// Empty when a device is there; else why not (the test is then skipped).
+std::string cuda_device_missing();
+// True in the SIMT emulation.
+bool cuda_emulated();
+// The tuning tests use by default: small blocks keep the emulation fast.
+CudaTuning test_tuning();
+
+}  // namespace h2o::test
+
+#define H2O_CUDA_CAT2(a, b) a##b
+#define H2O_CUDA_CAT(a, b) H2O_CUDA_CAT2(a, b)
+// CudaParity -> CudaEmuParity in the emulated run.
+#define H2O_CUDA_SUITE(name) H2O_CUDA_CAT(H2O_CUDA_SUITE_PREFIX, name)
+
+#define H2O_REQUIRE_CUDA()                                                                    \
+  do {                                                                                        \
+    const std::string why_missing = ::h2o::test::cuda_device_missing();                        \
+    if (!why_missing.empty()) GTEST_SKIP() << "no CUDA device: " << why_missing;               \
+  } while (0)
+
+// TEST / TEST_P / INSTANTIATE_TEST_SUITE_P with the suite's name expanded
+// first (gtest pastes and stringifies its arguments as written).
+#define H2O_CUDA_TEST(suite, name) H2O_CUDA_TEST_EXPANDED(H2O_CUDA_SUITE(suite), name)
+#define H2O_CUDA_TEST_EXPANDED(suite, name) TEST(suite, name)
+#define H2O_CUDA_TEST_P(suite, name) H2O_CUDA_TEST_P_EXPANDED(H2O_CUDA_SUITE(suite), name)
+#define H2O_CUDA_TEST_P_EXPANDED(suite, name) TEST_P(suite, name)
+#define H2O_CUDA_INSTANTIATE(prefix, suite, ...) H2O_CUDA_INSTANTIATE_EXPANDED(prefix, H2O_CUDA_SUITE(suite), __VA_ARGS__)
+#define H2O_CUDA_INSTANTIATE_EXPANDED(prefix, suite, ...) INSTANTIATE_TEST_SUITE_P(prefix, suite, __VA_ARGS__)

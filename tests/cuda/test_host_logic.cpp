@@ -1,0 +1,382 @@
+// The CUDA backend's host logic, in plain C++: the cut's index arithmetic
+// against the CPU cache's select_kept(), step planning, graph buckets and
+// their store, weight conversion. No device needed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "core/base/error.h"
+#include "core/policy/kept_set.h"
+#include "kernels/capture_layout.h"
+#include "kernels/cut_shape.h"
+#include "kernels/graph_cache.h"
+#include "kernels/step_plan.h"
+#include "kernels/weight_convert.h"
+
+using namespace h2o;
+using namespace h2o::kern;
+
+namespace {
+
+struct RandomHead {
+  std::vector<int32_t> positions;
+  std::vector<float> scores;
+  int64_t seen = 0;
+};
+
+// A head as a cache would hold it: the first sinks of the stream, then a
+// sorted random subset of later positions; scores quantised so ties happen.
+RandomHead random_head(std::mt19937& rng, int n, int sinks) {
+  RandomHead h;
+  h.seen = n + int64_t(rng() % 50);
+  const int present = int(std::min<int64_t>(sinks, h.seen));  // sinks are never evicted
+  std::set<int32_t> chosen;
+  if (n < present + 1) {
+    h.seen = n;  // nothing evicted yet
+    for (int p = 0; p < n; ++p) chosen.insert(p);
+  } else {
+    for (int p = 0; p < present; ++p) chosen.insert(p);
+    chosen.insert(int32_t(h.seen - 1));  // the newest token was just appended
+    while (int(chosen.size()) < n) chosen.insert(int32_t(present + int64_t(rng() % uint64_t(h.seen - 1 - present))));
+  }
+  h.positions.assign(chosen.begin(), chosen.end());
+  for (size_t i = 0; i < h.positions.size(); ++i) h.scores.push_back(float(rng() % 7) * 0.25f);
+  return h;
+}
+
+// The kept set as the eviction kernel computes it: the cut's shape, then the
+// by_score largest survival keys of the middle slots.
+std::vector<int> kept_by_survival_key(const EvictionRule& rule, const RandomHead& h) {
+  const int n = int(h.positions.size());
+  int sinks = 0;
+  while (sinks < n && h.positions[size_t(sinks)] < rule.sinks) ++sinks;
+  const CutShape c = cut_shape(n, sinks, rule.recent, rule.by_score);
+  std::vector<uint64_t> keys;
+  for (int j = c.sinks; j < c.recent_begin; ++j) keys.push_back(survival_key(h.scores[size_t(j)], j));
+  std::sort(keys.rbegin(), keys.rend());
+  const uint64_t threshold = c.by_score > 0 ? keys[size_t(c.by_score - 1)] : ~0ull;
+  std::vector<int> kept;
+  for (int j = 0; j < n; ++j)
+    if (j < c.sinks || j >= c.recent_begin || (c.by_score > 0 && survival_key(h.scores[size_t(j)], j) >= threshold))
+      kept.push_back(j);
+  EXPECT_EQ(int(kept.size()), c.kept);
+  return kept;
+}
+
+}  // namespace
+
+TEST(CudaHostCut, SurvivalKeysKeepWhatSelectKeptKeeps) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 400; ++trial) {
+    EvictionRule rule;
+    rule.sinks = int(rng() % 5);
+    rule.recent = int(rng() % 12);
+    rule.by_score = int(rng() % 12);
+    rule.score = ScoreKind::Accumulated;
+    rule.budget = rule.sinks + rule.recent + rule.by_score;
+    if (rule.budget == 0) continue;
+    const int n = rule.budget + 1 + int(rng() % 20);
+    const RandomHead h = random_head(rng, n, rule.sinks);
+    const std::vector<int> expected = select_kept(rule, h.positions, h.scores);
+    ASSERT_EQ(kept_by_survival_key(rule, h), expected) << "trial " << trial;
+  }
+}
+
+TEST(CudaHostCut, PredictedCountsMatchSelectKept) {
+  // The host sizes the evicted readback from its own bookkeeping: the count
+  // must be select_kept's for any head of any cache.
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 400; ++trial) {
+    EvictionRule rule;
+    rule.sinks = int(rng() % 6);
+    rule.recent = int(rng() % 10);
+    rule.by_score = int(rng() % 10);
+    rule.budget = rule.sinks + rule.recent + rule.by_score;
+    rule.slack = int(rng() % 3);
+    if (rule.budget == 0) continue;
+    const int n = 1 + int(rng() % 40);
+    const RandomHead h = random_head(rng, n, rule.sinks);
+    const int keys = int(h.positions.size());
+    const std::vector<int> kept = select_kept(rule, h.positions, h.scores);
+    if (!cut_due(rule, keys)) EXPECT_EQ(int(kept.size()), keys) << "trial " << trial;
+    else EXPECT_EQ(predicted_cut(rule, keys, h.seen).kept, int(kept.size())) << "trial " << trial;
+  }
+}
+
+TEST(CudaHostCut, SurvivalKeyOrdersScoresThenRecency) {
+  EXPECT_GT(survival_key(0.5f, 3), survival_key(0.25f, 9));
+  EXPECT_GT(survival_key(0.5f, 9), survival_key(0.5f, 3));  // ties: the more recent slot
+  EXPECT_EQ(survival_key(-0.0f, 4), survival_key(0.0f, 4));
+  EXPECT_GT(survival_key(0.0f, 0), survival_key(-1.0f, 7));
+  EXPECT_GT(survival_key(-1.0f, 0), survival_key(-2.0f, 7));
+}
+
+TEST(CudaHostPlan, RowsTilesAndClassifiedRows) {
+  std::vector<ItemShape> items(3);
+  items[0].n_before = 10, items[0].rows = 1, items[0].choose = true;
+  items[1].n_before = 300, items[1].rows = 5, items[1].forced_rows = 4;
+  items[2].n_before = 0, items[2].rows = 3, items[2].logits = true, items[2].all_logits = true;
+  const int group = 2;  // 4 rows per tile
+  const StepPlan plan = plan_step(items, group);
+  EXPECT_EQ(plan.rows, 9);
+  EXPECT_EQ(plan.items[1].first_row, 1);
+  EXPECT_EQ(plan.items[2].first_row, 6);
+  EXPECT_EQ(plan.row_item, (std::vector<int>{0, 1, 1, 1, 1, 1, 2, 2, 2}));
+  // Tiles cover every row once, at most tile_rows(group) rows each.
+  std::vector<int> covered(9, 0);
+  for (const RowTile& t : plan.tiles) {
+    EXPECT_LE(t.row_count, tile_rows(group));
+    for (int r = 0; r < t.row_count; ++r) ++covered[size_t(plan.items[size_t(t.item)].first_row + t.row_begin + r)];
+  }
+  EXPECT_EQ(covered, std::vector<int>(9, 1));
+  EXPECT_EQ(plan.tiles.size(), 4u);
+  // Keys: 305 needs two splits; the grid bucket is a power of two.
+  EXPECT_EQ(plan.max_keys, 305);
+  EXPECT_EQ(plan.splits, 2);
+  EXPECT_EQ(plan.split_bucket, 2);
+  EXPECT_EQ(plan.key_stride, 2 * kSplitKeys);
+  // Classified: item 0's last row; item 1's four forced rows; all of item 2's.
+  EXPECT_EQ(plan.classify, (std::vector<int>{0, 1, 2, 3, 4, 6, 7, 8}));
+  EXPECT_EQ(plan.items[0].logit_row, (std::vector<int>{0}));
+  EXPECT_EQ(plan.items[1].logit_row, (std::vector<int>{1, 2, 3, 4, -1}));
+  EXPECT_EQ(plan.items[2].logit_row, (std::vector<int>{5, 6, 7}));
+}
+
+TEST(CudaHostPlan, CutsOnlyPastBudgetPlusSlack) {
+  ItemShape s;
+  s.rule.sinks = 4;
+  s.rule.recent = 10;
+  s.rule.by_score = 10;
+  s.rule.budget = 24;
+  s.rule.slack = 3;
+  s.rule.score = ScoreKind::Accumulated;
+  s.rows = 1;
+  s.n_before = 26;
+  s.tokens_seen = 100;
+  EXPECT_FALSE(plan_step(std::span(&s, 1), 1).items[0].cut);  // 27 = budget + slack
+  s.n_before = 27;
+  const StepPlan plan = plan_step(std::span(&s, 1), 1);
+  EXPECT_TRUE(plan.items[0].cut);
+  EXPECT_TRUE(plan.any_cut);
+  EXPECT_EQ(plan.items[0].kept, 24);
+  EXPECT_EQ(plan.items[0].evicted, 4);
+  // A prefill chunk larger than the budget, early in the stream: fewer sinks seen than the rule's.
+  s.n_before = 0;
+  s.rows = 30;
+  s.tokens_seen = 0;
+  s.rule.slack = 0;
+  const StepPlan early = plan_step(std::span(&s, 1), 1);
+  EXPECT_EQ(early.items[0].kept, 24);
+  s.rule.sinks = 40;  // many sinks: 40 sinks, 10 by score of the 20 between, 10 recent
+  s.rule.budget = 60;
+  s.rows = 70;
+  EXPECT_EQ(plan_step(std::span(&s, 1), 1).items[0].kept, 60);
+}
+
+TEST(CudaHostPlan, SplitBucketsGrowByPowersOfTwo) {
+  EXPECT_EQ(next_power_of_two(1), 1);
+  EXPECT_EQ(next_power_of_two(3), 4);
+  EXPECT_EQ(next_power_of_two(8), 8);
+  ItemShape s;
+  s.rows = 1;
+  for (int keys : {1, 256, 257, 700, 2048, 2049}) {
+    s.n_before = keys - 1;
+    const StepPlan p = plan_step(std::span(&s, 1), 1);
+    EXPECT_EQ(p.splits, (keys + kSplitKeys - 1) / kSplitKeys) << keys;
+    EXPECT_EQ(p.split_bucket, next_power_of_two(p.splits)) << keys;
+    EXPECT_GE(p.key_stride, keys);
+  }
+}
+
+TEST(CudaHostPlan, BlockLayoutAligns) {
+  BlockLayout l;
+  EXPECT_EQ(l.add(3), 0u);
+  EXPECT_EQ(l.add(8, 8), 8u);
+  EXPECT_EQ(l.add(1), 16u);
+  EXPECT_EQ(l.add(0), 32u);
+  EXPECT_EQ(l.size(), 32u);
+}
+
+TEST(CudaHostGraphs, KeySeparatesShapesButNotLengthsWithinABucket) {
+  ItemShape s;
+  s.rows = 1;
+  s.choose = true;
+  s.n_before = 300;
+  const GraphKey a = graph_key(plan_step(std::span(&s, 1), 1), 0);
+  s.n_before = 500;  // still 2 splits
+  EXPECT_EQ(graph_key(plan_step(std::span(&s, 1), 1), 0), a);
+  s.n_before = 600;  // 3 splits: bucket 4
+  EXPECT_NE(graph_key(plan_step(std::span(&s, 1), 1), 0), a);
+  s.n_before = 300;
+  EXPECT_NE(graph_key(plan_step(std::span(&s, 1), 1), 1), a);  // buffers moved
+  std::vector<ItemShape> two(2, s);
+  EXPECT_NE(graph_key(plan_step(two, 1), 0), a);
+}
+
+TEST(CudaHostGraphs, CacheKeepsTheMostRecentlyUsed) {
+  std::vector<int> destroyed;
+  {
+    GraphCache<int> cache(2, [&](int g) { destroyed.push_back(g); });
+    GraphKey k1, k2, k3;
+    k1.items = 1, k2.items = 2, k3.items = 3;
+    EXPECT_FALSE(cache.find(k1));
+    cache.insert(k1, 10);
+    cache.insert(k2, 20);
+    EXPECT_EQ(cache.find(k1), 10);  // k1 now the most recent
+    cache.insert(k3, 30);           // drops k2
+    EXPECT_EQ(destroyed, std::vector<int>{20});
+    EXPECT_FALSE(cache.find(k2));
+    EXPECT_EQ(cache.find(k3), 30);
+    EXPECT_EQ(cache.hits(), 2);
+    EXPECT_EQ(cache.misses(), 2);
+    EXPECT_FALSE(cache.seen_before(k1));  // captured on its second sight
+    EXPECT_TRUE(cache.seen_before(k1));
+    cache.clear();
+    EXPECT_EQ(cache.size(), 0u);
+    EXPECT_FALSE(cache.seen_before(k1));  // a clear (buffers moved) forgets what was seen
+    cache.insert(k1, 11);
+  }
+  std::sort(destroyed.begin(), destroyed.end());
+  EXPECT_EQ(destroyed, (std::vector<int>{10, 11, 20, 30}));
+}
+
+TEST(CudaHostWeights, ConversionRoundsToNearestEven) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> x(1000);
+  for (float& v : x) v = normal(rng);
+  x[0] = 1.0f + 1.0f / 2048;  // halfway between two f16 values: rounds to even (1.0)
+  x[1] = 65520.0f;            // past the largest f16: infinity
+  std::vector<uint16_t> h(x.size()), b(x.size());
+  convert_elements(x.data(), DType::F32, x.size(), DType::F16, h.data());
+  convert_elements(x.data(), DType::F32, x.size(), DType::BF16, b.data());
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(h[i], f32_to_f16(x[i]));
+    EXPECT_EQ(b[i], f32_to_bf16(x[i]));
+  }
+  EXPECT_EQ(f16_to_f32(h[0]), 1.0f);
+  EXPECT_TRUE(std::isinf(f16_to_f32(h[1])));
+  // f16 -> bf16 goes through f32 exactly; f16 -> f32 is exact.
+  std::vector<uint16_t> hb(x.size());
+  std::vector<float> back(x.size());
+  convert_elements(h.data(), DType::F16, h.size(), DType::BF16, hb.data());
+  convert_elements(h.data(), DType::F16, h.size(), DType::F32, back.data());
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(hb[i], f32_to_bf16(f16_to_f32(h[i])));
+    EXPECT_EQ(back[i], f16_to_f32(h[i]));
+  }
+}
+
+TEST(CudaHostWeights, PrecisionNames) {
+  EXPECT_EQ(parse_precision("f32"), DType::F32);
+  EXPECT_EQ(parse_precision("f16"), DType::F16);
+  EXPECT_EQ(parse_precision("bf16"), DType::BF16);
+  try {
+    parse_precision("int8");
+    FAIL() << "int8 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--precision"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaHostCapture, LayoutTrimsAsEveryBackendAndDoesNotOverlap) {
+  ModelDims d;
+  d.layers = 3;
+  d.heads = 4;
+  d.kv_heads = 2;
+  d.group = 2;
+  const std::vector<CaptureRequest> first{{1, kAllHeads, 2, 0, 0, 3}, {1, kGroupMean, 1, 5, 2, 0}},
+      second{{2, 3, 9, 4, 1, 2}};
+  std::vector<AttentionCapture> out0, out1;
+  const std::vector<CaptureJob> jobs{{0, 12, 3, 40, &first, &out0}, {2, 7, 1, 6, &second, &out1}};
+  BlockLayout readback, inputs;
+  readback.add(100);  // what the step reserved before
+  const CaptureLayout layout(jobs, 3, d, readback, inputs);
+  // The shapes the CPU backend gives: rows capped at what the step fed, query positions, heads per selection.
+  ASSERT_EQ(out0.size(), 2u);
+  EXPECT_EQ(out0[0].rows, 2);
+  EXPECT_EQ(out0[0].query_positions, (std::vector<int32_t>{41, 42}));
+  EXPECT_EQ(out0[0].probs.size(), 4u);
+  EXPECT_EQ(out0[1].probs.size(), 2u);
+  EXPECT_EQ(out1[0].rows, 1);
+  EXPECT_EQ(out1[0].probs.size(), 1u);
+  // Units: per request, one per KV head (positions) and one per captured head and row (probabilities).
+  EXPECT_EQ(layout.unit_count(), size_t((2 + 4 * 2) + (2 + 2 * 1) + (2 + 1 * 1)));
+  // Item 0's layer-1 slot holds its last 2 rows for both requests; item 2 only layer 2.
+  std::vector<float> probs(layout.probs_floats());
+  const std::vector<CaptureSlot> slots = layout.slots(probs.data());
+  ASSERT_EQ(slots.size(), 9u);
+  EXPECT_EQ(slots[1].rows, 2);
+  EXPECT_EQ(slots[0].probs, nullptr);
+  EXPECT_EQ(slots[2 * 3 + 2].rows, 1);
+  EXPECT_EQ(layout.probs_floats(), size_t(2 * 4 * 12 + 1 * 4 * 7));
+  // Kept slots as kept_key_slots; every piece in its own bytes of the readback.
+  std::vector<char> back(readback.size(), 0), in(inputs.size(), 0);
+  layout.write_lists(in.data());
+  std::vector<float> work(layout.work_floats());
+  const std::vector<CaptureUnit> units = layout.units(probs.data(), work.data(), in.data(), back.data());
+  std::vector<int> owner(back.size(), -1);
+  for (size_t k = 0; k < units.size(); ++k) {
+    const CaptureUnit& u = units[k];
+    const CaptureRequest& req = u.item == 0 ? first[u.layer == 1 && u.head == kGroupMean ? 1 : 0] : second[0];
+    EXPECT_EQ(std::vector<int>(u.slots, u.slots + u.n_slots), kept_key_slots(u.n, req.max_keys, req.keep_first));
+    auto claim = [&](const void* p, size_t bytes) {
+      const size_t at = size_t(static_cast<const char*>(p) - back.data());
+      ASSERT_LE(at + bytes, back.size());
+      ASSERT_GE(at, 100u);
+      for (size_t b = at; b < at + bytes; ++b) {
+        ASSERT_EQ(owner[b], -1) << "unit " << k << " overlaps unit " << owner[b];
+        owner[b] = int(k);
+      }
+    };
+    if (u.kind == 1) {
+      claim(u.out_positions, size_t(u.n_slots) * 4);
+    } else {
+      claim(u.out_probs, size_t(u.n_slots) * 4);
+      claim(u.out_share, 8);
+      EXPECT_GE(u.work, work.data());
+      EXPECT_LE(u.work + u.n, work.data() + work.size());
+    }
+  }
+  // Reading back: the share is the mean over rows with mass (NaN: a row without).
+  for (const CaptureUnit& u : units) {
+    if (u.kind == 1) {
+      for (int s = 0; s < u.n_slots; ++s) u.out_positions[s] = 1000 + u.slots[s];
+      continue;
+    }
+    for (int s = 0; s < u.n_slots; ++s) u.out_probs[s] = float(u.row);
+    *u.out_share = u.item == 0 && u.captured == 1 && u.row == 1 ? NAN : 0.25 * (u.row + 1);
+  }
+  layout.read(back.data());
+  EXPECT_EQ(out0[0].key_positions[1].front(), 1000);
+  std::vector<float> rows_in_order(12, 0.0f);  // rows x kept slots, row-major
+  rows_in_order.resize(24, 1.0f);
+  EXPECT_EQ(out0[0].probs[0], rows_in_order);
+  EXPECT_FLOAT_EQ(out0[0].top_share[0], (0.25f + 0.5f) / 2);
+  EXPECT_FLOAT_EQ(out0[0].top_share[1], 0.25f);  // its second row had no mass
+  EXPECT_TRUE(std::isnan(out0[1].top_share[0]));  // top_k 0: none asked
+  EXPECT_EQ(out1[0].probs[0].size(), 4u);
+}
+
+TEST(CudaHostMemory, CachesGrowAsTheCpuCache) {
+  // The full cache: 64 rows, then by half (what the CPU cache's KV-limit tests count on).
+  EvictionRule full;
+  std::vector<int> caps;
+  int cap = 0;
+  for (int held = 0; held < 300; ++held) {
+    const int next = grown_capacity(full, held, cap, 1);
+    if (next != cap) caps.push_back(next);
+    cap = next;
+  }
+  EXPECT_EQ(caps, (std::vector<int>{64, 96, 144, 216, 324}));
+  EXPECT_EQ(grown_capacity(full, 0, 0, 100), 100);  // a long prefill chunk at once
+  // A bounded rule: budget + slack + the step's rows, once.
+  EvictionRule bounded{4, 10, 10, ScoreKind::Accumulated, 24, 3, false};
+  EXPECT_EQ(grown_capacity(bounded, 0, 0, 1), 28);
+  EXPECT_EQ(grown_capacity(bounded, 24, 28, 1), 28);
+  EXPECT_EQ(grown_capacity(bounded, 24, 28, 64), 24 + 3 + 64);
+}

@@ -1,0 +1,487 @@
+// The kernels one at a time against the host code they must agree with:
+// the sampler against choose_token(), the cut against select_kept() and the
+// CPU cache's compaction, forced scores against score_forced_rows(),
+// attention against a float64 reference, the small ops against the CPU ops.
+// Each runs at two block sizes: results must not depend on it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <cstring>
+#include <set>
+
+#include "core/base/thread_pool.h"
+#include "core/cpu/cpu_ops.h"
+#include "core/model/rope.h"
+#include "core/policy/kept_set.h"
+#include "core/runtime/forced_scoring.h"
+#include "core/runtime/sampler.h"
+#include "kernels/launch.h"
+#include "kernels/step_plan.h"
+#include "tests/cuda/cuda_test_support.h"
+#include "tests/cuda/device_array.h"
+
+using namespace h2o;
+using namespace h2o::kern;
+using test::DeviceArray;
+using test::TestStream;
+
+namespace {
+
+class H2O_CUDA_SUITE(Kernels) : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override { H2O_REQUIRE_CUDA(); }
+  int threads() const { return GetParam(); }
+};
+
+// Logits with ties: quantised, some rows flat, one with a single spike.
+std::vector<std::vector<float>> logit_rows(std::mt19937& rng, int vocab) {
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<std::vector<float>> rows;
+  for (int kind = 0; kind < 5; ++kind) {
+    std::vector<float> r(static_cast<size_t>(vocab));
+    for (float& x : r) {
+      const float v = normal(rng);
+      x = kind == 0 ? v : kind == 1 ? std::round(v * 2) / 2 : kind == 2 ? 0.0f : kind == 3 ? std::round(v) * 3 : v * 0.01f;
+    }
+    if (kind == 2) r[size_t(vocab / 3)] = 5.0f;
+    rows.push_back(r);
+  }
+  // Four tokens of probability exactly 1/4, the rest none: running masses hit
+  // top_p = 0.5 and u exactly, so "reaches" (>=) and "exceeds" (>) differ.
+  std::vector<float> quarters(static_cast<size_t>(vocab), -1000.0f);
+  for (int i : {3, 7, vocab - 9, vocab - 1}) quarters[size_t(i)] = 0.0f;
+  rows.push_back(quarters);
+  return rows;
+}
+
+}  // namespace
+
+H2O_CUDA_TEST_P(Kernels, SamplerPicksWhatChooseTokenPicks) {
+  TestStream s;
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  for (int vocab : {512, 1000}) {
+    const auto rows = logit_rows(rng, vocab);
+    std::vector<float> flat;
+    for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+    DeviceArray<float> logits(flat, s.get());
+    std::vector<SamplingConfig> configs;
+    for (float t : {0.0f, 0.7f, 1.0f, 1.6f})
+      for (float p : {1.0f, 0.95f, 0.5f, 0.05f}) configs.push_back({t, p, 0});
+    // One launch per config: every row, many uniforms each (edges included).
+    for (const SamplingConfig& c : configs) {
+      std::vector<ChooseDesc> choices;
+      std::vector<double> uniforms;
+      DeviceArray<int32_t> out(rows.size() * 12, s.get());
+      for (size_t r = 0; r < rows.size(); ++r)
+        for (int k = 0; k < 12; ++k) {
+          const double u = k == 0 ? 0.0 : k == 1 ? std::nextafter(1.0, 0.0) : k < 5 ? 0.25 * (k - 1) : uniform(rng);
+          ChooseDesc d;
+          d.mode = c.greedy() ? 1 : 2;
+          d.logits_row = int(r);
+          d.temperature = c.temperature;
+          d.top_p = c.top_p;
+          d.uniform = u;
+          d.out = out.get() + choices.size();
+          choices.push_back(d);
+          uniforms.push_back(u);
+        }
+      DeviceArray<ChooseDesc> desc(choices, s.get());
+      DeviceArray<double> scratch(choices.size() * size_t(vocab), s.get());
+      sample(logits.get(), desc.get(), int(choices.size()), vocab, scratch.get(), threads(), s.get());
+      const std::vector<int32_t> got = out.read();
+      for (size_t k = 0; k < choices.size(); ++k) {
+        const TokenChoice tc{c, uniforms[k]};
+        ASSERT_EQ(got[k], choose_token(rows[size_t(choices[k].logits_row)], tc))
+            << "vocab " << vocab << " row " << choices[k].logits_row << " T " << c.temperature << " top_p " << c.top_p
+            << " u " << uniforms[k];
+      }
+    }
+  }
+}
+
+namespace {
+
+struct CutCase {
+  EvictionRule rule;
+  DType storage;
+};
+
+// One cache of 2 layers x 2 KV heads in a state a cache can be in: sinks
+// first, then a sorted subset of later positions, the newest last; scores
+// with ties.
+struct CacheState {
+  int n = 0, cap = 0, hd = 8;
+  int64_t seen = 0;
+  std::vector<int32_t> pos;
+  std::vector<float> score, k, v, k_raw;
+};
+
+CacheState random_state(std::mt19937& rng, const EvictionRule& rule, int n, int heads) {
+  CacheState c;
+  c.n = n;
+  c.cap = n + 3;
+  c.seen = n + 20;
+  c.pos.assign(size_t(heads) * c.cap, -7);
+  c.score.assign(size_t(heads) * c.cap, -7);
+  c.k.resize(size_t(heads) * c.cap * c.hd);
+  c.v.resize(c.k.size());
+  c.k_raw.resize(c.k.size());
+  std::normal_distribution<float> normal;
+  for (float& x : c.k) x = normal(rng);
+  for (float& x : c.v) x = normal(rng);
+  for (float& x : c.k_raw) x = normal(rng);
+  for (int h = 0; h < heads; ++h) {
+    std::set<int32_t> chosen;
+    for (int p = 0; p < rule.sinks; ++p) chosen.insert(p);
+    chosen.insert(int32_t(c.seen - 1));
+    while (int(chosen.size()) < n) chosen.insert(int32_t(rule.sinks + rng() % uint32_t(c.seen - 1 - rule.sinks)));
+    int j = 0;
+    for (int32_t p : chosen) {
+      c.pos[size_t(h) * c.cap + size_t(j)] = p;
+      c.score[size_t(h) * c.cap + size_t(j)] = float(rng() % 5) * 0.5f;
+      ++j;
+    }
+  }
+  return c;
+}
+
+std::vector<float> rounded(const std::vector<float>& x, DType t) {
+  std::vector<float> out(x);
+  for (float& v : out) v = t == DType::F16 ? f16_to_f32(f32_to_f16(v)) : t == DType::BF16 ? bf16_to_f32(f32_to_bf16(v)) : v;
+  return out;
+}
+
+// Host floats as device storage of type t, and back.
+std::vector<uint8_t> stored(const std::vector<float>& x, DType t) {
+  std::vector<uint8_t> out(x.size() * size_t(dtype_size(t)));
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (t == DType::F32) std::memcpy(&out[i * 4], &x[i], 4);
+    else {
+      const uint16_t h = t == DType::F16 ? f32_to_f16(x[i]) : f32_to_bf16(x[i]);
+      std::memcpy(&out[i * 2], &h, 2);
+    }
+  }
+  return out;
+}
+std::vector<float> loaded(const std::vector<uint8_t>& b, DType t) {
+  std::vector<float> out(b.size() / size_t(dtype_size(t)));
+  convert_to_f32(b.data(), t, out.size(), out.data());
+  return out;
+}
+
+}  // namespace
+
+H2O_CUDA_TEST_P(Kernels, CutKeepsWhatSelectKeptKeepsAndCompacts) {
+  TestStream s;
+  std::mt19937 rng(23);
+  ModelDims d;
+  d.layers = 2;
+  d.kv_heads = 2;
+  d.head_dim = 8;
+  // A frequency table unlike theta^(-2i/hd) alone (as a scaled RoPE's is):
+  // re-rotation must turn each pair by the table's own frequency.
+  std::vector<double> freqs(size_t(d.head_dim / 2));
+  for (size_t i = 0; i < freqs.size(); ++i) freqs[i] = std::pow(10000.0, -2.0 * double(i) / d.head_dim) / double(1 + i % 2);
+  const DeviceArray<double> freq_table(freqs, s.get());
+  d.rope_freq = freq_table.get();
+  const int heads = d.layers * d.kv_heads;
+  std::vector<CutCase> cases;
+  for (bool rolling : {false, true})
+    for (DType t : {DType::F32, DType::F16}) {
+      EvictionRule h2o{4, 6, 5, ScoreKind::Accumulated, 15, 0, rolling};
+      EvictionRule streaming{4, 11, 0, ScoreKind::None, 15, 0, rolling};
+      EvictionRule tova{2, 0, 13, ScoreKind::Current, 15, 0, rolling};
+      EvictionRule no_sinks{0, 3, 12, ScoreKind::Accumulated, 15, 2, rolling};
+      for (const EvictionRule& r : {h2o, streaming, tova, no_sinks}) cases.push_back({r, t});
+    }
+  for (const CutCase& cc : cases) {
+    const EvictionRule& rule = cc.rule;
+    for (int n : {rule.budget + rule.slack + 1, rule.budget + 17}) {
+      const CacheState c = random_state(rng, rule, n, heads);
+      const DType t = cc.storage;
+      DeviceArray<uint8_t> k(stored(c.k, t), s.get()), v(stored(c.v, t), s.get()), k_raw(stored(c.k_raw, t), s.get());
+      DeviceArray<int32_t> pos(c.pos, s.get());
+      DeviceArray<float> score(c.score, s.get());
+      const int kept = predicted_cut(rule, n, c.seen).kept, evicted_per_head = n - kept;
+      ItemDesc it;
+      it.cache = {k.get(), v.get(), rule.rolling ? k_raw.get() : nullptr, pos.get(), score.get(), c.cap};
+      it.tokens_seen = c.seen - 1;
+      it.n_before = n - 1;
+      it.rows = 1;
+      it.rolling = rule.rolling;
+      it.current_scores = rule.score == ScoreKind::Current;
+      it.cut = 1;
+      it.sinks = rule.sinks, it.recent = rule.recent, it.by_score = rule.by_score;
+      it.kept = kept;
+      // Item 0 is not due (the grid covers every item; it must change nothing), item 1 is.
+      ItemDesc idle = it;
+      idle.cut = 0;
+      DeviceArray<ItemDesc> items(std::vector<ItemDesc>{idle, it}, s.get());
+      DeviceArray<int32_t> evicted(size_t(heads) * evicted_per_head, s.get());
+      DeviceArray<int> order(2 * size_t(heads) * c.cap, s.get());
+      evict(t, items.get(), 2, d, evicted.get(), order.get(), c.cap, threads(), s.get());
+      const auto pos_after = pos.read();
+      const auto score_after = score.read();
+      const auto k_after = loaded(k.read(), t), v_after = loaded(v.read(), t), raw_after = loaded(k_raw.read(), t);
+      const auto k_before = rounded(c.k, t), v_before = rounded(c.v, t), raw_before = rounded(c.k_raw, t);
+      const auto out = evicted.read();
+      for (int h = 0; h < heads; ++h) {
+        const size_t base = size_t(h) * c.cap;
+        const std::span<const int32_t> p(&c.pos[base], size_t(n));
+        const std::span<const float> sc(&c.score[base], size_t(n));
+        const std::vector<int> expected = select_kept(rule, p, sc);
+        ASSERT_EQ(int(expected.size()), kept);
+        std::vector<int32_t> gone;
+        for (int j = 0, e = 0; j < n; ++j) {
+          if (e < kept && expected[size_t(e)] == j) ++e;
+          else gone.push_back(p[size_t(j)]);
+        }
+        ASSERT_EQ(std::vector<int32_t>(out.begin() + h * evicted_per_head, out.begin() + (h + 1) * evicted_per_head), gone)
+            << "head " << h;
+        for (int dst = 0; dst < kept; ++dst) {
+          const int src = expected[size_t(dst)];
+          ASSERT_EQ(pos_after[base + size_t(dst)], p[size_t(src)]) << "head " << h << " slot " << dst;
+          ASSERT_EQ(score_after[base + size_t(dst)], sc[size_t(src)]);
+          for (int i = 0; i < c.hd; ++i) {
+            const size_t at = (base + size_t(dst)) * c.hd + size_t(i), from = (base + size_t(src)) * c.hd + size_t(i);
+            ASSERT_EQ(v_after[at], v_before[from]);
+            if (!rule.rolling) {
+              ASSERT_EQ(k_after[at], k_before[from]);
+              continue;
+            }
+            ASSERT_EQ(raw_after[at], raw_before[from]);
+            if (src == dst) {
+              ASSERT_EQ(k_after[at], k_before[from]);  // not moved: not re-rotated
+            } else {
+              // Rotated afresh from the pre-RoPE key to the new slot, as the CPU cache does.
+              std::vector<float> r(&raw_before[(base + size_t(src)) * c.hd], &raw_before[(base + size_t(src)) * c.hd] + c.hd);
+              rope_rotate(r.data(), 1, c.hd, RopeAngles(freqs, double(dst)));
+              const float expect = rounded({r[size_t(i)]}, t)[0];
+              ASSERT_NEAR(k_after[at], expect, t == DType::F32 ? 1e-6 : 4e-3 * std::fabs(expect) + 1e-6)
+                  << "head " << h << " slot " << dst << " dim " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+H2O_CUDA_TEST_P(Kernels, ForcedScoresMatchTheHost) {
+  TestStream s;
+  std::mt19937 rng(29);
+  const int vocab = 700, rows = 6;
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> l(size_t(rows) * vocab), ref(size_t(rows) * vocab);
+  for (float& x : l) x = normal(rng);
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] = i % 3 ? l[i] : normal(rng);
+  ref[2 * size_t(vocab) + 5] = 40;  // a row whose top-1 differs
+  std::vector<int> next;
+  for (int r = 0; r < rows; ++r) next.push_back(int(rng() % vocab));
+  DeviceArray<float> logits(l, s.get()), ref_logits(ref, s.get());
+  DeviceArray<double> log_z(size_t(rows), s.get()), ref_log_z(size_t(rows), s.get()), out(size_t(rows) * 3, s.get());
+  row_log_z(logits.get(), rows, vocab, log_z.get(), threads(), s.get());
+  row_log_z(ref_logits.get(), rows, vocab, ref_log_z.get(), threads(), s.get());
+  std::vector<ForcedRow> fr;
+  for (int r = 0; r < rows; ++r) {
+    ForcedRow f;
+    f.logits_row = r;
+    f.target = next[size_t(r)];
+    f.ref_logits = r == rows - 1 ? nullptr : ref_logits.get() + size_t(r) * vocab;  // the last row: no reference
+    f.ref_logz = ref_log_z.get() + r;
+    f.out = out.get() + size_t(r) * 3;
+    fr.push_back(f);
+  }
+  DeviceArray<ForcedRow> desc(fr, s.get());
+  forced_scores(logits.get(), log_z.get(), desc.get(), rows, vocab, threads(), s.get());
+  const auto got = out.read();
+  std::vector<double> lp, rp;
+  log_softmax_rows(l.data(), rows, vocab, lp);
+  log_softmax_rows(ref.data(), rows, vocab, rp);
+  ForcedScores expected;
+  score_forced_rows(lp, rp, vocab, next, expected);
+  int disagreements = 0;
+  for (int r = 0; r < rows; ++r) {
+    EXPECT_NEAR(got[size_t(r) * 3], expected.nll[size_t(r)], 1e-12 * std::max(1.0, expected.nll[size_t(r)]));
+    if (r == rows - 1) continue;
+    EXPECT_NEAR(got[size_t(r) * 3 + 1], expected.kl[size_t(r)], 1e-12);
+    EXPECT_EQ(got[size_t(r) * 3 + 2] != 0, expected.agree[size_t(r)] != 0);
+    disagreements += expected.agree[size_t(r)] == 0;
+  }
+  EXPECT_GE(disagreements, 1);
+}
+
+namespace {
+
+// Float64 attention of one item over its cache, as SEMANTICS.md defines it.
+struct AttentionReference {
+  std::vector<double> out;       // [row][head][hd]
+  std::vector<double> score;     // [kv_head][key] after the step
+};
+
+AttentionReference reference_attention(const ModelDims& d, int n_before, int rows, const std::vector<float>& q,
+                                       const std::vector<float>& k, const std::vector<float>& v,
+                                       const std::vector<float>& score, int cap, bool current) {
+  AttentionReference ref;
+  const int keys = n_before + rows, hd = d.head_dim;
+  ref.out.assign(size_t(rows) * d.heads * hd, 0.0);
+  ref.score.assign(size_t(d.kv_heads) * keys, 0.0);
+  for (int g = 0; g < d.kv_heads; ++g)
+    for (int j = 0; j < keys; ++j) ref.score[size_t(g) * keys + j] = current ? 0.0 : score[size_t(g) * cap + j];
+  for (int r = 0; r < rows; ++r)
+    for (int h = 0; h < d.heads; ++h) {
+      const int g = h / d.group, visible = n_before + r + 1;
+      std::vector<double> p(static_cast<size_t>(visible));
+      double m = -1e300, z = 0;
+      for (int j = 0; j < visible; ++j) {
+        double dot = 0;
+        for (int c = 0; c < hd; ++c)
+          dot += double(q[(size_t(r) * d.heads + h) * hd + c]) * k[((size_t(g) * cap) + j) * hd + c];
+        p[size_t(j)] = dot / std::sqrt(double(hd));
+        m = std::max(m, p[size_t(j)]);
+      }
+      for (double& x : p) z += x = std::exp(x - m);
+      for (int j = 0; j < visible; ++j) {
+        const double pj = p[size_t(j)] / z;
+        for (int c = 0; c < hd; ++c) ref.out[(size_t(r) * d.heads + h) * hd + c] += pj * v[((size_t(g) * cap) + j) * hd + c];
+        if (!current || r == rows - 1) ref.score[size_t(g) * keys + j] += pj;
+      }
+    }
+  return ref;
+}
+
+}  // namespace
+
+H2O_CUDA_TEST_P(Kernels, AttentionMatchesFloat64AcrossSplitsRowsAndGroups) {
+  TestStream s;
+  std::mt19937 rng(31);
+  std::normal_distribution<float> normal;
+  ModelDims d;
+  d.layers = 1;
+  d.heads = 4;
+  d.kv_heads = 2;
+  d.group = 2;
+  d.head_dim = 16;
+  d.q_dim = d.heads * d.head_dim;
+  d.kv_dim = d.kv_heads * d.head_dim;
+  d.qkv_stride = d.q_dim + 2 * d.kv_dim;
+  // Item 0 decodes one row over 600 keys (three splits); item 1 prefills 7
+  // rows (two tiles) over 250 cached keys, crossing a split; item 2 is TOVA's current scores.
+  struct Shape {
+    int n_before, rows;
+    bool current;
+  };
+  const std::vector<Shape> shapes{{599, 1, false}, {250, 7, false}, {40, 3, true}};
+  std::vector<ItemShape> plan_items;
+  for (const Shape& sh : shapes) {
+    ItemShape is;
+    is.n_before = sh.n_before;
+    is.rows = sh.rows;
+    plan_items.push_back(is);
+  }
+  const StepPlan plan = plan_step(plan_items, d.group);
+  const int cap = 640;
+  std::vector<std::unique_ptr<DeviceArray<float>>> ks, vs, scores;
+  std::vector<std::vector<float>> host_k, host_v, host_score;
+  std::vector<ItemDesc> desc;
+  std::vector<float> qkv(size_t(plan.rows) * d.qkv_stride);
+  for (float& x : qkv) x = normal(rng);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    std::vector<float> k(size_t(d.kv_heads) * cap * d.head_dim), v(k.size()), sc(size_t(d.kv_heads) * cap);
+    for (float& x : k) x = normal(rng);
+    for (float& x : v) x = normal(rng);
+    for (float& x : sc) x = float(rng() % 4);
+    // The new rows' keys were appended by rope_append: slots n_before.. hold them already here.
+    ks.push_back(std::make_unique<DeviceArray<float>>(k, s.get()));
+    vs.push_back(std::make_unique<DeviceArray<float>>(v, s.get()));
+    scores.push_back(std::make_unique<DeviceArray<float>>(sc, s.get()));
+    host_k.push_back(k), host_v.push_back(v), host_score.push_back(sc);
+    ItemDesc it;
+    it.cache = {ks.back()->get(), vs.back()->get(), nullptr, nullptr, scores.back()->get(), cap};
+    it.n_before = shapes[i].n_before;
+    it.rows = shapes[i].rows;
+    it.first_row = plan.items[i].first_row;
+    it.current_scores = shapes[i].current;
+    desc.push_back(it);
+  }
+  DeviceArray<ItemDesc> items(desc, s.get());
+  DeviceArray<RowTile> tiles(plan.tiles, s.get());
+  DeviceArray<int> row_item(plan.row_item, s.get());
+  DeviceArray<float> q(qkv, s.get());
+  DeviceArray<float> logits(size_t(plan.rows) * d.heads * plan.key_stride, s.get());
+  DeviceArray<float> partials(size_t(plan.rows) * d.heads * plan.split_bucket * (d.head_dim + 2), s.get());
+  DeviceArray<float> stats(size_t(plan.rows) * d.heads * 2, s.get());
+  DeviceArray<float> out(size_t(plan.rows) * d.q_dim, s.get());
+  const AttentionScratch scratch{logits.get(), plan.key_stride, partials.get(), plan.split_bucket, stats.get()};
+  attention_partial(DType::F32, q.get(), items.get(), tiles.get(), int(plan.tiles.size()), 0, d, scratch, threads(),
+                    s.get());
+  attention_combine(DType::F32, items.get(), row_item.get(), plan.rows, d, scratch, out.get(), threads(), s.get());
+  attention_scores(items.get(), int(shapes.size()), plan.key_stride, 0, d, scratch, nullptr, threads(), s.get());
+  const auto got = out.read();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& sh = shapes[i];
+    std::vector<float> qi;
+    for (int r = 0; r < sh.rows; ++r) {
+      const float* row = &qkv[size_t(plan.items[i].first_row + r) * d.qkv_stride];
+      qi.insert(qi.end(), row, row + d.q_dim);
+    }
+    const AttentionReference ref =
+        reference_attention(d, sh.n_before, sh.rows, qi, host_k[i], host_v[i], host_score[i], cap, sh.current);
+    for (int r = 0; r < sh.rows; ++r)
+      for (int e = 0; e < d.q_dim; ++e)
+        ASSERT_NEAR(got[size_t(plan.items[i].first_row + r) * d.q_dim + e], ref.out[size_t(r) * d.q_dim + e], 2e-5)
+            << "item " << i << " row " << r << " element " << e;
+    const auto sc = scores[i]->read();
+    const int keys = sh.n_before + sh.rows;
+    for (int g = 0; g < d.kv_heads; ++g)
+      for (int j = 0; j < keys; ++j)
+        ASSERT_NEAR(sc[size_t(g) * cap + j], ref.score[size_t(g) * keys + j], 2e-5) << "item " << i << " key " << j;
+  }
+}
+
+H2O_CUDA_TEST_P(Kernels, RmsnormSwigluEmbedMatchTheCpu) {
+  TestStream s;
+  std::mt19937 rng(37);
+  std::normal_distribution<float> normal;
+  const int rows = 3, dim = 70, hidden = 50;
+  std::vector<float> x(size_t(rows) * dim), w(static_cast<size_t>(dim)), gate_up(size_t(rows) * 2 * hidden);
+  for (float& e : x) e = normal(rng);
+  for (float& e : w) e = normal(rng);
+  for (float& e : gate_up) e = normal(rng);
+  DeviceArray<float> dx(x, s.get()), dw(w, s.get()), dgu(gate_up, s.get());
+  DeviceArray<float> normed(x.size(), s.get()), swi(size_t(rows) * hidden, s.get()), picked(size_t(2) * dim, s.get());
+  DeviceArray<int> map(std::vector<int>{2, 0}, s.get());
+  rmsnorm(DType::F32, dx.get(), dw.get(), normed.get(), nullptr, rows, dim, 1e-5f, threads(), s.get());
+  rmsnorm(DType::F32, dx.get(), dw.get(), picked.get(), map.get(), 2, dim, 1e-5f, threads(), s.get());
+  swiglu(DType::F32, dgu.get(), swi.get(), rows, hidden, threads(), s.get());
+  std::vector<float> expect(x.size());
+  cpu::rmsnorm(expect.data(), x.data(), w.data(), rows, dim, 1e-5f);
+  const auto got = normed.read(), got_picked = picked.read(), got_swi = swi.read();
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(got[i], expect[i], 1e-6f * std::fabs(expect[i]) + 1e-7f);
+  for (int i = 0; i < dim; ++i) {
+    ASSERT_EQ(got_picked[size_t(i)], got[size_t(2 * dim + i)]);
+    ASSERT_EQ(got_picked[size_t(dim + i)], got[size_t(i)]);
+  }
+  for (int r = 0; r < rows; ++r)
+    for (int i = 0; i < hidden; ++i) {
+      const float g = gate_up[size_t(r) * 2 * hidden + i], u = gate_up[size_t(r) * 2 * hidden + hidden + i];
+      ASSERT_NEAR(got_swi[size_t(r) * hidden + i], g / (1.0f + std::exp(-g)) * u, 1e-6f);
+    }
+  // Embedding rows of an f16 table widen exactly.
+  std::vector<uint16_t> table(size_t(5) * dim);
+  for (auto& h : table) h = f32_to_f16(normal(rng));
+  DeviceArray<uint16_t> dt(table, s.get());
+  DeviceArray<int> tokens(std::vector<int>{4, 1, 4}, s.get());
+  DeviceArray<float> emb(size_t(3) * dim, s.get());
+  embed(DType::F16, tokens.get(), dt.get(), emb.get(), 3, dim, threads(), s.get());
+  const auto e = emb.read();
+  for (int i = 0; i < dim; ++i) {
+    ASSERT_EQ(e[size_t(i)], f16_to_f32(table[size_t(4 * dim + i)]));
+    ASSERT_EQ(e[size_t(dim + i)], f16_to_f32(table[size_t(dim + i)]));
+  }
+}
+
+H2O_CUDA_INSTANTIATE(BlockSizes, Kernels, ::testing::Values(32, 128),
+                         [](const auto& info) { return "Threads" + std::to_string(info.param); });

@@ -1,0 +1,210 @@
+#pragma once
+// SIMT emulation: the CUDA kernels of kernels/*.cu compiled as ordinary C++
+// and run on the CPU, so that CI (no GPU) runs the kernels' own code.
+//
+// What it models:
+//  - a grid runs its blocks one after another, so `__shared__` can be a
+//    function-local `static` (one block at a time sees it);
+//  - a block's threads are cooperative fibers on the launching thread, each
+//    with its own stack, meeting at __syncthreads() (every live thread of the
+//    block) and exchanging warp shuffles through a barrier of the warp's lanes;
+//    a barrier no thread can pass (a __syncthreads() in divergent code) aborts
+//    with the block and the threads waiting, instead of hanging;
+//  - atomics are plain read-modify-writes: fibers only switch at barriers;
+//  - __half and __nv_bfloat16 are 16-bit values converted with round to
+//    nearest even (core/model/dtype.h), as cuda_fp16.h / cuda_bf16.h do.
+//
+// What it cannot show: timing, memory-model races that a barrier in the
+// emulation hides (fibers switch only at barriers, so a missing
+// __syncthreads() between a write and another thread's read often still
+// "works" here), warp-synchronous code without a barrier, and anything
+// Hopper-specific. Kernels use the portable subset only (no inline PTX).
+//
+// Launches go through H2O_LAUNCH (kernels/portable.h): `<<<...>>>` under nvcc,
+// simt::make_launch here, which hands the grid to the emulated stream
+// (tests/simt/device_emu.cpp) so that graph capture can record it.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "core/model/dtype.h"
+
+namespace simt {
+
+struct dim3 {
+  unsigned x, y, z;
+  constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+// The built-in variables of the thread now running.
+const dim3& thread_idx();
+const dim3& block_idx();
+const dim3& block_dim();
+const dim3& grid_dim();
+
+void syncthreads();
+void syncwarp();
+// Every lane of the calling warp offers `mine` and gets lane `src_lane`'s offer.
+uint64_t warp_exchange(uint64_t mine, int src_lane);
+int lane_id();
+
+// Runs every block of `grid` (x fastest), each block's threads as fibers.
+void run_grid(dim3 grid, dim3 block, const std::function<void()>& kernel);
+
+// Runs `work` on the emulated stream now, or records it while the stream is
+// being captured into a graph (tests/simt/device_emu.cpp).
+void enqueue(void* stream, std::function<void()> work);
+
+template <class... Params>
+class Launch {
+ public:
+  Launch(dim3 grid, dim3 block, void* stream, void (*kernel)(Params...))
+      : grid_(grid), block_(block), stream_(stream), kernel_(kernel) {}
+  template <class... Args>
+  void operator()(Args&&... args) const {
+    static_assert(sizeof...(Args) == sizeof...(Params), "kernel launched with the wrong number of arguments");
+    // Arguments are copied at launch, as CUDA copies kernel parameters.
+    auto bound = [kernel = kernel_, params = std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)]() {
+      std::apply(kernel, params);
+    };
+    enqueue(stream_, [grid = grid_, block = block_, bound]() { run_grid(grid, block, bound); });
+  }
+
+ private:
+  dim3 grid_, block_;
+  void* stream_;
+  void (*kernel_)(Params...);
+};
+
+template <class... Params>
+Launch<Params...> make_launch(dim3 grid, dim3 block, void* stream, void (*kernel)(Params...)) {
+  return Launch<Params...>(grid, block, stream, kernel);
+}
+
+template <class T>
+T shuffle(T value, int src_lane) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "shuffles move at most 8 bytes");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  const uint64_t got = warp_exchange(bits, src_lane);
+  T out;
+  std::memcpy(&out, &got, sizeof(T));
+  return out;
+}
+
+template <class To, class From>
+To bit_cast(From from) {
+  static_assert(sizeof(To) == sizeof(From));
+  To to;
+  std::memcpy(&to, &from, sizeof(To));
+  return to;
+}
+
+}  // namespace simt
+
+using dim3 = simt::dim3;
+
+// ---- qualifiers and built-in variables ----
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __shared__ static
+#define __launch_bounds__(...)
+#define threadIdx (::simt::thread_idx())
+#define blockIdx (::simt::block_idx())
+#define blockDim (::simt::block_dim())
+#define gridDim (::simt::grid_dim())
+#define warpSize 32
+
+// ---- barriers, shuffles, fences ----
+inline void __syncthreads() { ::simt::syncthreads(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { ::simt::syncwarp(); }
+inline void __threadfence() {}
+inline void __threadfence_block() {}
+
+template <class T>
+T __shfl_sync(unsigned, T value, int src_lane, int = 32) {
+  return ::simt::shuffle(value, src_lane & 31);
+}
+template <class T>
+T __shfl_xor_sync(unsigned, T value, int lane_mask, int = 32) {
+  return ::simt::shuffle(value, ::simt::lane_id() ^ lane_mask);
+}
+template <class T>
+T __shfl_down_sync(unsigned, T value, unsigned delta, int = 32) {
+  const int src = ::simt::lane_id() + int(delta);
+  const T other = ::simt::shuffle(value, src < 32 ? src : ::simt::lane_id());
+  return other;
+}
+template <class T>
+T __shfl_up_sync(unsigned, T value, unsigned delta, int = 32) {
+  const int src = ::simt::lane_id() - int(delta);
+  return ::simt::shuffle(value, src >= 0 ? src : ::simt::lane_id());
+}
+
+// ---- atomics: fibers switch only at barriers, so a read-modify-write is atomic ----
+template <class T>
+T atomicAdd(T* address, T value) {
+  const T old = *address;
+  *address = old + value;
+  return old;
+}
+template <class T>
+T atomicMax(T* address, T value) {
+  const T old = *address;
+  *address = old < value ? value : old;
+  return old;
+}
+template <class T>
+T atomicMin(T* address, T value) {
+  const T old = *address;
+  *address = value < old ? value : old;
+  return old;
+}
+template <class T>
+T atomicExch(T* address, T value) {
+  const T old = *address;
+  *address = value;
+  return old;
+}
+template <class T>
+T atomicCAS(T* address, T compare, T value) {
+  const T old = *address;
+  if (old == compare) *address = value;
+  return old;
+}
+
+// ---- math and bit casts that CUDA has and the C++ library does not ----
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline float __expf(float x) { return std::exp(x); }
+inline float __logf(float x) { return std::log(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline unsigned __float_as_uint(float x) { return simt::bit_cast<unsigned>(x); }
+inline float __uint_as_float(unsigned x) { return simt::bit_cast<float>(x); }
+inline long long __double_as_longlong(double x) { return simt::bit_cast<long long>(x); }
+inline double __longlong_as_double(long long x) { return simt::bit_cast<double>(x); }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+template <class T>
+T __ldg(const T* p) {
+  return *p;
+}
+
+// ---- 16-bit floats (round to nearest even, as cuda_fp16.h and cuda_bf16.h) ----
+struct __half {
+  uint16_t bits;
+};
+struct __nv_bfloat16 {
+  uint16_t bits;
+};
+inline __half __float2half(float x) { return {h2o::f32_to_f16(x)}; }
+inline __half __float2half_rn(float x) { return {h2o::f32_to_f16(x)}; }
+inline float __half2float(__half x) { return h2o::f16_to_f32(x.bits); }
+inline __nv_bfloat16 __float2bfloat16(float x) { return {h2o::f32_to_bf16(x)}; }
+inline __nv_bfloat16 __float2bfloat16_rn(float x) { return {h2o::f32_to_bf16(x)}; }
+inline float __bfloat162float(__nv_bfloat16 x) { return h2o::bf16_to_f32(x.bits); }
