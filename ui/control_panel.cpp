@@ -10,6 +10,7 @@
 #include <QLabel>
 #include <QHBoxLayout>
 #include <QLineEdit>
+#include <QMenu>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QToolButton>
@@ -32,8 +33,10 @@ QSpinBox* spin(const char* name, int lo, int hi, const QString& tip, const QStri
 }
 }  // namespace
 
-// A line edit with a browse button; edits are taken when finished.
-static QWidget* with_browse(QLineEdit* edit, QWidget* owner, const QString& filter) {
+// A line edit with a browse button; edits are taken when finished. With
+// `folders`, the button's menu also offers a folder (a Hugging Face model
+// folder: config.json, safetensors and tokenizer side by side).
+static QWidget* with_browse(QLineEdit* edit, QWidget* owner, const QString& filter, bool folders = false) {
   auto* row = new QWidget;
   auto* h = new QHBoxLayout(row);
   h->setContentsMargins(0, 0, 0, 0);
@@ -43,13 +46,26 @@ static QWidget* with_browse(QLineEdit* edit, QWidget* owner, const QString& filt
   browse->setToolTip("Choose a file");
   h->addWidget(edit, 1);
   h->addWidget(browse);
-  QObject::connect(browse, &QToolButton::clicked, owner, [edit, owner, filter] {
-    const QString path = QFileDialog::getOpenFileName(owner, "Choose a file", edit->text(), filter);
-    if (!path.isEmpty()) {
-      edit->setText(path);
-      emit edit->editingFinished();
-    }
-  });
+  auto take = [edit](const QString& path) {
+    if (path.isEmpty()) return;
+    edit->setText(path);
+    emit edit->editingFinished();
+  };
+  auto choose_file = [edit, owner, filter, take] {
+    take(QFileDialog::getOpenFileName(owner, "Choose a file", edit->text(), filter));
+  };
+  if (folders) {
+    auto* menu = new QMenu(browse);
+    QObject::connect(menu->addAction("File…"), &QAction::triggered, owner, choose_file);
+    QObject::connect(menu->addAction("Hugging Face folder…"), &QAction::triggered, owner, [edit, owner, take] {
+      take(QFileDialog::getExistingDirectory(owner, "Choose a model folder", edit->text()));
+    });
+    browse->setMenu(menu);
+    browse->setPopupMode(QToolButton::InstantPopup);
+    browse->setToolTip("Choose a model file or a Hugging Face model folder");
+  } else {
+    QObject::connect(browse, &QToolButton::clicked, owner, choose_file);
+  }
   return row;
 }
 
@@ -67,8 +83,12 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
     });
     return e;
   };
-  model_ = make_edit("model", "Model: llama2.c .bin, .gguf, safetensors folder/config.json, or synthetic:<shape>[:vocab=N]");
-  tokenizer_ = make_edit("tokenizer", "SentencePiece tokenizer.model (empty: the model's own, or bytes)");
+  model_ = make_edit("model",
+                     "Model: llama2.c .bin; .gguf (F32, F16, BF16, Q8_0, Q4_0/1, Q5_0/1, Q2_K-Q6_K and their _M mixes); "
+                     "a Hugging Face folder, config.json or .safetensors; or synthetic:<shape>[:dtype=T]");
+  tokenizer_ = make_edit("tokenizer",
+                         "Tokenizer: SentencePiece .model, Hugging Face tokenizer.json, or a GGUF's vocabulary "
+                         "(empty: the model's own, the one beside it, or bytes)");
   prompts_ = make_edit("prompts", "MT-Bench question.jsonl (empty: built-in prompts)");
   forced_text_ = make_edit("forced_text", "Text file scored in teacher-forced mode (empty: the assets' held-out text)");
   mode_ = new QComboBox;
@@ -78,8 +98,9 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
 
   auto* inputs = new QGroupBox("Inputs");
   auto* fi = new QFormLayout(inputs);
-  fi->addRow("Model", with_browse(model_, this, "Models (*.bin *.gguf *.safetensors *.json);;All files (*)"));
-  fi->addRow("Tokenizer", with_browse(tokenizer_, this, "SentencePiece (*.model);;All files (*)"));
+  fi->addRow("Model", with_browse(model_, this, "Models (*.gguf *.bin *.safetensors *.json);;All files (*)", true));
+  fi->addRow("Tokenizer",
+             with_browse(tokenizer_, this, "Tokenizers (*.model *.json *.gguf);;All files (*)"));
   fi->addRow("Prompts", with_browse(prompts_, this, "JSON Lines (*.jsonl);;All files (*)"));
   fi->addRow("Mode", mode_);
   fi->addRow("Text", with_browse(forced_text_, this, "Text (*.txt);;All files (*)"));

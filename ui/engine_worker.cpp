@@ -205,14 +205,17 @@ void EngineWorker::startLive() {
   emit liveStarted(!config_.forced);
   const Model& m = engine_->model();
   emit loaded(q(model_display_name(m.path)),
-              QString("%1 · %2 layers × %3 heads (%4 KV) · vocab %5 · context %6 · %7")
+              QString("%1 %2 · %3 · %4 layers × %5 heads (%6 KV) · vocab %7 · context %8 · %9")
+                  .arg(q(m.config.architecture))
                   .arg(q(m.format))
+                  .arg(q(m.weight_types()))  // the type mix, e.g. Q4_K_M
                   .arg(m.config.n_layers)
                   .arg(m.config.n_heads)
                   .arg(m.config.n_kv_heads)
                   .arg(m.config.vocab_size)
                   .arg(m.config.max_seq_len)
-                  .arg(q(engine_->backend().describe())));
+                  .arg(q(engine_->backend().describe())),
+              q(m.weight_types()));
   publish(true);
   if (autoplay_pending_) {
     autoplay_pending_ = false;
@@ -295,7 +298,8 @@ void EngineWorker::openReplay(const QString& path) {
                                             .arg(QFileInfo(path).fileName())
                                             .arg(h.layers)
                                             .arg(h.heads)
-                                            .arg(h.kv_heads));
+                                            .arg(h.kv_heads),
+              "replay");
   publish(true);
   if (autoplay_pending_) {
     autoplay_pending_ = false;

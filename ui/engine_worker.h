@@ -81,7 +81,8 @@ class EngineWorker : public QObject {
  signals:
   void snapshotPending();
   void loading(const QString& what);
-  void loaded(const QString& title, const QString& details);
+  // `types`: the weights' type mix ("F32", "Q4_K_M"), kept in the status bar.
+  void loaded(const QString& title, const QString& details, const QString& types);
   void failed(const QString& message);
   void warned(const QString& message);
   void loadCancelled();  // something was substituted; the run goes on

@@ -144,11 +144,14 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
     statusBar()->showMessage("Loading cancelled: no model loaded (Reset or a new setting loads again).", 15000);
     emit loadCancelled();
   });
-  connect(worker_, &EngineWorker::loaded, this, [this](const QString& title, const QString& details) {
+  connect(worker_, &EngineWorker::loaded, this, [this](const QString& title, const QString& details,
+                                                        const QString& types) {
     hideLoading();
     model_title_ = title;
     setWindowTitle("H2O Studio — " + title);
     statusBar()->showMessage(details, 15000);
+    model_label_->setText(types);
+    model_label_->setToolTip(details);
     emit modelLoaded(title);
   });
   connect(worker_, &EngineWorker::liveStarted, this, [this](bool prompts) {
@@ -373,6 +376,9 @@ void MainWindow::buildLayout() {
     statusBar()->addPermanentWidget(w);
     w->hide();
   }
+  model_label_ = new QLabel;
+  model_label_->setObjectName("model_types");
+  statusBar()->addPermanentWidget(model_label_);
   legend_ = makeFateLegend();
   statusBar()->addPermanentWidget(legend_);
   statusBar()->addPermanentWidget(perf_label_);

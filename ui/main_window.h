@@ -194,6 +194,7 @@ class MainWindow : public QMainWindow {
   QAction *play_, *step_, *back_, *live_, *reset_, *open_, *save_, *report_, *presentation_, *light_, *bigger_, *smaller_;
   QWidget* legend_ = nullptr;  // the fate colours, in the status bar
   QLabel *perf_label_, *load_label_, *record_label_;
+  QLabel* model_label_ = nullptr;  // the loaded weights' type mix (details in its tooltip)
   QProgressBar* load_bar_;
   QPushButton* cancel_load_;
   QTimer* load_ticker_;

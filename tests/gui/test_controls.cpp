@@ -179,3 +179,22 @@ TEST(ControlsTest, TeacherForcedModeFillsPerplexityAndAgreement) {
   EXPECT_DOUBLE_EQ(s->panes[0].agreement, 1.0);
   EXPECT_TRUE(w.panes()[2]->numbersText().contains("agree"));
 }
+
+// A quantised model opens like any other, and the status bar keeps its type
+// mix in view (the details, in the label's tooltip).
+TEST(ControlsTest, TheStatusBarShowsTheWeightTypeMix) {
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.model = "synthetic:test-256:dtype=q4_k_m";
+  MainWindow w(o);
+  w.show();
+  QSignalSpy loaded(&w, &MainWindow::modelLoaded);
+  w.start();
+  ASSERT_TRUE(loaded.wait(20000)) << "the Q4_K_M model did not load";
+  auto* types = w.findChild<QLabel*>("model_types");
+  ASSERT_TRUE(types);
+  EXPECT_EQ(types->text(), "Q4_K_M");
+  EXPECT_TRUE(types->isVisible());
+  EXPECT_TRUE(types->toolTip().contains("Q4_K_M")) << types->toolTip().toStdString();
+  play(w, 3);
+  EXPECT_EQ(w.lastSnapshot()->steps_ingested, 3);
+}
