@@ -39,8 +39,8 @@ void print_perf(const std::vector<double>& frames) {
 }
 
 struct Options {
-  QCommandLineOption model{{"m", "model"}, "Model file or synthetic:<shape>.", "path"};
-  QCommandLineOption tokenizer{{"t", "tokenizer"}, "SentencePiece tokenizer.model.", "path"};
+  QCommandLineOption model{{"m", "model"}, "Model: a .gguf (any weight type), llama2.c .bin, Hugging Face folder or config.json, or synthetic:<shape>.", "path"};
+  QCommandLineOption tokenizer{{"t", "tokenizer"}, "Tokenizer: SentencePiece .model, Hugging Face tokenizer.json or a GGUF vocabulary (default: the model's own).", "path"};
   QCommandLineOption prompts{"prompts", "MT-Bench question.jsonl.", "path"};
   QCommandLineOption forced{"forced-text", "Teacher-forced mode on this text file.", "path"};
   QCommandLineOption replay{"replay", "Replay a saved recording (no model needed).", "path"};

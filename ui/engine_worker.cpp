@@ -205,7 +205,7 @@ void EngineWorker::startLive() {
   emit liveStarted(!config_.forced);
   const Model& m = engine_->model();
   emit loaded(q(model_display_name(m.path)),
-              QString("%1 %2 · %3 · %4 layers × %5 heads (%6 KV) · vocab %7 · context %8 · %9")
+              QString("%1 (%2 file) · %3 · %4 layers × %5 heads (%6 KV) · vocab %7 · context %8 · %9")
                   .arg(q(m.config.architecture))
                   .arg(q(m.format))
                   .arg(q(m.weight_types()))  // the type mix, e.g. Q4_K_M

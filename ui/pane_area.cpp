@@ -69,7 +69,10 @@ void PaneArea::arrange(Mode mode) {
     container_ = columns;
   }
   layout()->addWidget(container_);
-  for (PolicyPane* p : panes_) p->show();
+  // Splitters show every pane; a tab widget shows its current page alone
+  // (showing the others would draw them over it).
+  if (mode != Mode::Tabs)
+    for (PolicyPane* p : panes_) p->show();
 }
 
 }  // namespace h2o::ui

@@ -402,6 +402,8 @@ TEST(Presentation, At1280x720EveryHeatmapIsTallAndEveryLabelWhole) {
       EXPECT_GE(pane->titleLabel()->width(), pane->titleLabel()->fontMetrics().horizontalAdvance(policy_title(pane->policy())));
     }
     EXPECT_GT(shown, 0);
+    if (w.paneArea()->mode() == PaneArea::Mode::Tabs)
+      EXPECT_EQ(shown, 1) << "a pane not in front is drawn over the one in front";
     if (policies.size() == 4) EXPECT_NE(w.paneArea()->mode(), PaneArea::Mode::Columns) << "four panes: a grid or tabs";
     // Every legend entry lies whole inside its plot.
     for (const auto& [name, plot] : w.plots()) {
