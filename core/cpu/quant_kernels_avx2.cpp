@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "core/cpu/quant_kernels.h"
+#include "core/cpu/quant_rows.h"
 
 namespace h2o::cpu::kern {
 namespace {
@@ -233,12 +234,11 @@ void k_q45_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* ou
   const int64_t nb = x.cols / 256;
   const ScalePick pick;
   const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const int8_t* xq = x.q + t * x.cols;
-    const float* xd = x.d + t * nb;
-    const int16_t* bs = x.bsum32 + t * (x.cols / 32);
-    __m256 acc = _mm256_setzero_ps();
-    __m128 corr = _mm_setzero_ps();
+  // Each super-block's nibbles and scales are unpacked once for the G rows.
+  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    __m256 acc[G];
+    __m128 corr[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps(), corr[g] = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* p = r + kBytes * b;
       uint64_t sc, mn;
@@ -247,7 +247,8 @@ void k_q45_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* ou
       const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(sc))));
       const __m128i mins16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(mn)));
       const __m256i qh = kQ5 ? load256(p + 16) : _mm256_setzero_si256();
-      __m256i isum = _mm256_setzero_si256();
+      __m256i isum[G];
+      for (int g = 0; g < G; ++g) isum[g] = _mm256_setzero_si256();
       for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles) and 2j + 1 (high)
         const __m256i q = load256(p + kQs + 32 * j);
         __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
@@ -255,18 +256,24 @@ void k_q45_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* ou
           lo = _mm256_or_si256(lo, _mm256_and_si256(move_bit(qh, 2 * j, 4), bit4));
           hi = _mm256_or_si256(hi, _mm256_and_si256(move_bit(qh, 2 * j + 1, 4), bit4));
         }
-        const int8_t* xc = xq + 256 * b + 64 * j;
-        const __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xc)), _mm256_shuffle_epi8(scales, pick.one[2 * j]));
-        const __m256i phi =
-            _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(xc + 32)), _mm256_shuffle_epi8(scales, pick.one[2 * j + 1]));
-        isum = _mm256_add_epi32(isum, _mm256_add_epi32(plo, phi));
+        const __m256i slo = _mm256_shuffle_epi8(scales, pick.one[2 * j]);
+        const __m256i shi = _mm256_shuffle_epi8(scales, pick.one[2 * j + 1]);
+        for (int g = 0; g < G; ++g) {
+          const int8_t* xc = x.q + (t0 + g) * x.cols + 256 * b + 64 * j;
+          const __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xc)), slo);
+          const __m256i phi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(xc + 32)), shi);
+          isum[g] = _mm256_add_epi32(isum[g], _mm256_add_epi32(plo, phi));
+        }
       }
-      const float dx = xd[b];
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h16(p) * dx), acc);
-      const __m128i mins = _mm_madd_epi16(mins16, load128(bs + 8 * b));
-      corr = _mm_fmadd_ps(_mm_cvtepi32_ps(mins), _mm_set1_ps(h16(p + 2) * dx), corr);
+      const float d = h16(p), dmin = h16(p + 2);
+      for (int g = 0; g < G; ++g) {
+        const float dx = x.d[(t0 + g) * nb + b];
+        acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[g]), _mm256_set1_ps(d * dx), acc[g]);
+        const __m128i mins = _mm_madd_epi16(mins16, load128(x.bsum32 + (t0 + g) * (x.cols / 32) + 8 * b));
+        corr[g] = _mm_fmadd_ps(_mm_cvtepi32_ps(mins), _mm_set1_ps(dmin * dx), corr[g]);
+      }
     }
-    return hsum256(acc) - hsum128(corr);
+    for (int g = 0; g < G; ++g) result[g] = hsum256(acc[g]) - hsum128(corr[g]);
   });
 }
 

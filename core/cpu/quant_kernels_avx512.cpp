@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "core/cpu/quant_kernels.h"
+#include "core/cpu/quant_rows.h"
 
 namespace h2o::cpu::kern {
 namespace {
@@ -82,45 +83,59 @@ inline __m512i move_bit(__m512i v, int from, int to) {
 
 // ---- float32 activations -------------------------------------------------------------
 
-template <class Load16>
-float dot_f(const uint8_t* r, const float* xr, int64_t n, Load16 load16, float (*one)(const uint8_t*, int64_t)) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+// G activation rows against one weight row: each 16 weights are widened once
+// and multiplied into every row's two accumulators (per row, the same sums in
+// the same order as one row alone).
+template <int G, class Load16>
+void dot_f(const uint8_t* r, const float* x0, int64_t n, Load16 load16, float (*one)(const uint8_t*, int64_t),
+           float* result) {
+  __m512 a0[G], a1[G];
+  for (int g = 0; g < G; ++g) a0[g] = a1[g] = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    a0 = _mm512_fmadd_ps(load16(r, i), _mm512_loadu_ps(xr + i), a0);
-    a1 = _mm512_fmadd_ps(load16(r, i + 16), _mm512_loadu_ps(xr + i + 16), a1);
+    const __m512 w0 = load16(r, i), w1 = load16(r, i + 16);
+    for (int g = 0; g < G; ++g) {
+      a0[g] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x0 + g * n + i), a0[g]);
+      a1[g] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x0 + g * n + i + 16), a1[g]);
+    }
   }
-  for (; i + 16 <= n; i += 16) a0 = _mm512_fmadd_ps(load16(r, i), _mm512_loadu_ps(xr + i), a0);
-  float s = hsum512(_mm512_add_ps(a0, a1));
-  for (; i < n; ++i) s += one(r, i) * xr[i];
-  return s;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 w0 = load16(r, i);
+    for (int g = 0; g < G; ++g) a0[g] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x0 + g * n + i), a0[g]);
+  }
+  for (int g = 0; g < G; ++g) {
+    float s = hsum512(_mm512_add_ps(a0[g], a1[g]));
+    for (int64_t j = i; j < n; ++j) s += one(r, j) * x0[g * n + j];
+    result[g] = s;
+  }
 }
 
 void k_f32(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    return dot_f(
-        r, x.f + t * x.cols, x.cols,
+  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    dot_f<G>(
+        r, x.f + t0 * x.cols, x.cols,
         [](const uint8_t* p, int64_t i) { return _mm512_loadu_ps(reinterpret_cast<const float*>(p) + i); },
         [](const uint8_t* p, int64_t i) {
           float v;
           std::memcpy(&v, p + 4 * i, 4);
           return v;
-        });
+        },
+        result);
   });
 }
 
 void k_f16(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    return dot_f(
-        r, x.f + t * x.cols, x.cols, [](const uint8_t* p, int64_t i) { return _mm512_cvtph_ps(load256(p + 2 * i)); },
-        [](const uint8_t* p, int64_t i) { return h16(p + 2 * i); });
+  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    dot_f<G>(
+        r, x.f + t0 * x.cols, x.cols, [](const uint8_t* p, int64_t i) { return _mm512_cvtph_ps(load256(p + 2 * i)); },
+        [](const uint8_t* p, int64_t i) { return h16(p + 2 * i); }, result);
   });
 }
 
 void k_bf16(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    return dot_f(
-        r, x.f + t * x.cols, x.cols,
+  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    dot_f<G>(
+        r, x.f + t0 * x.cols, x.cols,
         [](const uint8_t* p, int64_t i) {
           return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load256(p + 2 * i)), 16));
         },
@@ -129,7 +144,8 @@ void k_bf16(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
           float v;
           std::memcpy(&v, &bits, 4);
           return v;
-        });
+        },
+        result);
   });
 }
 
@@ -149,35 +165,53 @@ inline __m128 two_floats(const float* p) { return _mm_castsi128_ps(_mm_loadl_epi
 
 // Q8_0 with AVX-512 VNNI (Ice Lake, Zen 4 and later; checked at run time in
 // avx512_kernel): vpdpbusd sums four byte products straight into int32,
-// replacing maddubs + madd. One block per 256-bit step as in the AVX2 kernel;
-// no lambdas (they would not inherit the target attribute).
-__attribute__((target("avx512vnni"))) void k_q8_0_vnni(const uint8_t* w, size_t rb, int64_t rows, const Acts& x,
-                                                        float* out, int64_t os) {
+// replacing maddubs + madd. One block per 256-bit step as in the AVX2 kernel.
+// G activation rows against one weight row: each block's weights (and their
+// magnitudes) are loaded once for every row. Per row, the sums of one row alone.
+template <int G>
+__attribute__((target("avx512vnni"))) void q8_0_vnni_rows(const uint8_t* w, const Acts& x, int t0, float* result) {
   const int64_t nb = x.cols / 32;
-  for (int64_t o = 0; o < rows; ++o, w += rb)
-    for (int t = 0; t < x.n_x; ++t) {
-      const int8_t* xq = x.q + t * x.cols;
-      const float* xd = x.d + t * nb;
-      __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-      int64_t b = 0;
-      for (; b + 2 <= nb; b += 2) {
-        const uint8_t* p = w + 34 * b;
-        const __m256i w0 = load256(p + 2), x0 = load256(xq + 32 * b);
-        const __m256i w1 = load256(p + 36), x1 = load256(xq + 32 * b + 32);
-        // |w| * (x with w's sign): the unsigned operand must be the weight's magnitude.
-        const __m256i p0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w0, w0), _mm256_sign_epi8(x0, w0));
-        const __m256i p1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w1, w1), _mm256_sign_epi8(x1, w1));
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(h16(p) * xd[b]), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(h16(p + 34) * xd[b + 1]), acc1);
-      }
-      if (b < nb) {
-        const uint8_t* p = w + 34 * b;
-        const __m256i w0 = load256(p + 2), x0 = load256(xq + 32 * b);
-        const __m256i p0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w0, w0), _mm256_sign_epi8(x0, w0));
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(h16(p) * xd[b]), acc0);
-      }
-      out[t * os + o] = hsum256(_mm256_add_ps(acc0, acc1));
+  __m256 acc0[G], acc1[G];
+  for (int g = 0; g < G; ++g) acc0[g] = acc1[g] = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    const uint8_t* p = w + 34 * b;
+    const __m256i w0 = load256(p + 2), w1 = load256(p + 36);
+    // |w| * (x with w's sign): the unsigned operand must be the weight's magnitude.
+    const __m256i m0 = _mm256_sign_epi8(w0, w0), m1 = _mm256_sign_epi8(w1, w1);
+    const float d0 = h16(p), d1 = h16(p + 34);
+    for (int g = 0; g < G; ++g) {
+      const int8_t* xq = x.q + (t0 + g) * x.cols + 32 * b;
+      const float* xd = x.d + (t0 + g) * nb + b;
+      const __m256i p0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), m0, _mm256_sign_epi8(load256(xq), w0));
+      const __m256i p1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), m1, _mm256_sign_epi8(load256(xq + 32), w1));
+      acc0[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(d0 * xd[0]), acc0[g]);
+      acc1[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(d1 * xd[1]), acc1[g]);
     }
+  }
+  if (b < nb) {
+    const uint8_t* p = w + 34 * b;
+    const __m256i w0 = load256(p + 2), m0 = _mm256_sign_epi8(w0, w0);
+    for (int g = 0; g < G; ++g) {
+      const __m256i x0 = load256(x.q + (t0 + g) * x.cols + 32 * b);
+      const __m256i p0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), m0, _mm256_sign_epi8(x0, w0));
+      acc0[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(h16(p) * x.d[(t0 + g) * nb + b]), acc0[g]);
+    }
+  }
+  for (int g = 0; g < G; ++g) result[g] = hsum256(_mm256_add_ps(acc0[g], acc1[g]));
+}
+
+// A functor, not a lambda: a lambda would not inherit the VNNI target attribute.
+struct Q8_0Vnni {
+  const Acts& x;
+  template <int G>
+  void operator()(const uint8_t* w, int t0, float* result) const {
+    q8_0_vnni_rows<G>(w, x, t0, result);
+  }
+};
+
+void k_q8_0_vnni(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  rows_grouped(w, rb, rows, x, out, os, Q8_0Vnni{x});
 }
 
 // Q4_0, Q4_1, Q5_0, Q5_1: unsigned codes times activations; the offset (-8,
@@ -248,18 +282,21 @@ void k_q6_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
   const int64_t nb = x.cols / 256;
   const ScaleIdx idx;
   const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const int8_t* xq = x.q + t * x.cols;
-    const float* xd = x.d + t * nb;
-    const int16_t* bs = x.bsum16 + t * (x.cols / 16);
-    __m512 acc = _mm512_setzero_ps();
+  // Each super-block's codes and scales are unpacked once for the G rows.
+  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    __m512 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* p = r + 210 * b;
       const __m256i sc = _mm256_cvtepi8_epi16(load128(p + 192));
       const __m512i sc16 = _mm512_castsi256_si512(sc);
-      // Codes are q + 32 in [0, 63]; the offset comes off as 32 * sum(scale * sum16(x)).
-      const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(sc, load256(bs + 16 * b)), 5);
-      __m512i isum = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(offs));
+      __m512i isum[G];
+      for (int g = 0; g < G; ++g) {
+        // Codes are q + 32 in [0, 63]; the offset comes off as 32 * sum(scale * sum16(x)).
+        const __m256i offs =
+            _mm256_slli_epi32(_mm256_madd_epi16(sc, load256(x.bsum16 + (t0 + g) * (x.cols / 16) + 16 * b)), 5);
+        isum[g] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(offs));
+      }
       for (int n = 0; n < 2; ++n) {  // 128 elements: ql[64n..], qh[32n..]
         const __m512i ql = load512(p + 64 * n);
         const __m256i qh = load256(p + 128 + 32 * n);
@@ -267,15 +304,19 @@ void k_q6_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
         const __m512i a = _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(_mm512_slli_epi16(z, 4), bits45));
         const __m512i c =
             _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), _mm512_and_si512(z, bits45));
-        const int8_t* xc = xq + 256 * b + 128 * n;
-        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(a, load512(xc)),
-                                                        _mm512_permutexvar_epi16(idx.k16[2 * n], sc16)));
-        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(c, load512(xc + 64)),
-                                                        _mm512_permutexvar_epi16(idx.k16[2 * n + 1], sc16)));
+        const __m512i sa = _mm512_permutexvar_epi16(idx.k16[2 * n], sc16);
+        const __m512i scc = _mm512_permutexvar_epi16(idx.k16[2 * n + 1], sc16);
+        for (int g = 0; g < G; ++g) {
+          const int8_t* xc = x.q + (t0 + g) * x.cols + 256 * b + 128 * n;
+          isum[g] = _mm512_add_epi32(isum[g], _mm512_madd_epi16(_mm512_maddubs_epi16(a, load512(xc)), sa));
+          isum[g] = _mm512_add_epi32(isum[g], _mm512_madd_epi16(_mm512_maddubs_epi16(c, load512(xc + 64)), scc));
+        }
       }
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(h16(p + 208) * xd[b]), acc);
+      const float d = h16(p + 208);
+      for (int g = 0; g < G; ++g)
+        acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g]), _mm512_set1_ps(d * x.d[(t0 + g) * nb + b]), acc[g]);
     }
-    return hsum512(acc);
+    for (int g = 0; g < G; ++g) result[g] = hsum512(acc[g]);
   });
 }
 

@@ -18,6 +18,11 @@
 // d = max|x over its block| / 127, an error of at most d / 2 per element, so
 // |result - exact| <= sum_i |W[o][i]| * d(i) / 2 (plus float rounding).
 //
+// The F16/BF16, Q8_0 (VNNI), Q4_K and Q6_K kernels take up to four
+// activation rows per pass over a weight row (quant_rows.h): the weights are
+// loaded and unpacked once for the two terms of every session's activations
+// (cpu_weights.h's project()) and for every session of a batched step.
+//
 // Kernels exist for a portable C++ path, AVX2 (+FMA, F16C) and AVX-512
 // (F, BW, DQ, VL, on top of AVX2; it reuses the AVX2 kernels of the types
 // where 512-bit forms were not faster, and runs Q8_0 with VNNI when the CPU

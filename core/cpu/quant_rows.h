@@ -1,0 +1,39 @@
+#pragma once
+// Internal to the per-instruction-set kernel files: the loop that walks a
+// weight matrix row by row and hands each row to a kernel together with up to
+// kMaxGroup activation rows at once, so that a row's weights are loaded and
+// unpacked once for all of them (the two terms of the 8-bit activations, and
+// every session of a batched step). The kernel is a generic lambda
+// `[&]<int G>(const uint8_t* row, int t0, float* result)` that writes
+// dot(row, x[t0 + g]) to result[g] for g < G.
+//
+// In an unnamed namespace: each kernel file, compiled for its own instruction
+// set, gets its own copy (nothing here may be shared between those files).
+#include <cstdint>
+
+#include "core/cpu/quant_kernels.h"
+
+namespace h2o::cpu::kern {
+namespace {
+
+inline constexpr int kMaxGroup = 4;
+
+template <class Kernel>
+void rows_grouped(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os, Kernel kernel) {
+  float result[kMaxGroup];
+  for (int64_t o = 0; o < rows; ++o, w += rb) {
+    int t = 0;
+    for (; t + 4 <= x.n_x; t += 4) {
+      kernel.template operator()<4>(w, t, result);
+      for (int g = 0; g < 4; ++g) out[(t + g) * os + o] = result[g];
+    }
+    const int left = x.n_x - t;
+    if (left == 3) kernel.template operator()<3>(w, t, result);
+    if (left == 2) kernel.template operator()<2>(w, t, result);
+    if (left == 1) kernel.template operator()<1>(w, t, result);
+    for (int g = 0; g < left; ++g) out[(t + g) * os + o] = result[g];
+  }
+}
+
+}  // namespace
+}  // namespace h2o::cpu::kern
