@@ -543,6 +543,17 @@ bool EngineWorker::stepOnceInternal() {
   return false;
 }
 
+bool EngineWorker::stepForTick() {
+  const bool stepped = stepOnceInternal();
+  if (stepped && !(autoplay_left_ > 0 && --autoplay_left_ == 0)) return true;
+  // The end of the run, or the last step autoplay asked for: pause on it.
+  setRunning(false);
+  publish(true);
+  finishAutoplayIfDue();
+  if (!stepped) autoplay_left_ = -1;
+  return false;
+}
+
 void EngineWorker::tick() {
   if (replay_ && replay_pace_ > 0) {
     // The recorded pace: show each step once the wall time since Play, times
@@ -557,19 +568,7 @@ void EngineWorker::tick() {
         continue;
       }
       if (analyzer_->steps_ingested() > 0 && analyzer_->engine_seconds_at(analyzer_->latest_step()) > target) break;
-      if (!stepOnceInternal()) {
-        setRunning(false);
-        publish(true);
-        finishAutoplayIfDue();
-        autoplay_left_ = -1;
-        return;
-      }
-      if (autoplay_left_ > 0 && --autoplay_left_ == 0) {
-        setRunning(false);
-        publish(true);
-        finishAutoplayIfDue();
-        return;
-      }
+      if (!stepForTick()) return;
     }
     publish(false);
     return;
@@ -578,19 +577,7 @@ void EngineWorker::tick() {
   budget.start();
   const bool one_per_tick = speed_limit_ > 0 && !replay_;
   do {
-    if (!stepOnceInternal()) {
-      setRunning(false);
-      publish(true);
-      finishAutoplayIfDue();
-      autoplay_left_ = -1;
-      return;
-    }
-    if (autoplay_left_ > 0 && --autoplay_left_ == 0) {
-      setRunning(false);
-      publish(true);
-      finishAutoplayIfDue();
-      return;
-    }
+    if (!stepForTick()) return;
   } while (!one_per_tick && budget.elapsed() < kTickBudgetMs);
   publish(false);
 }

@@ -107,6 +107,9 @@ class EngineWorker : public QObject {
   // The chosen backend, or the CPU (with a warning) when that one cannot start.
   std::unique_ptr<Backend> makeBackend(const StudioConfig& config);
   bool stepOnceInternal();  // false when the run has nothing more to give
+  // One step of a Play tick; false (paused, last frame published) when the
+  // run ended or autoplay's last step was taken.
+  bool stepForTick();
   void publish(bool force);
   // The captures around the cursor, read back from the spool or the recording.
   void loadWindow();
