@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,13 +23,6 @@ using namespace h2o;
 
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');)
-    if (!x.empty()) out.push_back(x);
-  return out;
-}
 
 struct Options {
   BackendOptions backend;
@@ -117,9 +109,9 @@ int run(const Options& o) {
   std::vector<std::string> models;
   if (!o.model.empty()) models.push_back(o.model);
   else
-    for (const std::string& shape : split(o.shapes)) models.push_back("synthetic:" + shape + ":dtype=" + o.dtype);
+    for (const std::string& shape : split_list(o.shapes)) models.push_back("synthetic:" + shape + ":dtype=" + o.dtype);
   std::vector<int> contexts;
-  for (const std::string& c : split(o.contexts)) {
+  for (const std::string& c : split_list(o.contexts)) {
     contexts.push_back(std::atoi(c.c_str()));
     if (contexts.back() < 1) fail("--contexts", "each context must be at least 1 token, got '" + c + "'");
   }
@@ -127,7 +119,7 @@ int run(const Options& o) {
   settings.budget = o.budget;
   settings.given["sinks"] = o.sinks;
   std::vector<PolicyConfig> policies;
-  for (const std::string& name : split(o.policies)) policies.push_back(make_policy(name, settings));
+  for (const std::string& name : split_list(o.policies)) policies.push_back(make_policy(name, settings));
   if (policies.empty()) fail("--policies", "no policy given");
   if (o.tokens < 1 || o.repeats < 1) fail("--tokens", "--tokens and --repeats must be at least 1");
 

@@ -27,15 +27,15 @@
 #include <cstdio>
 #include <iostream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "core/cpu/quant_matvec.h"
 #include "core/base/error.h"
 #include "core/base/flush_denormals.h"
-#include "core/model/quant.h"
+#include "core/base/format.h"
 #include "core/base/thread_pool.h"
+#include "core/cpu/quant_matvec.h"
+#include "core/model/quant.h"
 
 using namespace h2o;
 using Clock = std::chrono::steady_clock;
@@ -47,13 +47,6 @@ struct Shape {
   int64_t rows, cols;
 };
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');)
-    if (!x.empty()) out.push_back(x);
-  return out;
-}
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -144,13 +137,13 @@ int main(int argc, char** argv) {
     if (!cpu::isa_supported(isa)) fail("--isa " + isa_name, "not supported by this CPU");
 
     std::vector<Shape> shape_list;
-    for (const auto& s : split(shapes)) {
+    for (const auto& s : split_list(shapes)) {
       const auto colon = s.find(':'), x = s.find('x', colon == std::string::npos ? 0 : colon);
       if (colon == std::string::npos || x == std::string::npos) fail("--shapes " + s, "expected name:ROWSxCOLS");
       shape_list.push_back({s.substr(0, colon), std::stoll(s.substr(colon + 1, x - colon - 1)), std::stoll(s.substr(x + 1))});
     }
     std::vector<int> thread_counts;
-    for (const auto& t : split(threads_list)) thread_counts.push_back(std::max(1, std::stoi(t)));
+    for (const auto& t : split_list(threads_list)) thread_counts.push_back(std::max(1, std::stoi(t)));
 
     const FlushDenormals fast_floats;  // as CpuBackend::forward runs
     const size_t stream_bytes = size_t(mib) << 20;
@@ -182,7 +175,7 @@ int main(int argc, char** argv) {
 
     std::mt19937_64 rng(1);
     std::normal_distribution<float> g(0.0f, 0.02f);
-    for (const auto& tn : split(types)) {
+    for (const auto& tn : split_list(types)) {
       const auto t = quant_type_from_name(tn);
       if (!t) fail("--types " + tn, "unknown type");
       for (const Shape& s : shape_list) {

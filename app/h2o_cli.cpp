@@ -129,11 +129,7 @@ PolicySettings policy_settings(const Flags& f) {
 // The kinds named in a comma-separated list (`flag` names the list in errors).
 std::vector<std::string> policy_list(const std::string& list, const std::string& flag) {
   std::vector<std::string> out;
-  std::stringstream ss(list);
-  for (std::string name; std::getline(ss, name, ',');) {
-    if (name.empty()) continue;
-    out.emplace_back(policy_unit(name, flag).name);
-  }
+  for (const std::string& name : split_list(list)) out.emplace_back(policy_unit(name, flag).name);
   if (out.empty()) fail(flag, "no policy given");
   return out;
 }
@@ -207,7 +203,9 @@ int run_stream(Flags& f, const StreamFlags& sf, const char* argv0, const std::st
                 engine_options(f, parse_policies(f, f.policies)));
   engine.start_stream(turns);
   const std::string out = sf.out.empty() ? default_out_dir("stream") : sf.out;
-  RunLog log(out, engine, {"stream", command_line, f.model, in.tokenizer_path, f.prompts});
+  RunLog log(out, engine,
+             {.command = "stream", .command_line = command_line, .model_path = f.model,
+              .tokenizer_path = in.tokenizer_path, .prompts_path = f.prompts, .hash_files = true, .started = {}});
 
   std::cerr << "streaming " << turns.size() << " turns through";
   for (const auto& s : engine.sessions()) std::cerr << ' ' << s->policy().describe();
@@ -344,7 +342,10 @@ int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string
   Engine engine(in.model, make_backend(in.model, backend_options(f)), in.tokenizer, o);
   engine.start_forced(tokens);
   const std::string out = ef.out.empty() ? default_out_dir("eval") : ef.out;
-  RunLog log(out, engine, {"eval", command_line, f.model, in.tokenizer_path, ef.text.empty() ? ef.ids : ef.text});
+  RunLog log(out, engine,
+             {.command = "eval", .command_line = command_line, .model_path = f.model,
+              .tokenizer_path = in.tokenizer_path, .prompts_path = ef.text.empty() ? ef.ids : ef.text,
+              .hash_files = true, .started = {}});
   // Opened before the run, so an unwritable --csv fails before any work and leaves no logs.
   const std::string table_path = ef.csv.empty() ? out + "/eval.csv" : ef.csv;
   AtomicFile table(table_path);

@@ -1,5 +1,6 @@
 #include "core/base/format.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace h2o {
@@ -31,5 +32,16 @@ static std::string utc(std::time_t t, const char* pattern) {
 
 std::string utc_timestamp(std::time_t t) { return utc(t, "%Y-%m-%dT%H:%M:%SZ"); }
 std::string file_stamp(std::time_t t) { return utc(t, "%Y%m%d-%H%M%S"); }
+
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (begin <= list.size()) {
+    const size_t end = std::min(list.find(',', begin), list.size());
+    if (end > begin) out.push_back(list.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return out;
+}
 
 }  // namespace h2o

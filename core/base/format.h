@@ -1,9 +1,11 @@
 #pragma once
 // How sizes and instants are written for people and for file names: one
-// formatter each, so the CLI, the logs, the reports and the app agree.
+// formatter each, so the CLI, the logs, the reports and the app agree; and
+// how a flag's comma-separated list is read.
 #include <cstdint>
 #include <ctime>
 #include <string>
+#include <vector>
 
 namespace h2o {
 
@@ -16,5 +18,8 @@ std::string format_bytes(int64_t bytes);
 std::string utc_timestamp(std::time_t t);
 // The same instant as a file-name stamp ("20261123-160000", UTC): run and report folders.
 std::string file_stamp(std::time_t t);
+
+// The non-empty items of a comma-separated list: "full,,h2o" -> {"full", "h2o"}.
+std::vector<std::string> split_list(const std::string& list);
 
 }  // namespace h2o
