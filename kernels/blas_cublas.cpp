@@ -23,6 +23,7 @@ cudaDataType_t cuda_type(DType t) {
     case DType::F32: return CUDA_R_32F;
     case DType::F16: return CUDA_R_16F;
     case DType::BF16: return CUDA_R_16BF;
+    default: break;  // the storage type is always a float type (weight_convert.h)
   }
   return CUDA_R_32F;
 }

@@ -50,7 +50,8 @@ __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
 
 }  // namespace h2o::kern
 
-// Runs the statement with `T` as the storage type of `dtype` (f32, f16, bf16).
+// Runs the statement with `T` as the storage type of `dtype` (f32, f16, bf16;
+// the quantised types never reach the device: weights are converted on upload).
 #define H2O_WITH_STORAGE(dtype, T, ...)                 \
   switch (dtype) {                                      \
     case ::h2o::DType::F32: {                           \
@@ -68,4 +69,6 @@ __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
       __VA_ARGS__;                                      \
       break;                                            \
     }                                                   \
+    default:                                            \
+      break;                                            \
   }

@@ -41,6 +41,8 @@ void convert_elements(const void* src, DType from, size_t count, DType to, void*
         for (size_t i = 0; i < n; ++i) o[i] = f32_to_bf16(wide[i]);
         break;
       }
+      default:  // parse_precision admits the three float types alone
+        fail("--precision", std::string("cannot store weights as ") + dtype_name(to));
     }
   }
 }

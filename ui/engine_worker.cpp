@@ -431,7 +431,10 @@ void EngineWorker::queuePrompt(const QString& text) {
     return;
   }
   try {
-    engine_->queue_turn(Turn{.category = "typed", .text = text.toStdString()});
+    Turn typed;
+    typed.category = "typed";
+    typed.text = text.toStdString();
+    engine_->queue_turn(std::move(typed));
     emit status(QString("Queued: “%1” follows the current turn (%2 waiting)").arg(text).arg(engine_->queued_turns()));
   } catch (const std::exception& e) {
     emit failed(QString("The prompt was not queued: ") + QString::fromUtf8(e.what()));

@@ -85,7 +85,7 @@ void interrupted_run_leaves_whole_files(int sig) {
   }
   std::istringstream jsonl(read_all(out / "steps.jsonl"));
   int rows = 0;
-  for (std::string line; std::getline(jsonl, line); ++rows) EXPECT_NO_THROW((void)nlohmann::json::parse(line)) << line;
+  for (std::string line; std::getline(jsonl, line); ++rows) EXPECT_TRUE(nlohmann::json::accept(line)) << line;
   EXPECT_GT(rows, 0);
   for (const auto& e : fs::directory_iterator(out))
     EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << "left behind: " << e.path();

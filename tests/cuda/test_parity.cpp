@@ -268,7 +268,7 @@ std::shared_ptr<const Model> rounded_model(DType t) {
   m->weights.token_embedding = round(w.token_embedding);
   for (const LayerWeights& l : w.layers)
     m->weights.layers.push_back({round(l.attn_norm), round(l.wq), round(l.wk), round(l.wv), round(l.wo),
-                                 round(l.ffn_norm), round(l.w1), round(l.w2), round(l.w3)});
+                                 round(l.ffn_norm), round(l.w1), round(l.w2), round(l.w3), Tensor{}, Tensor{}, Tensor{}});
   m->weights.final_norm = round(w.final_norm);
   m->weights.classifier = src->shared_classifier() ? m->weights.token_embedding : round(w.classifier);
   return m;

@@ -402,9 +402,12 @@ TEST(Presentation, At1280x720EveryHeatmapIsTallAndEveryLabelWhole) {
       EXPECT_GE(pane->titleLabel()->width(), pane->titleLabel()->fontMetrics().horizontalAdvance(policy_title(pane->policy())));
     }
     EXPECT_GT(shown, 0);
-    if (w.paneArea()->mode() == PaneArea::Mode::Tabs)
+    if (w.paneArea()->mode() == PaneArea::Mode::Tabs) {
       EXPECT_EQ(shown, 1) << "a pane not in front is drawn over the one in front";
-    if (policies.size() == 4) EXPECT_NE(w.paneArea()->mode(), PaneArea::Mode::Columns) << "four panes: a grid or tabs";
+    }
+    if (policies.size() == 4) {
+      EXPECT_NE(w.paneArea()->mode(), PaneArea::Mode::Columns) << "four panes: a grid or tabs";
+    }
     // Every legend entry lies whole inside its plot.
     for (const auto& [name, plot] : w.plots()) {
       if (!plot->isVisible() || !plot->legend->visible()) continue;
@@ -647,7 +650,9 @@ TEST(Unicode, ACharacterOfSeveralByteTokensIsOneCellAndLabelsShowIt) {
         found = true;
         EXPECT_EQ(t.position - t.first_position, 2) << "three byte tokens, one cell";
       }
-      if (t.text == "😀") EXPECT_EQ(t.position - t.first_position, 3);
+      if (t.text == "😀") {
+        EXPECT_EQ(t.position - t.first_position, 3);
+      }
     }
   EXPECT_TRUE(found) << "中 is not one cell in any pane";
   // A heatmap column of any byte of a character is labelled with the character.

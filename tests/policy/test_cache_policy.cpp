@@ -100,7 +100,9 @@ void check_policy(const PolicyConfig& policy, int steps, uint32_t seed) {
         r = kept;
         ASSERT_EQ(h.n, int(r.size())) << "step " << t << " layer " << l << " head " << g;
         for (int j = 0; j < h.n; ++j) ASSERT_EQ(h.pos[j], r[j].pos) << "step " << t << " slot " << j;
-        if (policy.evicts()) ASSERT_LE(h.n, policy.budget() + policy.slack);
+        if (policy.evicts()) {
+          ASSERT_LE(h.n, policy.budget() + policy.slack);
+        }
       }
     ASSERT_EQ(events.size(), ref_events.size()) << "step " << t;
     for (size_t i = 0; i < events.size(); ++i) {

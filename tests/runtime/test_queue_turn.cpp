@@ -8,6 +8,14 @@
 
 using namespace h2o;
 
+namespace {
+Turn typed(const std::string& text) {
+  Turn t;
+  t.text = text;
+  return t;
+}
+}  // namespace
+
 TEST(QueueTurn, ATypedTurnFollowsTheCurrentOneThenTheListGoesOn) {
   StudioConfig c;
   c.model = "synthetic:stories260K";
@@ -21,7 +29,7 @@ TEST(QueueTurn, ATypedTurnFollowsTheCurrentOneThenTheListGoesOn) {
   // Mid-way through turn 0, a typed turn is queued.
   StepRecord r = engine->step();
   EXPECT_EQ(r.prompt_index, 0);
-  engine->queue_turn(Turn{.text = "What is a heavy hitter?"});
+  engine->queue_turn(typed("What is a heavy hitter?"));
   EXPECT_EQ(engine->queued_turns(), 1u);
   // The rest of turn 0, then the typed turn (prompt index -1) with its template, then turn 1.
   std::vector<int> typed_fed;
@@ -49,5 +57,5 @@ TEST(QueueTurn, ForcedModeRefusesATypedTurn) {
   c.policies = {"full", "h2o"};
   const StudioInputs in = load_studio_inputs(c);
   auto engine = make_studio_engine(c, in, make_cpu_backend(in.model, 1));
-  EXPECT_THROW(engine->queue_turn(Turn{.text = "hello"}), Error);
+  EXPECT_THROW(engine->queue_turn(typed("hello")), Error);
 }

@@ -247,7 +247,9 @@ TEST(StudioSetup, BudgetSplitIsAlwaysOneEveryPolicyTakes) {
   c.budget = s.budget, c.sinks = s.sinks, c.heavy = s.heavy, c.recent = s.recent;
   c.policies = {"full", "streaming", "h2o", "tova"};
   for (const PolicyConfig& p : studio_policies(c))
-    if (p.evicts()) EXPECT_EQ(p.budget(), 32) << p.describe();
+    if (p.evicts()) {
+      EXPECT_EQ(p.budget(), 32) << p.describe();
+    }
   // Valid values pass untouched; sinks leave room for one more token.
   EXPECT_TRUE(fit_budget_split(64, 4, 10, 50).adjusted.empty());
   EXPECT_TRUE(fit_budget_split(64, 4, 0, 0).adjusted.empty());
