@@ -103,12 +103,6 @@ inline __m128i q3k_unpack(const uint8_t* s12) {
   return _mm_sub_epi8(u, _mm_set1_epi8(32));
 }
 
-template <class Dot>
-void rows_loop(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os, Dot dot) {
-  for (int64_t o = 0; o < rows; ++o, w += rb)
-    for (int t = 0; t < x.n_x; ++t) out[t * os + o] = dot(w, t);
-}
-
 // ---- float32 activations -------------------------------------------------------------
 
 template <class Load8, class Load1>

@@ -50,12 +50,6 @@ inline float hsum512(__m512 v) {
   return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
 }
 
-template <class Dot>
-void rows_loop(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os, Dot dot) {
-  for (int64_t o = 0; o < rows; ++o, w += rb)
-    for (int t = 0; t < x.n_x; ++t) out[t * os + o] = dot(w, t);
-}
-
 // 12 bytes into lanes 0-2 (no read past them: the Q3_K scales end 2 bytes before their block).
 inline __m128i load12(const uint8_t* p) {
   return _mm_insert_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), int(u32(p + 8)), 2);

@@ -6,6 +6,7 @@
 
 #include "core/model/dtype.h"
 #include "core/cpu/quant_kernels.h"
+#include "core/cpu/quant_rows.h"
 
 namespace h2o::cpu::kern {
 namespace {
@@ -14,12 +15,6 @@ inline float h16(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return f16_to_f32(h);
-}
-
-template <class Dot>
-void rows_loop(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os, Dot dot) {
-  for (int64_t o = 0; o < rows; ++o, w += rb)
-    for (int t = 0; t < x.n_x; ++t) out[t * os + o] = dot(w, t);
 }
 
 // ---- float32 activations -------------------------------------------------------

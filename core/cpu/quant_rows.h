@@ -1,7 +1,8 @@
 #pragma once
-// Internal to the per-instruction-set kernel files: the loop that walks a
-// weight matrix row by row and hands each row to a kernel together with up to
-// kMaxGroup activation rows at once, so that a row's weights are loaded and
+// Internal to the per-instruction-set kernel files: the loops that walk a
+// weight matrix row by row. rows_loop hands a kernel one weight row and one
+// activation row at a time; rows_grouped hands it a weight row together with
+// up to kMaxGroup activation rows at once, so that a row's weights are loaded and
 // unpacked once for all of them (the two terms of the 8-bit activations, and
 // every session of a batched step). The kernel is a generic lambda
 // `[&]<int G>(const uint8_t* row, int t0, float* result)` that writes
@@ -17,6 +18,13 @@ namespace h2o::cpu::kern {
 namespace {
 
 inline constexpr int kMaxGroup = 4;
+
+// out[t * os + o] = dot(row o, t) for every weight row and activation row.
+template <class Dot>
+void rows_loop(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os, Dot dot) {
+  for (int64_t o = 0; o < rows; ++o, w += rb)
+    for (int t = 0; t < x.n_x; ++t) out[t * os + o] = dot(w, t);
+}
 
 template <class Kernel>
 void rows_grouped(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os, Kernel kernel) {
