@@ -33,7 +33,7 @@ void project(float* out, const float* x, int n_x, const Matrix& w, ThreadPool& p
   }
   QuantizedActs& acts = scratch.acts;
   const size_t cols = size_t(w.cols);
-  const bool split = activation_format(w.type) != ActFormat::F32;
+  const bool split = eight_bit(activation_format(w.type));
   int rows_in = n_x;
   float* result = out;
   if (split) {

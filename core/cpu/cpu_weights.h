@@ -46,13 +46,14 @@ struct ProjectScratch {
 // weights through matmul (bit for bit what it always gave), f16/bf16 through
 // matvec_rows with float32 activations.
 //
-// Quantised weights read 8-bit activations (quant_matvec.h). One 8-bit term
-// per activation is llama.cpp's choice and errs by up to half a step of each
+// Quantised weights read 16-bit or 8-bit activations, per type
+// (quant_matvec.h). 16 bits err at float32's order. One 8-bit term per
+// activation is llama.cpp's choice and errs by up to half a step of each
 // block's scale: on a random-weight model that is ~2 % of the largest logit
-// after a few layers. Here each activation row is split into two 8-bit
-// terms, x = Q(x) + Q(x - Q(x)), read together (each weight row is still read
-// once, from memory, for both): the error falls ~250-fold, to float32's
-// order, for twice the integer multiply-adds.
+// after a few layers. So each 8-bit activation row is split into two terms,
+// x = Q(x) + Q(x - Q(x)), read together (each weight row is still read
+// once, from memory, for both): the error falls ~250-fold, for twice the
+// integer multiply-adds. The types with 16-bit kernels need no split.
 void project(float* out, const float* x, int n_x, const Matrix& w, ThreadPool& pool, ProjectScratch& scratch);
 
 // Row r of W as float32 (an embedding lookup).

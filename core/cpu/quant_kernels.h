@@ -25,6 +25,9 @@ struct Acts {
   const float* s = nullptr;         // Q8x32: d * sum(q) per block
   const int16_t* bsum16 = nullptr;  // Q8x256: sum(q) per 16, cols / 16 per row
   const int16_t* bsum32 = nullptr;  // Q8x256: sum(q) per 32, cols / 32 per row
+  // Q16 formats: value i of row t is d[t * (cols / B) + i / B] * q16[t * cols + i].
+  const int16_t* q16 = nullptr;
+  const int32_t* sum32 = nullptr;  // Q16x256: sum(q16) per 32, cols / 32 per row
 };
 
 // out[t * out_stride + o] = dot(row o of w, activation row t), for o < rows and

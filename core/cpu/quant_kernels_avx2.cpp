@@ -55,39 +55,22 @@ inline __m256i bits_to_bytes(uint32_t bits) {
   const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
   return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
 }
-// pshufb patterns over 8 int16 scales held in both 128-bit lanes:
-//  one[k]: every int16 lane takes scale k (a 32-element sub-block per register);
-//  two[j]: lanes 0-7 take scale 2j, lanes 8-15 scale 2j + 1 (two 16-element
-//  sub-blocks per register: Q2_K, Q3_K, Q6_K).
+// pshufb patterns over 8 int16 scales held in both 128-bit lanes: two[j]:
+// lanes 0-7 take scale 2j, lanes 8-15 scale 2j + 1 (two 16-element
+// sub-blocks per register: Q2_K, Q3_K).
 struct ScalePick {
-  __m256i one[8], two[4];
+  __m256i two[4];
   ScalePick() {
-    for (int k = 0; k < 8; ++k) one[k] = _mm256_set1_epi16(int16_t((2 * k + 1) << 8 | (2 * k)));
     for (int j = 0; j < 4; ++j)
       two[j] = _mm256_setr_m128i(_mm_set1_epi16(int16_t((4 * j + 1) << 8 | (4 * j))),
                                  _mm_set1_epi16(int16_t((4 * j + 3) << 8 | (4 * j + 2))));
   }
 };
-// int8 scales s[0..8) as int16 in both 128-bit lanes.
-inline __m256i scales16(const int8_t* s) { return _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s)))); }
 // Moves bit `from` of every byte to bit `to` (< 8); see quant_kernels_avx512.cpp.
 inline __m256i move_bit(__m256i v, int from, int to) {
   return from >= to ? _mm256_srli_epi16(v, from - to) : _mm256_slli_epi16(v, to - from);
 }
 
-// The 8 six-bit scales and mins of Q4_K/Q5_K from their 12-byte packing
-// (k4_scale_min), as 8 bytes each: with the words a0, a1, a2 of the packing,
-// scales 0-3 = a0 & 0x3F, scales 4-7 = (a2 & 0x0F) | (a0 >> 6) << 4 per byte,
-// mins likewise from a1 and a2's high nibbles. In general registers: the
-// vector pipes are this kernel's bottleneck (a vector form measured ~10 %
-// slower here).
-inline void k4_unpack(const uint8_t* s12, uint64_t* sc, uint64_t* mn) {
-  const uint32_t a0 = u32(s12), a1 = u32(s12 + 4), a2 = u32(s12 + 8);
-  const uint32_t sc_hi = (a2 & 0x0F0F0F0F) | ((a0 >> 2) & 0x30303030);
-  const uint32_t mn_hi = ((a2 >> 4) & 0x0F0F0F0F) | ((a1 >> 2) & 0x30303030);
-  *sc = (a0 & 0x3F3F3F3F) | uint64_t(sc_hi) << 32;
-  *mn = (a1 & 0x3F3F3F3F) | uint64_t(mn_hi) << 32;
-}
 // 12 bytes into lanes 0-2 (no read past them: the Q3_K scales end 2 bytes before their block).
 inline __m128i load12(const uint8_t* p) {
   return _mm_insert_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), int(u32(p + 8)), 2);
@@ -156,31 +139,127 @@ void k_bf16(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
   });
 }
 
-// ---- Q8x32 activations: one 32-block per step -----------------------------------------
+// ---- Q16 activations: widened weights, pmaddwd into int32 -----------------------------
 
+// Q8_0: each block's 32 weights are widened once for the G rows; two chains
+// of accumulators (even and odd blocks) so that FMA latency does not bind.
 void k_q8_0(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
   const int64_t nb = x.cols / 32;
-  const __m256i ones = _mm256_set1_epi16(1);
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const int8_t* xq = x.q + t * x.cols;
-    const float* xd = x.d + t * nb;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    auto block = [&](int64_t b, __m256 acc) {
+  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    __m256 acc[2][G];
+    for (int g = 0; g < G; ++g) acc[0][g] = acc[1][g] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* p = r + 34 * b;
-      const __m256i wv = load256(p + 2), xv = load256(xq + 32 * b);
-      // |w| * (x with w's sign): maddubs wants its first operand unsigned.
-      const __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv)), ones);
-      return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(h16(p) * xd[b]), acc);
-    };
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-      acc0 = block(b, acc0);
-      acc1 = block(b + 1, acc1);
+      const __m256i w0 = _mm256_cvtepi8_epi16(load128(p + 2)), w1 = _mm256_cvtepi8_epi16(load128(p + 18));
+      const float dw = h16(p);
+      for (int g = 0; g < G; ++g) {
+        const int16_t* xq = x.q16 + (t0 + g) * x.cols + 32 * b;
+        const __m256i prod = _mm256_add_epi32(_mm256_madd_epi16(w0, load256(xq)), _mm256_madd_epi16(w1, load256(xq + 16)));
+        acc[b & 1][g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(prod), _mm256_set1_ps(dw * x.d[(t0 + g) * nb + b]), acc[b & 1][g]);
+      }
     }
-    if (b < nb) acc0 = block(b, acc0);
-    return hsum256(_mm256_add_ps(acc0, acc1));
+    for (int g = 0; g < G; ++g) result[g] = hsum256(_mm256_add_ps(acc[0][g], acc[1][g]));
   });
 }
+
+// Q4_K and Q5_K: per 32-element sub-block, codes (with Q5_K's fifth bit)
+// widened to int16 and multiplied by the sub-block scale once for the G rows;
+// the mins enter per row as min times the activations' sum per 32.
+template <bool kQ5>
+void k_q45_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  constexpr size_t kBytes = kQ5 ? 176 : 144;
+  constexpr int kQs = kQ5 ? 48 : 16;
+  const int64_t nb = x.cols / 256;
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    __m256 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + kBytes * b;
+      uint64_t sc, mn;
+      k4_unpack(p + 4, &sc, &mn);
+      const __m256i qh = kQ5 ? load256(p + 16) : _mm256_setzero_si256();
+      __m256i isum[G];
+      for (int g = 0; g < G; ++g) isum[g] = _mm256_setzero_si256();
+      for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles) and 2j + 1 (high)
+        const __m256i q = load256(p + kQs + 32 * j);
+        __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        if constexpr (kQ5) {
+          lo = _mm256_or_si256(lo, _mm256_and_si256(move_bit(qh, 2 * j, 4), bit4));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(move_bit(qh, 2 * j + 1, 4), bit4));
+        }
+        const __m256i slo = _mm256_set1_epi16(int16_t((sc >> (16 * j)) & 0xFF));
+        const __m256i shi = _mm256_set1_epi16(int16_t((sc >> (16 * j + 8)) & 0xFF));
+        const __m256i v[4] = {_mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(lo)), slo),
+                              _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(lo, 1)), slo),
+                              _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(hi)), shi),
+                              _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(hi, 1)), shi)};
+        for (int g = 0; g < G; ++g) {
+          const int16_t* xc = x.q16 + (t0 + g) * x.cols + 256 * b + 64 * j;
+          const __m256i s01 = _mm256_add_epi32(_mm256_madd_epi16(v[0], load256(xc)), _mm256_madd_epi16(v[1], load256(xc + 16)));
+          const __m256i s23 = _mm256_add_epi32(_mm256_madd_epi16(v[2], load256(xc + 32)), _mm256_madd_epi16(v[3], load256(xc + 48)));
+          isum[g] = _mm256_add_epi32(isum[g], _mm256_add_epi32(s01, s23));
+        }
+      }
+      const float d = h16(p), dmin = h16(p + 2);
+      const __m256i mins = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(int64_t(mn)));
+      for (int g = 0; g < G; ++g) {
+        const float dx = x.d[(t0 + g) * nb + b];
+        const __m256i m = _mm256_mullo_epi32(mins, load256(x.sum32 + (t0 + g) * (x.cols / 32) + 8 * b));
+        acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[g]), _mm256_set1_ps(d * dx), acc[g]);
+        acc[g] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(dmin * dx), acc[g]);
+      }
+    }
+    for (int g = 0; g < G; ++g) result[g] = hsum256(acc[g]);
+  });
+}
+
+// Q6_K: per 16-element sub-block, codes minus 32 widened to int16 and
+// multiplied by the sub-block scale once for the G rows. Each half of a
+// super-block (8 pmaddwd, 16 products per int32 lane) is converted to float
+// on its own: a whole super-block's 32 products per lane could pass 2^31.
+void k_q6_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = x.cols / 256;
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30), off = _mm256_set1_epi8(32);
+  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    __m256 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + 210 * b;
+      const int8_t* sc = reinterpret_cast<const int8_t*>(p + 192);
+      const float d = h16(p + 208);
+      for (int n = 0; n < 2; ++n) {  // 128 elements
+        const __m256i ql0 = load256(p + 64 * n), ql1 = load256(p + 64 * n + 32);
+        const __m256i qh = load256(p + 128 + 32 * n);
+        // Elements 32j .. 32j + 31 of this half, as q in [-32, 31].
+        const __m256i v[4] = {
+            _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45)),
+            _mm256_or_si256(_mm256_and_si256(ql1, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), _mm256_and_si256(qh, bits45)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                            _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45)),
+        };
+        __m256i w16[8];
+        for (int j = 0; j < 4; ++j) {
+          const __m256i q = _mm256_sub_epi8(v[j], off);
+          w16[2 * j] = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)),
+                                          _mm256_set1_epi16(sc[8 * n + 2 * j]));
+          w16[2 * j + 1] = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)),
+                                              _mm256_set1_epi16(sc[8 * n + 2 * j + 1]));
+        }
+        for (int g = 0; g < G; ++g) {
+          const int16_t* xc = x.q16 + (t0 + g) * x.cols + 256 * b + 128 * n;
+          __m256i isum = _mm256_setzero_si256();
+          for (int k = 0; k < 8; ++k) isum = _mm256_add_epi32(isum, _mm256_madd_epi16(w16[k], load256(xc + 16 * k)));
+          acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * x.d[(t0 + g) * nb + b]), acc[g]);
+        }
+      }
+    }
+    for (int g = 0; g < G; ++g) result[g] = hsum256(acc[g]);
+  });
+}
+
+// ---- Q8x32 activations: one 32-block per step -----------------------------------------
 
 template <int kBits, bool kMin>
 void k_legacy(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
@@ -220,93 +299,6 @@ void k_legacy(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* o
 }
 
 // ---- Q8x256 activations (K-quants) ------------------------------------------------------
-
-template <bool kQ5>
-void k_q45_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  constexpr size_t kBytes = kQ5 ? 176 : 144;
-  constexpr int kQs = kQ5 ? 48 : 16;
-  const int64_t nb = x.cols / 256;
-  const ScalePick pick;
-  const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
-  // Each super-block's nibbles and scales are unpacked once for the G rows.
-  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
-    __m256 acc[G];
-    __m128 corr[G];
-    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps(), corr[g] = _mm_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* p = r + kBytes * b;
-      uint64_t sc, mn;
-      k4_unpack(p + 4, &sc, &mn);
-      // The 8 sub-block scales as int16 in both 128-bit lanes (for the pshufb broadcasts), the mins as int16.
-      const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(sc))));
-      const __m128i mins16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(mn)));
-      const __m256i qh = kQ5 ? load256(p + 16) : _mm256_setzero_si256();
-      __m256i isum[G];
-      for (int g = 0; g < G; ++g) isum[g] = _mm256_setzero_si256();
-      for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles) and 2j + 1 (high)
-        const __m256i q = load256(p + kQs + 32 * j);
-        __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-        if constexpr (kQ5) {
-          lo = _mm256_or_si256(lo, _mm256_and_si256(move_bit(qh, 2 * j, 4), bit4));
-          hi = _mm256_or_si256(hi, _mm256_and_si256(move_bit(qh, 2 * j + 1, 4), bit4));
-        }
-        const __m256i slo = _mm256_shuffle_epi8(scales, pick.one[2 * j]);
-        const __m256i shi = _mm256_shuffle_epi8(scales, pick.one[2 * j + 1]);
-        for (int g = 0; g < G; ++g) {
-          const int8_t* xc = x.q + (t0 + g) * x.cols + 256 * b + 64 * j;
-          const __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xc)), slo);
-          const __m256i phi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(xc + 32)), shi);
-          isum[g] = _mm256_add_epi32(isum[g], _mm256_add_epi32(plo, phi));
-        }
-      }
-      const float d = h16(p), dmin = h16(p + 2);
-      for (int g = 0; g < G; ++g) {
-        const float dx = x.d[(t0 + g) * nb + b];
-        acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[g]), _mm256_set1_ps(d * dx), acc[g]);
-        const __m128i mins = _mm_madd_epi16(mins16, load128(x.bsum32 + (t0 + g) * (x.cols / 32) + 8 * b));
-        corr[g] = _mm_fmadd_ps(_mm_cvtepi32_ps(mins), _mm_set1_ps(dmin * dx), corr[g]);
-      }
-    }
-    for (int g = 0; g < G; ++g) result[g] = hsum256(acc[g]) - hsum128(corr[g]);
-  });
-}
-
-void k_q6_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  const int64_t nb = x.cols / 256;
-  const ScalePick pick;
-  const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const int8_t* xq = x.q + t * x.cols;
-    const float* xd = x.d + t * nb;
-    const int16_t* bs = x.bsum16 + t * (x.cols / 16);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* p = r + 210 * b;
-      const int8_t* sc = reinterpret_cast<const int8_t*>(p + 192);
-      // Codes are q + 32 in [0, 63]; the offset comes off as 32 * sum(scale * sum16(x)).
-      const __m256i offs = _mm256_madd_epi16(_mm256_cvtepi8_epi16(load128(sc)), load256(bs + 16 * b));
-      __m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offs, 5));
-      for (int n = 0; n < 2; ++n) {
-        const __m256i s8 = scales16(sc + 8 * n);
-        const __m256i ql0 = load256(p + 64 * n), ql1 = load256(p + 64 * n + 32);
-        const __m256i qh = load256(p + 128 + 32 * n);
-        const __m256i v[4] = {
-            _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45)),
-            _mm256_or_si256(_mm256_and_si256(ql1, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), _mm256_and_si256(qh, bits45)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
-                            _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45)),
-        };
-        for (int j = 0; j < 4; ++j) {  // 32 elements: sub-blocks 8n + 2j and 8n + 2j + 1
-          const __m256i prod = _mm256_maddubs_epi16(v[j], load256(xq + 256 * b + 128 * n + 32 * j));
-          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, _mm256_shuffle_epi8(s8, pick.two[j])));
-        }
-      }
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h16(p + 208) * xd[b]), acc);
-    }
-    return hsum256(acc);
-  });
-}
 
 void k_q2_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
   const int64_t nb = x.cols / 256;

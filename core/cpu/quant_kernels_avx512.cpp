@@ -5,12 +5,13 @@
 // On Zen 4, which issues a 512-bit operation as two 256-bit halves, the
 // 512-bit form is faster only where it saves instructions (mask registers for
 // the fifth bits of Q5_0/Q5_1, one permute for 16 sub-block scales):
-// avx512_kernel() below hands Q4_0, Q4_1, Q4_K and Q5_K to the AVX2 kernels,
-// which measured as fast or faster, and Q8_0 to a VNNI kernel when the CPU
-// has AVX-512 VNNI (this Zen 4 does; not every AVX-512 CPU), else to AVX2.
-// Measured with single-thread hot matvecs, 512 x 768 and 512 x 2048.
+// avx512_kernel() below hands Q4_0 and Q4_1 to the AVX2 kernels, which
+// measured as fast or faster there (single-thread hot matvecs, 512 x 768 and
+// 512 x 2048). The 16-bit kernels are 512-bit everywhere: on a core with
+// full-width AVX-512 (this project's Xeon) they ran 1.6-2x the AVX2 form.
 //
-// 8-bit activations and maddubs saturation: see quant_kernels_avx2.cpp.
+// 8-bit activations and maddubs saturation: see quant_kernels_avx2.cpp;
+// 16-bit activations and int32 overflow: quant_matvec.h.
 //
 // GCC 12 warns about the deliberately undefined upper halves in its own
 // AVX-512 headers (_mm512_undefined_*, a known false positive).
@@ -143,6 +144,138 @@ void k_bf16(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
   });
 }
 
+// ---- Q16 activations: widened weights, vpmaddwd into int32 ---------------------------
+
+// Q8_0: one block per 512-bit step; its 32 weights widened once for the G
+// rows; two chains of accumulators (even and odd blocks).
+void k_q8_0(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = x.cols / 32;
+  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    __m512 acc[2][G];
+    for (int g = 0; g < G; ++g) acc[0][g] = acc[1][g] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + 34 * b;
+      const __m512i w16 = _mm512_cvtepi8_epi16(load256(p + 2));
+      const float dw = h16(p);
+      for (int g = 0; g < G; ++g) {
+        const __m512i prod = _mm512_madd_epi16(w16, load512(x.q16 + (t0 + g) * x.cols + 32 * b));
+        acc[b & 1][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), _mm512_set1_ps(dw * x.d[(t0 + g) * nb + b]), acc[b & 1][g]);
+      }
+    }
+    for (int g = 0; g < G; ++g) result[g] = hsum512(_mm512_add_ps(acc[0][g], acc[1][g]));
+  });
+}
+
+// Q4_K and Q5_K: per 32-element sub-block, codes (with Q5_K's fifth bit)
+// widened to int16 and multiplied by the sub-block scale once for the G rows
+// (16 products per int32 lane per super-block); the mins enter per row as
+// min times the activations' sum per 32.
+template <bool kQ5>
+void k_q45_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  constexpr size_t kBytes = kQ5 ? 176 : 144;
+  constexpr int kQs = kQ5 ? 48 : 16;
+  const int64_t nb = x.cols / 256;
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+  // Bit `from` of every byte of qh to bit 4 (other bits masked by the caller).
+  const auto fifth = [](__m256i v, int from) {
+    return from >= 4 ? _mm256_srli_epi16(v, from - 4) : _mm256_slli_epi16(v, 4 - from);
+  };
+  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    __m512 acc[G];
+    __m256 corr[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps(), corr[g] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + kBytes * b;
+      uint64_t sc, mn;
+      k4_unpack(p + 4, &sc, &mn);
+      const __m256i qh = kQ5 ? load256(p + 16) : _mm256_setzero_si256();
+      __m512i isum[G];
+      for (int g = 0; g < G; ++g) isum[g] = _mm512_setzero_si512();
+      for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles) and 2j + 1 (high)
+        const __m256i q = load256(p + kQs + 32 * j);
+        __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        if constexpr (kQ5) {
+          lo = _mm256_or_si256(lo, _mm256_and_si256(fifth(qh, 2 * j), bit4));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(fifth(qh, 2 * j + 1), bit4));
+        }
+        const __m512i wlo = _mm512_mullo_epi16(_mm512_cvtepu8_epi16(lo), _mm512_set1_epi16(int16_t((sc >> (16 * j)) & 0xFF)));
+        const __m512i whi = _mm512_mullo_epi16(_mm512_cvtepu8_epi16(hi), _mm512_set1_epi16(int16_t((sc >> (16 * j + 8)) & 0xFF)));
+        for (int g = 0; g < G; ++g) {
+          const int16_t* xc = x.q16 + (t0 + g) * x.cols + 256 * b + 64 * j;
+          isum[g] = _mm512_add_epi32(isum[g], _mm512_add_epi32(_mm512_madd_epi16(wlo, load512(xc)),
+                                                               _mm512_madd_epi16(whi, load512(xc + 32))));
+        }
+      }
+      const float d = h16(p), dmin = h16(p + 2);
+      const __m256i mins = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(int64_t(mn)));
+      for (int g = 0; g < G; ++g) {
+        const float dx = x.d[(t0 + g) * nb + b];
+        const __m256i m = _mm256_mullo_epi32(mins, load256(x.sum32 + (t0 + g) * (x.cols / 32) + 8 * b));
+        acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g]), _mm512_set1_ps(d * dx), acc[g]);
+        corr[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(dmin * dx), corr[g]);
+      }
+    }
+    for (int g = 0; g < G; ++g) result[g] = hsum512(acc[g]) - hsum256(corr[g]);
+  });
+}
+
+// int16 lane k of 32 elements c of a super-block (c < 8) takes Q6_K scale
+// 2c + k / 16: the indexes for _mm512_permutexvar_epi16 over the 16 scales.
+struct ScaleIdx32 {
+  __m512i k16[8];
+  ScaleIdx32() {
+    alignas(64) int16_t v[32];
+    for (int c = 0; c < 8; ++c) {
+      for (int k = 0; k < 32; ++k) v[k] = int16_t(2 * c + k / 16);
+      k16[c] = _mm512_load_si512(v);
+    }
+  }
+};
+
+// Q6_K: codes minus 32 widened to int16 and multiplied by their 16-element
+// sub-block's scale once for the G rows (16 products per int32 lane per
+// super-block: below 2^31, quant_matvec.h).
+void k_q6_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = x.cols / 256;
+  const ScaleIdx32 idx;
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30), off = _mm512_set1_epi8(32);
+  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    __m512 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = r + 210 * b;
+      const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(load128(p + 192)));
+      __m512i isum[G];
+      for (int g = 0; g < G; ++g) isum[g] = _mm512_setzero_si512();
+      for (int n = 0; n < 2; ++n) {  // 128 elements: ql[64n..], qh[32n..]
+        const __m512i ql = load512(p + 64 * n);
+        const __m256i qh = load256(p + 128 + 32 * n);
+        const __m512i z = join(qh, _mm256_srli_epi16(qh, 2));  // bits 0-1 (2-3) of qh for elements 0-31 (32-63)
+        // Elements 0-63 (a) and 64-127 (c) of this half, as q in [-32, 31].
+        const __m512i a = _mm512_sub_epi8(
+            _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(_mm512_slli_epi16(z, 4), bits45)), off);
+        const __m512i c = _mm512_sub_epi8(
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), _mm512_and_si512(z, bits45)), off);
+        const __m256i part[4] = {_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1), _mm512_castsi512_si256(c),
+                                 _mm512_extracti64x4_epi64(c, 1)};
+        __m512i w16[4];
+        for (int k = 0; k < 4; ++k)
+          w16[k] = _mm512_mullo_epi16(_mm512_cvtepi8_epi16(part[k]), _mm512_permutexvar_epi16(idx.k16[4 * n + k], sc16));
+        for (int g = 0; g < G; ++g) {
+          const int16_t* xc = x.q16 + (t0 + g) * x.cols + 256 * b + 128 * n;
+          const __m512i s01 = _mm512_add_epi32(_mm512_madd_epi16(w16[0], load512(xc)), _mm512_madd_epi16(w16[1], load512(xc + 32)));
+          const __m512i s23 = _mm512_add_epi32(_mm512_madd_epi16(w16[2], load512(xc + 64)), _mm512_madd_epi16(w16[3], load512(xc + 96)));
+          isum[g] = _mm512_add_epi32(isum[g], _mm512_add_epi32(s01, s23));
+        }
+      }
+      const float d = h16(p + 208);
+      for (int g = 0; g < G; ++g)
+        acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g]), _mm512_set1_ps(d * x.d[(t0 + g) * nb + b]), acc[g]);
+    }
+    for (int g = 0; g < G; ++g) result[g] = hsum512(acc[g]);
+  });
+}
+
 // ---- Q8x32 activations: two 32-blocks per 512-bit step ------------------------------
 
 // The scale of each int32 lane for blocks a (lanes 0-7) and b (lanes 8-15).
@@ -156,57 +289,6 @@ inline __m128 two_halves(const uint8_t* p, size_t stride) {
 }
 // Two floats in lanes 0 and 1 (movq: no alignment needed, unlike _mm_load_sd's double*).
 inline __m128 two_floats(const float* p) { return _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
-
-// Q8_0 with AVX-512 VNNI (Ice Lake, Zen 4 and later; checked at run time in
-// avx512_kernel): vpdpbusd sums four byte products straight into int32,
-// replacing maddubs + madd. One block per 256-bit step as in the AVX2 kernel.
-// G activation rows against one weight row: each block's weights (and their
-// magnitudes) are loaded once for every row. Per row, the sums of one row alone.
-template <int G>
-__attribute__((target("avx512vnni"))) void q8_0_vnni_rows(const uint8_t* w, const Acts& x, int t0, float* result) {
-  const int64_t nb = x.cols / 32;
-  __m256 acc0[G], acc1[G];
-  for (int g = 0; g < G; ++g) acc0[g] = acc1[g] = _mm256_setzero_ps();
-  int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    const uint8_t* p = w + 34 * b;
-    const __m256i w0 = load256(p + 2), w1 = load256(p + 36);
-    // |w| * (x with w's sign): the unsigned operand must be the weight's magnitude.
-    const __m256i m0 = _mm256_sign_epi8(w0, w0), m1 = _mm256_sign_epi8(w1, w1);
-    const float d0 = h16(p), d1 = h16(p + 34);
-    for (int g = 0; g < G; ++g) {
-      const int8_t* xq = x.q + (t0 + g) * x.cols + 32 * b;
-      const float* xd = x.d + (t0 + g) * nb + b;
-      const __m256i p0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), m0, _mm256_sign_epi8(load256(xq), w0));
-      const __m256i p1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), m1, _mm256_sign_epi8(load256(xq + 32), w1));
-      acc0[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(d0 * xd[0]), acc0[g]);
-      acc1[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(d1 * xd[1]), acc1[g]);
-    }
-  }
-  if (b < nb) {
-    const uint8_t* p = w + 34 * b;
-    const __m256i w0 = load256(p + 2), m0 = _mm256_sign_epi8(w0, w0);
-    for (int g = 0; g < G; ++g) {
-      const __m256i x0 = load256(x.q + (t0 + g) * x.cols + 32 * b);
-      const __m256i p0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), m0, _mm256_sign_epi8(x0, w0));
-      acc0[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(h16(p) * x.d[(t0 + g) * nb + b]), acc0[g]);
-    }
-  }
-  for (int g = 0; g < G; ++g) result[g] = hsum256(_mm256_add_ps(acc0[g], acc1[g]));
-}
-
-// A functor, not a lambda: a lambda would not inherit the VNNI target attribute.
-struct Q8_0Vnni {
-  const Acts& x;
-  template <int G>
-  void operator()(const uint8_t* w, int t0, float* result) const {
-    q8_0_vnni_rows<G>(w, x, t0, result);
-  }
-};
-
-void k_q8_0_vnni(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  rows_grouped(w, rb, rows, x, out, os, Q8_0Vnni{x});
-}
 
 // Q4_0, Q4_1, Q5_0, Q5_1: unsigned codes times activations; the offset (-8,
 // -16) or the min enters through s = dx * sum(q_x), per block.
@@ -271,48 +353,6 @@ struct ScaleIdx {
     }
   }
 };
-
-void k_q6_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  const int64_t nb = x.cols / 256;
-  const ScaleIdx idx;
-  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
-  // Each super-block's codes and scales are unpacked once for the G rows.
-  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
-    __m512 acc[G];
-    for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* p = r + 210 * b;
-      const __m256i sc = _mm256_cvtepi8_epi16(load128(p + 192));
-      const __m512i sc16 = _mm512_castsi256_si512(sc);
-      __m512i isum[G];
-      for (int g = 0; g < G; ++g) {
-        // Codes are q + 32 in [0, 63]; the offset comes off as 32 * sum(scale * sum16(x)).
-        const __m256i offs =
-            _mm256_slli_epi32(_mm256_madd_epi16(sc, load256(x.bsum16 + (t0 + g) * (x.cols / 16) + 16 * b)), 5);
-        isum[g] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(offs));
-      }
-      for (int n = 0; n < 2; ++n) {  // 128 elements: ql[64n..], qh[32n..]
-        const __m512i ql = load512(p + 64 * n);
-        const __m256i qh = load256(p + 128 + 32 * n);
-        const __m512i z = join(qh, _mm256_srli_epi16(qh, 2));  // bits 0-1 (2-3) of qh for elements 0-31 (32-63)
-        const __m512i a = _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(_mm512_slli_epi16(z, 4), bits45));
-        const __m512i c =
-            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), _mm512_and_si512(z, bits45));
-        const __m512i sa = _mm512_permutexvar_epi16(idx.k16[2 * n], sc16);
-        const __m512i scc = _mm512_permutexvar_epi16(idx.k16[2 * n + 1], sc16);
-        for (int g = 0; g < G; ++g) {
-          const int8_t* xc = x.q + (t0 + g) * x.cols + 256 * b + 128 * n;
-          isum[g] = _mm512_add_epi32(isum[g], _mm512_madd_epi16(_mm512_maddubs_epi16(a, load512(xc)), sa));
-          isum[g] = _mm512_add_epi32(isum[g], _mm512_madd_epi16(_mm512_maddubs_epi16(c, load512(xc + 64)), scc));
-        }
-      }
-      const float d = h16(p + 208);
-      for (int g = 0; g < G; ++g)
-        acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g]), _mm512_set1_ps(d * x.d[(t0 + g) * nb + b]), acc[g]);
-    }
-    for (int g = 0; g < G; ++g) result[g] = hsum512(acc[g]);
-  });
-}
 
 void k_q2_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
   const int64_t nb = x.cols / 256;
@@ -387,14 +427,6 @@ void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
   });
 }
 
-bool has_vnni() {
-  static const bool vnni = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vnni") != 0;
-  }();
-  return vnni;
-}
-
 }  // namespace
 
 Kernel avx512_kernel(QuantType t) {
@@ -407,11 +439,11 @@ Kernel avx512_kernel(QuantType t) {
     case QuantType::Q2_K: return k_q2_k;
     case QuantType::Q3_K: return k_q3_k;
     case QuantType::Q6_K: return k_q6_k;
-    case QuantType::Q8_0: return has_vnni() ? k_q8_0_vnni : avx2_kernel(t);
+    case QuantType::Q8_0: return k_q8_0;
+    case QuantType::Q4_K: return k_q45_k<false>;
+    case QuantType::Q5_K: return k_q45_k<true>;
     case QuantType::Q4_0:
-    case QuantType::Q4_1:
-    case QuantType::Q4_K:
-    case QuantType::Q5_K: return avx2_kernel(t);
+    case QuantType::Q4_1: return avx2_kernel(t);
   }
   return nullptr;
 }

@@ -3,6 +3,7 @@
 // float rounding happens only where the SIMD paths also round (scales times
 // block sums), so those paths agree with these up to summation order.
 #include <cstring>
+#include <type_traits>
 
 #include "core/model/dtype.h"
 #include "core/cpu/quant_kernels.h"
@@ -51,22 +52,6 @@ void k_half(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
 // weight codes for the 4/5-bit types); correction = -offset * dw * s (Q4_0:
 // offset 8, Q5_0: 16) or + m * s (Q4_1, Q5_1), with s = dx * sum q_x.
 
-void k_q8_0(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  const int64_t nb = x.cols / 32;
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const int8_t* xq = x.q + t * x.cols;
-    const float* xd = x.d + t * nb;
-    float sum = 0;
-    for (int64_t b = 0; b < nb; ++b) {
-      const auto* blk = reinterpret_cast<const BlockQ8_0*>(r + b * sizeof(BlockQ8_0));
-      int isum = 0;
-      for (int i = 0; i < 32; ++i) isum += blk->qs[i] * xq[32 * b + i];
-      sum += h16(r + b * sizeof(BlockQ8_0)) * xd[b] * float(isum);
-    }
-    return sum;
-  });
-}
-
 // Element i of a Q4_0/Q4_1 nibble array (i < 32): low nibbles first.
 inline int nibble(const uint8_t* qs, int i) { return i < 16 ? qs[i] & 0x0F : qs[i - 16] >> 4; }
 inline uint32_t u32(const uint8_t* p) {
@@ -100,60 +85,57 @@ void k_legacy(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* o
   });
 }
 
-// ---- Q8x256 activations (K-quants) ---------------------------------------------------
-// Per super-block: dot = dw * dx * I - dmin * dx * M, with I the integer sum of
-// sub-block scale times sub-block dot and M the sum of sub-block min times the
-// activation sum over that sub-block.
+// ---- Q16 activations -----------------------------------------------------------------
+// Integer sums in int64 here (the SIMD paths keep int32 lanes of at most 16
+// products each, and convert those to float).
 
-void k_q4_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  const int64_t nb = x.cols / 256;
+void k_q8_0(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = x.cols / 32;
   rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    float sum = 0, corr = 0;
+    const int16_t* xq = x.q16 + t * x.cols;
+    const float* xd = x.d + t * nb;
+    float sum = 0;
     for (int64_t b = 0; b < nb; ++b) {
-      const auto* blk = reinterpret_cast<const BlockQ4_K*>(r + b * sizeof(BlockQ4_K));
-      const int8_t* xq = x.q + t * x.cols + 256 * b;
-      const int16_t* bs = x.bsum32 + (t * x.cols + 256 * b) / 32;
-      int isum = 0, msum = 0;
-      for (int j = 0; j < 8; ++j) {
-        uint8_t sc, m;
-        k4_scale_min(blk->scales, j, &sc, &m);
-        const uint8_t* q = blk->qs + 32 * (j / 2);
-        const int shift = 4 * (j % 2);
-        int s = 0;
-        for (int p = 0; p < 32; ++p) s += ((q[p] >> shift) & 0x0F) * xq[32 * j + p];
-        isum += sc * s;
-        msum += m * bs[j];
-      }
-      const float dx = x.d[(t * x.cols) / 256 + b];
-      sum += h16(r + b * sizeof(BlockQ4_K)) * dx * float(isum);
-      corr += h16(r + b * sizeof(BlockQ4_K) + 2) * dx * float(msum);
+      const auto* blk = reinterpret_cast<const BlockQ8_0*>(r + b * sizeof(BlockQ8_0));
+      int64_t isum = 0;
+      for (int i = 0; i < 32; ++i) isum += blk->qs[i] * xq[32 * b + i];
+      sum += h16(r + b * sizeof(BlockQ8_0)) * xd[b] * float(isum);
     }
-    return sum - corr;
+    return sum;
   });
 }
 
-void k_q5_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
+// Per super-block: dot = dw * dx * I - dmin * dx * M, with I the integer sum of
+// sub-block scale times sub-block dot and M the sum of sub-block min times the
+// activation sum over that sub-block. kQ5: Q5_K's fifth bit.
+template <bool kQ5>
+void k_q45_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
   const int64_t nb = x.cols / 256;
+  using Block = std::conditional_t<kQ5, BlockQ5_K, BlockQ4_K>;
   rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
     float sum = 0, corr = 0;
     for (int64_t b = 0; b < nb; ++b) {
-      const auto* blk = reinterpret_cast<const BlockQ5_K*>(r + b * sizeof(BlockQ5_K));
-      const int8_t* xq = x.q + t * x.cols + 256 * b;
-      const int16_t* bs = x.bsum32 + (t * x.cols + 256 * b) / 32;
-      int isum = 0, msum = 0;
+      const auto* blk = reinterpret_cast<const Block*>(r + b * sizeof(Block));
+      const int16_t* xq = x.q16 + t * x.cols + 256 * b;
+      const int32_t* bs = x.sum32 + (t * x.cols + 256 * b) / 32;
+      int64_t isum = 0, msum = 0;
       for (int j = 0; j < 8; ++j) {
         uint8_t sc, m;
         k4_scale_min(blk->scales, j, &sc, &m);
         const uint8_t* q = blk->qs + 32 * (j / 2);
         const int shift = 4 * (j % 2);
-        int s = 0;
-        for (int p = 0; p < 32; ++p) s += (((q[p] >> shift) & 0x0F) | ((blk->qh[p] >> j) & 1) << 4) * xq[32 * j + p];
+        int64_t s = 0;
+        for (int p = 0; p < 32; ++p) {
+          int code = (q[p] >> shift) & 0x0F;
+          if constexpr (kQ5) code |= ((blk->qh[p] >> j) & 1) << 4;
+          s += code * xq[32 * j + p];
+        }
         isum += sc * s;
-        msum += m * bs[j];
+        msum += m * int64_t(bs[j]);
       }
       const float dx = x.d[(t * x.cols) / 256 + b];
-      sum += h16(r + b * sizeof(BlockQ5_K)) * dx * float(isum);
-      corr += h16(r + b * sizeof(BlockQ5_K) + 2) * dx * float(msum);
+      sum += h16(r + b * sizeof(Block)) * dx * float(isum);
+      corr += h16(r + b * sizeof(Block) + 2) * dx * float(msum);
     }
     return sum - corr;
   });
@@ -165,10 +147,10 @@ void k_q6_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
     float sum = 0;
     for (int64_t b = 0; b < nb; ++b) {
       const auto* blk = reinterpret_cast<const BlockQ6_K*>(r + b * sizeof(BlockQ6_K));
-      const int8_t* xq = x.q + t * x.cols + 256 * b;
-      int isum = 0;
+      const int16_t* xq = x.q16 + t * x.cols + 256 * b;
+      int64_t isum = 0;
       for (int k = 0; k < 16; ++k) {  // sub-block of 16
-        int s = 0;
+        int64_t s = 0;
         for (int e = 16 * k; e < 16 * k + 16; ++e) {
           const int n = e / 128, j = (e % 128) / 32, p = e % 32;
           const uint8_t l = blk->ql[64 * n + p + 32 * (j & 1)];
@@ -182,6 +164,11 @@ void k_q6_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
     return sum;
   });
 }
+
+// ---- Q8x256 activations (K-quants) ---------------------------------------------------
+// Per super-block: dot = dw * dx * I - dmin * dx * M, with I the integer sum of
+// sub-block scale times sub-block dot and M the sum of sub-block min times the
+// activation sum over that sub-block.
 
 void k_q2_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
   const int64_t nb = x.cols / 256;
@@ -245,8 +232,8 @@ Kernel portable_kernel(QuantType t) {
     case QuantType::Q5_1: return k_legacy<5, true>;
     case QuantType::Q2_K: return k_q2_k;
     case QuantType::Q3_K: return k_q3_k;
-    case QuantType::Q4_K: return k_q4_k;
-    case QuantType::Q5_K: return k_q5_k;
+    case QuantType::Q4_K: return k_q45_k<false>;
+    case QuantType::Q5_K: return k_q45_k<true>;
     case QuantType::Q6_K: return k_q6_k;
   }
   return nullptr;

@@ -21,37 +21,42 @@ struct ActsAccess {
     v.s = a.s_.data();
     v.bsum16 = a.bsum16_.data();
     v.bsum32 = a.bsum32_.data();
+    v.q16 = a.q16_.data();
+    v.sum32 = a.sum32_.data();
     return v;
   }
 };
 
 namespace {
 
-// Quantises n = B values to int8 with one scale: d = max|x| / 127 and
-// q = round(x / d) (half to even), so |x - d q| <= d / 2 and |q| <= 127 (the
-// AVX kernels rely on -128 never occurring). A non-finite block gets d = NaN
-// and q = 0, so every output that reads it is NaN; a block whose largest
-// magnitude is below 1e-30 reads as zeros.
-float quantise_block(const float* x, int n, int8_t* q) {
+// Quantises n = B values to integers of `levels` steps each side with one
+// scale: d = max|x| / levels and q = round(x / d) (half to even), so
+// |x - d q| <= d / 2 and |q| <= levels (the AVX kernels rely on -128 never
+// occurring in 8 bits, and on |q| <= 32767 in 16). A non-finite block gets
+// d = NaN and q = 0, so every output that reads it is NaN; a block whose
+// largest magnitude is below 1e-30 reads as zeros.
+template <class Int>
+float quantise_block(const float* x, int n, Int* q, int levels) {
   float amax = 0, poison = 0;  // poison: NaN if any x is NaN or infinite (std::max skips NaN)
   for (int i = 0; i < n; ++i) {
     amax = std::max(amax, std::fabs(x[i]));
     poison += x[i] * 0.0f;
   }
   if (!std::isfinite(amax) || poison != 0.0f || std::isnan(poison)) {
-    std::fill(q, q + n, int8_t(0));
+    std::fill(q, q + n, Int(0));
     return NAN;
   }
   if (amax < 1e-30f) {  // 127 / amax would overflow: such a block reads as zeros
-    std::fill(q, q + n, int8_t(0));
+    std::fill(q, q + n, Int(0));
     return 0;
   }
-  const float id = 127.0f / amax;
-  for (int i = 0; i < n; ++i) q[i] = int8_t(std::clamp(int(std::nearbyint(x[i] * id)), -127, 127));
-  return amax / 127.0f;
+  const float id = float(levels) / amax;
+  for (int i = 0; i < n; ++i) q[i] = Int(std::clamp(int(std::nearbyint(x[i] * id)), -levels, levels));
+  return amax / float(levels);
 }
 
-int sum_q(const int8_t* q, int n) {
+template <class Int>
+int sum_q(const Int* q, int n) {
   int s = 0;
   for (int i = 0; i < n; ++i) s += q[i];
   return s;
@@ -121,16 +126,16 @@ ActFormat activation_format(QuantType t) {
     case QuantType::F32:
     case QuantType::F16:
     case QuantType::BF16: return ActFormat::F32;
-    case QuantType::Q8_0:
+    case QuantType::Q8_0: return ActFormat::Q16x32;
     case QuantType::Q4_0:
     case QuantType::Q4_1:
     case QuantType::Q5_0:
     case QuantType::Q5_1: return ActFormat::Q8x32;
     case QuantType::Q2_K:
-    case QuantType::Q3_K:
+    case QuantType::Q3_K: return ActFormat::Q8x256;
     case QuantType::Q4_K:
     case QuantType::Q5_K:
-    case QuantType::Q6_K: return ActFormat::Q8x256;
+    case QuantType::Q6_K: return ActFormat::Q16x256;
   }
   return ActFormat::F32;
 }
@@ -138,11 +143,15 @@ ActFormat activation_format(QuantType t) {
 int activation_block(QuantType t) {
   switch (activation_format(t)) {
     case ActFormat::F32: return 1;
-    case ActFormat::Q8x32: return 32;
-    case ActFormat::Q8x256: return 256;
+    case ActFormat::Q8x32:
+    case ActFormat::Q16x32: return 32;
+    case ActFormat::Q8x256:
+    case ActFormat::Q16x256: return 256;
   }
   return 1;
 }
+
+bool eight_bit(ActFormat f) { return f == ActFormat::Q8x32 || f == ActFormat::Q8x256; }
 
 void QuantizedActs::prepare(QuantType t, const float* x, int n_x, int64_t cols) {
   row_bytes(t, cols);  // throws on a row length that is not a whole number of blocks
@@ -157,19 +166,28 @@ void QuantizedActs::prepare(QuantType t, const float* x, int n_x, int64_t cols) 
     return;
   }
   const int B = activation_block(t);
-  q_.resize(n);
   d_.resize(n / B);
+  if (!eight_bit(format_)) {
+    q16_.resize(n);
+    for (size_t b = 0; b < n / B; ++b) d_[b] = quantise_block(x + B * b, B, q16_.data() + B * b, 32767);
+    if (format_ == ActFormat::Q16x256) {
+      sum32_.resize(n / 32);
+      for (size_t k = 0; k < n / 32; ++k) sum32_[k] = sum_q(q16_.data() + 32 * k, 32);
+    }
+    return;
+  }
+  q_.resize(n);
   if (format_ == ActFormat::Q8x32) {
     s_.resize(n / 32);
     for (size_t b = 0; b < n / 32; ++b) {
-      d_[b] = quantise_block(x + 32 * b, 32, q_.data() + 32 * b);
+      d_[b] = quantise_block(x + 32 * b, 32, q_.data() + 32 * b, 127);
       s_[b] = d_[b] * float(sum_q(q_.data() + 32 * b, 32));
     }
     return;
   }
   bsum16_.resize(n / 16);
   bsum32_.resize(n / 32);
-  for (size_t b = 0; b < n / 256; ++b) d_[b] = quantise_block(x + 256 * b, 256, q_.data() + 256 * b);
+  for (size_t b = 0; b < n / 256; ++b) d_[b] = quantise_block(x + 256 * b, 256, q_.data() + 256 * b, 127);
   for (size_t k = 0; k < n / 16; ++k) bsum16_[k] = int16_t(sum_q(q_.data() + 16 * k, 16));
   for (size_t k = 0; k < n / 32; ++k) bsum32_[k] = int16_t(bsum16_[2 * k] + bsum16_[2 * k + 1]);
 }
@@ -177,7 +195,8 @@ void QuantizedActs::prepare(QuantType t, const float* x, int n_x, int64_t cols) 
 float QuantizedActs::value(int t, int64_t i) const {
   const size_t k = size_t(t) * size_t(cols_) + size_t(i);
   if (format_ == ActFormat::F32) return f_[k];
-  return d_[k / size_t(activation_block(type_))] * float(q_[k]);
+  const float q = eight_bit(format_) ? float(q_[k]) : float(q16_[k]);
+  return d_[k / size_t(activation_block(type_))] * q;
 }
 
 float QuantizedActs::scale(int t, int64_t i) const {

@@ -6,22 +6,32 @@
 // Activation precision, per weight type (activation_format):
 //  * F32, F16, BF16: x stays float32; weights are widened in registers (F16
 //    through F16C / AVX-512 conversion) and products accumulate in float32.
-//  * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: x is quantised to 8 bits per element with a
-//    float32 scale per block of 32 (Q8x32), aligned with the weight blocks, and
-//    each block's dot product is an exact integer sum.
-//  * Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: x is quantised to 8 bits with one float32
-//    scale per 256 (Q8x256, like ggml's Q8_K), plus integer sums per 16 and 32
-//    for the sub-block mins and offsets; a whole super-block is one integer sum.
-// The 8-bit choice is llama.cpp's: integer multiply-adds (maddubs / madd) do
-// 64 products per instruction and read a quarter of the bytes of float32 x.
-// It costs accuracy: each x[i] becomes d * round(x[i] / d) with
-// d = max|x over its block| / 127, an error of at most d / 2 per element, so
-// |result - exact| <= sum_i |W[o][i]| * d(i) / 2 (plus float rounding).
+//  * Q8_0: x is quantised to 16 bits per element with a float32 scale per
+//    block of 32 (Q16x32). The kernels widen each weight byte to 16 bits once
+//    and multiply pairs into int32 (pmaddwd / vpdpwssd).
+//  * Q4_K, Q5_K, Q6_K: 16 bits with one float32 scale per 256 (Q16x256), plus
+//    int32 sums per 32 for the sub-block mins. The weight codes are widened
+//    and multiplied by their sub-block scale once, for every activation row.
+//  * Q4_0, Q4_1, Q5_0, Q5_1: 8 bits per element with a float32 scale per block
+//    of 32 (Q8x32), aligned with the weight blocks.
+//  * Q2_K, Q3_K: 8 bits with one scale per 256 (Q8x256, like ggml's Q8_K),
+//    plus integer sums per 16 and 32 for the sub-block mins and offsets.
+// Each x[i] becomes d * round(x[i] / d) with d = max|x over its block| / L
+// (L = 32767 or 127), an error of at most d / 2 per element, so
+// |result - exact| <= sum_i |W[o][i]| * d(i) / 2 (plus float rounding). With
+// 16 bits that is float32's order; 8 bits alone errs by ~2 % of the largest
+// logit on a random-weight model, so cpu_weights.h's project() reads the
+// 8-bit formats as two terms.
 //
-// The F16/BF16, Q8_0 (VNNI), Q4_K and Q6_K kernels take up to four
-// activation rows per pass over a weight row (quant_rows.h): the weights are
-// loaded and unpacked once for the two terms of every session's activations
-// (cpu_weights.h's project()) and for every session of a batched step.
+// Integer sums never overflow: |x| <= 32767 and a 16-bit weight term is at
+// most 32 * 128 = 4096 (Q6_K: code - 32 times an int8 scale), so each int32
+// lane, which the kernels convert to float after at most 16 products, holds
+// less than 2^31.
+//
+// The F16/BF16 and 16-bit kernels and the 8-bit Q8_0 (VNNI), Q4_K and Q6_K
+// ones take up to four activation rows per pass over a weight row
+// (quant_rows.h): the weights are loaded and unpacked once for every session
+// of a batched step (and for both terms of 8-bit activations).
 //
 // Kernels exist for a portable C++ path, AVX2 (+FMA, F16C) and AVX-512
 // (F, BW, DQ, VL, on top of AVX2; it reuses the AVX2 kernels of the types
@@ -42,10 +52,12 @@ bool isa_supported(Isa isa);
 // The fastest supported path; detected once.
 Isa best_isa();
 
-enum class ActFormat { F32, Q8x32, Q8x256 };
+enum class ActFormat { F32, Q8x32, Q8x256, Q16x32, Q16x256 };
 ActFormat activation_format(QuantType weight_type);
 // Elements sharing one activation scale: 1 (float32), 32 or 256.
 int activation_block(QuantType weight_type);
+// True for the 8-bit formats (read as two terms by project()).
+bool eight_bit(ActFormat f);
 
 // Activations x[n_x][cols] prepared once for every row of a weight type
 // (quantised when the type's kernels read 8-bit activations). Reusable:
@@ -75,8 +87,10 @@ class QuantizedActs {
   int64_t cols_ = 0;
   std::vector<float> f_;  // F32: a copy of x
   std::vector<int8_t> q_;
+  std::vector<int16_t> q16_;
   std::vector<float> d_, s_;
   std::vector<int16_t> bsum16_, bsum32_;
+  std::vector<int32_t> sum32_;
 };
 
 // out[t * out_stride + o] = dot(W[o], x[t]) for o in [row_begin, row_end) and

@@ -515,8 +515,10 @@ TEST_P(QuantKernels, MatchesPortable) {
 }
 
 // Extreme codes everywhere with the largest activations: the int16 pair sums
-// inside maddubs reach their maximum (2 * 128 * 127 for Q8_0's -128 weights,
-// 2 * 63 * 127 for Q6_K) and must not saturate.
+// inside maddubs reach their maximum (2 * 63 * 127 for Q6_K's 8-bit form) and
+// must not saturate; with 16-bit activations (Q8_0, Q6_K) every int32 lane
+// reaches its largest sum (16 products of 4096 * 32767 for Q6_K's q = -32
+// under scale -128, all of one sign) and must not overflow.
 TEST_P(QuantKernels, ExtremeCodesDoNotSaturate) {
   const Isa isa = GetParam();
   if (skip_isa(isa)) GTEST_SKIP() << cpu::isa_name(isa) << " not supported by this CPU";
@@ -548,6 +550,20 @@ TEST_P(QuantKernels, ExtremeCodesDoNotSaturate) {
     double exact = 0;
     for (int64_t i = 0; i < cols; ++i) exact += -128.0 * 31 * x[i];
     EXPECT_NEAR(out, exact, 1e-6 * std::fabs(exact) + 1e-3) << cpu::isa_name(isa);
+  }
+  {  // Q6_K, every code 0 (q = -32) and scale -128, every activation 1: every product is +4096 * 32767
+    std::vector<BlockQ6_K> w(cols / 256);
+    for (auto& b : w) {
+      b.d = 0x3C00;
+      std::memset(b.ql, 0, sizeof b.ql);
+      std::memset(b.qh, 0, sizeof b.qh);
+      std::memset(b.scales, 0x80, sizeof b.scales);
+    }
+    const std::vector<float> ones(cols, 1.0f);
+    float out = 0;
+    cpu::matvec(QuantType::Q6_K, w.data(), 1, cols, ones.data(), 1, &out, isa);
+    const double exact = 4096.0 * double(cols);
+    EXPECT_NEAR(out, exact, 1e-6 * exact) << cpu::isa_name(isa);
   }
 }
 
@@ -589,18 +605,26 @@ TEST(QuantKernelDispatch, BestPathIsSupported) {
 #endif
 }
 
-TEST(QuantActivations, WithinHalfAStepAndNeverMinus128) {
+TEST(QuantActivations, WithinHalfAStepAndWithinTheirRange) {
   auto x = gaussian(1024, 31);
   x[5] = -9.0f;
-  for (QuantType t : {QuantType::Q8_0, QuantType::Q4_K}) {
+  // 8 bits (Q5_0, Q2_K) never reach -128 (the maddubs operands rely on it); 16 bits (Q8_0, Q4_K) stay within
+  // +-32767 (the int32 lanes' bound relies on it), and are ~258 times finer.
+  for (QuantType t : {QuantType::Q5_0, QuantType::Q2_K, QuantType::Q8_0, QuantType::Q4_K}) {
     cpu::QuantizedActs acts;
     acts.prepare(t, x.data(), 2, 512);
+    const bool eight = cpu::eight_bit(acts.format());
+    const float levels = eight ? 127.0f : 32767.0f;
+    double worst = 0;
     for (int r = 0; r < 2; ++r)
       for (int64_t i = 0; i < 512; ++i) {
         const float v = acts.value(r, i), d = acts.scale(r, i);
-        ASSERT_LE(std::fabs(v - x[r * 512 + i]), 0.5f * d * 1.0001f);
-        ASSERT_GE(v / d, -127.0f - 1e-3f);  // the kernels' maddubs operands rely on it
+        ASSERT_LE(std::fabs(v - x[r * 512 + i]), 0.5f * d * 1.0001f) << quant_type_name(t);
+        ASSERT_GE(v / d, -levels - 1e-3f) << quant_type_name(t);
+        ASSERT_LE(v / d, levels + 1e-3f) << quant_type_name(t);
+        worst = std::max(worst, double(std::fabs(v - x[r * 512 + i])));
       }
+    EXPECT_LE(worst, (eight ? 2e-2 : 1e-4) * 9.0) << quant_type_name(t) << ": largest |x| is 9";
   }
 }
 
