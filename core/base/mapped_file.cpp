@@ -48,4 +48,14 @@ const uint8_t* MappedFile::at(uint64_t offset, uint64_t len, const char* what) c
   return data_ + offset;
 }
 
+void reclaim_pages(const void* p, size_t n) {
+#ifdef MADV_PAGEOUT
+  const auto page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (uintptr_t(p) + page - 1) / page * page, end = (uintptr_t(p) + n) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);  // a hint: errors ignored
+#else
+  (void)p, (void)n;
+#endif
+}
+
 }  // namespace h2o

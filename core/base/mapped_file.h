@@ -29,6 +29,12 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// Asks the kernel to reclaim the pages wholly inside [p, p + n) that it can
+// drop without losing data: a file's mapped pages leave the process's
+// resident memory and fault back in from the file if read again; anonymous
+// memory stays (there is no swap to put it in). A hint: never fails.
+void reclaim_pages(const void* p, size_t n);
+
 // Sequential little-endian reader over a mapped file (GGUF, safetensors headers).
 class ByteReader {
  public:

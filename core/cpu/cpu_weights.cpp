@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/base/mapped_file.h"
 #include "core/cpu/cpu_ops.h"
 
 namespace h2o::cpu {
@@ -17,6 +18,13 @@ Matrix Weights::matrix(const Tensor& t) {
   // The typed kernels read activations in runs of 32 (and of their block).
   if (t.dtype != DType::F32 && t.cols % 32 != 0) m = {widened(t), DType::F32, t.rows, t.cols};
   bytes_read_ += m.bytes();
+  if (tiles_available(m.type) && m.rows >= kTileRows) {
+    tiles_.push_back(make_tiles(m.type, m.data, m.rows, m.cols));
+    m.tiles = tiles_.back().data();
+    m.tile_count = m.rows / kTileRows;
+    // Only the tiles are read from now on (embedding rows aside): the file's copy of them may leave memory.
+    reclaim_pages(m.data, size_t(m.tile_count * kTileRows) * row_bytes(m.type, m.cols));
+  }
   return m;
 }
 
@@ -51,10 +59,20 @@ void project(float* out, const float* x, int n_x, const Matrix& w, ThreadPool& p
   }
   acts.prepare(w.type, split ? scratch.split.data() : x, rows_in, w.cols);
   matvec_rows(w.type, w.data, w.cols, 0, 0, acts, result, w.rows);  // the checks, here rather than on a worker
-  auto rows = [&](int begin, int end) { matvec_rows(w.type, w.data, w.cols, begin, end, acts, result, w.rows); };
+  // Units of work: the tiles, if any, then each row past them.
+  const int64_t tiled_rows = w.tile_count * kTileRows;
+  const int units = int(w.tile_count + (w.rows - tiled_rows));
+  auto run = [&](int begin, int end) {
+    if (begin < w.tile_count)
+      matvec_tiles(w.type, w.tiles, w.cols, begin, std::min<int64_t>(end, w.tile_count), acts, result, w.rows);
+    const int64_t first = tiled_rows + std::max<int64_t>(0, begin - w.tile_count);
+    const int64_t last = tiled_rows + std::max<int64_t>(0, end - w.tile_count);
+    matvec_rows(w.type, w.data, w.cols, first, last, acts, result, w.rows);
+  };
   // As matmul: small products stay on one thread; a few chunks per thread otherwise.
-  if (pool.size() == 1 || size_t(w.rows) * cols * size_t(n_x) < kParallelMinWork) rows(0, int(w.rows));
-  else pool.parallel_for(int(w.rows), std::max(16, int(w.rows) / (pool.size() * 4)), rows);
+  const int grain = w.tile_count > 0 ? std::max(1, units / (pool.size() * 4)) : std::max(16, units / (pool.size() * 4));
+  if (pool.size() == 1 || size_t(w.rows) * cols * size_t(n_x) < kParallelMinWork) run(0, units);
+  else pool.parallel_for(units, grain, run);
   if (!split) return;
   for (int t = 0; t < n_x; ++t) {
     const float* a = &result[2 * size_t(t) * size_t(w.rows)];

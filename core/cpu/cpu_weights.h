@@ -20,9 +20,16 @@ struct Matrix {
   const void* data = nullptr;
   DType type = DType::F32;
   int64_t rows = 0, cols = 0;
+  // The first tiles * 16 rows again in row tiles, where this CPU has a tile
+  // kernel for the type (quant_matvec.h); null otherwise.
+  const uint8_t* tiles = nullptr;
+  int64_t tile_count = 0;
   int64_t bytes() const { return rows * int64_t(row_bytes(type, cols)); }
 };
 
+// Matrices are read in place, except that on CPUs with a tile kernel for
+// their type they are also copied once into row tiles (quant_matvec.h): the
+// file's pages are then read only for embedding rows.
 class Weights {
  public:
   Matrix matrix(const Tensor& t);
@@ -33,6 +40,7 @@ class Weights {
  private:
   const float* widened(const Tensor& t);
   std::vector<std::unique_ptr<float[]>> copies_;
+  std::vector<std::vector<uint8_t>> tiles_;
   int64_t bytes_read_ = 0;
 };
 

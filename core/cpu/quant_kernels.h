@@ -28,6 +28,9 @@ struct Acts {
   // Q16 formats: value i of row t is d[t * (cols / B) + i / B] * q16[t * cols + i].
   const int16_t* q16 = nullptr;
   const int32_t* sum32 = nullptr;  // Q16x256: sum(q16) per 32, cols / 32 per row
+  // Q16x32: q16 as two byte planes, q16 = 256 * (hi - 128) + lo (the tile kernels' unsigned operands).
+  const uint8_t* lo = nullptr;
+  const uint8_t* hi = nullptr;
 };
 
 // out[t * out_stride + o] = dot(row o of w, activation row t), for o < rows and
@@ -35,6 +38,14 @@ struct Acts {
 // type's block (and of 32 for every type: checked by the caller).
 using Kernel = void (*)(const uint8_t* w, size_t row_bytes, int64_t rows, const Acts& x, float* out,
                         int64_t out_stride);
+
+// Tiles of 16 weight rows (quant_matvec.h): out[t * out_stride + 16 * k + r]
+// = dot(row r of tile k, activation row t) for k in [tile_begin, tile_end).
+using TileKernel = void (*)(const uint8_t* tiles, int64_t cols, int64_t tile_begin, int64_t tile_end, const Acts& x,
+                            float* out, int64_t out_stride);
+// The AVX-512 VNNI tile kernel for type t; nullptr where there is none (or
+// the CPU lacks VNNI).
+TileKernel avx512_tile_kernel(QuantType t);
 
 // The kernel for type t in each instruction set; nullptr where a set has none.
 Kernel portable_kernel(QuantType t);

@@ -427,7 +427,66 @@ void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
   });
 }
 
+// ---- Q8_0 in tiles of 16 rows (quant_matvec.h), AVX-512 VNNI ----------------------------
+
+// G activation rows against one tile. Per block: the activations' byte
+// planes are broadcast 4 bytes at a time (the unsigned operand) against
+// [16 rows][4] weight bytes, so each int32 lane is one row's sum; then
+// q16 . w = 256 * (sum_hi - 128 * sum(w)) + sum_lo, exact in int32 (at most
+// 32 * 128 * 128 * 256 + 32 * 255 * 128), and one float multiply-add per
+// block for all 16 rows.
+template <int G>
+__attribute__((target("avx512vnni"))) void q8_0_tile(const uint8_t* tile, int64_t nb, const Acts& x, int t0, float* out,
+                                                     int64_t os) {
+  __m512 acc[G];
+  for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = tile + 576 * b;
+    __m512i lo[G], hi[G];
+    for (int g = 0; g < G; ++g) lo[g] = hi[g] = _mm512_setzero_si512();
+    for (int k = 0; k < 8; ++k) {
+      const __m512i wv = load512(blk + 64 + 64 * k);
+      for (int g = 0; g < G; ++g) {
+        const size_t at = size_t(t0 + g) * size_t(x.cols) + size_t(32 * b + 4 * k);
+        lo[g] = _mm512_dpbusd_epi32(lo[g], _mm512_set1_epi32(int(u32(x.lo + at))), wv);
+        hi[g] = _mm512_dpbusd_epi32(hi[g], _mm512_set1_epi32(int(u32(x.hi + at))), wv);
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(load256(blk));
+    const __m512i bias = _mm512_slli_epi32(_mm512_cvtepi16_epi32(load256(blk + 32)), 7);  // 128 * sum(w)
+    for (int g = 0; g < G; ++g) {
+      const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_sub_epi32(hi[g], bias), 8), lo[g]);
+      acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(x.d[(t0 + g) * nb + b])), acc[g]);
+    }
+  }
+  for (int g = 0; g < G; ++g) _mm512_storeu_ps(out + (t0 + g) * os, acc[g]);
+}
+
+__attribute__((target("avx512vnni"))) void k_q8_0_tiles(const uint8_t* tiles, int64_t cols, int64_t tile_begin,
+                                                        int64_t tile_end, const Acts& x, float* out, int64_t os) {
+  const int64_t nb = cols / 32;
+  for (int64_t k = tile_begin; k < tile_end; ++k) {
+    const uint8_t* tile = tiles + size_t(k) * size_t(nb) * 576;
+    float* o = out + 16 * k;
+    int t = 0;
+    for (; t + 4 <= x.n_x; t += 4) q8_0_tile<4>(tile, nb, x, t, o, os);
+    if (x.n_x - t == 3) q8_0_tile<3>(tile, nb, x, t, o, os);
+    if (x.n_x - t == 2) q8_0_tile<2>(tile, nb, x, t, o, os);
+    if (x.n_x - t == 1) q8_0_tile<1>(tile, nb, x, t, o, os);
+  }
+}
+
+bool has_vnni() {
+  static const bool vnni = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") != 0;
+  }();
+  return vnni;
+}
+
 }  // namespace
+
+TileKernel avx512_tile_kernel(QuantType t) { return t == QuantType::Q8_0 && has_vnni() ? k_q8_0_tiles : nullptr; }
 
 Kernel avx512_kernel(QuantType t) {
   switch (t) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "core/base/error.h"
@@ -23,6 +24,8 @@ struct ActsAccess {
     v.bsum32 = a.bsum32_.data();
     v.q16 = a.q16_.data();
     v.sum32 = a.sum32_.data();
+    v.lo = a.lo_.data();
+    v.hi = a.hi_.data();
     return v;
   }
 };
@@ -173,6 +176,13 @@ void QuantizedActs::prepare(QuantType t, const float* x, int n_x, int64_t cols) 
     if (format_ == ActFormat::Q16x256) {
       sum32_.resize(n / 32);
       for (size_t k = 0; k < n / 32; ++k) sum32_[k] = sum_q(q16_.data() + 32 * k, 32);
+    } else {  // the byte planes of the tile kernels
+      lo_.resize(n);
+      hi_.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        lo_[i] = uint8_t(q16_[i] & 0xFF);
+        hi_[i] = uint8_t((q16_[i] >> 8) + 128);
+      }
     }
     return;
   }
@@ -217,6 +227,56 @@ void matvec_rows(QuantType type, const void* w, int64_t cols, int64_t row_begin,
   if (row_end <= row_begin) return;
   k(static_cast<const uint8_t*>(w) + size_t(row_begin) * rb, rb, row_end - row_begin, ActsAccess::view(x),
     out + row_begin, out_stride);
+}
+
+namespace {
+kern::TileKernel tile_kernel_for(QuantType t) {
+#ifdef H2O_QUANT_X86_KERNELS
+  if (cpu_has(Isa::Avx512)) return kern::avx512_tile_kernel(t);
+#endif
+  (void)t;
+  return nullptr;
+}
+constexpr size_t kQ8_0TileBlock = 32 + 32 + 512;  // 16 scales, 16 weight sums, 16 x 32 weights
+}  // namespace
+
+bool tiles_available(QuantType t) { return tile_kernel_for(t) != nullptr; }
+
+size_t tile_bytes(QuantType t, int64_t cols) {
+  if (t != QuantType::Q8_0) fail(std::string(quant_type_name(t)) + " tiles", "not a tiled type");
+  row_bytes(t, cols);  // throws on a row length that is not a whole number of blocks
+  return size_t(cols / 32) * kQ8_0TileBlock;
+}
+
+std::vector<uint8_t> make_tiles(QuantType t, const void* w, int64_t rows, int64_t cols) {
+  const size_t tb = tile_bytes(t, cols), rb = row_bytes(t, cols);
+  const int64_t tiles = rows / kTileRows, nb = cols / 32;
+  std::vector<uint8_t> out(size_t(tiles) * tb);
+  const auto* src = static_cast<const uint8_t*>(w);
+  for (int64_t k = 0; k < tiles; ++k)
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* blk = out.data() + size_t(k) * tb + size_t(b) * kQ8_0TileBlock;
+      for (int r = 0; r < kTileRows; ++r) {
+        const auto* from = reinterpret_cast<const BlockQ8_0*>(src + size_t(kTileRows * k + r) * rb + sizeof(BlockQ8_0) * size_t(b));
+        std::memcpy(blk + 2 * r, &from->d, 2);
+        int16_t sum = 0;
+        for (int i = 0; i < 32; ++i) sum = int16_t(sum + from->qs[i]);
+        std::memcpy(blk + 32 + 2 * r, &sum, 2);
+        for (int g = 0; g < 8; ++g) std::memcpy(blk + 64 + 64 * g + 4 * r, from->qs + 4 * g, 4);
+      }
+    }
+  return out;
+}
+
+void matvec_tiles(QuantType type, const uint8_t* tiles, int64_t cols, int64_t tile_begin, int64_t tile_end,
+                  const QuantizedActs& x, float* out, int64_t out_stride) {
+  if (x.weight_type() != type || x.cols() != cols)
+    fail(std::string(quant_type_name(type)) + " tiles",
+         std::string("activations prepared for ") + quant_type_name(x.weight_type()) + " rows of " + std::to_string(x.cols()));
+  const kern::TileKernel k = tile_kernel_for(type);
+  if (!k) fail(std::string(quant_type_name(type)) + " tiles", "no tile kernel on this CPU");
+  if (tile_end <= tile_begin) return;
+  k(tiles, cols, tile_begin, tile_end, ActsAccess::view(x), out, out_stride);
 }
 
 void matvec(QuantType type, const void* w, int64_t rows, int64_t cols, const float* x, int n_x, float* out,

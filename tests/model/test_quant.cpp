@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "core/base/thread_pool.h"
+#include "core/cpu/cpu_weights.h"
 #include "core/cpu/quant_matvec.h"
 #include "core/model/dtype.h"
 #include "core/base/error.h"
@@ -588,6 +590,85 @@ TEST_P(QuantKernels, RowRangeWritesOnlyItsRows) {
 
 INSTANTIATE_TEST_SUITE_P(Paths, QuantKernels, ::testing::ValuesIn(kIsas),
                          [](const auto& info) { return std::string(cpu::isa_name(info.param)); });
+
+// ---- row tiles ----------------------------------------------------------------------------
+
+// Tiles of 16 rows against the row kernels on the same activations: the same
+// integer sums per block, so only float rounding differs; for every count of
+// activation rows the kernels group (1 to 6).
+TEST(QuantTiles, MatchTheRowKernels) {
+  if (!cpu::tiles_available(QuantType::Q8_0)) GTEST_SKIP() << "no tile kernel on this CPU (AVX-512 VNNI)";
+  for (int n_x = 1; n_x <= 6; ++n_x) {
+    Problem p(QuantType::Q8_0, 48, 256, n_x, 50 + uint64_t(n_x));
+    const std::vector<uint8_t> tiles = cpu::make_tiles(p.t, p.w.data(), p.rows, p.cols);
+    ASSERT_EQ(tiles.size(), 3 * cpu::tile_bytes(p.t, p.cols));
+    cpu::QuantizedActs acts;
+    acts.prepare(p.t, p.x.data(), n_x, p.cols);
+    std::vector<float> ref(size_t(n_x * p.rows)), got(ref.size(), NAN);
+    cpu::matvec_rows(p.t, p.w.data(), p.cols, 0, p.rows, acts, ref.data(), p.rows);
+    cpu::matvec_tiles(p.t, tiles.data(), p.cols, 0, 1, acts, got.data(), p.rows);  // two calls: any tile range
+    cpu::matvec_tiles(p.t, tiles.data(), p.cols, 1, 3, acts, got.data(), p.rows);
+    for (size_t k = 0; k < ref.size(); ++k) {
+      double abs_q = 0;
+      for (int64_t i = 0; i < p.cols; ++i)
+        abs_q += std::fabs(double(p.wf[size_t(int64_t(k) % p.rows * p.cols + i)]) * acts.value(int(int64_t(k) / p.rows), i));
+      EXPECT_NEAR(got[k], ref[k], rounding_bound(p.cols, abs_q)) << "n_x " << n_x << " output " << k;
+    }
+  }
+}
+
+// The largest sums a tile holds exactly: weights -128 (files may hold them)
+// against activations at +-32767 of one sign per product.
+TEST(QuantTiles, ExtremeWeightsAndActivationsStayExact) {
+  if (!cpu::tiles_available(QuantType::Q8_0)) GTEST_SKIP() << "no tile kernel on this CPU (AVX-512 VNNI)";
+  const int64_t cols = 256;
+  std::vector<BlockQ8_0> w(16 * cols / 32);
+  for (auto& b : w) {
+    b.d = 0x3C00;
+    std::memset(b.qs, 0x80, 32);
+  }
+  std::vector<float> x(cols);
+  for (int64_t i = 0; i < cols; ++i) x[i] = (i % 3 == 0) ? -1.0f : 1.0f;
+  const auto tiles = cpu::make_tiles(QuantType::Q8_0, w.data(), 16, cols);
+  cpu::QuantizedActs acts;
+  acts.prepare(QuantType::Q8_0, x.data(), 1, cols);
+  std::vector<float> out(16);
+  cpu::matvec_tiles(QuantType::Q8_0, tiles.data(), cols, 0, 1, acts, out.data(), 16);
+  double exact = 0;
+  for (int64_t i = 0; i < cols; ++i) exact += -128.0 * x[i];
+  for (float o : out) EXPECT_NEAR(o, exact, 1e-3);
+}
+
+// The CPU backend's projection over a matrix whose rows are not whole tiles:
+// the tiles and the rows past them, on two threads, equal the portable path.
+TEST(QuantTiles, ProjectionCoversTheRowsPastTheLastTile) {
+  Problem p(QuantType::Q8_0, 16 * 5 + 7, 512, 3, 71);
+  Tensor t;
+  t.data = p.w.data();
+  t.dtype = p.t;
+  t.rows = p.rows;
+  t.cols = p.cols;
+  cpu::Weights weights;
+  const cpu::Matrix m = weights.matrix(t);
+  EXPECT_EQ(m.tile_count, cpu::tiles_available(p.t) ? 5 : 0);
+  ThreadPool pool(2);
+  cpu::ProjectScratch scratch;
+  std::vector<float> got(size_t(p.n_x * p.rows), NAN), ref(got.size());
+  cpu::project(got.data(), p.x.data(), p.n_x, m, pool, scratch);
+  cpu::matvec(p.t, p.w.data(), p.rows, p.cols, p.x.data(), p.n_x, ref.data(), Isa::Portable);
+  for (size_t k = 0; k < ref.size(); ++k) EXPECT_NEAR(got[k], ref[k], 1e-4 * (1 + std::fabs(ref[k]))) << "output " << k;
+}
+
+TEST(QuantTiles, OneErrorLine) {
+  expect_error([] { cpu::tile_bytes(QuantType::Q4_K, 256); }, "Q4_K tiles: not a tiled type");
+  std::vector<float> x(256);
+  cpu::QuantizedActs acts;
+  acts.prepare(QuantType::Q4_K, x.data(), 1, 256);
+  std::vector<uint8_t> tiles(4096);
+  float out[16];
+  expect_error([&] { cpu::matvec_tiles(QuantType::Q8_0, tiles.data(), 256, 0, 1, acts, out, 16); },
+               "activations prepared for Q4_K");
+}
 
 TEST(QuantKernelDispatch, BestPathIsSupported) {
   EXPECT_TRUE(cpu::isa_supported(Isa::Portable));
