@@ -28,7 +28,9 @@ struct Acts {
   // Q16 formats: value i of row t is d[t * (cols / B) + i / B] * q16[t * cols + i].
   const int16_t* q16 = nullptr;
   const int32_t* sum32 = nullptr;  // Q16x256: sum(q16) per 32, cols / 32 per row
-  // Q16x32: q16 as two byte planes, q16 = 256 * (hi - 128) + lo (the tile kernels' unsigned operands).
+  const int32_t* sum16 = nullptr;  // Q16x256: sum(q16) per 16, cols / 16 per row
+  // q16 as two byte planes for the tile kernels: Q16x32 unsigned, q16 = 256 * (hi - 128) + lo;
+  // Q16x256 signed (int8 in these bytes), q16 = 256 * hi + lo.
   const uint8_t* lo = nullptr;
   const uint8_t* hi = nullptr;
 };

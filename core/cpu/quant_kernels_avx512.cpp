@@ -462,18 +462,138 @@ __attribute__((target("avx512vnni"))) void q8_0_tile(const uint8_t* tile, int64_
   for (int g = 0; g < G; ++g) _mm512_storeu_ps(out + (t0 + g) * os, acc[g]);
 }
 
-__attribute__((target("avx512vnni"))) void k_q8_0_tiles(const uint8_t* tiles, int64_t cols, int64_t tile_begin,
-                                                        int64_t tile_end, const Acts& x, float* out, int64_t os) {
-  const int64_t nb = cols / 32;
+// ---- Q4_K in tiles of 16 rows ------------------------------------------------------------
+
+// G activation rows against one tile. Per sub-block of 32: the codes (0-15,
+// the unsigned operand) against the activations' signed byte planes
+// broadcast 4 at a time, so each int32 lane is one row's sum;
+// 256 * sum_hi + sum_lo is the exact sub-block sum (below 2^24, so exact in
+// float too), scaled by d * scale in float; the mins enter per row as
+// dmin * sum(min * the activations' sum per 32).
+template <int G>
+__attribute__((target("avx512vnni"))) void q4_k_tile(const uint8_t* tile, int64_t nb, const Acts& x, int t0, float* out,
+                                                     int64_t os) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[G];
+  for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = tile + 2368 * b;
+    const __m512 d = _mm512_cvtph_ps(load256(blk)), dmin = _mm512_cvtph_ps(load256(blk + 32));
+    __m512 sums[G], mins[G];
+    for (int g = 0; g < G; ++g) sums[g] = mins[g] = _mm512_setzero_ps();
+    for (int s = 0; s < 8; ++s) {
+      __m512i lo[G], hi[G];
+      for (int g = 0; g < G; ++g) lo[g] = hi[g] = _mm512_setzero_si512();
+      for (int h = 0; h < 4; ++h) {
+        const __m512i v = load512(blk + 320 + 256 * s + 64 * h);
+        const __m512i c0 = _mm512_and_si512(v, low4), c1 = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        for (int g = 0; g < G; ++g) {
+          const size_t at = size_t(t0 + g) * size_t(x.cols) + size_t(256 * b + 32 * s + 8 * h);
+          lo[g] = _mm512_dpbusd_epi32(lo[g], c0, _mm512_set1_epi32(int(u32(x.lo + at))));
+          lo[g] = _mm512_dpbusd_epi32(lo[g], c1, _mm512_set1_epi32(int(u32(x.lo + at + 4))));
+          hi[g] = _mm512_dpbusd_epi32(hi[g], c0, _mm512_set1_epi32(int(u32(x.hi + at))));
+          hi[g] = _mm512_dpbusd_epi32(hi[g], c1, _mm512_set1_epi32(int(u32(x.hi + at + 4))));
+        }
+      }
+      const __m512 dsc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load128(blk + 64 + 16 * s))));
+      const __m512 mn = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load128(blk + 192 + 16 * s)));
+      for (int g = 0; g < G; ++g) {
+        const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(hi[g], 8), lo[g]);
+        sums[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dsc, sums[g]);
+        const float xs = float(x.sum32[(t0 + g) * (x.cols / 32) + 8 * b + s]);
+        mins[g] = _mm512_fmadd_ps(mn, _mm512_set1_ps(xs), mins[g]);
+      }
+    }
+    for (int g = 0; g < G; ++g) {
+      const __m512 dx = _mm512_set1_ps(x.d[(t0 + g) * nb + b]);
+      acc[g] = _mm512_fmadd_ps(_mm512_fnmadd_ps(dmin, mins[g], sums[g]), dx, acc[g]);
+    }
+  }
+  for (int g = 0; g < G; ++g) _mm512_storeu_ps(out + (t0 + g) * os, acc[g]);
+}
+
+// The tiles [tile_begin, tile_end) of `tiles`, each against every activation row.
+template <void (*kTile1)(const uint8_t*, int64_t, const Acts&, int, float*, int64_t),
+          void (*kTile2)(const uint8_t*, int64_t, const Acts&, int, float*, int64_t),
+          void (*kTile3)(const uint8_t*, int64_t, const Acts&, int, float*, int64_t),
+          void (*kTile4)(const uint8_t*, int64_t, const Acts&, int, float*, int64_t)>
+void tiles_loop(const uint8_t* tiles, size_t tile_bytes, int64_t nb, int64_t tile_begin, int64_t tile_end, const Acts& x,
+                float* out, int64_t os) {
   for (int64_t k = tile_begin; k < tile_end; ++k) {
-    const uint8_t* tile = tiles + size_t(k) * size_t(nb) * 576;
+    const uint8_t* tile = tiles + size_t(k) * tile_bytes;
     float* o = out + 16 * k;
     int t = 0;
-    for (; t + 4 <= x.n_x; t += 4) q8_0_tile<4>(tile, nb, x, t, o, os);
-    if (x.n_x - t == 3) q8_0_tile<3>(tile, nb, x, t, o, os);
-    if (x.n_x - t == 2) q8_0_tile<2>(tile, nb, x, t, o, os);
-    if (x.n_x - t == 1) q8_0_tile<1>(tile, nb, x, t, o, os);
+    for (; t + 4 <= x.n_x; t += 4) kTile4(tile, nb, x, t, o, os);
+    if (x.n_x - t == 3) kTile3(tile, nb, x, t, o, os);
+    if (x.n_x - t == 2) kTile2(tile, nb, x, t, o, os);
+    if (x.n_x - t == 1) kTile1(tile, nb, x, t, o, os);
   }
+}
+
+void k_q4_k_tiles(const uint8_t* tiles, int64_t cols, int64_t tile_begin, int64_t tile_end, const Acts& x, float* out,
+                  int64_t os) {
+  tiles_loop<q4_k_tile<1>, q4_k_tile<2>, q4_k_tile<3>, q4_k_tile<4>>(tiles, size_t(cols / 256) * 2368, cols / 256,
+                                                                     tile_begin, tile_end, x, out, os);
+}
+
+// ---- Q6_K in tiles of 16 rows ------------------------------------------------------------
+
+// G activation rows against one tile. Per 16-element sub-block: the codes
+// (q + 32 in 0-63, unpacked as Q6_K packs them; the unsigned operand)
+// against the activations' signed byte planes broadcast 4 at a time; then
+// sum(q * x) = 256 * sum_hi + sum_lo - 32 * sum16(x), at most
+// 16 * 32 * 32639 < 2^24 in magnitude: exact in int32 and in float, scaled
+// by d * scale in float.
+template <int G>
+__attribute__((target("avx512vnni"))) void q6_k_tile(const uint8_t* tile, int64_t nb, const Acts& x, int t0, float* out,
+                                                     int64_t os) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  __m512 acc[G];
+  for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = tile + 3360 * b;
+    const __m512 d = _mm512_cvtph_ps(load256(blk));
+    __m512 sums[G];
+    for (int g = 0; g < G; ++g) sums[g] = _mm512_setzero_ps();
+    for (int k = 0; k < 16; ++k) {
+      const uint8_t* sub = blk + 288 + 192 * k;
+      const __m512i a = load512(sub), c = load512(sub + 64), q = load512(sub + 128);
+      const __m512i codes[4] = {
+          _mm512_or_si512(_mm512_and_si512(a, low4), _mm512_and_si512(_mm512_slli_epi16(q, 4), bits45)),
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), low4), _mm512_and_si512(_mm512_slli_epi16(q, 2), bits45)),
+          _mm512_or_si512(_mm512_and_si512(c, low4), _mm512_and_si512(q, bits45)),
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(c, 4), low4), _mm512_and_si512(_mm512_srli_epi16(q, 2), bits45)),
+      };
+      __m512i lo[G], hi[G];
+      for (int g = 0; g < G; ++g) lo[g] = hi[g] = _mm512_setzero_si512();
+      for (int e = 0; e < 4; ++e)
+        for (int g = 0; g < G; ++g) {
+          const size_t at = size_t(t0 + g) * size_t(x.cols) + size_t(256 * b + 16 * k + 4 * e);
+          lo[g] = _mm512_dpbusd_epi32(lo[g], codes[e], _mm512_set1_epi32(int(u32(x.lo + at))));
+          hi[g] = _mm512_dpbusd_epi32(hi[g], codes[e], _mm512_set1_epi32(int(u32(x.hi + at))));
+        }
+      const __m512 dsc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load128(blk + 32 + 16 * k))));
+      for (int g = 0; g < G; ++g) {
+        const int32_t offset = 32 * x.sum16[(t0 + g) * (x.cols / 16) + 16 * b + k];
+        const __m512i isum = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[g], 8), lo[g]), _mm512_set1_epi32(offset));
+        sums[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dsc, sums[g]);
+      }
+    }
+    for (int g = 0; g < G; ++g) acc[g] = _mm512_fmadd_ps(sums[g], _mm512_set1_ps(x.d[(t0 + g) * nb + b]), acc[g]);
+  }
+  for (int g = 0; g < G; ++g) _mm512_storeu_ps(out + (t0 + g) * os, acc[g]);
+}
+
+void k_q6_k_tiles(const uint8_t* tiles, int64_t cols, int64_t tile_begin, int64_t tile_end, const Acts& x, float* out,
+                  int64_t os) {
+  tiles_loop<q6_k_tile<1>, q6_k_tile<2>, q6_k_tile<3>, q6_k_tile<4>>(tiles, size_t(cols / 256) * 3360, cols / 256,
+                                                                     tile_begin, tile_end, x, out, os);
+}
+
+void k_q8_0_tiles(const uint8_t* tiles, int64_t cols, int64_t tile_begin, int64_t tile_end, const Acts& x, float* out,
+                  int64_t os) {
+  tiles_loop<q8_0_tile<1>, q8_0_tile<2>, q8_0_tile<3>, q8_0_tile<4>>(tiles, size_t(cols / 32) * 576, cols / 32,
+                                                                     tile_begin, tile_end, x, out, os);
 }
 
 bool has_vnni() {
@@ -486,7 +606,13 @@ bool has_vnni() {
 
 }  // namespace
 
-TileKernel avx512_tile_kernel(QuantType t) { return t == QuantType::Q8_0 && has_vnni() ? k_q8_0_tiles : nullptr; }
+TileKernel avx512_tile_kernel(QuantType t) {
+  if (!has_vnni()) return nullptr;
+  if (t == QuantType::Q8_0) return k_q8_0_tiles;
+  if (t == QuantType::Q4_K) return k_q4_k_tiles;
+  if (t == QuantType::Q6_K) return k_q6_k_tiles;
+  return nullptr;
+}
 
 Kernel avx512_kernel(QuantType t) {
   switch (t) {

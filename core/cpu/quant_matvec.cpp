@@ -24,6 +24,7 @@ struct ActsAccess {
     v.bsum32 = a.bsum32_.data();
     v.q16 = a.q16_.data();
     v.sum32 = a.sum32_.data();
+    v.sum16 = a.sum16_.data();
     v.lo = a.lo_.data();
     v.hi = a.hi_.data();
     return v;
@@ -171,18 +172,25 @@ void QuantizedActs::prepare(QuantType t, const float* x, int n_x, int64_t cols) 
   const int B = activation_block(t);
   d_.resize(n / B);
   if (!eight_bit(format_)) {
+    // Q16x256's planes are signed bytes, q16 = 256 hi + lo, which holds for |q16| <= 32639.
+    const bool signed_planes = format_ == ActFormat::Q16x256;
     q16_.resize(n);
-    for (size_t b = 0; b < n / B; ++b) d_[b] = quantise_block(x + B * b, B, q16_.data() + B * b, 32767);
-    if (format_ == ActFormat::Q16x256) {
+    for (size_t b = 0; b < n / B; ++b)
+      d_[b] = quantise_block(x + B * b, B, q16_.data() + B * b, signed_planes ? 32639 : 32767);
+    if (signed_planes) {
+      sum16_.resize(n / 16);
       sum32_.resize(n / 32);
-      for (size_t k = 0; k < n / 32; ++k) sum32_[k] = sum_q(q16_.data() + 32 * k, 32);
-    } else {  // the byte planes of the tile kernels
-      lo_.resize(n);
-      hi_.resize(n);
-      for (size_t i = 0; i < n; ++i) {
-        lo_[i] = uint8_t(q16_[i] & 0xFF);
-        hi_[i] = uint8_t((q16_[i] >> 8) + 128);
-      }
+      for (size_t k = 0; k < n / 16; ++k) sum16_[k] = sum_q(q16_.data() + 16 * k, 16);
+      for (size_t k = 0; k < n / 32; ++k) sum32_[k] = sum16_[2 * k] + sum16_[2 * k + 1];
+    }
+    // The byte planes of the tile kernels.
+    lo_.resize(n);
+    hi_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const int q = q16_[i];
+      const int hi = signed_planes ? (q + 128) >> 8 : (q >> 8) + 128;
+      hi_[i] = uint8_t(hi);
+      lo_[i] = uint8_t(signed_planes ? q - 256 * hi : q & 0xFF);
     }
     return;
   }
@@ -237,34 +245,107 @@ kern::TileKernel tile_kernel_for(QuantType t) {
   (void)t;
   return nullptr;
 }
-constexpr size_t kQ8_0TileBlock = 32 + 32 + 512;  // 16 scales, 16 weight sums, 16 x 32 weights
+constexpr size_t kQ8_0TileBlock = 32 + 32 + 512;           // 16 scales, 16 weight sums, 16 x 32 weights
+constexpr size_t kQ4_KTileBlock = 32 + 32 + 128 + 128 + 2048;  // 16 d, 16 dmin, 8 x 16 scales and mins, codes
+constexpr size_t kQ6_KTileBlock = 32 + 256 + 16 * 192;         // 16 d, 16 x 16 scales, codes: Q6_K's own size
+
+void tile_q8_0(const uint8_t* src, size_t rb, int64_t nb, uint8_t* tile) {
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* blk = tile + size_t(b) * kQ8_0TileBlock;
+    for (int r = 0; r < kTileRows; ++r) {
+      const auto* from = reinterpret_cast<const BlockQ8_0*>(src + size_t(r) * rb + sizeof(BlockQ8_0) * size_t(b));
+      std::memcpy(blk + 2 * r, &from->d, 2);
+      int16_t sum = 0;
+      for (int i = 0; i < 32; ++i) sum = int16_t(sum + from->qs[i]);
+      std::memcpy(blk + 32 + 2 * r, &sum, 2);
+      for (int g = 0; g < 8; ++g) std::memcpy(blk + 64 + 64 * g + 4 * r, from->qs + 4 * g, 4);
+    }
+  }
+}
+
+// Per super-block: the 16 rows' d and dmin, scales and mins as [8 sub-blocks][16 rows],
+// then the codes as [8 sub-blocks][4][16 rows][4 bytes]: byte e of group h holds
+// element 8h + e of the sub-block (low nibble) and element 8h + 4 + e (high).
+void tile_q4_k(const uint8_t* src, size_t rb, int64_t nb, uint8_t* tile) {
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* blk = tile + size_t(b) * kQ4_KTileBlock;
+    for (int r = 0; r < kTileRows; ++r) {
+      const auto* from = reinterpret_cast<const BlockQ4_K*>(src + size_t(r) * rb + sizeof(BlockQ4_K) * size_t(b));
+      std::memcpy(blk + 2 * r, &from->d, 2);
+      std::memcpy(blk + 32 + 2 * r, &from->dmin, 2);
+      uint8_t codes[256];
+      for (int j = 0; j < 4; ++j)
+        for (int p = 0; p < 32; ++p) {
+          codes[64 * j + p] = from->qs[32 * j + p] & 0x0F;
+          codes[64 * j + 32 + p] = from->qs[32 * j + p] >> 4;
+        }
+      for (int s = 0; s < 8; ++s) {
+        k4_scale_min(from->scales, s, blk + 64 + 16 * s + r, blk + 192 + 16 * s + r);
+        for (int h = 0; h < 4; ++h)
+          for (int e = 0; e < 4; ++e)
+            blk[320 + 256 * s + 64 * h + 4 * r + e] = uint8_t(codes[32 * s + 8 * h + e] | codes[32 * s + 8 * h + 4 + e] << 4);
+      }
+    }
+  }
+}
+// Per super-block: the 16 rows' d, scales as [16 sub-blocks][16 rows], then
+// per 16-element sub-block the codes (q + 32, 6 bits) of 4 groups of 4
+// elements, [16 rows][4 bytes] each, packed as Q6_K packs them: 64 bytes of
+// low nibbles for groups 0 (low) and 1 (high), 64 for groups 2 and 3, and
+// 64 bytes of high bit pairs (bits 2g, 2g + 1 for group g).
+void tile_q6_k(const uint8_t* src, size_t rb, int64_t nb, uint8_t* tile) {
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* blk = tile + size_t(b) * kQ6_KTileBlock;
+    std::memset(blk, 0, kQ6_KTileBlock);
+    for (int r = 0; r < kTileRows; ++r) {
+      const auto* from = reinterpret_cast<const BlockQ6_K*>(src + size_t(r) * rb + sizeof(BlockQ6_K) * size_t(b));
+      std::memcpy(blk + 2 * r, &from->d, 2);
+      uint8_t codes[256];
+      for (int e = 0; e < 256; ++e) {
+        const int n = e / 128, j = (e % 128) / 32, p = e % 32;
+        const uint8_t l = from->ql[64 * n + p + 32 * (j & 1)];
+        codes[e] = uint8_t((j < 2 ? l & 0x0F : l >> 4) | ((from->qh[32 * n + p] >> (2 * j)) & 3) << 4);
+      }
+      for (int k = 0; k < 16; ++k) {
+        blk[32 + 16 * k + r] = uint8_t(from->scales[k]);
+        uint8_t* sub = blk + 288 + 192 * k;
+        for (int g = 0; g < 4; ++g)
+          for (int e = 0; e < 4; ++e) {
+            const uint8_t c = codes[16 * k + 4 * g + e];
+            const size_t at = size_t(4 * r + e);
+            sub[64 * (g / 2) + at] |= uint8_t((c & 0x0F) << (4 * (g % 2)));
+            sub[128 + at] |= uint8_t((c >> 4) << (2 * g));
+          }
+      }
+    }
+  }
+}
 }  // namespace
 
 bool tiles_available(QuantType t) { return tile_kernel_for(t) != nullptr; }
 
 size_t tile_bytes(QuantType t, int64_t cols) {
-  if (t != QuantType::Q8_0) fail(std::string(quant_type_name(t)) + " tiles", "not a tiled type");
   row_bytes(t, cols);  // throws on a row length that is not a whole number of blocks
-  return size_t(cols / 32) * kQ8_0TileBlock;
+  switch (t) {
+    case QuantType::Q8_0: return size_t(cols / 32) * kQ8_0TileBlock;
+    case QuantType::Q4_K: return size_t(cols / 256) * kQ4_KTileBlock;
+    case QuantType::Q6_K: return size_t(cols / 256) * kQ6_KTileBlock;
+    default: fail(std::string(quant_type_name(t)) + " tiles", "not a tiled type");
+  }
 }
 
 std::vector<uint8_t> make_tiles(QuantType t, const void* w, int64_t rows, int64_t cols) {
   const size_t tb = tile_bytes(t, cols), rb = row_bytes(t, cols);
-  const int64_t tiles = rows / kTileRows, nb = cols / 32;
+  const int64_t tiles = rows / kTileRows;
   std::vector<uint8_t> out(size_t(tiles) * tb);
   const auto* src = static_cast<const uint8_t*>(w);
-  for (int64_t k = 0; k < tiles; ++k)
-    for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* blk = out.data() + size_t(k) * tb + size_t(b) * kQ8_0TileBlock;
-      for (int r = 0; r < kTileRows; ++r) {
-        const auto* from = reinterpret_cast<const BlockQ8_0*>(src + size_t(kTileRows * k + r) * rb + sizeof(BlockQ8_0) * size_t(b));
-        std::memcpy(blk + 2 * r, &from->d, 2);
-        int16_t sum = 0;
-        for (int i = 0; i < 32; ++i) sum = int16_t(sum + from->qs[i]);
-        std::memcpy(blk + 32 + 2 * r, &sum, 2);
-        for (int g = 0; g < 8; ++g) std::memcpy(blk + 64 + 64 * g + 4 * r, from->qs + 4 * g, 4);
-      }
-    }
+  for (int64_t k = 0; k < tiles; ++k) {
+    const uint8_t* rows16 = src + size_t(kTileRows * k) * rb;
+    uint8_t* tile = out.data() + size_t(k) * tb;
+    if (t == QuantType::Q8_0) tile_q8_0(rows16, rb, cols / 32, tile);
+    else if (t == QuantType::Q4_K) tile_q4_k(rows16, rb, cols / 256, tile);
+    else tile_q6_k(rows16, rb, cols / 256, tile);
+  }
   return out;
 }
 

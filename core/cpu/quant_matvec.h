@@ -90,7 +90,7 @@ class QuantizedActs {
   std::vector<int16_t> q16_;
   std::vector<float> d_, s_;
   std::vector<int16_t> bsum16_, bsum32_;
-  std::vector<int32_t> sum32_;
+  std::vector<int32_t> sum32_, sum16_;
   std::vector<uint8_t> lo_, hi_;
 };
 

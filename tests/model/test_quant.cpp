@@ -597,22 +597,25 @@ INSTANTIATE_TEST_SUITE_P(Paths, QuantKernels, ::testing::ValuesIn(kIsas),
 // integer sums per block, so only float rounding differs; for every count of
 // activation rows the kernels group (1 to 6).
 TEST(QuantTiles, MatchTheRowKernels) {
-  if (!cpu::tiles_available(QuantType::Q8_0)) GTEST_SKIP() << "no tile kernel on this CPU (AVX-512 VNNI)";
-  for (int n_x = 1; n_x <= 6; ++n_x) {
-    Problem p(QuantType::Q8_0, 48, 256, n_x, 50 + uint64_t(n_x));
-    const std::vector<uint8_t> tiles = cpu::make_tiles(p.t, p.w.data(), p.rows, p.cols);
-    ASSERT_EQ(tiles.size(), 3 * cpu::tile_bytes(p.t, p.cols));
-    cpu::QuantizedActs acts;
-    acts.prepare(p.t, p.x.data(), n_x, p.cols);
-    std::vector<float> ref(size_t(n_x * p.rows)), got(ref.size(), NAN);
-    cpu::matvec_rows(p.t, p.w.data(), p.cols, 0, p.rows, acts, ref.data(), p.rows);
-    cpu::matvec_tiles(p.t, tiles.data(), p.cols, 0, 1, acts, got.data(), p.rows);  // two calls: any tile range
-    cpu::matvec_tiles(p.t, tiles.data(), p.cols, 1, 3, acts, got.data(), p.rows);
-    for (size_t k = 0; k < ref.size(); ++k) {
-      double abs_q = 0;
-      for (int64_t i = 0; i < p.cols; ++i)
-        abs_q += std::fabs(double(p.wf[size_t(int64_t(k) % p.rows * p.cols + i)]) * acts.value(int(int64_t(k) / p.rows), i));
-      EXPECT_NEAR(got[k], ref[k], rounding_bound(p.cols, abs_q)) << "n_x " << n_x << " output " << k;
+  for (QuantType t : {QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
+    if (!cpu::tiles_available(t)) GTEST_SKIP() << "no tile kernel on this CPU (AVX-512 VNNI)";
+    for (int n_x = 1; n_x <= 6; ++n_x) {
+      Problem p(t, 48, 512, n_x, 50 + uint64_t(n_x));
+      const std::vector<uint8_t> tiles = cpu::make_tiles(p.t, p.w.data(), p.rows, p.cols);
+      ASSERT_EQ(tiles.size(), 3 * cpu::tile_bytes(p.t, p.cols));
+      cpu::QuantizedActs acts;
+      acts.prepare(p.t, p.x.data(), n_x, p.cols);
+      std::vector<float> ref(size_t(n_x * p.rows)), got(ref.size(), NAN);
+      cpu::matvec_rows(p.t, p.w.data(), p.cols, 0, p.rows, acts, ref.data(), p.rows);
+      cpu::matvec_tiles(p.t, tiles.data(), p.cols, 0, 1, acts, got.data(), p.rows);  // two calls: any tile range
+      cpu::matvec_tiles(p.t, tiles.data(), p.cols, 1, 3, acts, got.data(), p.rows);
+      for (size_t k = 0; k < ref.size(); ++k) {
+        double abs_q = 0;
+        for (int64_t i = 0; i < p.cols; ++i)
+          abs_q += std::fabs(double(p.wf[size_t(int64_t(k) % p.rows * p.cols + i)]) * acts.value(int(int64_t(k) / p.rows), i));
+        EXPECT_NEAR(got[k], ref[k], rounding_bound(p.cols, abs_q))
+            << quant_type_name(t) << " n_x " << n_x << " output " << k;
+      }
     }
   }
 }
@@ -620,7 +623,9 @@ TEST(QuantTiles, MatchTheRowKernels) {
 // The largest sums a tile holds exactly: weights -128 (files may hold them)
 // against activations at +-32767 of one sign per product.
 TEST(QuantTiles, ExtremeWeightsAndActivationsStayExact) {
-  if (!cpu::tiles_available(QuantType::Q8_0)) GTEST_SKIP() << "no tile kernel on this CPU (AVX-512 VNNI)";
+  if (!cpu::tiles_available(QuantType::Q8_0) || !cpu::tiles_available(QuantType::Q4_K) ||
+      !cpu::tiles_available(QuantType::Q6_K))
+    GTEST_SKIP() << "no tile kernel on this CPU (AVX-512 VNNI)";
   const int64_t cols = 256;
   std::vector<BlockQ8_0> w(16 * cols / 32);
   for (auto& b : w) {
@@ -637,30 +642,61 @@ TEST(QuantTiles, ExtremeWeightsAndActivationsStayExact) {
   double exact = 0;
   for (int64_t i = 0; i < cols; ++i) exact += -128.0 * x[i];
   for (float o : out) EXPECT_NEAR(o, exact, 1e-3);
+
+  // Q4_K: every code 15, scale and min 63, activations of one sign: the largest sub-block sums.
+  std::vector<BlockQ4_K> k4(16 * cols / 256);
+  for (auto& b : k4) {
+    b.d = 0x3C00;     // 1
+    b.dmin = 0x3800;  // 0.5
+    std::memset(b.scales, 0xFF, sizeof b.scales);
+    std::memset(b.qs, 0xFF, sizeof b.qs);
+  }
+  const std::vector<float> ones(cols, 1.0f);
+  const auto k4_tiles = cpu::make_tiles(QuantType::Q4_K, k4.data(), 16, cols);
+  acts.prepare(QuantType::Q4_K, ones.data(), 1, cols);
+  cpu::matvec_tiles(QuantType::Q4_K, k4_tiles.data(), cols, 0, 1, acts, out.data(), 16);
+  const double k4_exact = (63.0 * 15 - 0.5 * 63) * double(cols);
+  for (float o : out) EXPECT_NEAR(o, k4_exact, 1e-5 * k4_exact);
+
+  // Q6_K: every code 0 (q = -32) under scale -128, activations of one sign: the largest sub-block sums.
+  std::vector<BlockQ6_K> k6(16 * cols / 256);
+  for (auto& b : k6) {
+    b.d = 0x3C00;
+    std::memset(b.ql, 0, sizeof b.ql);
+    std::memset(b.qh, 0, sizeof b.qh);
+    std::memset(b.scales, 0x80, sizeof b.scales);
+  }
+  const auto k6_tiles = cpu::make_tiles(QuantType::Q6_K, k6.data(), 16, cols);
+  acts.prepare(QuantType::Q6_K, ones.data(), 1, cols);
+  cpu::matvec_tiles(QuantType::Q6_K, k6_tiles.data(), cols, 0, 1, acts, out.data(), 16);
+  for (float o : out) EXPECT_NEAR(o, 4096.0 * double(cols), 1e-6 * 4096.0 * double(cols));
 }
 
 // The CPU backend's projection over a matrix whose rows are not whole tiles:
 // the tiles and the rows past them, on two threads, equal the portable path.
 TEST(QuantTiles, ProjectionCoversTheRowsPastTheLastTile) {
-  Problem p(QuantType::Q8_0, 16 * 5 + 7, 512, 3, 71);
-  Tensor t;
-  t.data = p.w.data();
-  t.dtype = p.t;
-  t.rows = p.rows;
-  t.cols = p.cols;
-  cpu::Weights weights;
-  const cpu::Matrix m = weights.matrix(t);
-  EXPECT_EQ(m.tile_count, cpu::tiles_available(p.t) ? 5 : 0);
-  ThreadPool pool(2);
-  cpu::ProjectScratch scratch;
-  std::vector<float> got(size_t(p.n_x * p.rows), NAN), ref(got.size());
-  cpu::project(got.data(), p.x.data(), p.n_x, m, pool, scratch);
-  cpu::matvec(p.t, p.w.data(), p.rows, p.cols, p.x.data(), p.n_x, ref.data(), Isa::Portable);
-  for (size_t k = 0; k < ref.size(); ++k) EXPECT_NEAR(got[k], ref[k], 1e-4 * (1 + std::fabs(ref[k]))) << "output " << k;
+  for (QuantType t : {QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
+    Problem p(t, 16 * 5 + 7, 512, 3, 71);
+    Tensor tensor;
+    tensor.data = p.w.data();
+    tensor.dtype = p.t;
+    tensor.rows = p.rows;
+    tensor.cols = p.cols;
+    cpu::Weights weights;
+    const cpu::Matrix m = weights.matrix(tensor);
+    EXPECT_EQ(m.tile_count, cpu::tiles_available(p.t) ? 5 : 0) << quant_type_name(t);
+    ThreadPool pool(2);
+    cpu::ProjectScratch scratch;
+    std::vector<float> got(size_t(p.n_x * p.rows), NAN), ref(got.size());
+    cpu::project(got.data(), p.x.data(), p.n_x, m, pool, scratch);
+    cpu::matvec(p.t, p.w.data(), p.rows, p.cols, p.x.data(), p.n_x, ref.data(), Isa::Portable);
+    for (size_t k = 0; k < ref.size(); ++k)
+      EXPECT_NEAR(got[k], ref[k], 1e-4 * (1 + std::fabs(ref[k]))) << quant_type_name(t) << " output " << k;
+  }
 }
 
 TEST(QuantTiles, OneErrorLine) {
-  expect_error([] { cpu::tile_bytes(QuantType::Q4_K, 256); }, "Q4_K tiles: not a tiled type");
+  expect_error([] { cpu::tile_bytes(QuantType::Q5_0, 256); }, "Q5_0 tiles: not a tiled type");
   std::vector<float> x(256);
   cpu::QuantizedActs acts;
   acts.prepare(QuantType::Q4_K, x.data(), 1, 256);
