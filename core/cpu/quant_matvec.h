@@ -104,16 +104,19 @@ class QuantizedActs {
 void matvec_rows(QuantType type, const void* w, int64_t cols, int64_t row_begin, int64_t row_end,
                  const QuantizedActs& x, float* out, int64_t out_stride, Isa isa = best_isa());
 
-// Row tiles: on CPUs with AVX-512 VNNI, a Q8_0 matrix is also laid out in
-// tiles of 16 rows, block by block: each 32-element block of a tile holds the
-// 16 rows' scales (f16), their weight sums (int16) and their weights as
-// [8][16 rows][4 bytes], so that one vpdpbusd multiplies 4 activations
-// (broadcast) into all 16 rows at once: 64 products per instruction, where a
-// row at a time gets 32 per several. That is what llama.cpp's repacked
-// buffers do. The copy costs 576 / 544 of the tiled rows' bytes; rows past
-// the last whole tile stay with matvec_rows. Same 16-bit activations, the
-// same integer sums per block: the results equal matvec_rows' up to float
-// rounding.
+// Row tiles: on CPUs with AVX-512 VNNI, Q8_0, Q4_K and Q6_K matrices are
+// also laid out in tiles of 16 rows, block by block (as llama.cpp repacks
+// its weights for such CPUs): each block of a tile holds the 16 rows' scales
+// and their weights as [groups of 4 elements][16 rows][4 bytes], so that one
+// vpdpbusd multiplies 4 broadcast activation bytes into all 16 rows at once:
+// 64 products per instruction, where a row at a time gets 32 per several.
+// The activations are the 16-bit ones above, as two byte planes (hi, lo), so
+// the tiles are as exact as the row kernels: every block's or sub-block's
+// integer sum is exact (quant_kernels_avx512.cpp says why) and the results
+// equal matvec_rows' up to float rounding. Sizes against the rows they hold:
+// Q8_0 576 / 544 bytes (16 rows' weight sums added), Q4_K 2368 / 2304 (the
+// scales unpacked), Q6_K the same. Rows past the last whole tile stay with
+// matvec_rows.
 constexpr int kTileRows = 16;
 // True if matrices of type t get tiles on this CPU.
 bool tiles_available(QuantType t);

@@ -129,7 +129,10 @@ TEST(ControlsTest, PauseStepResetAndSpeedLimit) {
   play(w, 3);
   ASSERT_EQ(w.lastSnapshot()->steps_ingested, 3);
 
-  trigger_and_wait(w, "step");
+  // A frame drawn before the step may still arrive first (slow builds): wait for the stepped one, then for none more.
+  w.findChild<QAction*>("step")->trigger();
+  EXPECT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.steps_ingested == 4; }, 10000)) << "no step";
+  QTest::qWait(300);
   EXPECT_EQ(w.lastSnapshot()->steps_ingested, 4) << "one step, exactly";
 
   // A frame of the old run may still be on its way when Reset is pressed: wait for the new run's first.
