@@ -45,7 +45,7 @@ class CpuBackend final : public Backend {
         kv_(std::make_shared<KvMemoryAccount>()) {
     kv_->limit = kv_limit_bytes;
     const ModelWeights& w = model_->weights;
-    embedding_ = weights_.matrix(w.token_embedding);
+    embedding_ = weights_.matrix(w.token_embedding, /*projected=*/model_->shared_classifier());
     for (const LayerWeights& l : w.layers)
       layers_.push_back({weights_.vector(l.attn_norm), weights_.vector(l.ffn_norm), weights_.matrix(l.wq),
                          weights_.matrix(l.wk), weights_.matrix(l.wv), weights_.matrix(l.wo), weights_.matrix(l.w1),

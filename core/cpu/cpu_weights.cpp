@@ -13,12 +13,12 @@ const float* Weights::widened(const Tensor& t) {
   return copy.get();
 }
 
-Matrix Weights::matrix(const Tensor& t) {
+Matrix Weights::matrix(const Tensor& t, bool projected) {
   Matrix m{t.data, t.dtype, t.rows, t.cols};
   // The typed kernels read activations in runs of 32 (and of their block).
   if (t.dtype != DType::F32 && t.cols % 32 != 0) m = {widened(t), DType::F32, t.rows, t.cols};
   bytes_read_ += m.bytes();
-  if (tiles_available(m.type) && m.rows >= kTileRows) {
+  if (projected && tiles_available(m.type) && m.rows >= kTileRows) {
     tiles_.push_back(make_tiles(m.type, m.data, m.rows, m.cols));
     m.tiles = tiles_.back().data();
     m.tile_count = m.rows / kTileRows;

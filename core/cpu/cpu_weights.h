@@ -32,7 +32,9 @@ struct Matrix {
 // file's pages are then read only for embedding rows.
 class Weights {
  public:
-  Matrix matrix(const Tensor& t);
+  // `projected`: the matrix multiplies activations (false for an embedding
+  // only looked up row by row: it gets no tiles).
+  Matrix matrix(const Tensor& t, bool projected = true);
   const float* vector(const Tensor& t);  // null for an absent tensor (no bias)
   // Bytes one forward pass reads: every matrix in its type, vectors as float32.
   int64_t bytes_read() const { return bytes_read_; }
