@@ -70,7 +70,7 @@ void project(float* out, const float* x, int n_x, const Matrix& w, ThreadPool& p
     matvec_rows(w.type, w.data, w.cols, first, last, acts, result, w.rows);
   };
   // As matmul: small products stay on one thread; a few chunks per thread otherwise.
-  const int grain = w.tile_count > 0 ? std::max(1, units / (pool.size() * 4)) : std::max(16, units / (pool.size() * 4));
+  const int grain = std::max(w.tile_count > 0 ? 1 : 16, units / (pool.size() * 4));
   if (pool.size() == 1 || size_t(w.rows) * cols * size_t(n_x) < kParallelMinWork) run(0, units);
   else pool.parallel_for(units, grain, run);
   if (!split) return;

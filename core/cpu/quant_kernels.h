@@ -41,6 +41,23 @@ struct Acts {
 using Kernel = void (*)(const uint8_t* w, size_t row_bytes, int64_t rows, const Acts& x, float* out,
                         int64_t out_stride);
 
+// The layout of one block of a tile of 16 rows (quant_matvec.h), written by
+// make_tiles and read by the tile kernels: byte offsets within the block.
+struct TileQ8_0 {  // per 32 elements
+  static constexpr size_t kD = 0, kSum = 32, kWeights = 64;  // 16 f16 scales, 16 int16 weight sums, [8][16][4] int8
+  static constexpr size_t kBytes = 64 + 512;
+};
+struct TileQ4_K {  // per 256 elements
+  static constexpr size_t kD = 0, kDmin = 32, kScales = 64, kMins = 192;  // f16 x 16 each; u8 [8 sub-blocks][16 rows]
+  static constexpr size_t kCodes = 320;  // [8 sub-blocks][4][16 rows][4 bytes], two codes per byte
+  static constexpr size_t kBytes = kCodes + 2048;
+};
+struct TileQ6_K {  // per 256 elements
+  static constexpr size_t kD = 0, kScales = 32;  // 16 f16; int8 [16 sub-blocks][16 rows]
+  static constexpr size_t kCodes = 288, kSubBlock = 192;  // per 16-element sub-block: 2 x 64 nibble bytes, 64 high-bit bytes
+  static constexpr size_t kBytes = kCodes + 16 * kSubBlock;
+};
+
 // Tiles of 16 weight rows (quant_matvec.h): out[t * out_stride + 16 * k + r]
 // = dot(row r of tile k, activation row t) for k in [tile_begin, tile_end).
 using TileKernel = void (*)(const uint8_t* tiles, int64_t cols, int64_t tile_begin, int64_t tile_end, const Acts& x,

@@ -5,12 +5,13 @@
 // some of these too, where no 512-bit form measured faster. Everything but
 // avx2_kernel() has internal linkage (see quant_kernels.h).
 //
-// 8-bit activations: byte products go through maddubs (unsigned x signed
-// bytes, adjacent pairs summed to int16) and madd (int16 pairs to int32,
-// times the sub-block scale or 1). maddubs saturates at +-32767, so its
-// unsigned operand is the weight code (at most 63) or |Q8_0 weight| (at most
-// 128) and the signed one the activation (|q| <= 127): at most
-// 2 * 128 * 127 = 32512 per pair, never saturated.
+// 8-bit activations (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K): byte products go
+// through maddubs (unsigned x signed bytes, adjacent pairs summed to int16)
+// and madd (int16 pairs to int32, times the sub-block scale or 1). maddubs
+// saturates at +-32767, so its unsigned operand is the weight code (at most
+// 31) and the signed one the activation (|q| <= 127): at most
+// 2 * 31 * 127 = 7874 per pair, never saturated. 16-bit activations: see
+// quant_matvec.h.
 #include <immintrin.h>
 
 #include <cstring>

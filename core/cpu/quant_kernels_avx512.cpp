@@ -451,20 +451,20 @@ __attribute__((target("avx512vnni"))) void q8_0_tile(const uint8_t* tile, int64_
   __m512 acc[G];
   for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = tile + 576 * b;
-    prefetch(blk + 4 * 576, 576);
+    const uint8_t* blk = tile + TileQ8_0::kBytes * size_t(b);
+    prefetch(blk + 4 * TileQ8_0::kBytes, TileQ8_0::kBytes);
     __m512i lo[G], hi[G];
     for (int g = 0; g < G; ++g) lo[g] = hi[g] = _mm512_setzero_si512();
     for (int k = 0; k < 8; ++k) {
-      const __m512i wv = load512(blk + 64 + 64 * k);
+      const __m512i wv = load512(blk + TileQ8_0::kWeights + 64 * k);
       for (int g = 0; g < G; ++g) {
         const size_t at = size_t(t0 + g) * size_t(x.cols) + size_t(32 * b + 4 * k);
         lo[g] = _mm512_dpbusd_epi32(lo[g], _mm512_set1_epi32(int(u32(x.lo + at))), wv);
         hi[g] = _mm512_dpbusd_epi32(hi[g], _mm512_set1_epi32(int(u32(x.hi + at))), wv);
       }
     }
-    const __m512 dw = _mm512_cvtph_ps(load256(blk));
-    const __m512i bias = _mm512_slli_epi32(_mm512_cvtepi16_epi32(load256(blk + 32)), 7);  // 128 * sum(w)
+    const __m512 dw = _mm512_cvtph_ps(load256(blk + TileQ8_0::kD));
+    const __m512i bias = _mm512_slli_epi32(_mm512_cvtepi16_epi32(load256(blk + TileQ8_0::kSum)), 7);  // 128 * sum(w)
     for (int g = 0; g < G; ++g) {
       const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_sub_epi32(hi[g], bias), 8), lo[g]);
       acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(x.d[(t0 + g) * nb + b])), acc[g]);
@@ -488,16 +488,16 @@ __attribute__((target("avx512vnni"))) void q4_k_tile(const uint8_t* tile, int64_
   __m512 acc[G];
   for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = tile + 2368 * b;
-    prefetch(blk + 2368, 2368);
-    const __m512 d = _mm512_cvtph_ps(load256(blk)), dmin = _mm512_cvtph_ps(load256(blk + 32));
+    const uint8_t* blk = tile + TileQ4_K::kBytes * size_t(b);
+    prefetch(blk + TileQ4_K::kBytes, TileQ4_K::kBytes);
+    const __m512 d = _mm512_cvtph_ps(load256(blk + TileQ4_K::kD)), dmin = _mm512_cvtph_ps(load256(blk + TileQ4_K::kDmin));
     __m512 sums[G], mins[G];
     for (int g = 0; g < G; ++g) sums[g] = mins[g] = _mm512_setzero_ps();
     for (int s = 0; s < 8; ++s) {
       __m512i lo[G], hi[G];
       for (int g = 0; g < G; ++g) lo[g] = hi[g] = _mm512_setzero_si512();
       for (int h = 0; h < 4; ++h) {
-        const __m512i v = load512(blk + 320 + 256 * s + 64 * h);
+        const __m512i v = load512(blk + TileQ4_K::kCodes + 256 * s + 64 * h);
         const __m512i c0 = _mm512_and_si512(v, low4), c1 = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
         for (int g = 0; g < G; ++g) {
           const size_t at = size_t(t0 + g) * size_t(x.cols) + size_t(256 * b + 32 * s + 8 * h);
@@ -507,8 +507,8 @@ __attribute__((target("avx512vnni"))) void q4_k_tile(const uint8_t* tile, int64_
           hi[g] = _mm512_dpbusd_epi32(hi[g], c1, _mm512_set1_epi32(int(u32(x.hi + at + 4))));
         }
       }
-      const __m512 dsc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load128(blk + 64 + 16 * s))));
-      const __m512 mn = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load128(blk + 192 + 16 * s)));
+      const __m512 dsc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load128(blk + TileQ4_K::kScales + 16 * s))));
+      const __m512 mn = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load128(blk + TileQ4_K::kMins + 16 * s)));
       for (int g = 0; g < G; ++g) {
         const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(hi[g], 8), lo[g]);
         sums[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dsc, sums[g]);
@@ -524,28 +524,11 @@ __attribute__((target("avx512vnni"))) void q4_k_tile(const uint8_t* tile, int64_
   for (int g = 0; g < G; ++g) _mm512_storeu_ps(out + (t0 + g) * os, acc[g]);
 }
 
-// The tiles [tile_begin, tile_end) of `tiles`, each against every activation row.
-template <void (*kTile1)(const uint8_t*, int64_t, const Acts&, int, float*, int64_t),
-          void (*kTile2)(const uint8_t*, int64_t, const Acts&, int, float*, int64_t),
-          void (*kTile3)(const uint8_t*, int64_t, const Acts&, int, float*, int64_t),
-          void (*kTile4)(const uint8_t*, int64_t, const Acts&, int, float*, int64_t)>
-void tiles_loop(const uint8_t* tiles, size_t tile_bytes, int64_t nb, int64_t tile_begin, int64_t tile_end, const Acts& x,
-                float* out, int64_t os) {
-  for (int64_t k = tile_begin; k < tile_end; ++k) {
-    const uint8_t* tile = tiles + size_t(k) * tile_bytes;
-    float* o = out + 16 * k;
-    int t = 0;
-    for (; t + 4 <= x.n_x; t += 4) kTile4(tile, nb, x, t, o, os);
-    if (x.n_x - t == 3) kTile3(tile, nb, x, t, o, os);
-    if (x.n_x - t == 2) kTile2(tile, nb, x, t, o, os);
-    if (x.n_x - t == 1) kTile1(tile, nb, x, t, o, os);
-  }
-}
-
 void k_q4_k_tiles(const uint8_t* tiles, int64_t cols, int64_t tile_begin, int64_t tile_end, const Acts& x, float* out,
                   int64_t os) {
-  tiles_loop<q4_k_tile<1>, q4_k_tile<2>, q4_k_tile<3>, q4_k_tile<4>>(tiles, size_t(cols / 256) * 2368, cols / 256,
-                                                                     tile_begin, tile_end, x, out, os);
+  const int64_t nb = cols / 256;
+  tiles_grouped(tiles, size_t(nb) * TileQ4_K::kBytes, tile_begin, tile_end, x, out,
+                [&]<int G>(const uint8_t* tile, int t0, float* o) { q4_k_tile<G>(tile, nb, x, t0, o, os); });
 }
 
 // ---- Q6_K in tiles of 16 rows ------------------------------------------------------------
@@ -563,13 +546,13 @@ __attribute__((target("avx512vnni"))) void q6_k_tile(const uint8_t* tile, int64_
   __m512 acc[G];
   for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = tile + 3360 * b;
-    prefetch(blk + 3360, 3360);
-    const __m512 d = _mm512_cvtph_ps(load256(blk));
+    const uint8_t* blk = tile + TileQ6_K::kBytes * size_t(b);
+    prefetch(blk + TileQ6_K::kBytes, TileQ6_K::kBytes);
+    const __m512 d = _mm512_cvtph_ps(load256(blk + TileQ6_K::kD));
     __m512 sums[G];
     for (int g = 0; g < G; ++g) sums[g] = _mm512_setzero_ps();
     for (int k = 0; k < 16; ++k) {
-      const uint8_t* sub = blk + 288 + 192 * k;
+      const uint8_t* sub = blk + TileQ6_K::kCodes + TileQ6_K::kSubBlock * k;
       const __m512i a = load512(sub), c = load512(sub + 64), q = load512(sub + 128);
       const __m512i codes[4] = {
           _mm512_or_si512(_mm512_and_si512(a, low4), _mm512_and_si512(_mm512_slli_epi16(q, 4), bits45)),
@@ -585,7 +568,7 @@ __attribute__((target("avx512vnni"))) void q6_k_tile(const uint8_t* tile, int64_
           lo[g] = _mm512_dpbusd_epi32(lo[g], codes[e], _mm512_set1_epi32(int(u32(x.lo + at))));
           hi[g] = _mm512_dpbusd_epi32(hi[g], codes[e], _mm512_set1_epi32(int(u32(x.hi + at))));
         }
-      const __m512 dsc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load128(blk + 32 + 16 * k))));
+      const __m512 dsc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load128(blk + TileQ6_K::kScales + 16 * k))));
       for (int g = 0; g < G; ++g) {
         const int32_t offset = 32 * x.sum16[(t0 + g) * (x.cols / 16) + 16 * b + k];
         const __m512i isum = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[g], 8), lo[g]), _mm512_set1_epi32(offset));
@@ -599,14 +582,16 @@ __attribute__((target("avx512vnni"))) void q6_k_tile(const uint8_t* tile, int64_
 
 void k_q6_k_tiles(const uint8_t* tiles, int64_t cols, int64_t tile_begin, int64_t tile_end, const Acts& x, float* out,
                   int64_t os) {
-  tiles_loop<q6_k_tile<1>, q6_k_tile<2>, q6_k_tile<3>, q6_k_tile<4>>(tiles, size_t(cols / 256) * 3360, cols / 256,
-                                                                     tile_begin, tile_end, x, out, os);
+  const int64_t nb = cols / 256;
+  tiles_grouped(tiles, size_t(nb) * TileQ6_K::kBytes, tile_begin, tile_end, x, out,
+                [&]<int G>(const uint8_t* tile, int t0, float* o) { q6_k_tile<G>(tile, nb, x, t0, o, os); });
 }
 
 void k_q8_0_tiles(const uint8_t* tiles, int64_t cols, int64_t tile_begin, int64_t tile_end, const Acts& x, float* out,
                   int64_t os) {
-  tiles_loop<q8_0_tile<1>, q8_0_tile<2>, q8_0_tile<3>, q8_0_tile<4>>(tiles, size_t(cols / 32) * 576, cols / 32,
-                                                                     tile_begin, tile_end, x, out, os);
+  const int64_t nb = cols / 32;
+  tiles_grouped(tiles, size_t(nb) * TileQ8_0::kBytes, tile_begin, tile_end, x, out,
+                [&]<int G>(const uint8_t* tile, int t0, float* o) { q8_0_tile<G>(tile, nb, x, t0, o, os); });
 }
 
 bool has_vnni() {

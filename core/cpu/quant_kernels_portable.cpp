@@ -151,12 +151,7 @@ void k_q6_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
       int64_t isum = 0;
       for (int k = 0; k < 16; ++k) {  // sub-block of 16
         int64_t s = 0;
-        for (int e = 16 * k; e < 16 * k + 16; ++e) {
-          const int n = e / 128, j = (e % 128) / 32, p = e % 32;
-          const uint8_t l = blk->ql[64 * n + p + 32 * (j & 1)];
-          const int q = ((j < 2 ? l & 0x0F : l >> 4) | ((blk->qh[32 * n + p] >> (2 * j)) & 3) << 4) - 32;
-          s += q * xq[e];
-        }
+        for (int e = 16 * k; e < 16 * k + 16; ++e) s += (q6k_code(*blk, e) - 32) * xq[e];
         isum += blk->scales[k] * s;
       }
       sum += h16(r + b * sizeof(BlockQ6_K) + 208) * x.d[(t * x.cols) / 256 + b] * float(isum);

@@ -50,7 +50,7 @@ float quantise_block(const float* x, int n, Int* q, int levels) {
     std::fill(q, q + n, Int(0));
     return NAN;
   }
-  if (amax < 1e-30f) {  // 127 / amax would overflow: such a block reads as zeros
+  if (amax < 1e-30f) {  // levels / amax would overflow: such a block reads as zeros
     std::fill(q, q + n, Int(0));
     return 0;
   }
@@ -100,6 +100,21 @@ bool detect(Isa isa) {
 bool cpu_has(Isa isa) {
   static const bool has[3] = {detect(Isa::Portable), detect(Isa::Avx2), detect(Isa::Avx512)};
   return has[int(isa)];
+}
+
+// Error (one line, "<type><what>: ...") unless x was prepared for rows of `cols` of `type`.
+void check_prepared_for(QuantType type, int64_t cols, const QuantizedActs& x, const char* what) {
+  if (x.weight_type() != type || x.cols() != cols)
+    fail(std::string(quant_type_name(type)) + what,
+         std::string("activations prepared for ") + quant_type_name(x.weight_type()) + " rows of " + std::to_string(x.cols()));
+}
+
+kern::TileKernel tile_kernel_for(QuantType t) {
+#ifdef H2O_QUANT_X86_KERNELS
+  if (cpu_has(Isa::Avx512)) return kern::avx512_tile_kernel(t);
+#endif
+  (void)t;
+  return nullptr;
 }
 
 }  // namespace
@@ -183,6 +198,7 @@ void QuantizedActs::prepare(QuantType t, const float* x, int n_x, int64_t cols) 
       for (size_t k = 0; k < n / 16; ++k) sum16_[k] = sum_q(q16_.data() + 16 * k, 16);
       for (size_t k = 0; k < n / 32; ++k) sum32_[k] = sum16_[2 * k] + sum16_[2 * k + 1];
     }
+    if (!tiles_available(t)) return;
     // The byte planes of the tile kernels.
     lo_.resize(n);
     hi_.resize(n);
@@ -226,9 +242,7 @@ float QuantizedActs::scale(int t, int64_t i) const {
 void matvec_rows(QuantType type, const void* w, int64_t cols, int64_t row_begin, int64_t row_end,
                  const QuantizedActs& x, float* out, int64_t out_stride, Isa isa) {
   const size_t rb = row_bytes(type, cols);
-  if (x.weight_type() != type || x.cols() != cols)
-    fail(std::string(quant_type_name(type)) + " matvec",
-         std::string("activations prepared for ") + quant_type_name(x.weight_type()) + " rows of " + std::to_string(x.cols()));
+  check_prepared_for(type, cols, x, " matvec");
   if (!isa_supported(isa)) fail(std::string(isa_name(isa)) + " kernels", "not supported by this CPU");
   const kern::Kernel k = kernel_for(type, isa);
   if (!k) fail(std::string(quant_type_name(type)) + " matvec", std::string("no ") + isa_name(isa) + " kernel");
@@ -238,27 +252,17 @@ void matvec_rows(QuantType type, const void* w, int64_t cols, int64_t row_begin,
 }
 
 namespace {
-kern::TileKernel tile_kernel_for(QuantType t) {
-#ifdef H2O_QUANT_X86_KERNELS
-  if (cpu_has(Isa::Avx512)) return kern::avx512_tile_kernel(t);
-#endif
-  (void)t;
-  return nullptr;
-}
-constexpr size_t kQ8_0TileBlock = 32 + 32 + 512;           // 16 scales, 16 weight sums, 16 x 32 weights
-constexpr size_t kQ4_KTileBlock = 32 + 32 + 128 + 128 + 2048;  // 16 d, 16 dmin, 8 x 16 scales and mins, codes
-constexpr size_t kQ6_KTileBlock = 32 + 256 + 16 * 192;         // 16 d, 16 x 16 scales, codes: Q6_K's own size
 
 void tile_q8_0(const uint8_t* src, size_t rb, int64_t nb, uint8_t* tile) {
   for (int64_t b = 0; b < nb; ++b) {
-    uint8_t* blk = tile + size_t(b) * kQ8_0TileBlock;
+    uint8_t* blk = tile + size_t(b) * kern::TileQ8_0::kBytes;
     for (int r = 0; r < kTileRows; ++r) {
       const auto* from = reinterpret_cast<const BlockQ8_0*>(src + size_t(r) * rb + sizeof(BlockQ8_0) * size_t(b));
-      std::memcpy(blk + 2 * r, &from->d, 2);
+      std::memcpy(blk + kern::TileQ8_0::kD + 2 * r, &from->d, 2);
       int16_t sum = 0;
       for (int i = 0; i < 32; ++i) sum = int16_t(sum + from->qs[i]);
-      std::memcpy(blk + 32 + 2 * r, &sum, 2);
-      for (int g = 0; g < 8; ++g) std::memcpy(blk + 64 + 64 * g + 4 * r, from->qs + 4 * g, 4);
+      std::memcpy(blk + kern::TileQ8_0::kSum + 2 * r, &sum, 2);
+      for (int g = 0; g < 8; ++g) std::memcpy(blk + kern::TileQ8_0::kWeights + 64 * g + 4 * r, from->qs + 4 * g, 4);
     }
   }
 }
@@ -268,11 +272,12 @@ void tile_q8_0(const uint8_t* src, size_t rb, int64_t nb, uint8_t* tile) {
 // element 8h + e of the sub-block (low nibble) and element 8h + 4 + e (high).
 void tile_q4_k(const uint8_t* src, size_t rb, int64_t nb, uint8_t* tile) {
   for (int64_t b = 0; b < nb; ++b) {
-    uint8_t* blk = tile + size_t(b) * kQ4_KTileBlock;
+    using T = kern::TileQ4_K;
+    uint8_t* blk = tile + size_t(b) * T::kBytes;
     for (int r = 0; r < kTileRows; ++r) {
       const auto* from = reinterpret_cast<const BlockQ4_K*>(src + size_t(r) * rb + sizeof(BlockQ4_K) * size_t(b));
-      std::memcpy(blk + 2 * r, &from->d, 2);
-      std::memcpy(blk + 32 + 2 * r, &from->dmin, 2);
+      std::memcpy(blk + T::kD + 2 * r, &from->d, 2);
+      std::memcpy(blk + T::kDmin + 2 * r, &from->dmin, 2);
       uint8_t codes[256];
       for (int j = 0; j < 4; ++j)
         for (int p = 0; p < 32; ++p) {
@@ -280,10 +285,11 @@ void tile_q4_k(const uint8_t* src, size_t rb, int64_t nb, uint8_t* tile) {
           codes[64 * j + 32 + p] = from->qs[32 * j + p] >> 4;
         }
       for (int s = 0; s < 8; ++s) {
-        k4_scale_min(from->scales, s, blk + 64 + 16 * s + r, blk + 192 + 16 * s + r);
+        k4_scale_min(from->scales, s, blk + T::kScales + 16 * s + r, blk + T::kMins + 16 * s + r);
         for (int h = 0; h < 4; ++h)
           for (int e = 0; e < 4; ++e)
-            blk[320 + 256 * s + 64 * h + 4 * r + e] = uint8_t(codes[32 * s + 8 * h + e] | codes[32 * s + 8 * h + 4 + e] << 4);
+            blk[T::kCodes + 256 * s + 64 * h + 4 * r + e] =
+                uint8_t(codes[32 * s + 8 * h + e] | codes[32 * s + 8 * h + 4 + e] << 4);
       }
     }
   }
@@ -295,23 +301,18 @@ void tile_q4_k(const uint8_t* src, size_t rb, int64_t nb, uint8_t* tile) {
 // 64 bytes of high bit pairs (bits 2g, 2g + 1 for group g).
 void tile_q6_k(const uint8_t* src, size_t rb, int64_t nb, uint8_t* tile) {
   for (int64_t b = 0; b < nb; ++b) {
-    uint8_t* blk = tile + size_t(b) * kQ6_KTileBlock;
-    std::memset(blk, 0, kQ6_KTileBlock);
+    using T = kern::TileQ6_K;
+    uint8_t* blk = tile + size_t(b) * T::kBytes;
+    std::memset(blk, 0, T::kBytes);
     for (int r = 0; r < kTileRows; ++r) {
       const auto* from = reinterpret_cast<const BlockQ6_K*>(src + size_t(r) * rb + sizeof(BlockQ6_K) * size_t(b));
-      std::memcpy(blk + 2 * r, &from->d, 2);
-      uint8_t codes[256];
-      for (int e = 0; e < 256; ++e) {
-        const int n = e / 128, j = (e % 128) / 32, p = e % 32;
-        const uint8_t l = from->ql[64 * n + p + 32 * (j & 1)];
-        codes[e] = uint8_t((j < 2 ? l & 0x0F : l >> 4) | ((from->qh[32 * n + p] >> (2 * j)) & 3) << 4);
-      }
+      std::memcpy(blk + T::kD + 2 * r, &from->d, 2);
       for (int k = 0; k < 16; ++k) {
-        blk[32 + 16 * k + r] = uint8_t(from->scales[k]);
-        uint8_t* sub = blk + 288 + 192 * k;
+        blk[T::kScales + 16 * k + r] = uint8_t(from->scales[k]);
+        uint8_t* sub = blk + T::kCodes + T::kSubBlock * k;
         for (int g = 0; g < 4; ++g)
           for (int e = 0; e < 4; ++e) {
-            const uint8_t c = codes[16 * k + 4 * g + e];
+            const uint8_t c = uint8_t(q6k_code(*from, 16 * k + 4 * g + e));
             const size_t at = size_t(4 * r + e);
             sub[64 * (g / 2) + at] |= uint8_t((c & 0x0F) << (4 * (g % 2)));
             sub[128 + at] |= uint8_t((c >> 4) << (2 * g));
@@ -327,9 +328,9 @@ bool tiles_available(QuantType t) { return tile_kernel_for(t) != nullptr; }
 size_t tile_bytes(QuantType t, int64_t cols) {
   row_bytes(t, cols);  // throws on a row length that is not a whole number of blocks
   switch (t) {
-    case QuantType::Q8_0: return size_t(cols / 32) * kQ8_0TileBlock;
-    case QuantType::Q4_K: return size_t(cols / 256) * kQ4_KTileBlock;
-    case QuantType::Q6_K: return size_t(cols / 256) * kQ6_KTileBlock;
+    case QuantType::Q8_0: return size_t(cols / 32) * kern::TileQ8_0::kBytes;
+    case QuantType::Q4_K: return size_t(cols / 256) * kern::TileQ4_K::kBytes;
+    case QuantType::Q6_K: return size_t(cols / 256) * kern::TileQ6_K::kBytes;
     default: fail(std::string(quant_type_name(t)) + " tiles", "not a tiled type");
   }
 }
@@ -351,9 +352,7 @@ std::vector<uint8_t> make_tiles(QuantType t, const void* w, int64_t rows, int64_
 
 void matvec_tiles(QuantType type, const uint8_t* tiles, int64_t cols, int64_t tile_begin, int64_t tile_end,
                   const QuantizedActs& x, float* out, int64_t out_stride) {
-  if (x.weight_type() != type || x.cols() != cols)
-    fail(std::string(quant_type_name(type)) + " tiles",
-         std::string("activations prepared for ") + quant_type_name(x.weight_type()) + " rows of " + std::to_string(x.cols()));
+  check_prepared_for(type, cols, x, " tiles");
   const kern::TileKernel k = tile_kernel_for(type);
   if (!k) fail(std::string(quant_type_name(type)) + " tiles", "no tile kernel on this CPU");
   if (tile_end <= tile_begin) return;

@@ -17,7 +17,8 @@
 //  * Q2_K, Q3_K: 8 bits with one scale per 256 (Q8x256, like ggml's Q8_K),
 //    plus integer sums per 16 and 32 for the sub-block mins and offsets.
 // Each x[i] becomes d * round(x[i] / d) with d = max|x over its block| / L
-// (L = 32767 or 127), an error of at most d / 2 per element, so
+// (L = 127 in 8 bits; 32767 for Q16x32 and 32639 for Q16x256, whose tile
+// kernels split q into signed bytes, q = 256 hi + lo), an error of at most d / 2 per element, so
 // |result - exact| <= sum_i |W[o][i]| * d(i) / 2 (plus float rounding). With
 // 16 bits that is float32's order; 8 bits alone errs by ~2 % of the largest
 // logit on a random-weight model, so cpu_weights.h's project() reads the
@@ -60,10 +61,11 @@ int activation_block(QuantType weight_type);
 bool eight_bit(ActFormat f);
 
 // Activations x[n_x][cols] prepared once for every row of a weight type
-// (quantised when the type's kernels read 8-bit activations). Reusable:
-// prepare() again keeps the buffers. A NaN or infinite activation makes every
-// output of its row NaN in the 8-bit formats (its block's scale is NaN), and
-// non-finite by IEEE rules with float32 activations.
+// (quantised to 8 or 16 bits where the type's kernels read them so, with the
+// byte planes of the tile kernels where this CPU has tiles for the type).
+// Reusable: prepare() again keeps the buffers. A NaN or infinite activation
+// makes every output of its row NaN in the integer formats (its block's scale
+// is NaN), and non-finite by IEEE rules with float32 activations.
 class QuantizedActs {
  public:
   // Throws Error (one line) if cols is not a multiple of 32 and of the

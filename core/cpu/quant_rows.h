@@ -6,7 +6,8 @@
 // unpacked once for all of them (the two terms of the 8-bit activations, and
 // every session of a batched step). The kernel is a generic lambda
 // `[&]<int G>(const uint8_t* row, int t0, float* result)` that writes
-// dot(row, x[t0 + g]) to result[g] for g < G.
+// dot(row, x[t0 + g]) to result[g] for g < G. tiles_grouped does the same
+// for tiles of 16 rows (quant_matvec.h), 16 outputs per activation row.
 //
 // Also the scalar unpacking that several kernel files share (k4_unpack).
 //
@@ -29,21 +30,37 @@ void rows_loop(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* 
     for (int t = 0; t < x.n_x; ++t) out[t * os + o] = dot(w, t);
 }
 
+// Calls group.template operator()<G>(t0) over [0, n_x) in groups of at most
+// kMaxGroup activation rows, G a compile-time count.
+template <class Group>
+void for_groups(int n_x, Group group) {
+  int t = 0;
+  for (; t + kMaxGroup <= n_x; t += kMaxGroup) group.template operator()<kMaxGroup>(t);
+  const int left = n_x - t;
+  if (left == 3) group.template operator()<3>(t);
+  if (left == 2) group.template operator()<2>(t);
+  if (left == 1) group.template operator()<1>(t);
+}
+
 template <class Kernel>
 void rows_grouped(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os, Kernel kernel) {
-  float result[kMaxGroup];
-  for (int64_t o = 0; o < rows; ++o, w += rb) {
-    int t = 0;
-    for (; t + 4 <= x.n_x; t += 4) {
-      kernel.template operator()<4>(w, t, result);
-      for (int g = 0; g < 4; ++g) out[(t + g) * os + o] = result[g];
-    }
-    const int left = x.n_x - t;
-    if (left == 3) kernel.template operator()<3>(w, t, result);
-    if (left == 2) kernel.template operator()<2>(w, t, result);
-    if (left == 1) kernel.template operator()<1>(w, t, result);
-    for (int g = 0; g < left; ++g) out[(t + g) * os + o] = result[g];
-  }
+  for (int64_t o = 0; o < rows; ++o, w += rb)
+    for_groups(x.n_x, [&]<int G>(int t0) {
+      float result[G];
+      kernel.template operator()<G>(w, t0, result);
+      for (int g = 0; g < G; ++g) out[(t0 + g) * os + o] = result[g];
+    });
+}
+
+// Tiles [tile_begin, tile_end) of 16 rows each, `tile_bytes` apart: the
+// kernel's operator()<G>(tile, t0, out) writes the tile's 16 outputs of
+// activation rows t0 .. t0 + G - 1, from `out` (tile k: out + 16 k) at its
+// own stride per activation row.
+template <class TileKernel>
+void tiles_grouped(const uint8_t* tiles, size_t tile_bytes, int64_t tile_begin, int64_t tile_end, const Acts& x,
+                   float* out, TileKernel kernel) {
+  for (int64_t k = tile_begin; k < tile_end; ++k)
+    for_groups(x.n_x, [&]<int G>(int t0) { kernel.template operator()<G>(tiles + size_t(k) * tile_bytes, t0, out + 16 * k); });
 }
 
 // The 8 six-bit scales and mins of Q4_K/Q5_K from their 12-byte packing

@@ -170,14 +170,8 @@ void dequant_q5_k(const BlockQ5_K* b, float* y, int64_t nb) {
 void dequant_q6_k(const BlockQ6_K* b, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     const float d = h2f(b[i].d);
-    for (int e = 0; e < kQK_K; ++e) {
-      const int n = e / 128, j = (e % 128) / 32, p = e % 32;
-      const uint8_t l = b[i].ql[64 * n + p + 32 * (j & 1)];
-      const int lo = j < 2 ? (l & 0x0F) : (l >> 4);
-      const int hi = (b[i].qh[32 * n + p] >> (2 * j)) & 3;
-      // ggml: d * sc * q, evaluated left to right.
-      *y++ = d * float(b[i].scales[e / 16]) * float((lo | hi << 4) - 32);
-    }
+    // ggml: d * sc * q, evaluated left to right.
+    for (int e = 0; e < kQK_K; ++e) *y++ = d * float(b[i].scales[e / 16]) * float(q6k_code(b[i], e) - 32);
   }
 }
 
@@ -222,6 +216,14 @@ void k4_scale_min(const uint8_t scales[12], int j, uint8_t* scale, uint8_t* min)
     *scale = uint8_t((scales[j + 4] & 0x0F) | (scales[j - 4] >> 6) << 4);
     *min = uint8_t((scales[j + 4] >> 4) | (scales[j] >> 6) << 4);
   }
+}
+
+int q6k_code(const BlockQ6_K& b, int e) {
+  // Low 4 bits: nibble (j / 2) of ql[64 n + 32 (j % 2) + p]; top 2 bits: bits 2j of qh[32 n + p],
+  // for e = 128 n + 32 j + p.
+  const int n = e / 128, j = (e % 128) / 32, p = e % 32;
+  const uint8_t l = b.ql[64 * n + p + 32 * (j & 1)];
+  return (j < 2 ? l & 0x0F : l >> 4) | ((b.qh[32 * n + p] >> (2 * j)) & 3) << 4;
 }
 
 int q3k_scale(const uint8_t scales[12], int k) {

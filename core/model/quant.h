@@ -141,6 +141,8 @@ size_t row_bytes(QuantType t, int64_t n);
 // the Q3_K unpacking). j < 8 for Q4_K/Q5_K; k < 16 for Q3_K (value in [-32, 31]).
 void k4_scale_min(const uint8_t scales[12], int j, uint8_t* scale, uint8_t* min);
 int q3k_scale(const uint8_t scales[12], int k);
+// Code e < 256 of a Q6_K block, q + 32 in [0, 63] (its value is d * scales[e / 16] * (code - 32)).
+int q6k_code(const BlockQ6_K& b, int e);
 
 // ---- conversion ------------------------------------------------------------------
 

@@ -516,11 +516,10 @@ TEST_P(QuantKernels, MatchesPortable) {
   }
 }
 
-// Extreme codes everywhere with the largest activations: the int16 pair sums
-// inside maddubs reach their maximum (2 * 63 * 127 for Q6_K's 8-bit form) and
-// must not saturate; with 16-bit activations (Q8_0, Q6_K) every int32 lane
-// reaches its largest sum (16 products of 4096 * 32767 for Q6_K's q = -32
-// under scale -128, all of one sign) and must not overflow.
+// Extreme codes everywhere with the largest activations, read as 16 bits
+// (Q8_0, Q6_K): the products and int32 lane sums reach their largest (-128
+// weights; Q6_K's q = 31 and q = -32 under scale -128, where every lane sums
+// 16 products of 4096 * 32767 of one sign) and must not overflow.
 TEST_P(QuantKernels, ExtremeCodesDoNotSaturate) {
   const Isa isa = GetParam();
   if (skip_isa(isa)) GTEST_SKIP() << cpu::isa_name(isa) << " not supported by this CPU";
