@@ -18,6 +18,10 @@
 // bytes per second); activations are quantised once per matvec on the calling
 // thread and that time is included. The memory read bandwidth is measured the
 // same way: 8 MiB slices of a --mib buffer, the best slice.
+//
+// With --isa best, each matvec runs as decode runs it (cpu::project): on
+// row tiles where this CPU has a tile kernel for the type, so those rows'
+// GB/s count the tiles' bytes; a named --isa times that set's row kernels.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -34,6 +38,7 @@
 #include "core/base/flush_denormals.h"
 #include "core/base/format.h"
 #include "core/base/thread_pool.h"
+#include "core/cpu/cpu_weights.h"
 #include "core/cpu/quant_matvec.h"
 #include "core/model/quant.h"
 
@@ -188,26 +193,34 @@ int main(int argc, char** argv) {
             quantize_row(*t, row.data(), w.data() + size_t(o) * rb, s.cols);
           }
         }
-        const size_t copies = std::max<size_t>(1, stream_bytes / mat);
-        std::vector<uint8_t> stream(mat * copies);
-        for (size_t c = 0; c < copies; ++c) std::copy(w.begin(), w.end(), stream.begin() + c * mat);
+        // Decode's path reads the tiles, where there are any: the copies are of those.
+        const bool tiled = isa_name == "best" && cpu::tiles_available(*t) && s.rows >= cpu::kTileRows;
+        const std::vector<uint8_t> tiles = tiled ? cpu::make_tiles(*t, w.data(), s.rows, s.cols) : std::vector<uint8_t>{};
+        const std::vector<uint8_t>& read = tiled ? tiles : w;
+        const size_t bytes = read.size(), copies = std::max<size_t>(1, stream_bytes / bytes);
+        std::vector<uint8_t> stream(bytes * copies);
+        for (size_t c = 0; c < copies; ++c) std::copy(read.begin(), read.end(), stream.begin() + c * bytes);
         std::vector<float> x(size_t(s.cols)), out(size_t(s.rows));
         for (float& v : x) v = g(rng) * 50;
         cpu::QuantizedActs acts;
+        cpu::ProjectScratch scratch;
+        const auto matvec = [&](const uint8_t* copy, ThreadPool& pool) {
+          if (isa_name != "best") return matvec_parallel(*t, copy, s, x.data(), acts, out.data(), pool, isa);
+          cpu::Matrix m{tiled ? w.data() : copy, *t, s.rows, s.cols};
+          if (tiled) m.tiles = copy, m.tile_count = s.rows / cpu::kTileRows;
+          cpu::project(out.data(), x.data(), 1, m, pool, scratch);
+        };
         for (size_t ti = 0; ti < thread_counts.size(); ++ti) {
           ThreadPool pool(thread_counts[ti]);
-          const auto streamed = time_trials(mat, 100, seconds, [&](int i) {
-            matvec_parallel(*t, stream.data() + size_t(i) % copies * mat, s, x.data(), acts, out.data(), pool, isa);
-          });
-          const auto hot = time_trials(mat, 100, seconds, [&](int) {
-            matvec_parallel(*t, w.data(), s, x.data(), acts, out.data(), pool, isa);
-          });
+          const auto streamed =
+              time_trials(bytes, 100, seconds, [&](int i) { matvec(stream.data() + size_t(i) % copies * bytes, pool); });
+          const auto hot = time_trials(bytes, 100, seconds, [&](int) { matvec(read.data(), pool); });
           const double gbs = best(streamed);
-          std::cout << "| " << tn << " | " << s.name << " " << s.rows << "x" << s.cols << " | " << std::setprecision(2)
-                    << double(mat) / 1048576.0 << " | " << thread_counts[ti] << " | " << std::setprecision(1) << gbs
+          std::cout << "| " << tn << (tiled ? " tiles" : "") << " | " << s.name << " " << s.rows << "x" << s.cols
+                    << " | " << std::setprecision(2) << double(bytes) / 1048576.0 << " | " << thread_counts[ti] << " | " << std::setprecision(1) << gbs
                     << " (" << median(streamed) << ") | " << std::setprecision(0) << 100.0 * gbs / read_gbs[ti]
                     << " % | " << std::setprecision(1) << best(hot) << " (" << median(hot) << ") | "
-                    << std::setprecision(1) << double(mat) / (gbs * 1e3) << " |\n"
+                    << std::setprecision(1) << double(bytes) / (gbs * 1e3) << " |\n"
                     << std::flush;
           sink += uint64_t(out[0] != 0);
         }

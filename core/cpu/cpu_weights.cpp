@@ -1,6 +1,7 @@
 #include "core/cpu/cpu_weights.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/base/mapped_file.h"
 #include "core/cpu/cpu_ops.h"
@@ -18,14 +19,34 @@ Matrix Weights::matrix(const Tensor& t, bool projected) {
   // The typed kernels read activations in runs of 32 (and of their block).
   if (t.dtype != DType::F32 && t.cols % 32 != 0) m = {widened(t), DType::F32, t.rows, t.cols};
   bytes_read_ += m.bytes();
-  if (projected && tiles_available(m.type) && m.rows >= kTileRows) {
-    tiles_.push_back(make_tiles(m.type, m.data, m.rows, m.cols));
-    m.tiles = tiles_.back().data();
+  if (!projected || m.data != t.data) return m;  // an embedding read row by row, or a widened copy
+  if (tiles_available(m.type) && m.rows >= kTileRows) {
     m.tile_count = m.rows / kTileRows;
+    uint8_t* tiles = arena_space(size_t(m.tile_count) * tile_bytes(m.type, m.cols));
+    make_tiles(m.type, m.data, m.rows, m.cols, tiles);
+    m.tiles = tiles;
     // Only the tiles are read from now on (embedding rows aside): the file's copy of them may leave memory.
     reclaim_pages(m.data, size_t(m.tile_count * kTileRows) * row_bytes(m.type, m.cols));
+  } else {
+    // The rows as they are, on huge pages; the file's copy may leave memory.
+    uint8_t* rows = arena_space(size_t(m.bytes()));
+    std::memcpy(rows, m.data, size_t(m.bytes()));
+    reclaim_pages(m.data, size_t(m.bytes()));
+    m.data = rows;
   }
   return m;
+}
+
+uint8_t* Weights::arena_space(size_t bytes) {
+  constexpr size_t kArena = size_t(256) << 20, kAlign = 64;
+  bytes = (bytes + kAlign - 1) / kAlign * kAlign;
+  if (arenas_.empty() || arena_used_ + bytes > arenas_.back().size()) {
+    arenas_.emplace_back(std::max(kArena, bytes));
+    arena_used_ = 0;
+  }
+  uint8_t* p = arenas_.back().data() + arena_used_;
+  arena_used_ += bytes;
+  return p;
 }
 
 const float* Weights::vector(const Tensor& t) {

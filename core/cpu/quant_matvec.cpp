@@ -335,18 +335,21 @@ size_t tile_bytes(QuantType t, int64_t cols) {
   }
 }
 
-std::vector<uint8_t> make_tiles(QuantType t, const void* w, int64_t rows, int64_t cols) {
+void make_tiles(QuantType t, const void* w, int64_t rows, int64_t cols, uint8_t* out) {
   const size_t tb = tile_bytes(t, cols), rb = row_bytes(t, cols);
-  const int64_t tiles = rows / kTileRows;
-  std::vector<uint8_t> out(size_t(tiles) * tb);
   const auto* src = static_cast<const uint8_t*>(w);
-  for (int64_t k = 0; k < tiles; ++k) {
+  for (int64_t k = 0; k < rows / kTileRows; ++k) {
     const uint8_t* rows16 = src + size_t(kTileRows * k) * rb;
-    uint8_t* tile = out.data() + size_t(k) * tb;
+    uint8_t* tile = out + size_t(k) * tb;
     if (t == QuantType::Q8_0) tile_q8_0(rows16, rb, cols / 32, tile);
     else if (t == QuantType::Q4_K) tile_q4_k(rows16, rb, cols / 256, tile);
     else tile_q6_k(rows16, rb, cols / 256, tile);
   }
+}
+
+std::vector<uint8_t> make_tiles(QuantType t, const void* w, int64_t rows, int64_t cols) {
+  std::vector<uint8_t> out(size_t(rows / kTileRows) * tile_bytes(t, cols));
+  make_tiles(t, w, rows, cols, out.data());
   return out;
 }
 

@@ -124,7 +124,9 @@ constexpr int kTileRows = 16;
 bool tiles_available(QuantType t);
 // Bytes of one tile of rows of `cols` elements.
 size_t tile_bytes(QuantType t, int64_t cols);
-// The tiles of W's first rows / 16 * 16 rows (W row-major, rows contiguous).
+// The tiles of W's first rows / 16 * 16 rows (W row-major, rows contiguous),
+// written to `out` (rows / 16 * tile_bytes(t, cols) bytes) or returned.
+void make_tiles(QuantType t, const void* w, int64_t rows, int64_t cols, uint8_t* out);
 std::vector<uint8_t> make_tiles(QuantType t, const void* w, int64_t rows, int64_t cols);
 // out[t * out_stride + o] = dot(W[o], x[t]) for o in [16 * tile_begin,
 // 16 * tile_end); `tiles` from make_tiles. Throws Error as matvec_rows does,
