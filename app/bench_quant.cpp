@@ -106,9 +106,9 @@ uint64_t read_slice(const uint64_t* buf, size_t lo, size_t hi, ThreadPool& pool)
 }
 
 // One matvec of `w` split over the pool as cpu::matmul splits its rows.
-void matvec_parallel(QuantType t, const uint8_t* w, const Shape& s, const float* x, cpu::QuantizedActs& acts,
+void matvec_parallel(QuantType t, const uint8_t* w, const Shape& s, const float* x, int n_x, cpu::QuantizedActs& acts,
                      float* out, ThreadPool& pool, cpu::Isa isa) {
-  acts.prepare(t, x, 1, s.cols);
+  acts.prepare(t, x, n_x, s.cols);
   const int rows = int(s.rows);
   pool.parallel_for(rows, std::max(16, rows / (pool.size() * 4)), [&](int begin, int end) {
     cpu::matvec_rows(t, w, s.cols, begin, end, acts, out, s.rows, isa);
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   std::string shapes = "stories110M.wq:768x768,stories110M.w1:2048x768,stories110M.w2:768x2048,"
                        "tinyllama.w1:5632x2048,tinyllama.w2:2048x5632";
   std::string threads_list = "1,2", isa_name = "best";
-  int mib = 256;
+  int mib = 256, batch = 1;
   double seconds = 0.5;
   app.add_option("--types", types, "weight types, comma-separated (ggml names)");
   app.add_option("--shapes", shapes, "name:ROWSxCOLS, comma-separated");
@@ -131,6 +131,8 @@ int main(int argc, char** argv) {
   app.add_option("--mib", mib, "MiB of weight copies for the streamed runs (well above the last-level cache)");
   app.add_option("--seconds", seconds, "time per cell (at least 100 matvecs)");
   app.add_option("--isa", isa_name, "best, portable, avx2 or avx512");
+  app.add_option("--batch", batch, "activation rows per matvec (the sessions of a batched decode step)")
+      ->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -160,7 +162,7 @@ int main(int argc, char** argv) {
     std::getline(std::ifstream("/proc/loadavg"), load);  // other work on the machine skews every number
     std::cout << "load average at start: " << load << "\n";
     std::cout << "kernels: " << cpu::isa_name(isa) << "; streamed = weights from " << mib
-              << " MiB of copies; GB/s = 10^9 weight bytes/s, best (median) of single matvecs\n\n";
+              << " MiB of copies; " << batch << " activation row(s) per matvec; GB/s = 10^9 weight bytes/s, best (median) of single matvecs\n\n";
     std::vector<double> read_gbs;
     uint64_t sink = 0;
     const size_t slice = (size_t(8) << 20) / 8, slices = big.size() / slice;
@@ -200,15 +202,15 @@ int main(int argc, char** argv) {
         const size_t bytes = read.size(), copies = std::max<size_t>(1, stream_bytes / bytes);
         std::vector<uint8_t> stream(bytes * copies);
         for (size_t c = 0; c < copies; ++c) std::copy(read.begin(), read.end(), stream.begin() + c * bytes);
-        std::vector<float> x(size_t(s.cols)), out(size_t(s.rows));
+        std::vector<float> x(size_t(batch) * size_t(s.cols)), out(size_t(batch) * size_t(s.rows));
         for (float& v : x) v = g(rng) * 50;
         cpu::QuantizedActs acts;
         cpu::ProjectScratch scratch;
         const auto matvec = [&](const uint8_t* copy, ThreadPool& pool) {
-          if (isa_name != "best") return matvec_parallel(*t, copy, s, x.data(), acts, out.data(), pool, isa);
+          if (isa_name != "best") return matvec_parallel(*t, copy, s, x.data(), batch, acts, out.data(), pool, isa);
           cpu::Matrix m{tiled ? w.data() : copy, *t, s.rows, s.cols};
           if (tiled) m.tiles = copy, m.tile_count = s.rows / cpu::kTileRows;
-          cpu::project(out.data(), x.data(), 1, m, pool, scratch);
+          cpu::project(out.data(), x.data(), batch, m, pool, scratch);
         };
         for (size_t ti = 0; ti < thread_counts.size(); ++ti) {
           ThreadPool pool(thread_counts[ti]);

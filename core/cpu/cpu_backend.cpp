@@ -171,9 +171,8 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
     const Layer& w = layers_[size_t(l)];
     // Attention block: norm, Q/K/V projections of every row at once.
     cpu::rmsnorm(xb_.data(), x_.data(), w.attn_norm, T, dim, cfg_.norm_eps);
-    cpu::project(q_.data(), xb_.data(), T, w.wq, pool_, acts_);
-    cpu::project(k_.data(), xb_.data(), T, w.wk, pool_, acts_);
-    cpu::project(v_.data(), xb_.data(), T, w.wv, pool_, acts_);
+    const cpu::Product qkv[] = {{q_.data(), &w.wq}, {k_.data(), &w.wk}, {v_.data(), &w.wv}};
+    cpu::project(qkv, xb_.data(), T, pool_, acts_);
     if (w.bq) {  // Qwen2's projection biases
       cpu::add_bias(q_.data(), w.bq, T, q_dim);
       cpu::add_bias(k_.data(), w.bk, T, kv_dim);
@@ -201,8 +200,8 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
 
     // Feed-forward block: norm, SwiGLU, down projection and residual.
     cpu::rmsnorm(xb_.data(), x_.data(), w.ffn_norm, T, dim, cfg_.norm_eps);
-    cpu::project(hb_.data(), xb_.data(), T, w.w1, pool_, acts_);
-    cpu::project(hb2_.data(), xb_.data(), T, w.w3, pool_, acts_);
+    const cpu::Product gate_up[] = {{hb_.data(), &w.w1}, {hb2_.data(), &w.w3}};
+    cpu::project(gate_up, xb_.data(), T, pool_, acts_);
     for (size_t j = 0; j < size_t(T) * hidden; ++j) {
       const float g = hb_[j];
       hb_[j] = g / (1.0f + std::exp(-g)) * hb2_[j];

@@ -55,52 +55,104 @@ const float* Weights::vector(const Tensor& t) {
   return t.dtype == DType::F32 ? t.f32() : widened(t);
 }
 
-void project(float* out, const float* x, int n_x, const Matrix& w, ThreadPool& pool, ProjectScratch& scratch) {
-  if (w.type == DType::F32) {
-    matmul(out, x, static_cast<const float*>(w.data), n_x, int(w.cols), int(w.rows), pool);
-    return;
-  }
-  QuantizedActs& acts = scratch.acts;
-  const size_t cols = size_t(w.cols);
-  const bool split = eight_bit(activation_format(w.type));
-  int rows_in = n_x;
-  float* result = out;
-  if (split) {
-    // Rows 2t and 2t+1: x[t] and what its 8-bit form misses.
-    acts.prepare(w.type, x, n_x, w.cols);
-    scratch.split.resize(2 * size_t(n_x) * cols);
-    for (int t = 0; t < n_x; ++t) {
-      float* first = &scratch.split[2 * size_t(t) * cols];
-      std::copy(x + size_t(t) * cols, x + size_t(t + 1) * cols, first);
-      for (size_t i = 0; i < cols; ++i) first[cols + i] = first[i] - acts.value(t, int64_t(i));
+namespace {
+
+// One product of a fused pass: the activations its kernels read, where they
+// write (out, or the two-term rows of an 8-bit product), and its units of
+// work within the pass: its tiles, then each row past them.
+struct Pass {
+  const Matrix* w;
+  const QuantizedActs* acts;
+  float* out;
+  float* result;
+  int first_unit, units;
+};
+
+}  // namespace
+
+void project(std::span<const Product> products, const float* x, int n_x, ThreadPool& pool, ProjectScratch& scratch) {
+  const size_t n = products.size();
+  if (scratch.acts.size() < n) scratch.acts.resize(n);
+  if (scratch.split.size() < n) scratch.split.resize(n);
+  if (scratch.products.size() < n) scratch.products.resize(n);
+  std::vector<Pass> passes;
+  int units = 0;
+  size_t work = 0;  // multiply-adds of the pass
+  for (size_t j = 0; j < n; ++j) {
+    const Matrix& w = *products[j].w;
+    float* out = products[j].out;
+    if (w.type == DType::F32) {  // through matmul (bit for bit what it always gave), its own fork-join
+      matmul(out, x, static_cast<const float*>(w.data), n_x, int(w.cols), int(w.rows), pool);
+      continue;
     }
-    rows_in = 2 * n_x;
-    scratch.products.resize(size_t(rows_in) * size_t(w.rows));
-    result = scratch.products.data();
+    const size_t cols = size_t(w.cols);
+    QuantizedActs& acts = scratch.acts[j];
+    Pass pass{&w, &acts, out, out, units, int(w.tile_count + (w.rows - w.tile_count * kTileRows))};
+    if (eight_bit(activation_format(w.type))) {
+      // Rows 2t and 2t+1: x[t] and what its 8-bit form misses.
+      acts.prepare(w.type, x, n_x, w.cols);
+      std::vector<float>& split = scratch.split[j];
+      split.resize(2 * size_t(n_x) * cols);
+      for (int t = 0; t < n_x; ++t) {
+        float* first = &split[2 * size_t(t) * cols];
+        std::copy(x + size_t(t) * cols, x + size_t(t + 1) * cols, first);
+        for (size_t i = 0; i < cols; ++i) first[cols + i] = first[i] - acts.value(t, int64_t(i));
+      }
+      acts.prepare(w.type, split.data(), 2 * n_x, w.cols);
+      scratch.products[j].resize(2 * size_t(n_x) * size_t(w.rows));
+      pass.result = scratch.products[j].data();
+    } else {
+      // Products of one type and width read the same prepared activations.
+      const auto same = std::find_if(passes.begin(), passes.end(), [&](const Pass& p) {
+        return p.w->type == w.type && p.w->cols == w.cols && p.result == p.out;
+      });
+      if (same != passes.end()) pass.acts = same->acts;
+      else acts.prepare(w.type, x, n_x, w.cols);
+    }
+    matvec_rows(w.type, w.data, w.cols, 0, 0, *pass.acts, pass.result, w.rows);  // the checks, here rather than on a worker
+    passes.push_back(pass);
+    units += pass.units;
+    work += size_t(w.rows) * cols * size_t(pass.acts->n_x());
   }
-  acts.prepare(w.type, split ? scratch.split.data() : x, rows_in, w.cols);
-  matvec_rows(w.type, w.data, w.cols, 0, 0, acts, result, w.rows);  // the checks, here rather than on a worker
-  // Units of work: the tiles, if any, then each row past them.
-  const int64_t tiled_rows = w.tile_count * kTileRows;
-  const int units = int(w.tile_count + (w.rows - tiled_rows));
+  if (passes.empty()) return;
+
+  // Units [begin, end) of the whole pass, product by product.
   auto run = [&](int begin, int end) {
-    if (begin < w.tile_count)
-      matvec_tiles(w.type, w.tiles, w.cols, begin, std::min<int64_t>(end, w.tile_count), acts, result, w.rows);
-    const int64_t first = tiled_rows + std::max<int64_t>(0, begin - w.tile_count);
-    const int64_t last = tiled_rows + std::max<int64_t>(0, end - w.tile_count);
-    matvec_rows(w.type, w.data, w.cols, first, last, acts, result, w.rows);
+    for (const Pass& p : passes) {
+      const int lo = std::max(begin, p.first_unit) - p.first_unit;
+      const int hi = std::min(end, p.first_unit + p.units) - p.first_unit;
+      if (lo >= hi) continue;
+      const Matrix& w = *p.w;
+      const int64_t tiled_rows = w.tile_count * kTileRows;
+      if (lo < w.tile_count)
+        matvec_tiles(w.type, w.tiles, w.cols, lo, std::min<int64_t>(hi, w.tile_count), *p.acts, p.result, w.rows);
+      const int64_t first = tiled_rows + std::max<int64_t>(0, lo - w.tile_count);
+      const int64_t last = tiled_rows + std::max<int64_t>(0, hi - w.tile_count);
+      matvec_rows(w.type, w.data, w.cols, first, last, *p.acts, p.result, w.rows);
+    }
   };
   // As matmul: small products stay on one thread; a few chunks per thread otherwise.
-  const int grain = std::max(w.tile_count > 0 ? 1 : 16, units / (pool.size() * 4));
-  if (pool.size() == 1 || size_t(w.rows) * cols * size_t(n_x) < kParallelMinWork) run(0, units);
+  const bool tiled = std::any_of(passes.begin(), passes.end(), [](const Pass& p) { return p.w->tile_count > 0; });
+  const int grain = std::max(tiled ? 1 : 16, units / (pool.size() * 4));
+  if (pool.size() == 1 || work < kParallelMinWork) run(0, units);
   else pool.parallel_for(units, grain, run);
-  if (!split) return;
-  for (int t = 0; t < n_x; ++t) {
-    const float* a = &result[2 * size_t(t) * size_t(w.rows)];
-    const float* b = a + w.rows;
-    float* o = out + size_t(t) * size_t(w.rows);
-    for (int64_t r = 0; r < w.rows; ++r) o[r] = a[r] + b[r];
+
+  // An 8-bit product's outputs: the sums of its two terms.
+  for (const Pass& p : passes) {
+    if (p.result == p.out) continue;
+    const int64_t rows = p.w->rows;
+    for (int t = 0; t < n_x; ++t) {
+      const float* a = &p.result[2 * size_t(t) * size_t(rows)];
+      const float* b = a + rows;
+      float* o = p.out + size_t(t) * size_t(rows);
+      for (int64_t r = 0; r < rows; ++r) o[r] = a[r] + b[r];
+    }
   }
+}
+
+void project(float* out, const float* x, int n_x, const Matrix& w, ThreadPool& pool, ProjectScratch& scratch) {
+  const Product one{out, &w};
+  project(std::span<const Product>(&one, 1), x, n_x, pool, scratch);
 }
 
 void row_to_f32(const Matrix& w, int64_t r, float* out) {

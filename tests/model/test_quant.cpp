@@ -694,6 +694,48 @@ TEST(QuantTiles, ProjectionCoversTheRowsPastTheLastTile) {
   }
 }
 
+// Several products of one input in one pass (Q, K, V; gate and up) give
+// each product's outputs bit for bit as a pass of its own: tiled and untiled
+// types, two of one type (sharing their prepared activations), an 8-bit type
+// read as two terms, float32 through matmul; one and three activation rows.
+TEST(QuantTiles, FusedProjectionsEqualEachAlone) {
+  const QuantType types[] = {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q4_K, QuantType::Q8_0,
+                             QuantType::Q4_0, QuantType::F16,  QuantType::F32};
+  for (int n_x : {1, 3}) {
+    std::vector<Problem> problems;
+    cpu::Weights weights;
+    std::vector<cpu::Matrix> matrices;
+    for (QuantType t : types) {  // each its own weights and row count; all read problems[0].x
+      const int j = int(problems.size());
+      problems.emplace_back(t, 16 * 3 + 5 + j, 512, n_x, 90 + 2 * uint64_t(j));
+    }
+    for (Problem& p : problems) {
+      Tensor tensor;
+      tensor.data = p.w.data();
+      tensor.dtype = p.t;
+      tensor.rows = p.rows;
+      tensor.cols = p.cols;
+      matrices.push_back(weights.matrix(tensor));
+    }
+    ThreadPool pool(2);
+    cpu::ProjectScratch scratch;
+    std::vector<std::vector<float>> fused(problems.size());
+    std::vector<cpu::Product> products;
+    for (size_t j = 0; j < problems.size(); ++j) {
+      fused[j].assign(size_t(n_x * problems[j].rows), NAN);
+      products.push_back({fused[j].data(), &matrices[j]});
+    }
+    cpu::project(products, problems[0].x.data(), n_x, pool, scratch);
+    for (size_t j = 0; j < problems.size(); ++j) {
+      std::vector<float> alone(fused[j].size(), NAN);
+      cpu::project(alone.data(), problems[0].x.data(), n_x, matrices[j], pool, scratch);
+      for (size_t k = 0; k < alone.size(); ++k)
+        ASSERT_EQ(fused[j][k], alone[k]) << "product " << j << " (" << quant_type_name(problems[j].t) << ") output " << k
+                                         << ", " << n_x << " activation rows";
+    }
+  }
+}
+
 TEST(QuantTiles, OneErrorLine) {
   expect_error([] { cpu::tile_bytes(QuantType::Q5_0, 256); }, "Q5_0 tiles: not a tiled type");
   std::vector<float> x(256);
