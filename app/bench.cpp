@@ -46,9 +46,9 @@ double median(std::vector<double> v) {
 // Tokens of a stream: any ids the vocabulary holds, the same every run.
 int token_at(int64_t i, int vocab) { return int((i * 37 + 11) % vocab); }
 
-// Fills the caches with `context` tokens, then times `repeats` windows of
-// `tokens` decode steps with all caches in each forward pass.
-Timing time_decode(Backend& backend, const std::vector<PolicyConfig>& policies, const Options& o, int context) {
+// Fresh caches, one per policy, filled with `context` tokens.
+std::vector<std::unique_ptr<SessionCache>> filled_caches(Backend& backend, const std::vector<PolicyConfig>& policies,
+                                                         const Options& o, int context) {
   const int vocab = backend.model().config.vocab_size;
   std::vector<std::unique_ptr<SessionCache>> caches;
   for (const PolicyConfig& p : policies) caches.push_back(backend.new_cache(p));
@@ -61,10 +61,30 @@ Timing time_decode(Backend& backend, const std::vector<PolicyConfig>& policies, 
     backend.forward(items);
     done += n;
   }
+  return caches;
+}
+
+int64_t live_bytes(const std::vector<std::unique_ptr<SessionCache>>& caches) {
+  int64_t bytes = 0;
+  for (const auto& c : caches) bytes += c->live_bytes();
+  return bytes;
+}
+
+// Times `repeats` windows of `tokens` decode steps with all caches in each
+// forward pass. Every window starts from caches freshly filled with
+// `context` tokens, as llama-bench starts each repetition afresh: each
+// window times the same contexts (and reads as many cached keys and values)
+// as every other. A step's bytes: the weights and the caches' mean size over
+// the window.
+Timing time_decode(Backend& backend, const std::vector<PolicyConfig>& policies, const Options& o, int context) {
+  const int vocab = backend.model().config.vocab_size;
   const TokenChoice greedy;
-  std::vector<int> token(caches.size(), token_at(context, vocab)), next(caches.size());
   std::vector<double> windows;
+  int64_t kv_bytes = 0;
   for (int rep = 0; rep < o.repeats; ++rep) {
+    const auto caches = filled_caches(backend, policies, o, context);
+    const int64_t kv_before = live_bytes(caches);
+    std::vector<int> token(caches.size(), token_at(context, vocab)), next(caches.size());
     const auto t0 = std::chrono::steady_clock::now();
     for (int t = 0; t < o.tokens; ++t) {
       std::vector<ForwardItem> items(caches.size());
@@ -79,11 +99,11 @@ Timing time_decode(Backend& backend, const std::vector<PolicyConfig>& policies, 
     }
     windows.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
                       o.tokens);
+    kv_bytes = (kv_before + live_bytes(caches)) / 2;
   }
   Timing t;
   t.ms_per_step = median(windows);
-  t.bytes_per_step = backend.weight_bytes();
-  for (const auto& c : caches) t.bytes_per_step += c->live_bytes();
+  t.bytes_per_step = backend.weight_bytes() + kv_bytes;
   return t;
 }
 

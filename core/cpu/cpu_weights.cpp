@@ -18,17 +18,23 @@ Matrix Weights::matrix(const Tensor& t, bool projected) {
   Matrix m{t.data, t.dtype, t.rows, t.cols};
   // The typed kernels read activations in runs of 32 (and of their block).
   if (t.dtype != DType::F32 && t.cols % 32 != 0) m = {widened(t), DType::F32, t.rows, t.cols};
-  bytes_read_ += m.bytes();
-  if (!projected || m.data != t.data) return m;  // an embedding read row by row, or a widened copy
+  if (!projected || m.data != t.data) {  // an embedding read row by row, or a widened copy
+    bytes_read_ += m.bytes();
+    return m;
+  }
   if (tiles_available(m.type) && m.rows >= kTileRows) {
     m.tile_count = m.rows / kTileRows;
-    uint8_t* tiles = arena_space(size_t(m.tile_count) * tile_bytes(m.type, m.cols));
+    const size_t bytes = size_t(m.tile_count) * tile_bytes(m.type, m.cols);
+    // What a step reads: the tiles, then the rows past them.
+    bytes_read_ += int64_t(bytes) + (m.rows - m.tile_count * kTileRows) * int64_t(row_bytes(m.type, m.cols));
+    uint8_t* tiles = arena_space(bytes);
     make_tiles(m.type, m.data, m.rows, m.cols, tiles);
     m.tiles = tiles;
     // Only the tiles are read from now on (embedding rows aside): the file's copy of them may leave memory.
     reclaim_pages(m.data, size_t(m.tile_count * kTileRows) * row_bytes(m.type, m.cols));
   } else {
     // The rows as they are, on huge pages; the file's copy may leave memory.
+    bytes_read_ += m.bytes();
     uint8_t* rows = arena_space(size_t(m.bytes()));
     std::memcpy(rows, m.data, size_t(m.bytes()));
     reclaim_pages(m.data, size_t(m.bytes()));

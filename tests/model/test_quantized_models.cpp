@@ -79,7 +79,10 @@ TEST_P(QuantizedFile, MatchesItsExactDequantization) {
   const auto* file_begin = static_cast<const uint8_t*>(q->weights.layers[0].wq.data);
   EXPECT_GE(file_begin, static_cast<const uint8_t*>(nullptr) + 1);
   EXPECT_TRUE(q->owned.empty()) << "a Llama GGUF copies nothing";
-  EXPECT_EQ(make_cpu_backend(q, 1)->weight_bytes(), q->weight_bytes());
+  // A step reads the file's weights, or their row tiles, up to 6 % larger (quant_matvec.h).
+  const int64_t read = make_cpu_backend(q, 1)->weight_bytes();
+  EXPECT_GE(read, q->weight_bytes());
+  EXPECT_LE(double(read), 1.06 * double(q->weight_bytes()));
 
   std::vector<int> tokens;
   for (int i = 0; i < 48; ++i) tokens.push_back((i * 131 + 7) % 512);
