@@ -439,38 +439,53 @@ inline void prefetch(const uint8_t* p, size_t bytes) {
 
 // ---- Q8_0 in tiles of 16 rows (quant_matvec.h), AVX-512 VNNI ----------------------------
 
-// G activation rows against one tile. Per block: the activations' byte
-// planes are broadcast 4 bytes at a time (the unsigned operand) against
-// [16 rows][4] weight bytes, so each int32 lane is one row's sum; then
-// q16 . w = 256 * (sum_hi - 128 * sum(w)) + sum_lo, exact in int32 (at most
-// 32 * 128 * 128 * 256 + 32 * 255 * 128), and one float multiply-add per
-// block for all 16 rows.
-template <int G>
-__attribute__((target("avx512vnni"))) void q8_0_tile(const uint8_t* tile, int64_t nb, const Acts& x, int t0, float* out,
-                                                     int64_t os) {
-  __m512 acc[G];
-  for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
+// G activation rows against NT consecutive tiles. Per block: the
+// activations' byte planes are broadcast 4 bytes at a time (the unsigned
+// operand) against [16 rows][4] weight bytes, so each int32 lane is one row's
+// sum; then q16 . w = 256 * (sum_hi - 128 * sum(w)) + sum_lo, exact in int32
+// (at most 32 * 128 * 128 * 256 + 32 * 255 * 128), and one float multiply-add
+// per block for all 16 rows. Two tiles at a time share each broadcast and
+// read two weight streams at once, which the memory system serves faster
+// than one (stories110M Q8_0, back to back: 200 -> 230-237 tok/s).
+template <int NT, int G>
+__attribute__((target("avx512vnni"))) void q8_0_tiles_nt(const uint8_t* tile, size_t tile_bytes, int64_t nb,
+                                                         const Acts& x, int t0, float* out, int64_t os) {
+  __m512 acc[NT][G];
+  for (int n = 0; n < NT; ++n)
+    for (int g = 0; g < G; ++g) acc[n][g] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = tile + TileQ8_0::kBytes * size_t(b);
-    prefetch(blk + 4 * TileQ8_0::kBytes, TileQ8_0::kBytes);
-    __m512i lo[G], hi[G];
-    for (int g = 0; g < G; ++g) lo[g] = hi[g] = _mm512_setzero_si512();
+    const uint8_t* blk[NT];
+    for (int n = 0; n < NT; ++n) {
+      blk[n] = tile + n * tile_bytes + TileQ8_0::kBytes * size_t(b);
+      prefetch(blk[n] + 4 * TileQ8_0::kBytes, TileQ8_0::kBytes);
+    }
+    __m512i lo[NT][G], hi[NT][G];
+    for (int n = 0; n < NT; ++n)
+      for (int g = 0; g < G; ++g) lo[n][g] = hi[n][g] = _mm512_setzero_si512();
     for (int k = 0; k < 8; ++k) {
-      const __m512i wv = load512(blk + TileQ8_0::kWeights + 64 * k);
+      __m512i wv[NT];
+      for (int n = 0; n < NT; ++n) wv[n] = load512(blk[n] + TileQ8_0::kWeights + 64 * k);
       for (int g = 0; g < G; ++g) {
         const size_t at = size_t(t0 + g) * size_t(x.cols) + size_t(32 * b + 4 * k);
-        lo[g] = _mm512_dpbusd_epi32(lo[g], _mm512_set1_epi32(int(u32(x.lo + at))), wv);
-        hi[g] = _mm512_dpbusd_epi32(hi[g], _mm512_set1_epi32(int(u32(x.hi + at))), wv);
+        const __m512i xl = _mm512_set1_epi32(int(u32(x.lo + at))), xh = _mm512_set1_epi32(int(u32(x.hi + at)));
+        for (int n = 0; n < NT; ++n) {
+          lo[n][g] = _mm512_dpbusd_epi32(lo[n][g], xl, wv[n]);
+          hi[n][g] = _mm512_dpbusd_epi32(hi[n][g], xh, wv[n]);
+        }
       }
     }
-    const __m512 dw = _mm512_cvtph_ps(load256(blk + TileQ8_0::kD));
-    const __m512i bias = _mm512_slli_epi32(_mm512_cvtepi16_epi32(load256(blk + TileQ8_0::kSum)), 7);  // 128 * sum(w)
-    for (int g = 0; g < G; ++g) {
-      const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_sub_epi32(hi[g], bias), 8), lo[g]);
-      acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(x.d[(t0 + g) * nb + b])), acc[g]);
+    for (int n = 0; n < NT; ++n) {
+      const __m512 dw = _mm512_cvtph_ps(load256(blk[n] + TileQ8_0::kD));
+      const __m512i bias = _mm512_slli_epi32(_mm512_cvtepi16_epi32(load256(blk[n] + TileQ8_0::kSum)), 7);  // 128 * sum(w)
+      for (int g = 0; g < G; ++g) {
+        const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_sub_epi32(hi[n][g], bias), 8), lo[n][g]);
+        acc[n][g] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(x.d[(t0 + g) * nb + b])), acc[n][g]);
+      }
     }
   }
-  for (int g = 0; g < G; ++g) _mm512_storeu_ps(out + (t0 + g) * os, acc[g]);
+  for (int n = 0; n < NT; ++n)
+    for (int g = 0; g < G; ++g) _mm512_storeu_ps(out + (t0 + g) * os + 16 * n, acc[n][g]);
 }
 
 // ---- Q4_K in tiles of 16 rows ------------------------------------------------------------
@@ -590,8 +605,12 @@ void k_q6_k_tiles(const uint8_t* tiles, int64_t cols, int64_t tile_begin, int64_
 void k_q8_0_tiles(const uint8_t* tiles, int64_t cols, int64_t tile_begin, int64_t tile_end, const Acts& x, float* out,
                   int64_t os) {
   const int64_t nb = cols / 32;
-  tiles_grouped(tiles, size_t(nb) * TileQ8_0::kBytes, tile_begin, tile_end, x, out,
-                [&]<int G>(const uint8_t* tile, int t0, float* o) { q8_0_tile<G>(tile, nb, x, t0, o, os); });
+  const size_t tb = size_t(nb) * TileQ8_0::kBytes;
+  int64_t k = tile_begin;
+  for (; k + 2 <= tile_end; k += 2)
+    for_groups(x.n_x, [&]<int G>(int t0) { q8_0_tiles_nt<2, G>(tiles + size_t(k) * tb, tb, nb, x, t0, out + 16 * k, os); });
+  if (k < tile_end)
+    for_groups(x.n_x, [&]<int G>(int t0) { q8_0_tiles_nt<1, G>(tiles + size_t(k) * tb, tb, nb, x, t0, out + 16 * k, os); });
 }
 
 bool has_vnni() {
