@@ -605,12 +605,10 @@ void k_q6_k_tiles(const uint8_t* tiles, int64_t cols, int64_t tile_begin, int64_
 void k_q8_0_tiles(const uint8_t* tiles, int64_t cols, int64_t tile_begin, int64_t tile_end, const Acts& x, float* out,
                   int64_t os) {
   const int64_t nb = cols / 32;
-  const size_t tb = size_t(nb) * TileQ8_0::kBytes;
-  int64_t k = tile_begin;
-  for (; k + 2 <= tile_end; k += 2)
-    for_groups(x.n_x, [&]<int G>(int t0) { q8_0_tiles_nt<2, G>(tiles + size_t(k) * tb, tb, nb, x, t0, out + 16 * k, os); });
-  if (k < tile_end)
-    for_groups(x.n_x, [&]<int G>(int t0) { q8_0_tiles_nt<1, G>(tiles + size_t(k) * tb, tb, nb, x, t0, out + 16 * k, os); });
+  tiles_in_pairs(tiles, size_t(nb) * TileQ8_0::kBytes, tile_begin, tile_end, x, out,
+                 [&]<int NT, int G>(const uint8_t* tile, size_t tb, int t0, float* o) {
+                   q8_0_tiles_nt<NT, G>(tile, tb, nb, x, t0, o, os);
+                 });
 }
 
 bool has_vnni() {
