@@ -1,11 +1,11 @@
 #pragma once
 // The CPU backend's view of a model's weights. A matrix stays in the file's
-// type and memory (memory-mapped: no widened copy) whenever a kernel reads
-// that type: float32 through cpu::matmul, f16, bf16 and GGUF's quantised
-// types through cpu::matvec_rows (core/cpu/quant_matvec.h, which says what
-// precision the activations take per type). Norms and biases, a few KB, are
-// read as float32 copies. The rare matrix no typed kernel can take (f16 rows
-// not a multiple of 32 elements) is widened to float32 once, at load.
+// type (no widened copy) whenever a kernel reads that type: float32 through
+// cpu::matmul, f16, bf16 and GGUF's quantised types through cpu::matvec_rows
+// or row tiles (core/cpu/quant_matvec.h, which says what precision the
+// activations take per type). Norms and biases, a few KB, are read as
+// float32 copies. The rare matrix no typed kernel can take (f16 rows not a
+// multiple of 32 elements) is widened to float32 once, at load.
 #include <cstdint>
 #include <memory>
 #include <span>
