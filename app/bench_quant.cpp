@@ -162,7 +162,8 @@ int main(int argc, char** argv) {
     std::getline(std::ifstream("/proc/loadavg"), load);  // other work on the machine skews every number
     std::cout << "load average at start: " << load << "\n";
     std::cout << "kernels: " << cpu::isa_name(isa) << "; streamed = weights from " << mib
-              << " MiB of copies; " << batch << " activation row(s) per matvec; GB/s = 10^9 weight bytes/s, best (median) of single matvecs\n\n";
+              << " MiB of copies; " << batch
+              << " activation row(s) per matvec; GB/s = 10^9 weight bytes/s, best (median) of single matvecs\n\n";
     std::vector<double> read_gbs;
     uint64_t sink = 0;
     const size_t slice = (size_t(8) << 20) / 8, slices = big.size() / slice;
@@ -219,7 +220,8 @@ int main(int argc, char** argv) {
           const auto hot = time_trials(bytes, 100, seconds, [&](int) { matvec(read.data(), pool); });
           const double gbs = best(streamed);
           std::cout << "| " << tn << (tiled ? " tiles" : "") << " | " << s.name << " " << s.rows << "x" << s.cols
-                    << " | " << std::setprecision(2) << double(bytes) / 1048576.0 << " | " << thread_counts[ti] << " | " << std::setprecision(1) << gbs
+                    << " | " << std::setprecision(2) << double(bytes) / 1048576.0 << " | " << thread_counts[ti] << " | "
+                    << std::setprecision(1) << gbs
                     << " (" << median(streamed) << ") | " << std::setprecision(0) << 100.0 * gbs / read_gbs[ti]
                     << " % | " << std::setprecision(1) << best(hot) << " (" << median(hot) << ") | "
                     << std::setprecision(1) << double(bytes) / (gbs * 1e3) << " |\n"

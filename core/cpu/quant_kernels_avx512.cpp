@@ -222,14 +222,19 @@ void k_q45_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* ou
   });
 }
 
-// int16 lane k of 32 elements c of a super-block (c < 8) takes Q6_K scale
-// 2c + k / 16: the indexes for _mm512_permutexvar_epi16 over the 16 scales.
-struct ScaleIdx32 {
-  __m512i k16[8];
-  ScaleIdx32() {
+// int16 lane k of chunk c of a super-block takes scale (32 / kLanes) c +
+// k / kLanes of its 16, where kLanes int16 lanes share one scale: the
+// indexes for _mm512_permutexvar_epi16 over the 16 scales. kLanes = 16: the
+// 32 elements of chunk c < 8 (Q6_K's 16-bit kernel); kLanes = 8: the 32 pair
+// sums of a 64-element chunk c < 4 of 16-element sub-blocks (Q2_K, Q3_K).
+template <int kLanes>
+struct ScaleIdx {
+  static constexpr int kChunks = 16 * kLanes / 32;
+  __m512i k16[kChunks];
+  ScaleIdx() {
     alignas(64) int16_t v[32];
-    for (int c = 0; c < 8; ++c) {
-      for (int k = 0; k < 32; ++k) v[k] = int16_t(2 * c + k / 16);
+    for (int c = 0; c < kChunks; ++c) {
+      for (int k = 0; k < 32; ++k) v[k] = int16_t(32 / kLanes * c + k / kLanes);
       k16[c] = _mm512_load_si512(v);
     }
   }
@@ -240,7 +245,7 @@ struct ScaleIdx32 {
 // super-block: below 2^31, quant_matvec.h).
 void k_q6_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
   const int64_t nb = x.cols / 256;
-  const ScaleIdx32 idx;
+  const ScaleIdx<16> idx;
   const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30), off = _mm512_set1_epi8(32);
   rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
     __m512 acc[G];
@@ -343,23 +348,9 @@ void k_legacy(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* o
 
 // ---- Q8x256 activations (K-quants) ------------------------------------------------------
 
-// int16 lane k of the 32 pair sums of a 64-element chunk c of 16-element
-// sub-blocks (Q2_K, Q3_K, Q6_K) takes scale 4c + k / 8: the indexes for
-// _mm512_permutexvar_epi16 over the 16 scales.
-struct ScaleIdx {
-  __m512i k16[4];
-  ScaleIdx() {
-    alignas(64) int16_t v[32];
-    for (int c = 0; c < 4; ++c) {
-      for (int k = 0; k < 32; ++k) v[k] = int16_t(4 * c + k / 8);
-      k16[c] = _mm512_load_si512(v);
-    }
-  }
-};
-
 void k_q2_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
   const int64_t nb = x.cols / 256;
-  const ScaleIdx idx;
+  const ScaleIdx<8> idx;
   const __m512i two = _mm512_set1_epi8(3);
   rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
     const int8_t* xq = x.q + t * x.cols;
@@ -394,7 +385,7 @@ void k_q2_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
 
 void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
   const int64_t nb = x.cols / 256;
-  const ScaleIdx idx;
+  const ScaleIdx<8> idx;
   const __m512i two = _mm512_set1_epi8(3), bit2 = _mm512_set1_epi8(4);
   rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
     const int8_t* xq = x.q + t * x.cols;

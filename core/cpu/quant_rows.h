@@ -56,6 +56,13 @@ void rows_grouped(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, floa
 // kernel's operator()<G>(tile, t0, out) writes the tile's 16 outputs of
 // activation rows t0 .. t0 + G - 1, from `out` (tile k: out + 16 k) at its
 // own stride per activation row.
+template <class TileKernel>
+void tiles_grouped(const uint8_t* tiles, size_t tile_bytes, int64_t tile_begin, int64_t tile_end, const Acts& x,
+                   float* out, TileKernel kernel) {
+  for (int64_t k = tile_begin; k < tile_end; ++k)
+    for_groups(x.n_x, [&]<int G>(int t0) { kernel.template operator()<G>(tiles + size_t(k) * tile_bytes, t0, out + 16 * k); });
+}
+
 // As tiles_grouped, two tiles at a time where two are left: the kernel's
 // operator()<NT, G>(tile, tile_bytes, t0, out) takes NT (1 or 2) consecutive
 // tiles, so that each activation broadcast serves 32 rows and two weight
@@ -72,12 +79,6 @@ void tiles_in_pairs(const uint8_t* tiles, size_t tile_bytes, int64_t tile_begin,
     for_groups(x.n_x, [&]<int G>(int t0) {
       kernel.template operator()<1, G>(tiles + size_t(k) * tile_bytes, tile_bytes, t0, out + 16 * k);
     });
-}
-template <class TileKernel>
-void tiles_grouped(const uint8_t* tiles, size_t tile_bytes, int64_t tile_begin, int64_t tile_end, const Acts& x,
-                   float* out, TileKernel kernel) {
-  for (int64_t k = tile_begin; k < tile_end; ++k)
-    for_groups(x.n_x, [&]<int G>(int t0) { kernel.template operator()<G>(tiles + size_t(k) * tile_bytes, t0, out + 16 * k); });
 }
 
 // The 8 six-bit scales and mins of Q4_K/Q5_K from their 12-byte packing

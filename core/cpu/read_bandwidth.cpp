@@ -1,12 +1,11 @@
 #include "core/cpu/read_bandwidth.h"
 
-#include "core/base/huge_page_buffer.h"
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <memory>
+
+#include "core/base/huge_page_buffer.h"
 
 namespace h2o::cpu {
 namespace {
