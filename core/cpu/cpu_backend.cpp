@@ -374,15 +374,12 @@ void CpuBackend::attention(CpuCache& cache, const Span& span, const std::vector<
       float* q = &q_[row * q_dim + size_t(qh) * hd];
       rope_rotate(q, 1, hd, *angles[size_t(r)]);
       const int visible = before + r + 1;  // causal within the chunk
-      for (int j = 0; j < visible; ++j) att[size_t(j)] = cpu::dot(q, &h.k[size_t(j) * hd], hd) * scale;
+      cpu::dot_rows(att.data(), q, h.k.data(), visible, hd);
+      for (int j = 0; j < visible; ++j) att[size_t(j)] *= scale;
       cpu::softmax(att.data(), visible);
-      float* out = &att_out_[row * q_dim + size_t(qh) * hd];
-      std::fill(out, out + hd, 0.0f);
-      const bool scores_row = !current_only || r == rows - 1;
-      for (int j = 0; j < visible; ++j) {
-        cpu::axpy(out, &h.v[size_t(j) * hd], att[size_t(j)], hd);
-        if (scores_row) h.score[size_t(j)] += att[size_t(j)];
-      }
+      cpu::weighted_rows(&att_out_[row * q_dim + size_t(qh) * hd], att.data(), h.v.data(), visible, hd);
+      if (!current_only || r == rows - 1)
+        for (int j = 0; j < visible; ++j) h.score[size_t(j)] += att[size_t(j)];
       for (Owned& o : owned) {
         if (r < o.first_row) continue;
         const int sel = o.capture->request->head;

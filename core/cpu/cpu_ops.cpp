@@ -27,26 +27,117 @@ inline v8 load8(const float* p) {
 inline float hsum(v8 v) {
   return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
 }
-}  // namespace
 
-float dot(const float* a, const float* b, int n) {
-  // Two independent accumulators hide the FMA latency (four did not help).
+// dot's first stage: sixteen partial sums over a[0..n16) . b[0..n16), n16 a
+// multiple of 16. Two independent accumulators hide the FMA latency (four
+// did not help).
+inline v16 partial16(const float* a, const float* b, int n16) {
   v16 s0 = {}, s1 = {};
   int i = 0;
-  for (; i + 32 <= n; i += 32) {
+  for (; i + 32 <= n16; i += 32) {
     s0 += load16(a + i) * load16(b + i);
     s1 += load16(a + i + 16) * load16(b + i + 16);
   }
-  for (; i + 16 <= n; i += 16) s0 += load16(a + i) * load16(b + i);
-  const v16 s16 = s0 + s1;
-  v8 lo, hi;
-  std::memcpy(&lo, &s16, sizeof lo);
-  std::memcpy(&hi, reinterpret_cast<const char*>(&s16) + sizeof lo, sizeof hi);
-  v8 acc = lo + hi;
+  if (i < n16) s0 += load16(a + i) * load16(b + i);
+  return s0 + s1;
+}
+
+// The halves of v: lanes 0-7 and 8-15.
+inline v8 low8(v16 v) {
+  v8 h;
+  std::memcpy(&h, &v, sizeof h);
+  return h;
+}
+inline v8 high8(v16 v) {
+  v8 h;
+  std::memcpy(&h, reinterpret_cast<const char*>(&v) + sizeof h, sizeof h);
+  return h;
+}
+
+// w * x + acc, fused where the CPU has fused multiply-adds, as the compiler
+// contracts the vector loops' `acc += w * v`: every element of weighted_rows
+// rounds alike (left to itself, the compiler split a scalar loop into
+// vector products and separate additions).
+inline float mul_add(float w, float x, float acc) {
+#ifdef __FMA__
+  return std::fma(w, x, acc);
+#else
+  return w * x + acc;
+#endif
+}
+
+// Lane j of the result = hsum(low8(s[j]) + high8(s[j])) for sixteen partial
+// sums at once, each in the same order of additions as dot() does alone: a
+// tree of shuffles whose every level pairs the lanes dot's reduction pairs.
+typedef int v16i __attribute__((vector_size(64)));
+inline v16 pair_halves(v16 a, v16 b, v16i first, v16i second) {
+  return __builtin_shuffle(a, b, first) + __builtin_shuffle(a, b, second);
+}
+inline v16 reduce16(const v16* s) {
+  // low8 + high8 of two sums per vector: lanes 0-7 of s[2k], then of s[2k + 1].
+  v16 eighths[8];
+  for (int k = 0; k < 8; ++k)
+    eighths[k] = pair_halves(s[2 * k], s[2 * k + 1], v16i{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+                             v16i{8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31});
+  // (v0 + v4), (v1 + v5), (v2 + v6), (v3 + v7): four lanes per sum.
+  v16 quarters[4];
+  for (int k = 0; k < 4; ++k)
+    quarters[k] = pair_halves(eighths[2 * k], eighths[2 * k + 1],
+                              v16i{0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27},
+                              v16i{4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31});
+  // ((v0 + v4) + (v1 + v5)) and ((v2 + v6) + (v3 + v7)): two lanes per sum.
+  const v16i even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+  const v16i odd = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+  const v16 halves[2] = {pair_halves(quarters[0], quarters[1], even, odd),
+                         pair_halves(quarters[2], quarters[3], even, odd)};
+  return pair_halves(halves[0], halves[1], even, odd);
+}
+}  // namespace
+
+float dot(const float* a, const float* b, int n) {
+  const int n16 = n / 16 * 16;
+  const v16 s16 = partial16(a, b, n16);
+  v8 acc = low8(s16) + high8(s16);
+  int i = n16;
   for (; i + 8 <= n; i += 8) acc += load8(a + i) * load8(b + i);
   float s = hsum(acc);
   for (; i < n; ++i) s += a[i] * b[i];
   return s;
+}
+
+void dot_rows(float* out, const float* q, const float* rows, int n_rows, int n) {
+  int j = 0;
+  if (n % 16 == 0)  // otherwise dot's tails (eight wide, then scalar) come into play: one row at a time
+    for (; j + 16 <= n_rows; j += 16) {
+      v16 s[16];
+      for (int k = 0; k < 16; ++k) s[k] = partial16(q, rows + size_t(j + k) * n, n);
+      const v16 sums = reduce16(s);
+      std::memcpy(out + j, &sums, sizeof sums);
+    }
+  for (; j < n_rows; ++j) out[j] = dot(q, rows + size_t(j) * n, n);
+}
+
+void weighted_rows(float* out, const float* weights, const float* rows, int n_rows, int n) {
+  int i = 0;
+  // Four sixteen-wide sums in registers per pass over the rows, then one.
+  for (; i + 64 <= n; i += 64) {
+    v16 acc[4] = {};
+    for (int j = 0; j < n_rows; ++j) {
+      const float* r = rows + size_t(j) * n + i;
+      for (int c = 0; c < 4; ++c) acc[c] += weights[j] * load16(r + 16 * c);
+    }
+    std::memcpy(out + i, acc, sizeof acc);
+  }
+  for (; i + 16 <= n; i += 16) {
+    v16 acc = {};
+    for (int j = 0; j < n_rows; ++j) acc += weights[j] * load16(rows + size_t(j) * n + i);
+    std::memcpy(out + i, &acc, sizeof acc);
+  }
+  for (; i < n; ++i) {
+    float acc = 0;
+    for (int j = 0; j < n_rows; ++j) acc = mul_add(weights[j], rows[size_t(j) * n + i], acc);
+    out[i] = acc;
+  }
 }
 
 void matmul(float* out, const float* x, const float* w, int rows, int in, int out_features, ThreadPool& pool) {
@@ -88,10 +179,6 @@ void softmax(float* x, int n) {
   }
   const float inv = 1.0f / sum;
   for (int i = 0; i < n; ++i) x[i] *= inv;
-}
-
-void axpy(float* y, const float* x, float a, int n) {
-  for (int i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
 void add_bias(float* x, const float* bias, int rows, int n) {

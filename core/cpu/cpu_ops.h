@@ -16,14 +16,20 @@ using h2o::ThreadPool;
 inline constexpr size_t kParallelMinWork = 1 << 16;
 
 float dot(const float* a, const float* b, int n);
+// out[j] = dot(q, rows + j * n, n) for j < n_rows, bit for bit what dot()
+// gives: attention's scores of one query against a head's cached keys. Keys
+// are taken sixteen at a time and their sums reduced together, in dot's order.
+void dot_rows(float* out, const float* q, const float* rows, int n_rows, int n);
+// out[0..n) = sum over j < n_rows of weights[j] * rows[j * n ..], accumulated
+// in j order from zero, one fused multiply-add per term (attention's weighted
+// values), the sums held in registers across rows.
+void weighted_rows(float* out, const float* weights, const float* rows, int n_rows, int n);
 // out[t][o] = sum_i w[o][i] * x[t][i] for t < rows; parallel over o.
 void matmul(float* out, const float* x, const float* w, int rows, int in, int out_features, ThreadPool& pool);
 // out = x / rms(x) * weight, per row of length n.
 void rmsnorm(float* out, const float* x, const float* weight, int rows, int n, float eps);
 // In place: softmax over x[0..n).
 void softmax(float* x, int n);
-// y += a * x
-void axpy(float* y, const float* x, float a, int n);
 // Adds bias[0..n) to each of `rows` rows of x.
 void add_bias(float* x, const float* bias, int rows, int n);
 

@@ -20,16 +20,24 @@ std::vector<int> select_kept(const EvictionRule& rule, std::span<const int32_t> 
 
   std::vector<int> kept(all.begin(), all.begin() + sinks);
   if (rule.by_score > 0 && recent_begin > sinks) {
-    // The highest scores among the middle slots; ties go to the more recent token.
+    // The highest scores among the middle slots; ties go to the more recent
+    // token. A strict order, so the kept set is unique: partition it from
+    // the few evicted (linear time; a cut usually evicts one slot per step),
+    // then keep the middle in slot order minus those.
     std::vector<int> middle(all.begin() + sinks, all.begin() + recent_begin);
     const int h = std::min<int>(rule.by_score, int(middle.size()));
-    std::partial_sort(middle.begin(), middle.begin() + h, middle.end(), [&](int a, int b) {
+    const auto better = [&](int a, int b) {
       if (scores[size_t(a)] != scores[size_t(b)]) return scores[size_t(a)] > scores[size_t(b)];
       return a > b;
-    });
-    middle.resize(size_t(h));
-    std::sort(middle.begin(), middle.end());
-    kept.insert(kept.end(), middle.begin(), middle.end());
+    };
+    std::nth_element(middle.begin(), middle.begin() + h, middle.end(), better);
+    std::vector<int> evicted(middle.begin() + h, middle.end());
+    std::sort(evicted.begin(), evicted.end());
+    size_t next_evicted = 0;
+    for (int slot = sinks; slot < recent_begin; ++slot) {
+      if (next_evicted < evicted.size() && evicted[next_evicted] == slot) ++next_evicted;
+      else kept.push_back(slot);
+    }
   }
   for (int i = recent_begin; i < n; ++i) kept.push_back(i);
   return kept;

@@ -178,6 +178,37 @@ TEST(CachePolicy, TiesGoToTheMoreRecentToken) {
   EXPECT_EQ(kept, (std::vector<int>{0, 3, 4, 5}));
 }
 
+// The kept middle against a full ranking of every middle slot (score, then
+// the more recent on ties), with scores drawn from a few values so that ties
+// are common, cutting one slot (no slack) or many (slack) at a time.
+TEST(CachePolicy, SelectKeptEqualsFullRanking) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> level(0, 4);
+  for (const auto& [heavy, slack] : {std::pair{6, 0}, {6, 9}, {1, 0}, {20, 30}})
+    for (int n = 1; n <= 64; ++n) {
+      const PolicyConfig p = h2o_policy(2, heavy, 3, slack);
+      std::vector<int32_t> pos(static_cast<size_t>(n));
+      std::vector<float> score(static_cast<size_t>(n));
+      for (int i = 0; i < n; ++i) pos[size_t(i)] = i, score[size_t(i)] = 0.25f * float(level(rng));
+      std::vector<int> expected;
+      if (n <= p.rule().budget + slack) {
+        for (int i = 0; i < n; ++i) expected.push_back(i);
+      } else {
+        std::vector<int> middle;
+        for (int i = 2; i < n - 3; ++i) middle.push_back(i);
+        std::sort(middle.begin(), middle.end(), [&](int a, int b) {
+          return score[size_t(a)] != score[size_t(b)] ? score[size_t(a)] > score[size_t(b)] : a > b;
+        });
+        middle.resize(std::min(middle.size(), size_t(heavy)));
+        expected = {0, 1};
+        expected.insert(expected.end(), middle.begin(), middle.end());
+        for (int i = n - 3; i < n; ++i) expected.push_back(i);
+        std::sort(expected.begin(), expected.end());
+      }
+      ASSERT_EQ(select_kept(p.rule(), pos, score), expected) << "heavy " << heavy << ", slack " << slack << ", n " << n;
+    }
+}
+
 TEST(CachePolicy, NoCutBelowBudgetPlusSlack) {
   const PolicyConfig p = h2o_policy(1, 2, 1, 3);
   std::vector<int32_t> pos = {0, 1, 2, 3, 4, 5, 6};  // 7 = budget 4 + slack 3
