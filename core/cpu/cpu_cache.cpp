@@ -115,22 +115,30 @@ void CpuCache::cut(int layer, int kv_head, std::vector<EvictionEvent>& events) {
       events.push_back({layer, kv_head, h.pos[slot]});
     }
   }
-  // Survivors move towards the front in slot order, so copying forward is safe.
-  for (size_t dst = 0; dst < kept.size(); ++dst) {
+  // Survivors move towards the front in slot order, so copying forward is
+  // safe; a run of consecutive survivors moves as one block (a cut usually
+  // evicts one slot, leaving one run to move).
+  for (size_t dst = 0; dst < kept.size();) {
     const size_t src = size_t(kept[dst]);
-    if (src == dst) continue;
-    std::memcpy(&h.v[dst * hd], &h.v[src * hd], hd * sizeof(float));
-    h.pos[dst] = h.pos[src];
-    h.score[dst] = h.score[src];
-    if (rule_.rolling) {
-      // The key now sits at slot dst: rotate its pre-RoPE copy there, once,
-      // so that rounding does not accumulate over many cuts.
-      std::memcpy(&h.k_raw[dst * hd], &h.k_raw[src * hd], hd * sizeof(float));
-      std::memcpy(&h.k[dst * hd], &h.k_raw[dst * hd], hd * sizeof(float));
-      rope_rotate(&h.k[dst * hd], 1, head_dim_, slot_angles_[dst]);
-    } else {
-      std::memcpy(&h.k[dst * hd], &h.k[src * hd], hd * sizeof(float));
+    size_t run = 1;
+    while (dst + run < kept.size() && size_t(kept[dst + run]) == src + run) ++run;
+    if (src != dst) {
+      std::memmove(&h.v[dst * hd], &h.v[src * hd], run * hd * sizeof(float));
+      std::memmove(&h.pos[dst], &h.pos[src], run * sizeof(int32_t));
+      std::memmove(&h.score[dst], &h.score[src], run * sizeof(float));
+      if (rule_.rolling) {
+        // Each key now sits at a new slot: rotate its pre-RoPE copy there,
+        // once, so that rounding does not accumulate over many cuts.
+        std::memmove(&h.k_raw[dst * hd], &h.k_raw[src * hd], run * hd * sizeof(float));
+        for (size_t d = dst; d < dst + run; ++d) {
+          std::memcpy(&h.k[d * hd], &h.k_raw[d * hd], hd * sizeof(float));
+          rope_rotate(&h.k[d * hd], 1, head_dim_, slot_angles_[d]);
+        }
+      } else {
+        std::memmove(&h.k[dst * hd], &h.k[src * hd], run * hd * sizeof(float));
+      }
     }
+    dst += run;
   }
   h.n = int(kept.size());
 }
