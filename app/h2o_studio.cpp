@@ -45,7 +45,7 @@ struct Options {
   QCommandLineOption forced{"forced-text", "Teacher-forced mode on this text file.", "path"};
   QCommandLineOption replay{"replay", "Replay a saved recording (no model needed).", "path"};
   QCommandLineOption backend{"backend", "Compute backend: cpu or cuda (without CUDA: the CPU, with a banner saying so).", "name"};
-  QCommandLineOption threads{"threads", "CPU threads (0: every core).", "n"};
+  QCommandLineOption threads{"threads", "CPU threads (0: every core but one, left to the window).", "n"};
   QCommandLineOption policies{"policies", "The panes, in order: 2 to 4 of full, streaming, h2o, tova (comma-separated).", "list"};
   QCommandLineOption budget{"budget", "Tokens per KV head for every policy that evicts.", "n"};
   QCommandLineOption sinks{"sinks", "Attention sinks (the first tokens, always kept).", "n"};

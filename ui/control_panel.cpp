@@ -109,7 +109,10 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   backend_->setObjectName("backend");
   backend_->addItems({"cpu", "cuda"});
   backend_->setToolTip("Compute backend. CUDA needs a build with it and a GPU; otherwise the app says so and runs on the CPU");
-  threads_ = spin("threads", 0, 256, "CPU threads (all: every core, the default, as h2o-cli)", "all cores");
+  threads_ = spin("threads", 0, 256,
+                  "CPU threads. Auto, the default: every core but one, which the window keeps for drawing "
+                  "(h2o-cli takes them all)",
+                  "auto");
   kv_limit_ = spin("kv_limit_mib", 0, 1 << 20,
                    "KV memory of all sessions together, MiB, as a device's memory would cap it: the session "
                    "that needs more stops (the full cache, sooner or later), the others go on",

@@ -1,5 +1,7 @@
 #include "core/studio/studio_setup.h"
 
+#include <thread>
+
 #include "core/base/error.h"
 #include "core/base/text_file.h"
 
@@ -112,9 +114,14 @@ StudioInputs load_studio_inputs(const StudioConfig& c) {
 BackendOptions studio_backend_options(const StudioConfig& c) {
   BackendOptions b;
   b.kind = c.backend;
-  b.threads = c.threads;
+  b.threads = studio_threads(c.threads, std::thread::hardware_concurrency());
   b.kv_limit_bytes = int64_t(c.kv_limit_mib) << 20;
   return b;
+}
+
+int studio_threads(int asked, unsigned cores) {
+  if (asked > 0) return asked;
+  return cores > 1 ? int(cores) - 1 : 1;
 }
 
 std::unique_ptr<Engine> make_studio_engine(const StudioConfig& c, const StudioInputs& in,

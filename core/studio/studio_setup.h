@@ -18,7 +18,7 @@ struct StudioConfig {
   bool forced = false;                    // teacher-forced text instead of MT-Bench
   std::string forced_text;                // the text file fed in forced mode ("": the built-in prompts' text)
   std::string backend = "cpu";
-  int threads = 0;  // 0: all cores, as h2o-cli (the pool sleeps when idle, so the GUI thread still gets its turn)
+  int threads = 0;  // 0: every core but one (studio_threads)
   int kv_limit_mib = 0;  // KV memory of all sessions together (0: none); the one that needs more stops
   std::vector<std::string> policies = {"full", "streaming", "h2o"};  // the panes, in order (1 to 4)
   int budget = 64, sinks = 4;
@@ -66,6 +66,13 @@ StudioInputs load_studio_inputs(const StudioConfig& config);
 // with studio_backend_options; core/backends provides it), started on the
 // prompts (stream) or on the text file (forced). Throws Error.
 BackendOptions studio_backend_options(const StudioConfig& config);
+// The CPU threads the app's engine runs on: `asked` if above 0, else every
+// core but one. The window's thread needs a core the moment a frame is due;
+// when the engine holds them all, the scheduler takes one from a pool worker
+// mid-job and every fork-join of that step waits for it (2 cores, 2 threads:
+// the sessions running beside a repaint decoded at a quarter of the speed of
+// the others, and a step took 1.4x as long as with one thread).
+int studio_threads(int asked, unsigned cores);
 std::unique_ptr<Engine> make_studio_engine(const StudioConfig& config, const StudioInputs& inputs,
                                            std::unique_ptr<Backend> backend);
 

@@ -93,7 +93,7 @@ TEST(ControlsTest, DefaultsUseEveryCoreAndTheDemoInputs) {
   TemporarySettingsScope scope;
   QSettings empty;
   const StudioSettings s = load_settings(empty);
-  EXPECT_EQ(s.config.threads, 0) << "0 = all cores, as h2o-cli";
+  EXPECT_EQ(s.config.threads, 0) << "0 = auto: every core but one";
   EXPECT_TRUE(s.config.model.empty()) << "empty: the demo's default model";
   EXPECT_EQ(s.config.backend, "cpu");
   StudioConfig filled = s.config;

@@ -236,6 +236,17 @@ TEST(TextCells, ByteTokensOfOneCharacterAreDrawnOnce) {
   EXPECT_EQ(utf8_continuation_head("\xb8\xad!"), 2u);
 }
 
+TEST(StudioSetup, TheEngineLeavesTheWindowACore) {
+  EXPECT_EQ(studio_threads(0, 2), 1);
+  EXPECT_EQ(studio_threads(0, 16), 15);
+  EXPECT_EQ(studio_threads(0, 1), 1);
+  EXPECT_EQ(studio_threads(0, 0), 1);  // hardware_concurrency() may not know
+  EXPECT_EQ(studio_threads(2, 2), 2);  // asked for: as asked
+  StudioConfig c;
+  c.threads = 3;
+  EXPECT_EQ(studio_backend_options(c).threads, 3);
+}
+
 TEST(StudioSetup, BudgetSplitIsAlwaysOneEveryPolicyTakes) {
   // The case: budget 32, sinks 2, heavy 50, recent 8.
   const BudgetSplit s = fit_budget_split(32, 2, 50, 8);
