@@ -117,22 +117,22 @@ void dot_rows(float* out, const float* q, const float* rows, int n_rows, int n) 
   for (; j < n_rows; ++j) out[j] = dot(q, rows + size_t(j) * n, n);
 }
 
+namespace {
+// weighted_rows over C sixteen-wide columns starting at rows' column 0: the
+// C sums stay in registers for the whole pass over the rows.
+template <int C>
+void weighted_columns(float* out, const float* weights, const float* rows, int n_rows, int n) {
+  v16 acc[C] = {};
+  for (int j = 0; j < n_rows; ++j)
+    for (int c = 0; c < C; ++c) acc[c] += weights[j] * load16(rows + size_t(j) * n + 16 * c);
+  std::memcpy(out, acc, sizeof acc);
+}
+}  // namespace
+
 void weighted_rows(float* out, const float* weights, const float* rows, int n_rows, int n) {
   int i = 0;
-  // Four sixteen-wide sums in registers per pass over the rows, then one.
-  for (; i + 64 <= n; i += 64) {
-    v16 acc[4] = {};
-    for (int j = 0; j < n_rows; ++j) {
-      const float* r = rows + size_t(j) * n + i;
-      for (int c = 0; c < 4; ++c) acc[c] += weights[j] * load16(r + 16 * c);
-    }
-    std::memcpy(out + i, acc, sizeof acc);
-  }
-  for (; i + 16 <= n; i += 16) {
-    v16 acc = {};
-    for (int j = 0; j < n_rows; ++j) acc += weights[j] * load16(rows + size_t(j) * n + i);
-    std::memcpy(out + i, &acc, sizeof acc);
-  }
+  for (; i + 64 <= n; i += 64) weighted_columns<4>(out + i, weights, rows + i, n_rows, n);
+  for (; i + 16 <= n; i += 16) weighted_columns<1>(out + i, weights, rows + i, n_rows, n);
   for (; i < n; ++i) {
     float acc = 0;
     for (int j = 0; j < n_rows; ++j) acc = mul_add(weights[j], rows[size_t(j) * n + i], acc);
