@@ -57,7 +57,8 @@ class CpuBackend final : public Backend {
 
   std::string name() const override { return "cpu"; }
   std::string describe() const override {
-    std::string out = "cpu, " + model_->weight_types() + " weights, " + std::to_string(threads_) + " threads";
+    std::string out = "cpu, " + model_->weight_types() + " weights, " + std::to_string(threads_) +
+                      (threads_ == 1 ? " thread" : " threads");
     if (kv_->limit > 0) out += ", KV limit " + std::to_string(kv_->limit >> 20) + " MiB";
     return out;
   }
