@@ -3,7 +3,8 @@
 # the exact device `run` calls; ../shared/docs/GPU.md for the why).
 #
 #   tests/gpu/run_on_device.sh probe          toolchain, carried deps, sm_90 kernel, copy bandwidth, transformers peer
-#   tests/gpu/run_on_device.sh check          sm_90 no-Qt build, Cuda tests plain + memcheck + racecheck, parity
+#   tests/gpu/run_on_device.sh check          sm_90 no-Qt build of what it runs, device suites in one process, parity
+#   tests/gpu/run_on_device.sh sanitize       compute-sanitizer memcheck + racecheck over the device suites
 #   tests/gpu/run_on_device.sh bench [ARGS]   h2o-bench --backend cuda ARGS, copy bandwidth, transformers peer
 #   tests/gpu/run_on_device.sh selftest       no GPU needed: syntax and dry runs of the helpers (run it here)
 #
@@ -34,6 +35,7 @@ ASSETS=$CARRY/assets
 RESULTS=$OUT/results.md
 MULTIARCH=x86_64-linux-gnu
 JOBS=$(nproc 2>/dev/null || echo 4)
+DEVICE_TARGETS="h2o_cuda_tests h2o-cli h2o-bench"   # all that check and bench run
 FAILS=0                          # failed steps in this stage
 STAGE=""
 STAGE_T0=$SECONDS
@@ -398,8 +400,8 @@ stage_probe() {
 
 stage_check() {
   begin_stage check
-  local blog=$OUT/check-build.log tlog=$OUT/check-tests.log slog=$OUT/check-sanitizers.log plog=$OUT/check-parity.log t0
-  : >"$blog"; : >"$tlog"; : >"$slog"; : >"$plog"
+  local blog=$OUT/check-build.log tlog=$OUT/check-tests.log plog=$OUT/check-parity.log t0
+  : >"$blog"; : >"$tlog"; : >"$plog"
 
   # Step: the carried deps (the build needs them; a failure here ends the stage).
   prepare_deps "$blog" || return 1
@@ -412,27 +414,25 @@ stage_check() {
     row "CUDA backend" "FAIL (absent)" 0 "kernels/CMakeLists.txt $([ -f "$ROOT/kernels/CMakeLists.txt" ] && echo present || echo missing); configure says: ${CONFIGURE_NOTE%%;*}. The CUDA backend is not in this tree yet; the rest runs to show what does"
   fi
 
-  # Step: build everything the no-Qt configure has (core, kernels, CLI, bench, tests).
+  # Step: build only what this stage runs: the device test program, the CLI (parity) and the bench.
   t0=$SECONDS
-  if build_repo "$blog"; then row "build" ok $((SECONDS - t0)) "$(grep -ac 'warning:' "$blog" || true) compiler warnings; log check-build.log"
+  if build_repo "$blog" $DEVICE_TARGETS; then row "build ($DEVICE_TARGETS)" ok $((SECONDS - t0)) "$(grep -ac 'warning:' "$blog" || true) compiler warnings; log check-build.log"
   else row "build" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "$(why "$blog" 2)"; return 1; fi
   export H2O_ASSETS=$ASSETS
 
-  # Step: the Cuda tests, plain, through ctest (gtest_discover_tests names them Suite.Test; ours start with Cuda).
+  # Step: the device suites in one process (the emulated suites ran on CI already; ctest would start
+  # one process per test). A skipped test on a GPU machine means it did not see the device: not a pass.
   t0=$SECONDS
-  local rc=0
-  run_step "$tlog" 240 ctest --test-dir "$BUILD" -R Cuda --output-on-failure --timeout 200 || rc=$?
-  local summary skipped
-  summary=$(grep -aE 'tests passed|No tests were found' "$tlog" | tail -1 || true)
-  skipped=$(grep -acE '\*\*\*Skipped' "$tlog" || true)
-  if grep -aq 'No tests were found' "$tlog"; then row "Cuda tests (ctest -R Cuda)" "FAIL (none)" $((SECONDS - t0)) "no test named Cuda* in this build"
-  elif ((rc == 0 && skipped > 0)); then
-    # On the GPU machine a skipped Cuda test means it did not see the device (or an asset): not a pass.
-    row "Cuda tests (ctest -R Cuda)" "FAIL ($skipped skipped)" $((SECONDS - t0)) "$summary; skipped on a GPU machine: $(grep -aE '\*\*\*Skipped' "$tlog" | head -3 | sed -E 's/.*Test +#[0-9]+: ([^ ]+).*/\1/' | tr '\n' ' ')"
-  elif ((rc == 0)); then row "Cuda tests (ctest -R Cuda)" ok $((SECONDS - t0)) "$summary; none skipped"
-  else row "Cuda tests (ctest -R Cuda)" "FAIL (exit $rc)" $((SECONDS - t0)) "$summary; $(grep -aE '\(Failed\)|\(Timeout\)|\(SEGFAULT\)' "$tlog" | head -3 | tr -s ' ' | tr '\n' ';')"; fi
+  local rc=0 exe=$BUILD/tests/cuda/h2o_cuda_tests summary skipped
+  run_step "$tlog" 240 "$exe" --gtest_brief=1 || rc=$STEP_RC
+  summary=$(grep -aE '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test' "$tlog" | tail -2 | tr '\n' ' ' || true)
+  skipped=$(grep -aE '^\[  SKIPPED \] [0-9]+ test' "$tlog" | tail -1 | awk '{print $4}' || true)
+  if ((rc == 0 && ${skipped:-0} > 0)); then
+    row "device suites (h2o_cuda_tests)" "FAIL ($skipped skipped)" $((SECONDS - t0)) "$summary; skipped on a GPU machine: $(grep -aE '^\[  SKIPPED \] [A-Za-z]' "$tlog" | head -3 | awk '{print $4}' | tr '\n' ' ')"
+  elif ((rc == 0)); then row "device suites (h2o_cuda_tests)" ok $((SECONDS - t0)) "$summary; none skipped"
+  else row "device suites (h2o_cuda_tests)" "FAIL (exit $rc)" $((SECONDS - t0)) "$summary; $(grep -aE '^\[  FAILED  \] [A-Za-z]' "$tlog" | head -4 | awk '{print $4}' | tr '\n' ' ')"; fi
 
-  # Step: parity, before the slow sanitizers: the shared greedy references through h2o-cli, cpu (control) and cuda.
+  # Step: parity: the shared greedy references through h2o-cli, cpu (control) and cuda.
   t0=$SECONDS
   subtable "Parity: the shared greedy references through \`h2o-cli generate --prefill-chunk 1 --print-ids\` (flags as tests/app/test_reference_greedy.cpp), f32; cpu is the control:"
   if run_step "$plog" 200 python3 "$HERE/parity.py" --cli "$BUILD/app/h2o-cli" --assets "$ASSETS" --backends cpu,cuda --md "$RESULTS"; then
@@ -441,20 +441,14 @@ stage_check() {
     row "parity (cpu, cuda)" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "table above; log check-parity.log"
   fi
 
-  # Step: compute-sanitizer memcheck and racecheck over the gtest programs that hold Cuda tests.
-  sanitizers "$slog"
-
   ((HAVE_BACKEND == 0)) && return 3
   ((FAILS == 0))
 }
 
-# The gtest executables of this build that list tests matching *Cuda*.
+# The device test program (the emulated suites are CI's; under a sanitizer they would only cost time).
 cuda_test_bins() {
-  local exe list
-  for exe in $(find "$BUILD" -type f -perm -u+x -name '*test*' -not -path '*/CMakeFiles/*' -not -name '*.so*' 2>/dev/null | sort); do
-    list=$(timeout 30 "$exe" --gtest_list_tests --gtest_filter='*Cuda*' 2>/dev/null || true)
-    if grep -q '^  ' <<<"$list"; then echo "$exe"; fi
-  done
+  local exe=$BUILD/tests/cuda/h2o_cuda_tests
+  [ -x "$exe" ] && echo "$exe"
 }
 
 sanitizers() {  # LOG
@@ -476,10 +470,11 @@ sanitizers() {  # LOG
     note=""
     rc=0
     for exe in $bins; do
-      local extra=()
+      local extra=() from
       [ "$tool" = memcheck ] && extra=(--leak-check full)
-      run_step "$log" 300 "$cs" --tool "$tool" "${extra[@]}" --error-exitcode 17 "$exe" --gtest_filter='*Cuda*' || rc=$STEP_RC
-      note="$note $(basename "$exe"): $(grep -aE '^\[  PASSED  \]|ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -2 | tr '\n' ' ' || true)"
+      from=$(($(stat -c %s "$log") + 1))  # this run's part of the log, for its note
+      run_step "$log" 300 "$cs" --tool "$tool" "${extra[@]}" --error-exitcode 17 "$exe" || rc=$STEP_RC
+      note="$note $(basename "$exe"): $(tail -c +"$from" "$log" | grep -ac '^\[       OK' || true) tests ran clean; $(tail -c +"$from" "$log" | grep -aE '^\[  PASSED  \]|ERROR SUMMARY|RACECHECK SUMMARY|[0-9]+ hazard' | tail -2 | tr '\n' ' ' || true)"
     done
     if ((rc == 0)); then row "compute-sanitizer $tool" ok $((SECONDS - t0)) "$note"
     elif ((rc == 124 || rc == 137)); then row "compute-sanitizer $tool" "FAIL (time)" $((SECONDS - t0)) "stage budget ran out;$note"
@@ -487,7 +482,24 @@ sanitizers() {  # LOG
   done
 }
 
-# ---------------------------------------------------------------- stage 2: bench
+# ---------------------------------------------------------------- stage 2: sanitize
+
+stage_sanitize() {
+  begin_stage sanitize
+  local blog=$OUT/sanitize-build.log slog=$OUT/sanitize.log t0
+  : >"$blog"; : >"$slog"
+  # Step: deps, configure and the device test program (reused when the machine is still warm).
+  prepare_deps "$blog" || return 1
+  t0=$SECONDS
+  if configure_repo "$blog" && build_repo "$blog" h2o_cuda_tests; then row "build h2o_cuda_tests" ok $((SECONDS - t0)) ""
+  else row "build h2o_cuda_tests" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "$(why "$blog" 2)"; return 1; fi
+  export H2O_ASSETS=$ASSETS
+  # Step: compute-sanitizer memcheck (leak check on) and racecheck over the device suites.
+  sanitizers "$slog"
+  ((FAILS == 0))
+}
+
+# ---------------------------------------------------------------- stage 3: bench
 
 stage_bench() {
   begin_stage bench
@@ -567,14 +579,15 @@ stage_selftest() {
 # ---------------------------------------------------------------- main
 
 # Step: one stage per call (each fits one device command); extra args go to the bench.
-(($# >= 1)) || die "usage: $0 probe|check|bench [h2o-bench args...]|selftest"
+(($# >= 1)) || die "usage: $0 probe|check|sanitize|bench [h2o-bench args...]|selftest"
 cmd=$1; shift
 mkdir -p "$OUT"
 cd "$ROOT"
 case "$cmd" in
   probe) stage_probe ;;
   check) stage_check ;;
+  sanitize) stage_sanitize ;;
   bench) stage_bench "$@" ;;
   selftest) stage_selftest ;;
-  *) die "unknown stage '$cmd' (probe|check|bench|selftest)" ;;
+  *) die "unknown stage '$cmd' (probe|check|sanitize|bench|selftest)" ;;
 esac
