@@ -9,12 +9,14 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "app/bench_op_times.h"
 #include "core/backends/make_backend.h"
 #include "core/base/error.h"
 #include "core/base/format.h"
@@ -29,7 +31,7 @@ struct Options {
   std::string shapes = "stories15M,stories110M", model, dtype = "f32";
   std::string policies = "full,streaming,h2o,tova", contexts = "256";
   int budget = 64, sinks = 4, tokens = 128, repeats = 3, prefill_chunk = 64;
-  bool batched = false;
+  bool batched = false, op_times = false;
 };
 
 // What one timed configuration did.
@@ -76,7 +78,9 @@ int64_t live_bytes(const std::vector<std::unique_ptr<SessionCache>>& caches) {
 // window times the same contexts (and reads as many cached keys and values)
 // as every other. A step's bytes: the weights and the caches' mean size over
 // the window.
-Timing time_decode(Backend& backend, const std::vector<PolicyConfig>& policies, const Options& o, int context) {
+// `before_steps`, where given, runs after each window's caches are filled.
+Timing time_decode(Backend& backend, const std::vector<PolicyConfig>& policies, const Options& o, int context,
+                   const std::function<void()>& before_steps = {}) {
   const int vocab = backend.model().config.vocab_size;
   const TokenChoice greedy;
   std::vector<double> windows;
@@ -84,6 +88,7 @@ Timing time_decode(Backend& backend, const std::vector<PolicyConfig>& policies, 
   for (int rep = 0; rep < o.repeats; ++rep) {
     const auto caches = filled_caches(backend, policies, o, context);
     const int64_t kv_before = live_bytes(caches);
+    if (before_steps) before_steps();
     std::vector<int> token(caches.size(), token_at(context, vocab)), next(caches.size());
     const auto t0 = std::chrono::steady_clock::now();
     for (int t = 0; t < o.tokens; ++t) {
@@ -123,6 +128,23 @@ void print_row(const std::string& backend, const std::string& model, const std::
                 std::isnan(bandwidth) ? "–" : (std::to_string(int(std::lround(100 * gbs / bandwidth))) + " %").c_str(),
                 extra.c_str());
   std::cout << line << std::flush;
+}
+
+// --op-times: each policy alone and (with --batched) all together, one window each.
+std::vector<OpTimedRun> op_timed_runs(Backend& backend, const std::vector<PolicyConfig>& policies, const Options& o,
+                                      int context) {
+  std::vector<std::vector<PolicyConfig>> sets;
+  for (const PolicyConfig& p : policies) sets.push_back({p});
+  if (o.batched && policies.size() > 1) sets.push_back(policies);
+  Options once = o;
+  once.repeats = 1;
+  std::vector<OpTimedRun> runs;
+  for (const auto& set : sets)
+    runs.push_back({set.size() > 1 ? "batched" : set[0].describe(), [&backend, set, once, context](const auto& start) {
+                      time_decode(backend, set, once, context, start);
+                      return once.tokens;
+                    }});
+  return runs;
 }
 
 int run(const Options& o) {
@@ -169,6 +191,7 @@ int run(const Options& o) {
         std::snprintf(ratio, sizeof ratio, " %.2f× |", t.ms_per_step / mean_alone);
         print_row(backend->name(), name, weights, context, policies, t, bandwidth, ratio);
       }
+      if (o.op_times) print_op_times(*backend, op_timed_runs(*backend, policies, o, context), bandwidth);
     }
     std::cerr << "h2o-bench: " << backend->describe() << "\n";
   }
@@ -195,6 +218,8 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", o.repeats, "timed windows; the median is reported");
   app.add_option("--prefill-chunk", o.prefill_chunk, "tokens per forward pass while filling the caches");
   app.add_flag("--batched", o.batched, "also time every policy in one pass (weights read once) and its ratio to alone");
+  app.add_flag("--op-times", o.op_times,
+               "CUDA: after each context's rows, a table of device time per operation (eager passes, one window each)");
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     std::string text = e.what();
     std::replace(text.begin(), text.end(), '\n', ' ');

@@ -29,6 +29,7 @@
 #include "kernels/device_buffer.h"
 #include "kernels/graph_cache.h"
 #include "kernels/launch.h"
+#include "kernels/op_timer.h"
 #include "kernels/step_plan.h"
 #include "kernels/weight_convert.h"
 
@@ -89,6 +90,7 @@ struct StepArgs {
   kern::AttentionScratch attention;
   int32_t* evicted = nullptr;
   bool any_cut = false, any_forced = false;
+  int64_t kv_bytes_per_layer = 0;  // keys and values attention reads in one layer (for --op-times)
 };
 
 class CudaBackend final : public Backend {
@@ -107,6 +109,9 @@ class CudaBackend final : public Backend {
 
   double last_forward_ms() const { return last_ms_; }
   CudaBackendStats stats() const { return {forwards_, graph_replays_, graph_captures_, info_.name}; }
+  // Per-operation device times (eager passes only while on): kernels/op_timer.h.
+  void set_op_timing(bool on) { ops_ = on ? std::make_unique<kern::OpTimer>(stream_->stream) : nullptr; }
+  std::vector<kern::OpTime> op_times() const { return ops_ ? ops_->totals() : std::vector<kern::OpTime>{}; }
 
  private:
   const void* upload(std::initializer_list<const Tensor*> parts, DType to);
@@ -143,6 +148,7 @@ class CudaBackend final : public Backend {
   kern::GraphCache<gpu::Graph> graphs_;
   gpu::Event start_ = nullptr, end_ = nullptr;
   double last_ms_ = NAN;
+  std::unique_ptr<kern::OpTimer> ops_;  // set while --op-times measures
   int64_t forwards_ = 0, graph_replays_ = 0, graph_captures_ = 0;
 };
 
@@ -253,34 +259,60 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
   const gpu::Stream s = stream_->stream;
   const int T = a.rows, threads = tuning_.threads;
   const kern::ModelDims& d = dims_;
+  const int64_t elem = dtype_size(storage_);
+  // After each operation, while --op-times measures: its name and the fewest bytes it must move.
+  const auto mark = [&](const char* op, int64_t bytes = 0) {
+    if (ops_) ops_->mark(op, bytes);
+  };
   float* x = x_.as<float>();
   kern::embed(storage_, a.tokens, embedding_, x, T, d.dim, threads, s);
+  mark("embed");
   for (int l = 0; l < d.layers; ++l) {
     const DeviceLayer& w = layers_[size_t(l)];
     kern::rmsnorm(storage_, x, w.attn_norm, xb_.get(), nullptr, T, d.dim, d.norm_eps, threads, s);
+    mark("rmsnorm");
     blas_->gemm(qkv_.as<float>(), xb_.get(), w.wqkv, storage_, T, d.dim, d.qkv_stride, false);
-    if (w.bqkv) kern::bias_add(qkv_.as<float>(), w.bqkv, T, d.qkv_stride, threads, s);
+    mark("gemm q|k|v", int64_t(d.dim) * d.qkv_stride * elem);
+    if (w.bqkv) {
+      kern::bias_add(qkv_.as<float>(), w.bqkv, T, d.qkv_stride, threads, s);
+      mark("bias_add");
+    }
     kern::rope_append(kv_, qkv_.as<float>(), a.item_desc, a.row_item, T, l, d, threads, s);
+    mark("rope_append");
     kern::attention_partial(kv_, qkv_.as<float>(), a.item_desc, a.tile_desc, a.tiles, l, d, a.attention, threads,
                             s);
+    mark("attention_partial", a.kv_bytes_per_layer);
     kern::attention_combine(storage_, a.item_desc, a.row_item, T, d, a.attention, att_.get(), threads, s);
+    mark("attention_combine");
     kern::attention_scores(a.item_desc, a.items, a.attention.key_stride, l, d, a.attention, a.capture_slots, threads,
                            s);
+    mark("attention_scores");
     blas_->gemm(x, att_.get(), w.wo, storage_, T, d.q_dim, d.dim, true);
+    mark("gemm o", int64_t(d.q_dim) * d.dim * elem);
     kern::rmsnorm(storage_, x, w.ffn_norm, xb_.get(), nullptr, T, d.dim, d.norm_eps, threads, s);
+    mark("rmsnorm");
     blas_->gemm(gate_up_.as<float>(), xb_.get(), w.w13, storage_, T, d.dim, 2 * d.hidden, false);
+    mark("gemm gate|up", int64_t(d.dim) * 2 * d.hidden * elem);
     kern::swiglu(storage_, gate_up_.as<float>(), hidden_.get(), T, d.hidden, threads, s);
+    mark("swiglu");
     blas_->gemm(x, hidden_.get(), w.w2, storage_, T, d.hidden, d.dim, true);
+    mark("gemm down", int64_t(d.hidden) * d.dim * elem);
   }
   if (a.classified > 0) {
     kern::rmsnorm(storage_, x, final_norm_, classify_in_.get(), a.classify, a.classified, d.dim, d.norm_eps, threads,
                   s);
+    mark("rmsnorm");
     blas_->gemm(logits_.as<float>(), classify_in_.get(), classifier_, storage_, a.classified, d.dim, d.vocab, false);
+    mark("gemm classifier", int64_t(d.dim) * d.vocab * elem);
     kern::sample(logits_.as<float>(), a.choose, a.items, d.vocab, sample_scratch_.as<double>(), threads, s);
+    mark("sample");
   }
   kern::capture(a.item_desc, a.capture_units, a.units, d, threads, s);
-  if (a.any_cut)
+  mark("capture");
+  if (a.any_cut) {
     kern::evict(kv_, a.item_desc, a.items, d, a.evicted, order_.as<int>(), a.attention.key_stride, threads, s);
+    mark("evict");
+  }
 }
 
 void CudaBackend::forward(std::span<ForwardItem> items) {
@@ -524,6 +556,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   a.evicted = reinterpret_cast<int32_t*>(readback + evicted_at);
   a.any_cut = plan.any_cut;
   a.any_forced = forced;
+  for (const kern::ItemPlan& p : plan.items) a.kv_bytes_per_layer += int64_t(p.keys) * d.kv_dim * 2 * dtype_size(kv_);
 
   // ---- run: the inputs up, the pass (from a graph for decode steps), the outputs down ----
   const gpu::Stream s = stream_->stream;
@@ -531,7 +564,8 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   gpu::copy_to_device(dev, host, in.size(), s);
   const bool decode_only = T == N && !captures && !layer_states && !forced &&
                            std::none_of(items.begin(), items.end(), [](const ForwardItem& i) { return i.logits; });
-  if (tuning_.graphs && decode_only) {
+  if (ops_) ops_->begin();
+  if (tuning_.graphs && decode_only && !ops_) {
     const kern::GraphKey key = kern::graph_key(plan, buffers_generation_);
     std::optional<gpu::Graph> graph = graphs_.find(key);
     if (!graph && !graphs_.seen_before(key)) {
@@ -584,6 +618,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   if (tuning_.timing) gpu::record(end_, s);
   gpu::synchronize(s);
   if (tuning_.timing) last_ms_ = gpu::elapsed_ms(start_, end_);
+  if (ops_) ops_->end();
   ++forwards_;
 
   // ---- what came back ----
@@ -674,6 +709,20 @@ double cuda_last_forward_ms(const Backend& backend) {
 CudaBackendStats cuda_backend_stats(const Backend& backend) {
   const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
   return cuda ? cuda->stats() : CudaBackendStats{};
+}
+
+bool cuda_set_op_timing(Backend& backend, bool on) {
+  auto* cuda = dynamic_cast<CudaBackend*>(&backend);
+  if (cuda) cuda->set_op_timing(on);
+  return cuda != nullptr;
+}
+
+std::vector<CudaOpTime> cuda_op_times(const Backend& backend) {
+  const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
+  std::vector<CudaOpTime> out;
+  if (!cuda) return out;
+  for (const kern::OpTime& t : cuda->op_times()) out.push_back({t.op, t.launches, t.ms, t.bytes});
+  return out;
 }
 
 double cuda_copy_bandwidth_gbs(int64_t bytes, int repeats) {

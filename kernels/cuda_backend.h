@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/runtime/backend.h"
 
@@ -48,5 +49,18 @@ struct CudaBackendStats {
 };
 // Zeros (and an empty device) if `backend` is not a CUDA backend.
 CudaBackendStats cuda_backend_stats(const Backend& backend);
+
+// Device time per operation (h2o-bench --op-times). While on, every pass runs
+// eagerly (no graph replays) with a CUDA event after each operation, and the
+// totals grow from zero; switching on again resets them. Returns false (and
+// does nothing) if `backend` is not a CUDA backend.
+struct CudaOpTime {
+  std::string op;        // "gemm q|k|v", "attention_partial", ...
+  int64_t launches = 0;  // over every timed pass (per layer: one a layer)
+  double ms = 0;         // device time over every timed pass
+  int64_t bytes = 0;     // the fewest bytes it must move over every timed pass (0: not modelled)
+};
+bool cuda_set_op_timing(Backend& backend, bool on);
+std::vector<CudaOpTime> cuda_op_times(const Backend& backend);
 
 }  // namespace h2o

@@ -353,3 +353,40 @@ H2O_CUDA_TEST(Graphs, TimingAndDeviceName) {
   EXPECT_EQ(cuda_backend_stats(*cpu).forwards, 0);
   EXPECT_GT(cuda_copy_bandwidth_gbs(1 << 20, 3), 0.0);
 }
+
+// h2o-bench --op-times: every operation of a decode step is timed once per
+// layer (once per step outside the layers), the projections and attention
+// carry the bytes they must move, graphs are bypassed while timing, and
+// switching on again starts the totals afresh.
+H2O_CUDA_TEST(Graphs, OpTimesNameEveryOperationOfAStep) {
+  H2O_REQUIRE_CUDA();
+  auto model = tiny_model();
+  const ModelConfig& c = model->config;
+  auto backend = cuda(model, 0, test::test_tuning());
+  auto h2o_cache = backend->new_cache(PolicyConfig::named("h2o").set("sinks", 2).set("heavy", 3).set("recent", 3));
+  for (int t = 0; t < 8; ++t) feed_one(*backend, *h2o_cache, 1 + t, TokenChoice{});  // past its budget of 8
+  ASSERT_TRUE(cuda_set_op_timing(*backend, true));
+  const int64_t replays = cuda_backend_stats(*backend).graph_replays;
+  feed_one(*backend, *h2o_cache, 3, TokenChoice{});
+  feed_one(*backend, *h2o_cache, 4, TokenChoice{});
+  EXPECT_EQ(cuda_backend_stats(*backend).graph_replays, replays);  // eager while timing
+  std::map<std::string, CudaOpTime> ops;
+  for (const CudaOpTime& t : cuda_op_times(*backend)) ops[t.op] = t;
+  for (const char* op : {"gemm q|k|v", "rope_append", "attention_partial", "attention_combine", "attention_scores",
+                         "gemm o", "gemm gate|up", "swiglu", "gemm down"}) {
+    ASSERT_TRUE(ops.count(op)) << op;
+    EXPECT_EQ(ops[op].launches, 2 * c.n_layers) << op;
+    EXPECT_GE(ops[op].ms, 0.0) << op;
+  }
+  EXPECT_EQ(ops["rmsnorm"].launches, 2 * (2 * c.n_layers + 1));
+  EXPECT_EQ(ops["evict"].launches, 2);  // each step past the budget cuts
+  EXPECT_EQ(ops["gemm o"].bytes, 2 * int64_t(c.n_layers) * c.dim * c.dim * 4);  // f32 weights, twice
+  EXPECT_GT(ops["attention_partial"].bytes, 0);
+  ASSERT_TRUE(cuda_set_op_timing(*backend, true));
+  EXPECT_TRUE(cuda_op_times(*backend).empty());
+  cuda_set_op_timing(*backend, false);
+  feed_one(*backend, *h2o_cache, 5, TokenChoice{});
+  EXPECT_TRUE(cuda_op_times(*backend).empty());
+  auto cpu = make_cpu_backend(model, 1);
+  EXPECT_FALSE(cuda_set_op_timing(*cpu, true));
+}
