@@ -16,6 +16,9 @@ struct Sum {
 struct Max {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
+struct Min {
+  __device__ int operator()(int a, int b) const { return a < b ? a : b; }
+};
 
 template <class T, class Op>
 __device__ T warp_reduce(T v, Op op) {

@@ -90,6 +90,7 @@ struct StepArgs {
   kern::AttentionScratch attention;
   int32_t* evicted = nullptr;
   bool any_cut = false, any_forced = false;
+  const float* rope_slots = nullptr;  // cos/sin per (slot, pair) when a rolling cache is cut
   int64_t kv_bytes_per_layer = 0;  // keys and values attention reads in one layer (for --op-times)
 };
 
@@ -117,6 +118,8 @@ class CudaBackend final : public Backend {
   const void* upload(std::initializer_list<const Tensor*> parts, DType to);
   // Grows a scratch buffer; a move invalidates the captured graphs, which hold its address.
   void grow(gpu::DeviceBuffer& buffer, size_t bytes);
+  // Makes the cut's cos/sin table (kernels/rope_slots.cu) cover slots < `slots`; outside any capture.
+  void cover_rope_slots(int slots);
   void enqueue_pass(const StepArgs& a);
   void enqueue_forced(const StepArgs& a, std::span<ForwardItem> items, const std::vector<CudaCache*>& caches,
                       const kern::StepPlan& plan);
@@ -141,7 +144,8 @@ class CudaBackend final : public Backend {
 
   // Activations and scratch of the current step (grown, never shrunk).
   gpu::DeviceBuffer x_, xb_, qkv_, att_, gate_up_, hidden_, attn_logits_, partials_, stats_, classify_in_, logits_,
-      log_z_, sample_scratch_, capture_probs_, capture_work_, order_, inputs_, readback_;
+      log_z_, sample_scratch_, capture_probs_, capture_work_, order_, inputs_, readback_, rope_slots_;
+  int rope_slot_rows_ = 0;  // slots rope_slots_ holds
   gpu::PinnedBuffer inputs_host_, readback_host_;
   uint64_t buffers_generation_ = 0;
 
@@ -252,6 +256,15 @@ void CudaBackend::grow(gpu::DeviceBuffer& buffer, size_t bytes) {
   graphs_.clear();
 }
 
+void CudaBackend::cover_rope_slots(int slots) {
+  if (slots <= rope_slot_rows_) return;
+  const int rows = kern::next_power_of_two(slots);  // few refills as caches grow
+  const int half = dims_.head_dim / 2;
+  grow(rope_slots_, size_t(rows) * half * 2 * sizeof(float));  // a new address drops the graphs
+  kern::rope_slots(dims_.rope_freq, rope_slots_.as<float>(), rows, half, tuning_.threads, stream_->stream);
+  rope_slot_rows_ = rows;
+}
+
 // Everything a step runs on the device after its inputs are up: the layers,
 // the classifier and the choice, and the cut. The same calls are captured
 // into a graph for decode steps.
@@ -310,7 +323,8 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
   kern::capture(a.item_desc, a.capture_units, a.units, d, threads, s);
   mark("capture");
   if (a.any_cut) {
-    kern::evict(kv_, a.item_desc, a.items, d, a.evicted, order_.as<int>(), a.attention.key_stride, threads, s);
+    kern::evict(kv_, a.item_desc, a.items, d, a.evicted, order_.as<int>(), a.attention.key_stride, a.rope_slots,
+                threads, s);
     mark("evict");
   }
 }
@@ -392,6 +406,10 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   grow(log_z_, size_t(std::max(R, 1)) * 8);
   if (any_sample) grow(sample_scratch_, size_t(N) * d.vocab * 8);
   if (plan.any_cut) grow(order_, size_t(N) * L * H * plan.key_stride * 4);
+  // The rolling caches cut in this step keep slots below these; the table's address goes into
+  // every pass (null until one is needed), so a graph captured without a rolling cut serves one too.
+  for (int i = 0; i < N; ++i)
+    if (plan.items[size_t(i)].cut && shapes[size_t(i)].rule.rolling) cover_rope_slots(plan.items[size_t(i)].kept);
 
   // ---- the readback: chosen tokens, evicted positions, then what eager steps bring ----
   kern::BlockLayout out;
@@ -556,6 +574,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   a.evicted = reinterpret_cast<int32_t*>(readback + evicted_at);
   a.any_cut = plan.any_cut;
   a.any_forced = forced;
+  a.rope_slots = rope_slots_.as<float>();
   for (const kern::ItemPlan& p : plan.items) a.kv_bytes_per_layer += int64_t(p.keys) * d.kv_dim * 2 * dtype_size(kv_);
 
   // ---- run: the inputs up, the pass (from a graph for decode steps), the outputs down ----

@@ -5,59 +5,58 @@
 // more recent slot: survival_key), writes the evicted positions in slot
 // order, and compacts keys, values, pre-RoPE keys, positions and scores
 // stably to the front. Under rolling positions a moved key is rotated afresh
-// from its pre-RoPE copy to its new slot, as the CPU cache does.
+// from its pre-RoPE copy to its new slot, with the cos/sin of that slot from
+// the backend's table (rope_slots.cu), as the CPU cache rotates it.
 //
-// Compaction is in place, in chunks of destinations in increasing order:
-// a chunk's sources are staged before any of its rows is written, and every
-// destination of a chunk lies below the sources of the chunks after it
-// (a survivor only moves towards the front), so no row is overwritten
-// before it has been read.
+// Compaction starts at the first evicted slot (the rows before it stay) and
+// is in place, in chunks of destinations in increasing order: each thread
+// holds a few 16-byte pieces of its chunk's source rows in registers, every
+// load of a chunk happens before any of its stores (a barrier between), and
+// every destination of a chunk lies below the sources of the chunks after it
+// (a survivor only moves towards the front), so no row is overwritten before
+// it has been read.
 #include "kernels/block_reduce.cuh"
 #include "kernels/cut_shape.h"
 #include "kernels/launch.h"
 #include "kernels/rope.cuh"
+#include "kernels/vec.cuh"
 
 namespace h2o::kern {
 namespace {
 
-constexpr int kChunk = 16;  // rows staged at once
+constexpr int kPiecesPerThread = 4;  // row pieces (of each array) a thread stages per chunk
 
+// One (layer, KV head) of one cache, as the cut sees it.
 template <class T>
-__global__ void evict_kernel(const ItemDesc* items, ModelDims d, int32_t* evicted, int* order, int order_stride) {
-  __shared__ int counts[1025];
-  __shared__ int sink_partials[32];
-  __shared__ float stage_k[kChunk][kMaxHeadDim];
-  __shared__ float stage_v[kChunk][kMaxHeadDim];
-  __shared__ int32_t stage_pos[kChunk];
-  __shared__ float stage_score[kChunk];
-  __shared__ double freq[kMaxHeadDim / 2];
+struct HeadRows {
+  T *keys, *values, *raw;  // raw: pre-RoPE keys, rolling positions only (else null)
+  int32_t* pos;
+  float* score;
+};
 
-  const ItemDesc& it = items[blockIdx.y];
-  if (!it.cut) return;  // the grid covers every item, so one graph serves any set of cuts
-  const int layer = int(blockIdx.x) / d.kv_heads, g = int(blockIdx.x) % d.kv_heads;
-  const int n = it.n_before + it.rows, hd = d.head_dim;
-  const size_t head = (size_t(layer) * d.kv_heads + g) * size_t(it.cache.cap);
-  int32_t* pos = it.cache.pos + head;
-  float* score = it.cache.score + head;
-  T* keys = static_cast<T*>(it.cache.k) + head * hd;
-  T* values = static_cast<T*>(it.cache.v) + head * hd;
-  T* raw = it.rolling ? static_cast<T*>(it.cache.k_raw) + head * hd : nullptr;
-  int* src_of = order + size_t(blockIdx.y * gridDim.x + blockIdx.x) * size_t(order_stride);
+// Which slots stay: each slot's destination into src_of (src_of[dst] = slot),
+// the evicted positions in slot order into `out`; returns the first evicted
+// slot (n where none leaves). Sets *kept_total to the slots that stay.
+template <class T>
+__device__ int select_survivors(const ItemDesc& it, const HeadRows<T>& h, int n, int* src_of, int order_stride,
+                                int32_t* out, int evicted_here, int* kept_total) {
+  __shared__ int counts[1025];
+  __shared__ int partials[32];
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
 
   // Sinks: positions ascend with slots, so they are the slots below the rule's position.
   int below = 0;
-  for (int j = tid; j < n; j += threads) below += pos[j] < it.sinks ? 1 : 0;
-  const int sinks = block_reduce(below, Sum{}, 0, sink_partials);
+  for (int j = tid; j < n; j += threads) below += h.pos[j] < it.sinks ? 1 : 0;
+  const int sinks = block_reduce(below, Sum{}, 0, partials);
   const CutShape cut = cut_shape(n, sinks, it.recent, it.by_score);
 
   // The by_score-th largest survival key of the middle slots: the threshold to stay.
   unsigned long long threshold = ~0ull;
   if (cut.by_score > 0)
     threshold = block_kth_largest(cut.sinks, cut.recent_begin, cut.by_score,
-                                  [&](int j) -> unsigned long long { return survival_key(score[j], j); });
+                                  [&](int j) -> unsigned long long { return survival_key(h.score[j], j); });
   const auto stays = [&](int j) {
-    return j < cut.sinks || j >= cut.recent_begin || (cut.by_score > 0 && survival_key(score[j], j) >= threshold);
+    return j < cut.sinks || j >= cut.recent_begin || (cut.by_score > 0 && survival_key(h.score[j], j) >= threshold);
   };
 
   // Each thread takes a contiguous range of slots: its kept count, then the
@@ -67,77 +66,113 @@ __global__ void evict_kernel(const ItemDesc* items, ModelDims d, int32_t* evicte
   const int begin = imin(n, tid * per), end = imin(n, begin + per);
   int mine = 0;
   for (int j = begin; j < end; ++j) mine += stays(j) ? 1 : 0;
-  int total = 0;
-  int dst = block_exclusive_scan(mine, counts, &total);
-  const int evicted_here = n - it.kept;
-  int32_t* out = evicted + it.evicted_base + size_t(blockIdx.x) * size_t(evicted_here);
+  int dst = block_exclusive_scan(mine, counts, kept_total);
+  int first_gone = n;
   for (int j = begin; j < end; ++j) {
     if (stays(j)) {
       if (dst < order_stride) src_of[dst] = j;
       ++dst;
     } else {
+      first_gone = imin(first_gone, j);
       const int e = j - dst;  // slots before j that left
-      if (e < evicted_here) out[e] = pos[j];
+      if (e < evicted_here) out[e] = h.pos[j];
     }
   }
-  const int half = hd / 2;
-  if (raw)
-    for (int i = tid; i < half; i += threads) freq[i] = d.rope_freq[i];
-  __syncthreads();  // src_of and freq are complete
+  return block_reduce(first_gone, Min{}, n, partials);  // its barriers also publish src_of
+}
+
+// Moves the survivors at destinations [first, total) to the front. A piece is
+// 16 bytes where a row is a whole number of them, else one RoPE pair; `rope`
+// (rolling only) holds cos, sin for every (slot, pair).
+template <class T, class Piece>
+__device__ void compact(const HeadRows<T>& h, const int* src_of, int first, int total, int hd, const float* rope) {
+  constexpr int kPer = Piece::kCount;  // elements of a piece: whole RoPE pairs
+  const int tid = int(threadIdx.x), threads = int(blockDim.x);
+  const int pieces = hd / kPer;  // per row
+  const int rows_per_chunk = imax(1, threads * kPiecesPerThread / pieces);
+  Piece* const k_in = reinterpret_cast<Piece*>(h.raw ? h.raw : h.keys);  // what a moved key is made from
+  Piece* const keys = reinterpret_cast<Piece*>(h.keys);
+  Piece* const values = reinterpret_cast<Piece*>(h.values);
+  for (int d0 = first; d0 < total; d0 += rows_per_chunk) {
+    const int rows = imin(rows_per_chunk, total - d0);
+    Piece k[kPiecesPerThread], v[kPiecesPerThread];
+    int32_t p[kPiecesPerThread];
+    float s[kPiecesPerThread];
+H2O_UNROLL
+    for (int i = 0; i < kPiecesPerThread; ++i) {
+      const int e = tid + i * threads;
+      if (e < rows * pieces) {
+        const size_t from = size_t(src_of[d0 + e / pieces]) * pieces + size_t(e % pieces);
+        k[i] = k_in[from];
+        v[i] = values[from];
+      }
+      if (e < rows) p[i] = h.pos[src_of[d0 + e]], s[i] = h.score[src_of[d0 + e]];
+    }
+    __syncthreads();  // every source of this chunk is read
+H2O_UNROLL
+    for (int i = 0; i < kPiecesPerThread; ++i) {
+      const int e = tid + i * threads;
+      if (e < rows * pieces) {
+        const int to = d0 + e / pieces, piece = e % pieces;
+        const size_t at = size_t(to) * pieces + size_t(piece);
+        values[at] = v[i];
+        if (!h.raw) {
+          keys[at] = k[i];
+        } else {
+          k_in[at] = k[i];
+          keys[at] = rotated(k[i], rope + (size_t(to) * (hd / 2) + size_t(piece) * (kPer / 2)) * 2);
+        }
+      }
+      if (e < rows) h.pos[d0 + e] = p[i], h.score[d0 + e] = s[i];
+    }
+    __syncthreads();  // stored before the next chunk reads
+  }
+}
+
+template <class T>
+__global__ void evict_kernel(const ItemDesc* items, ModelDims d, int32_t* evicted, int* order, int order_stride,
+                             const float* rope) {
+  const ItemDesc& it = items[blockIdx.y];
+  if (!it.cut) return;  // the grid covers every item, so one graph serves any set of cuts
+  const int layer = int(blockIdx.x) / d.kv_heads, g = int(blockIdx.x) % d.kv_heads;
+  const int n = it.n_before + it.rows, hd = d.head_dim;
+  const size_t head = (size_t(layer) * d.kv_heads + g) * size_t(it.cache.cap);
+  HeadRows<T> h;
+  h.keys = static_cast<T*>(it.cache.k) + head * hd;
+  h.values = static_cast<T*>(it.cache.v) + head * hd;
+  h.raw = it.rolling ? static_cast<T*>(it.cache.k_raw) + head * hd : nullptr;
+  h.pos = it.cache.pos + head;
+  h.score = it.cache.score + head;
+  int* src_of = order + size_t(blockIdx.y * gridDim.x + blockIdx.x) * size_t(order_stride);
+  const int evicted_here = n - it.kept;
+  int32_t* out = evicted + it.evicted_base + size_t(blockIdx.x) * size_t(evicted_here);
+
+  int total = 0;
+  const int first = select_survivors(it, h, n, src_of, order_stride, out, evicted_here, &total);
   if (total != it.kept) {
     // The host counted otherwise: a bug, not a device state. Leave the cache
     // as it is and mark the evicted list, which the host checks.
-    if (tid == 0)
+    if (threadIdx.x == 0)
       for (int e = 0; e < evicted_here; ++e) out[e] = -1;
     return;
   }
-
-  for (int d0 = 0; d0 < total; d0 += kChunk) {
-    const int rows = imin(kChunk, total - d0);
-    for (int e = tid; e < rows * hd; e += threads) {
-      const int r = e / hd, c = e % hd, src = src_of[d0 + r];
-      stage_k[r][c] = to_f32((raw ? raw : keys)[size_t(src) * hd + c]);
-      stage_v[r][c] = to_f32(values[size_t(src) * hd + c]);
-    }
-    for (int r = tid; r < rows; r += threads) {
-      stage_pos[r] = pos[src_of[d0 + r]];
-      stage_score[r] = score[src_of[d0 + r]];
-    }
-    __syncthreads();
-    for (int e = tid; e < rows * hd; e += threads) {
-      const int r = e / hd, c = e % hd, to = d0 + r;
-      if (src_of[to] == to) continue;  // did not move
-      values[size_t(to) * hd + c] = from_f32<T>(stage_v[r][c]);
-      if (!raw) {
-        keys[size_t(to) * hd + c] = from_f32<T>(stage_k[r][c]);
-        continue;
-      }
-      raw[size_t(to) * hd + c] = from_f32<T>(stage_k[r][c]);
-      if (c % 2 == 0) {
-        const double a = double(to) * freq[c / 2];
-        float y0, y1;
-        rope_rotate(stage_k[r][c], stage_k[r][c + 1], float(cos(a)), float(sin(a)), &y0, &y1);
-        keys[size_t(to) * hd + c] = from_f32<T>(y0);
-        keys[size_t(to) * hd + c + 1] = from_f32<T>(y1);
-      }
-    }
-    for (int r = tid; r < rows; r += threads) {
-      pos[d0 + r] = stage_pos[r];
-      score[d0 + r] = stage_score[r];
-    }
-    __syncthreads();
-  }
+  // 16-byte pieces where every row is a whole number of them (the cache's rows are
+  // then 16-byte aligned too), else one RoPE pair at a time.
+  if ((hd * int(sizeof(T))) % 16 == 0)
+    compact<T, Vec<T, 16 / sizeof(T)>>(h, src_of, first, total, hd, rope);
+  else
+    compact<T, Vec<T, 2>>(h, src_of, first, total, hd, rope);
 }
 
 }  // namespace
 
 void evict(DType dtype, const ItemDesc* items, int item_count, const ModelDims& dims, int32_t* evicted, int* order,
-           int order_stride, int threads, gpu::Stream stream) {
+           int order_stride, const float* rope_slots, int threads, gpu::Stream stream) {
   if (item_count == 0) return;
   const dim3 grid(unsigned(dims.layers * dims.kv_heads), unsigned(item_count));
   H2O_WITH_STORAGE(dtype, T,
                    H2O_LAUNCH(grid, dim3(unsigned(threads)), stream, evict_kernel<T>)(items, dims, evicted, order,
-                                                                                     order_stride));
+                                                                                     order_stride, rope_slots));
   gpu::check_launch("evict");
 }
 

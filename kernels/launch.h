@@ -55,12 +55,17 @@ void attention_scores(const ItemDesc* items, int item_count, int max_keys, int l
 void swiglu(DType dtype, const float* gate_up, void* out, int rows, int hidden, int threads, gpu::Stream stream);
 
 // Cuts every (layer, KV head) of the items whose `cut` is set, by their rule:
-// top-k by score among the middle slots, stable compaction, re-rotation
-// under rolling positions; evicted positions to `evicted` (evict.cu). `order`
-// is scratch of item_count x layers x kv_heads x order_stride ints,
-// order_stride >= any item's keys.
+// top-k by score among the middle slots, stable compaction from the first
+// evicted slot, re-rotation under rolling positions; evicted positions to
+// `evicted` (evict.cu). `order` is scratch of item_count x layers x kv_heads
+// x order_stride ints, order_stride >= any item's keys. `rope_slots`: the
+// table rope_slots() fills, at least as many slots as any rolling item keeps
+// (null when no item rolls).
 void evict(DType dtype, const ItemDesc* items, int item_count, const ModelDims& dims, int32_t* evicted, int* order,
-           int order_stride, int threads, gpu::Stream stream);
+           int order_stride, const float* rope_slots, int threads, gpu::Stream stream);
+// table[slot][pair] = {cos, sin} of slot * freq[pair], for slots < rows and
+// pairs < half (rope_slots.cu).
+void rope_slots(const double* freq, float* table, int rows, int half, int threads, gpu::Stream stream);
 
 // The next token of each item from its logits row (sample.cu); `scratch`:
 // items x vocab doubles for the sampled ones.

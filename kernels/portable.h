@@ -10,7 +10,10 @@
 // A launch on a gpu::Stream (kernels/device.h); the kernel is the last
 // argument so that a template kernel's commas need no parentheses.
 #define H2O_LAUNCH(grid, block, stream, ...) __VA_ARGS__<<<(grid), (block), 0, reinterpret_cast<cudaStream_t>(stream)>>>
+// Unrolls the next loop under nvcc (a C++ compiler would warn of an unknown pragma).
+#define H2O_UNROLL _Pragma("unroll")
 #else
+#define H2O_UNROLL
 #include "tests/simt/simt.h"
 #define H2O_LAUNCH(grid, block, stream, ...) ::simt::make_launch((grid), (block), (stream), __VA_ARGS__)
 #endif

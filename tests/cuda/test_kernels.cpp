@@ -118,9 +118,10 @@ struct CacheState {
   std::vector<float> score, k, v, k_raw;
 };
 
-CacheState random_state(std::mt19937& rng, const EvictionRule& rule, int n, int heads) {
+CacheState random_state(std::mt19937& rng, const EvictionRule& rule, int n, int heads, int hd) {
   CacheState c;
   c.n = n;
+  c.hd = hd;
   c.cap = n + 3;
   c.seen = n + 20;
   c.pos.assign(size_t(heads) * c.cap, -7);
@@ -171,15 +172,12 @@ std::vector<float> loaded(const std::vector<uint8_t>& b, DType t) {
   return out;
 }
 
-}  // namespace
-
-H2O_CUDA_TEST_P(Kernels, CutKeepsWhatSelectKeptKeepsAndCompacts) {
-  TestStream s;
-  std::mt19937 rng(23);
+// The cut of random cache states against select_kept, per rule and storage type.
+void check_cuts(TestStream& s, std::mt19937& rng, int head_dim, int threads) {
   ModelDims d;
   d.layers = 2;
   d.kv_heads = 2;
-  d.head_dim = 8;
+  d.head_dim = head_dim;
   // A frequency table unlike theta^(-2i/hd) alone (as a scaled RoPE's is):
   // re-rotation must turn each pair by the table's own frequency.
   std::vector<double> freqs(size_t(d.head_dim / 2));
@@ -194,13 +192,17 @@ H2O_CUDA_TEST_P(Kernels, CutKeepsWhatSelectKeptKeepsAndCompacts) {
       EvictionRule streaming{4, 11, 0, ScoreKind::None, 15, 0, rolling};
       EvictionRule tova{2, 0, 13, ScoreKind::Current, 15, 0, rolling};
       EvictionRule no_sinks{0, 3, 12, ScoreKind::Accumulated, 15, 2, rolling};
-      for (const EvictionRule& r : {h2o, streaming, tova, no_sinks}) cases.push_back({r, t});
+      EvictionRule large{4, 100, 196, ScoreKind::Accumulated, 300, 0, rolling};
+      for (const EvictionRule& r : {h2o, streaming, tova, no_sinks, large}) cases.push_back({r, t});
     }
   for (const CutCase& cc : cases) {
     const EvictionRule& rule = cc.rule;
     for (int n : {rule.budget + rule.slack + 1, rule.budget + 17}) {
-      const CacheState c = random_state(rng, rule, n, heads);
+      const CacheState c = random_state(rng, rule, n, heads, head_dim);
       const DType t = cc.storage;
+      // The cos/sin table the backend keeps for the cut under rolling positions.
+      DeviceArray<float> rope(size_t(c.cap) * c.hd, s.get());
+      rope_slots(d.rope_freq, rope.get(), c.cap, c.hd / 2, threads, s.get());
       DeviceArray<uint8_t> k(stored(c.k, t), s.get()), v(stored(c.v, t), s.get()), k_raw(stored(c.k_raw, t), s.get());
       DeviceArray<int32_t> pos(c.pos, s.get());
       DeviceArray<float> score(c.score, s.get());
@@ -221,7 +223,8 @@ H2O_CUDA_TEST_P(Kernels, CutKeepsWhatSelectKeptKeepsAndCompacts) {
       DeviceArray<ItemDesc> items(std::vector<ItemDesc>{idle, it}, s.get());
       DeviceArray<int32_t> evicted(size_t(heads) * evicted_per_head, s.get());
       DeviceArray<int> order(2 * size_t(heads) * c.cap, s.get());
-      evict(t, items.get(), 2, d, evicted.get(), order.get(), c.cap, threads(), s.get());
+      evict(t, items.get(), 2, d, evicted.get(), order.get(), c.cap, rule.rolling ? rope.get() : nullptr, threads,
+            s.get());
       const auto pos_after = pos.read();
       const auto score_after = score.read();
       const auto k_after = loaded(k.read(), t), v_after = loaded(v.read(), t), raw_after = loaded(k_raw.read(), t);
@@ -266,6 +269,19 @@ H2O_CUDA_TEST_P(Kernels, CutKeepsWhatSelectKeptKeepsAndCompacts) {
         }
       }
     }
+  }
+}
+
+}  // namespace
+
+// Head dims 8 (rows of whole 16-byte pieces in f32 and f16) and 6 (one RoPE
+// pair at a time); budgets of 15 (one chunk) and 300 (several chunks).
+H2O_CUDA_TEST_P(Kernels, CutKeepsWhatSelectKeptKeepsAndCompacts) {
+  TestStream s;
+  std::mt19937 rng(23);
+  for (int hd : {8, 6}) {
+    SCOPED_TRACE("head_dim " + std::to_string(hd));
+    check_cuts(s, rng, hd, threads());
   }
 }
 

@@ -1,0 +1,16 @@
+#pragma once
+// A fixed number of storage-type elements moved as one aligned piece: a
+// 16-byte Vec compiles to one vector load or store (ld.global.v4), the widest
+// a thread can issue, so a copy needs a quarter of the instructions of 4-byte
+// ones and keeps more bytes in flight.
+#include "kernels/portable.h"
+
+namespace h2o::kern {
+
+template <class T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  static constexpr int kCount = N;
+  T v[N];
+};
+
+}  // namespace h2o::kern
