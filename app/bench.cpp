@@ -29,7 +29,7 @@ namespace {
 struct Options {
   BackendOptions backend;
   std::string shapes = "stories15M,stories110M", model, dtype = "f32";
-  std::string policies = "full,streaming,h2o,tova", contexts = "256";
+  std::string policies = "full,streaming,h2o,tova", contexts = "256", slacks = "0";
   int budget = 64, sinks = 4, tokens = 128, repeats = 3, prefill_chunk = 64;
   bool batched = false, op_times = false;
 };
@@ -161,7 +161,15 @@ int run(const Options& o) {
   settings.budget = o.budget;
   settings.given["sinks"] = o.sinks;
   std::vector<PolicyConfig> policies;
-  for (const std::string& name : split_list(o.policies)) policies.push_back(make_policy(name, settings));
+  // Each policy at each slack (the full cache has none: once).
+  for (const std::string& name : split_list(o.policies))
+    for (const std::string& slack : split_list(o.slacks)) {
+      settings.slack = std::atoi(slack.c_str());
+      if (settings.slack < 0 || slack.find_first_not_of("0123456789") != std::string::npos)
+        fail("--slacks", "each slack must be a whole number >= 0, got '" + slack + "'");
+      const PolicyConfig p = make_policy(name, settings);
+      if (p.evicts() || settings.slack == std::atoi(split_list(o.slacks).front().c_str())) policies.push_back(p);
+    }
   if (policies.empty()) fail("--policies", "no policy given");
   if (o.tokens < 1 || o.repeats < 1) fail("--tokens", "--tokens and --repeats must be at least 1");
 
@@ -214,6 +222,9 @@ int main(int argc, char** argv) {
   app.add_option("--contexts", o.contexts, "tokens in each cache before timing, comma-separated");
   app.add_option("--budget", o.budget, "tokens per KV head for the policies that evict");
   app.add_option("--sinks", o.sinks, "attention sinks");
+  app.add_option("--slacks", o.slacks,
+                 "comma-separated: each evicting policy at each slack (the cache grows to budget + slack, then is cut "
+                 "back to budget)");
   app.add_option("--tokens", o.tokens, "decode steps per timed window");
   app.add_option("--repeats", o.repeats, "timed windows; the median is reported");
   app.add_option("--prefill-chunk", o.prefill_chunk, "tokens per forward pass while filling the caches");
