@@ -17,7 +17,8 @@
 # Environment (defaults in brackets):
 #   OUT [repo/out/gpu]  H2O_GPU_CARRY [repo/.gpu-carry]  H2O_DEPS_PREFIX [/opt/deps]
 #   H2O_GPU_BUILD [repo/build]  H2O_CUDA_ARCH [90]  H2O_STAGE_BUDGET_S [470]
-#   H2O_PEER_ARGS (extra peer_transformers.py args)  H2O_PEER_RESERVE_S [120] (bench: kept for the peer)
+#   H2O_PEER_ARGS (extra peer_transformers.py args)  H2O_PEER_RESERVE_S [120] (bench: kept for the peer)  H2O_PEER=0 (no peer)
+#   H2O_SANITIZE_FILTER [*] (sanitize: a gtest filter, e.g. '*Kernels*' for the quick kernel suites)
 #   H2O_BUILD_LIMIT_S [420] (the repo build's own cap)  H2O_GPU_FORCE_GTEST_SOURCE=1 (rebuild GTest from the carried sources)
 #   H2O_GPU_FORCE_PY_UNPACK=1 (unpack .debs with Python, as where dpkg-deb is missing)
 set -euo pipefail
@@ -305,6 +306,7 @@ run_probe_cuda() {  # LOG [ARGS...]
 # The transformers peer: table rows appended to results.md as each measurement lands.
 run_peer() {  # LOG JSON MAX_S
   local log=$1 json=$2 max=$3 left
+  [ "${H2O_PEER:-1}" = 0 ] && { row "transformers peer" skipped 0 "H2O_PEER=0"; return 0; }
   left=$(($(remaining) - RESERVE_S - 5))
   ((left < max)) && max=$left
   ((max < 30)) && { row "transformers peer" skipped 0 "stage budget spent"; return 0; }
@@ -473,7 +475,7 @@ sanitizers() {  # LOG
       local extra=() from
       [ "$tool" = memcheck ] && extra=(--leak-check full)
       from=$(($(stat -c %s "$log") + 1))  # this run's part of the log, for its note
-      run_step "$log" 300 "$cs" --tool "$tool" "${extra[@]}" --error-exitcode 17 "$exe" || rc=$STEP_RC
+      run_step "$log" 300 "$cs" --tool "$tool" "${extra[@]}" --error-exitcode 17 "$exe" --gtest_filter="${H2O_SANITIZE_FILTER:-*}" || rc=$STEP_RC
       note="$note $(basename "$exe"): $(tail -c +"$from" "$log" | grep -ac '^\[       OK' || true) tests ran clean; $(tail -c +"$from" "$log" | grep -aE '^\[  PASSED  \]|ERROR SUMMARY|RACECHECK SUMMARY|[0-9]+ hazard' | tail -2 | tr '\n' ' ' || true)"
     done
     if ((rc == 0)); then row "compute-sanitizer $tool" ok $((SECONDS - t0)) "$note"
@@ -507,6 +509,7 @@ stage_bench() {
   : >"$blog"; : >"$log"
   # Seconds kept for the peer after the bench (it skips the shapes its deadline leaves no time for).
   local peer_reserve=${H2O_PEER_RESERVE_S:-120}
+  [ "${H2O_PEER:-1}" = 0 ] && peer_reserve=0
 
   # Step: deps, configure, and build only what the benchmark needs.
   prepare_deps "$blog" || return 1
