@@ -10,11 +10,11 @@ namespace {
 
 template <class T>
 __global__ void attention_combine_kernel(const ItemDesc* items, const int* row_item, ModelDims d, const float* partials,
-                                         int split_bucket, float* stats, T* out) {
+                                         int split_bucket, int split_keys, float* stats, T* out) {
   const int row = int(blockIdx.y), g = int(blockIdx.x);
   const ItemDesc& it = items[row_item[row]];
   const int visible = it.n_before + (row - it.first_row) + 1;
-  const int splits = (visible + kSplitKeys - 1) / kSplitKeys;
+  const int splits = (visible + split_keys - 1) / split_keys;  // each holds a key this row sees
   const int hd = d.head_dim, width = hd + 2;
   for (int e = int(threadIdx.x); e < d.group * hd; e += int(blockDim.x)) {
     const int h = e / hd, c = e % hd, head = g * d.group + h;
@@ -43,7 +43,8 @@ void attention_combine(DType dtype, const ItemDesc* items, const int* row_item, 
   const dim3 grid(unsigned(dims.kv_heads), unsigned(rows));
   H2O_WITH_STORAGE(dtype, T,
                    H2O_LAUNCH(grid, dim3(unsigned(threads)), stream, attention_combine_kernel<T>)(
-                       items, row_item, dims, s.partials, s.split_bucket, s.stats, static_cast<T*>(out)));
+                       items, row_item, dims, s.partials, s.split_bucket, s.split_keys, s.stats,
+                       static_cast<T*>(out)));
   gpu::check_launch("attention_combine");
 }
 

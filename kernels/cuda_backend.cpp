@@ -77,7 +77,7 @@ struct LayerReadout {
 
 // The device pointers of one step's inputs and scratch, as the kernels take them.
 struct StepArgs {
-  int items = 0, rows = 0, tiles = 0, classified = 0, forced = 0, units = 0;
+  int items = 0, rows = 0, tiles = 0, tile_queries = 0, classified = 0, forced = 0, units = 0;
   const int* tokens = nullptr;
   const int* row_item = nullptr;
   const kern::ItemDesc* item_desc = nullptr;
@@ -292,8 +292,8 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
     }
     kern::rope_append(kv_, qkv_.as<float>(), a.item_desc, a.row_item, T, l, d, threads, s);
     mark("rope_append");
-    kern::attention_partial(kv_, qkv_.as<float>(), a.item_desc, a.tile_desc, a.tiles, l, d, a.attention, threads,
-                            s);
+    kern::attention_partial(kv_, qkv_.as<float>(), a.item_desc, a.tile_desc, a.tiles, a.tile_queries, l, d,
+                            a.attention, s);
     mark("attention_partial", a.kv_bytes_per_layer);
     kern::attention_combine(storage_, a.item_desc, a.row_item, T, d, a.attention, att_.get(), threads, s);
     mark("attention_combine");
@@ -378,7 +378,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
     s.all_logits = item.all_logits;
     s.forced_rows = item.forced ? int(std::min(item.forced->next.size(), item.tokens.size())) : 0;
   }
-  const kern::StepPlan plan = kern::plan_step(shapes, d.group);
+  const kern::StepPlan plan = kern::plan_step(shapes, d.group, {d.kv_heads, info_.multiprocessors});
   const int N = int(items.size()), T = plan.rows, R = int(plan.classify.size());
   bool captures = false, layer_states = false, forced = false, any_sample = false;
   for (const ForwardItem& item : items) {
@@ -557,6 +557,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   a.items = N;
   a.rows = T;
   a.tiles = int(plan.tiles.size());
+  a.tile_queries = plan.tile_queries;
   a.classified = R;
   a.forced = forced_count;
   a.units = int(units.size());
@@ -570,7 +571,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   a.capture_slots = captures ? reinterpret_cast<const kern::CaptureSlot*>(dev + slots_at) : nullptr;
   a.capture_units = reinterpret_cast<const kern::CaptureUnit*>(dev + units_at);
   a.attention = {attn_logits_.as<float>(), plan.key_stride, partials_.as<float>(), plan.split_bucket,
-                 stats_.as<float>()};
+                 stats_.as<float>(), plan.split_keys};
   a.evicted = reinterpret_cast<int32_t*>(readback + evicted_at);
   a.any_cut = plan.any_cut;
   a.any_forced = forced;

@@ -6,6 +6,8 @@ GraphKey graph_key(const StepPlan& plan, uint64_t buffers_generation) {
   GraphKey key;
   key.items = int(plan.items.size());
   key.rows = plan.rows;
+  key.key_bucket = plan.key_bucket;
+  key.split_keys = plan.split_keys;
   key.split_bucket = plan.split_bucket;
   key.classified = int(plan.classify.size());
   key.any_cut = plan.any_cut;

@@ -7,9 +7,10 @@
 // that. Everything a later step changes (cache pointers and lengths, token
 // ids, rules) lives in device memory that the kernels read, so one graph
 // serves every step with the same key: the items and rows, the attention grid
-// (a power-of-two bucket of split blocks, so a growing cache changes graphs
-// only at 256, 512, 1024, ... keys), whether any cache is cut, and the
-// generation of the backend's scratch buffers (a reallocation moves them).
+// (split blocks and their length, chosen per power-of-two bucket of keys, so
+// a growing cache changes graphs only at 256, 512, 1024, ... keys), whether
+// any cache is cut, and the generation of the backend's scratch buffers (a
+// reallocation moves them).
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -22,7 +23,7 @@
 namespace h2o::kern {
 
 struct GraphKey {
-  int items = 0, rows = 0, split_bucket = 0, classified = 0;
+  int items = 0, rows = 0, key_bucket = 0, split_keys = 0, split_bucket = 0, classified = 0;
   bool any_cut = false;
   uint64_t buffers = 0;  // scratch generation
   bool operator==(const GraphKey&) const = default;

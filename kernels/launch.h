@@ -28,19 +28,22 @@ void bias_add(float* rows, const float* bias, int row_count, int width, int thre
 void rope_append(DType dtype, float* qkv, const ItemDesc* items, const int* row_item, int rows, int layer,
                  const ModelDims& dims, int threads, gpu::Stream stream);
 
-// The attention scratch of one step.
+// The attention scratch of one step, and how its keys are split.
 struct AttentionScratch {
   float* logits = nullptr;    // [row][head][key_stride] scaled q·k of the visible keys
   int key_stride = 0;
   float* partials = nullptr;  // [row][head][split_bucket][head_dim + 2]: unnormalised output, max, sum
-  int split_bucket = 0;
+  int split_bucket = 0;       // split blocks in the grid
   float* stats = nullptr;     // [row][head][2]: max and 1/sum of the softmax
+  int split_keys = 0;         // keys per split: split s holds slots [s * split_keys, (s + 1) * split_keys)
 };
 
 // Split-K attention over each item's cache: per (split, KV head, query tile)
-// partial outputs and the raw logits (attention_partial.cu).
+// partial outputs and the raw logits (attention_partial.cu). Its block size
+// is its own (kAttentionWarps warps); `tile_queries` is the most queries (rows x
+// group) of any tile.
 void attention_partial(DType dtype, const float* qkv, const ItemDesc* items, const RowTile* tiles, int tile_count,
-                       int layer, const ModelDims& dims, const AttentionScratch& scratch, int threads,
+                       int tile_queries, int layer, const ModelDims& dims, const AttentionScratch& scratch,
                        gpu::Stream stream);
 // Combines the splits of every (row, head): the attention output and the softmax's max and 1/sum (attention_combine.cu).
 void attention_combine(DType dtype, const ItemDesc* items, const int* row_item, int rows, const ModelDims& dims,

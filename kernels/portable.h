@@ -2,7 +2,7 @@
 // What every kernel source includes: CUDA under nvcc, the SIMT emulation
 // (tests/simt/simt.h) when the same .cu is compiled as C++ for CI. Kernels
 // keep to what both provide: blocks, threads, __shared__, __syncthreads, warp
-// shuffles, atomics; no inline PTX.
+// shuffles, atomics, 16-byte uint4 loads through __ldg; no inline PTX.
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -10,12 +10,13 @@
 // A launch on a gpu::Stream (kernels/device.h); the kernel is the last
 // argument so that a template kernel's commas need no parentheses.
 #define H2O_LAUNCH(grid, block, stream, ...) __VA_ARGS__<<<(grid), (block), 0, reinterpret_cast<cudaStream_t>(stream)>>>
-// Unrolls the next loop under nvcc (a C++ compiler would warn of an unknown pragma).
+// Unrolls the next loop (of a constant trip count) where register arrays are indexed by its
+// counter; nothing in the emulation (a C++ compiler would warn of an unknown pragma).
 #define H2O_UNROLL _Pragma("unroll")
 #else
-#define H2O_UNROLL
 #include "tests/simt/simt.h"
 #define H2O_LAUNCH(grid, block, stream, ...) ::simt::make_launch((grid), (block), (stream), __VA_ARGS__)
+#define H2O_UNROLL
 #endif
 
 #include "core/model/dtype.h"

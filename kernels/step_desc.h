@@ -9,8 +9,11 @@
 namespace h2o::kern {
 
 // Tile sizes the attention kernels and the host planning agree on.
-inline constexpr int kSplitKeys = 256;      // keys per split block (flash-decoding)
-inline constexpr int kKeysPerStep = 32;     // keys a split block stages in shared memory at once
+inline constexpr int kKeyBucket = 256;      // the smallest key bucket; buckets double (a graph serves a bucket)
+inline constexpr int kMinSplitKeys = 64;    // fewest keys a split block (flash-decoding) is given
+inline constexpr int kSplitGranule = 32;    // split lengths are multiples of this
+inline constexpr int kBlocksPerSm = 4;      // split blocks per SM the split count aims at
+inline constexpr int kAttentionWarps = 4;   // warps of an attention_partial block, whatever the tuning's block size
 inline constexpr int kMaxTileQueries = 8;   // query rows x heads of one KV head that a block serves
 inline constexpr int kMaxHeadDim = 128;
 

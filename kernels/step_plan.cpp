@@ -23,7 +23,14 @@ CutShape predicted_cut(const EvictionRule& rule, int keys, int64_t seen_after) {
   return cut_shape(keys, sinks_present, rule.recent, rule.by_score);
 }
 
-StepPlan plan_step(std::span<const ItemShape> items, int group) {
+int split_keys_for(int key_bucket, int blocks_per_split, const SplitTarget& target) {
+  const int wanted = std::max(1, kBlocksPerSm * std::max(target.sm_count, 1) / std::max(blocks_per_split, 1));
+  // Rounded down to the granule, so that the low end has at least `wanted` splits.
+  const int low_end = std::max(key_bucket / 2, 1);
+  return std::max(low_end / wanted / kSplitGranule * kSplitGranule, kMinSplitKeys);
+}
+
+StepPlan plan_step(std::span<const ItemShape> items, int group, const SplitTarget& target) {
   StepPlan plan;
   plan.items.resize(items.size());
   const int per_tile = tile_rows(group);
@@ -39,12 +46,19 @@ StepPlan plan_step(std::span<const ItemShape> items, int group) {
     plan.any_cut = plan.any_cut || p.cut;
     plan.max_keys = std::max(plan.max_keys, p.keys);
     for (int r = 0; r < s.rows; ++r) plan.row_item.push_back(int(i));
-    for (int r = 0; r < s.rows; r += per_tile) plan.tiles.push_back({int(i), r, std::min(per_tile, s.rows - r)});
+    for (int r = 0; r < s.rows; r += per_tile) {
+      plan.tiles.push_back({int(i), r, std::min(per_tile, s.rows - r)});
+      plan.tile_queries = std::max(plan.tile_queries, plan.tiles.back().row_count * std::max(group, 1));
+    }
     plan.rows += s.rows;
   }
-  plan.splits = (plan.max_keys + kSplitKeys - 1) / kSplitKeys;
-  plan.split_bucket = next_power_of_two(std::max(plan.splits, 1));
-  plan.key_stride = plan.split_bucket * kSplitKeys;
+  // The grid depends on the bucket, the tiles (items and rows: the graph key)
+  // and the device, never on the exact key count, so one graph serves a bucket.
+  plan.key_bucket = kKeyBucket * next_power_of_two(std::max((plan.max_keys + kKeyBucket - 1) / kKeyBucket, 1));
+  plan.split_keys = split_keys_for(plan.key_bucket, target.kv_heads * int(plan.tiles.size()), target);
+  plan.splits = (plan.max_keys + plan.split_keys - 1) / plan.split_keys;
+  plan.split_bucket = (plan.key_bucket + plan.split_keys - 1) / plan.split_keys;
+  plan.key_stride = plan.split_bucket * plan.split_keys;
 
   // Classified rows: the last row to choose from or to return, the leading
   // rows teacher forcing scores, every row when all logits are asked for.

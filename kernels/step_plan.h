@@ -36,12 +36,22 @@ struct ItemPlan {
   std::vector<int> logit_row;  // per row of the item: its index among the classified rows, or -1
 };
 
+// What the attention grid is sized for: split blocks x KV heads x query tiles
+// aims at kBlocksPerSm blocks on each of the device's SMs.
+struct SplitTarget {
+  int kv_heads = 1;
+  int sm_count = 1;
+};
+
 struct StepPlan {
   int rows = 0;          // T: rows of all items
   int max_keys = 0;
+  int key_bucket = 0;    // kKeyBucket x a power of two >= max_keys: the grid changes only when this does
+  int split_keys = 0;    // keys per split block (a function of the bucket, the tiles and the target)
   int splits = 0;        // split blocks the longest item needs
-  int split_bucket = 0;  // grid size used (a power of two >= splits), so a graph serves a range of lengths
-  int key_stride = 0;    // split_bucket * kSplitKeys: row stride of the attention-logit scratch
+  int split_bucket = 0;  // split blocks in the grid: enough for the whole bucket, so a graph serves all of it
+  int key_stride = 0;    // split_bucket * split_keys: row stride of the attention-logit scratch
+  int tile_queries = 0;  // most queries (rows x group) of one tile: the attention kernel's register tile
   bool any_cut = false;
   std::vector<ItemPlan> items;
   std::vector<RowTile> tiles;  // attention query tiles
@@ -59,7 +69,12 @@ int next_power_of_two(int x);
 CutShape predicted_cut(const EvictionRule& rule, int keys, int64_t seen_after);
 bool cut_due(const EvictionRule& rule, int keys);
 
-StepPlan plan_step(std::span<const ItemShape> items, int group);
+// Keys per split block for a bucket when one split spans `blocks_per_split`
+// blocks (KV heads x query tiles): at the bucket's low end (half its keys)
+// the live splits still give the target's blocks, at its top end twice that.
+int split_keys_for(int key_bucket, int blocks_per_split, const SplitTarget& target);
+
+StepPlan plan_step(std::span<const ItemShape> items, int group, const SplitTarget& target = {});
 
 // Rows per (layer, KV head) a cache holding `held` of `capacity` reserves to
 // take `rows` more, as the CPU cache grows: a bounded rule reserves

@@ -134,11 +134,15 @@ TEST(CudaHostPlan, RowsTilesAndClassifiedRows) {
   }
   EXPECT_EQ(covered, std::vector<int>(9, 1));
   EXPECT_EQ(plan.tiles.size(), 4u);
-  // Keys: 305 needs two splits; the grid bucket is a power of two.
+  // Keys: 305 fall in the 512-key bucket; one SM, four tiles: a split of
+  // half the bucket is the fewest that still gives the SM its blocks.
   EXPECT_EQ(plan.max_keys, 305);
+  EXPECT_EQ(plan.key_bucket, 512);
+  EXPECT_EQ(plan.split_keys, 256);
   EXPECT_EQ(plan.splits, 2);
   EXPECT_EQ(plan.split_bucket, 2);
-  EXPECT_EQ(plan.key_stride, 2 * kSplitKeys);
+  EXPECT_EQ(plan.key_stride, 512);
+  EXPECT_EQ(plan.tile_queries, 8);  // four rows x group 2
   // Classified: item 0's last row; item 1's four forced rows; all of item 2's.
   EXPECT_EQ(plan.classify, (std::vector<int>{0, 1, 2, 3, 4, 6, 7, 8}));
   EXPECT_EQ(plan.items[0].logit_row, (std::vector<int>{0}));
@@ -183,13 +187,48 @@ TEST(CudaHostPlan, SplitBucketsGrowByPowersOfTwo) {
   EXPECT_EQ(next_power_of_two(8), 8);
   ItemShape s;
   s.rows = 1;
-  for (int keys : {1, 256, 257, 700, 2048, 2049}) {
-    s.n_before = keys - 1;
-    const StepPlan p = plan_step(std::span(&s, 1), 1);
-    EXPECT_EQ(p.splits, (keys + kSplitKeys - 1) / kSplitKeys) << keys;
-    EXPECT_EQ(p.split_bucket, next_power_of_two(p.splits)) << keys;
-    EXPECT_GE(p.key_stride, keys);
-  }
+  for (const SplitTarget target : {SplitTarget{1, 1}, SplitTarget{2, 16}, SplitTarget{32, 132}, SplitTarget{4, 132}})
+    for (int keys : {1, 256, 257, 700, 1024, 1025, 2048, 2049, 8192}) {
+      s.n_before = keys - 1;
+      const StepPlan p = plan_step(std::span(&s, 1), 1, target);
+      const std::string at = std::to_string(keys) + " keys, " + std::to_string(target.kv_heads) + " KV heads";
+      EXPECT_EQ(p.key_bucket % kKeyBucket, 0) << at;
+      EXPECT_EQ(p.key_bucket / kKeyBucket, next_power_of_two(p.key_bucket / kKeyBucket)) << at;
+      EXPECT_GE(p.key_bucket, keys) << at;
+      EXPECT_TRUE(p.key_bucket == kKeyBucket || p.key_bucket < 2 * keys) << at;
+      EXPECT_EQ(p.split_keys % kSplitGranule, 0) << at;
+      EXPECT_GE(p.split_keys, kMinSplitKeys) << at;
+      EXPECT_EQ(p.splits, (keys + p.split_keys - 1) / p.split_keys) << at;
+      EXPECT_LE(p.splits, p.split_bucket) << at;
+      EXPECT_GE(p.key_stride, p.key_bucket) << at;
+      EXPECT_EQ(p.key_stride, p.split_bucket * p.split_keys) << at;
+      // At least the target's blocks live from half the bucket up (where keys allow splits of kMinSplitKeys).
+      const int wanted = kBlocksPerSm * target.sm_count / target.kv_heads;
+      if (p.key_bucket / 2 >= wanted * kMinSplitKeys && keys > p.key_bucket / 2) {
+        EXPECT_GE(p.splits, wanted) << at;
+      }
+    }
+}
+
+TEST(CudaHostPlan, SplitsFillAnH100AtLlama7B) {
+  // 32 KV heads, 132 SMs, 2048 keys: one session gets 32 splits of 64 keys
+  // (1024 blocks), four sessions 8 splits of 256 (1024 blocks again).
+  ItemShape s;
+  s.rows = 1;
+  s.n_before = 2047;
+  const SplitTarget h100{32, 132};
+  const StepPlan one = plan_step(std::span(&s, 1), 1, h100);
+  EXPECT_EQ(one.split_keys, 64);
+  EXPECT_EQ(one.split_bucket, 32);
+  const std::vector<ItemShape> four(4, s);
+  const StepPlan p4 = plan_step(four, 1, h100);
+  EXPECT_EQ(p4.split_keys, 256);
+  EXPECT_EQ(p4.split_bucket, 8);
+  EXPECT_EQ(p4.tile_queries, 1);
+  // The low end of the bucket (1025 keys) still has 17 and 5 live splits.
+  s.n_before = 1024;
+  EXPECT_EQ(plan_step(std::span(&s, 1), 1, h100).splits, 17);
+  EXPECT_EQ(plan_step(std::vector<ItemShape>(4, s), 1, h100).splits, 5);
 }
 
 TEST(CudaHostPlan, BlockLayoutAligns) {
@@ -207,10 +246,17 @@ TEST(CudaHostGraphs, KeySeparatesShapesButNotLengthsWithinABucket) {
   s.choose = true;
   s.n_before = 300;
   const GraphKey a = graph_key(plan_step(std::span(&s, 1), 1), 0);
-  s.n_before = 500;  // still 2 splits
+  s.n_before = 500;  // still the 512-key bucket
   EXPECT_EQ(graph_key(plan_step(std::span(&s, 1), 1), 0), a);
-  s.n_before = 600;  // 3 splits: bucket 4
+  const SplitTarget gpu{4, 132};  // many splits: still one key for the bucket
+  EXPECT_EQ(graph_key(plan_step(std::span(&s, 1), 1, gpu), 0), graph_key(plan_step(std::span(&s, 1), 1, gpu), 0));
+  s.n_before = 300;
+  const GraphKey many = graph_key(plan_step(std::span(&s, 1), 1, gpu), 0);
+  s.n_before = 500;
+  EXPECT_EQ(graph_key(plan_step(std::span(&s, 1), 1, gpu), 0), many);
+  s.n_before = 600;  // the 1024-key bucket
   EXPECT_NE(graph_key(plan_step(std::span(&s, 1), 1), 0), a);
+  EXPECT_NE(graph_key(plan_step(std::span(&s, 1), 1, gpu), 0), many);
   s.n_before = 300;
   EXPECT_NE(graph_key(plan_step(std::span(&s, 1), 1), 1), a);  // buffers moved
   std::vector<ItemShape> two(2, s);

@@ -1,7 +1,7 @@
 // The kernels one at a time against the host code they must agree with:
 // the sampler against choose_token(), the cut against select_kept() and the
 // CPU cache's compaction, forced scores against score_forced_rows(),
-// attention against a float64 reference, the small ops against the CPU ops.
+// the small ops against the CPU ops (attention: test_attention.cpp).
 // Each runs at two block sizes: results must not depend on it.
 #include <gtest/gtest.h>
 
@@ -20,10 +20,14 @@
 #include "kernels/step_plan.h"
 #include "tests/cuda/cuda_test_support.h"
 #include "tests/cuda/device_array.h"
+#include "tests/cuda/stored_values.h"
 
 using namespace h2o;
 using namespace h2o::kern;
 using test::DeviceArray;
+using test::loaded;
+using test::rounded;
+using test::stored;
 using test::TestStream;
 
 namespace {
@@ -146,30 +150,6 @@ CacheState random_state(std::mt19937& rng, const EvictionRule& rule, int n, int 
     }
   }
   return c;
-}
-
-std::vector<float> rounded(const std::vector<float>& x, DType t) {
-  std::vector<float> out(x);
-  for (float& v : out) v = t == DType::F16 ? f16_to_f32(f32_to_f16(v)) : t == DType::BF16 ? bf16_to_f32(f32_to_bf16(v)) : v;
-  return out;
-}
-
-// Host floats as device storage of type t, and back.
-std::vector<uint8_t> stored(const std::vector<float>& x, DType t) {
-  std::vector<uint8_t> out(x.size() * size_t(dtype_size(t)));
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (t == DType::F32) std::memcpy(&out[i * 4], &x[i], 4);
-    else {
-      const uint16_t h = t == DType::F16 ? f32_to_f16(x[i]) : f32_to_bf16(x[i]);
-      std::memcpy(&out[i * 2], &h, 2);
-    }
-  }
-  return out;
-}
-std::vector<float> loaded(const std::vector<uint8_t>& b, DType t) {
-  std::vector<float> out(b.size() / size_t(dtype_size(t)));
-  convert_to_f32(b.data(), t, out.size(), out.data());
-  return out;
 }
 
 // The cut of random cache states against select_kept, per rule and storage type.
@@ -327,134 +307,6 @@ H2O_CUDA_TEST_P(Kernels, ForcedScoresMatchTheHost) {
     disagreements += expected.agree[size_t(r)] == 0;
   }
   EXPECT_GE(disagreements, 1);
-}
-
-namespace {
-
-// Float64 attention of one item over its cache, as SEMANTICS.md defines it.
-struct AttentionReference {
-  std::vector<double> out;       // [row][head][hd]
-  std::vector<double> score;     // [kv_head][key] after the step
-};
-
-AttentionReference reference_attention(const ModelDims& d, int n_before, int rows, const std::vector<float>& q,
-                                       const std::vector<float>& k, const std::vector<float>& v,
-                                       const std::vector<float>& score, int cap, bool current) {
-  AttentionReference ref;
-  const int keys = n_before + rows, hd = d.head_dim;
-  ref.out.assign(size_t(rows) * d.heads * hd, 0.0);
-  ref.score.assign(size_t(d.kv_heads) * keys, 0.0);
-  for (int g = 0; g < d.kv_heads; ++g)
-    for (int j = 0; j < keys; ++j) ref.score[size_t(g) * keys + j] = current ? 0.0 : score[size_t(g) * cap + j];
-  for (int r = 0; r < rows; ++r)
-    for (int h = 0; h < d.heads; ++h) {
-      const int g = h / d.group, visible = n_before + r + 1;
-      std::vector<double> p(static_cast<size_t>(visible));
-      double m = -1e300, z = 0;
-      for (int j = 0; j < visible; ++j) {
-        double dot = 0;
-        for (int c = 0; c < hd; ++c)
-          dot += double(q[(size_t(r) * d.heads + h) * hd + c]) * k[((size_t(g) * cap) + j) * hd + c];
-        p[size_t(j)] = dot / std::sqrt(double(hd));
-        m = std::max(m, p[size_t(j)]);
-      }
-      for (double& x : p) z += x = std::exp(x - m);
-      for (int j = 0; j < visible; ++j) {
-        const double pj = p[size_t(j)] / z;
-        for (int c = 0; c < hd; ++c) ref.out[(size_t(r) * d.heads + h) * hd + c] += pj * v[((size_t(g) * cap) + j) * hd + c];
-        if (!current || r == rows - 1) ref.score[size_t(g) * keys + j] += pj;
-      }
-    }
-  return ref;
-}
-
-}  // namespace
-
-H2O_CUDA_TEST_P(Kernels, AttentionMatchesFloat64AcrossSplitsRowsAndGroups) {
-  TestStream s;
-  std::mt19937 rng(31);
-  std::normal_distribution<float> normal;
-  ModelDims d;
-  d.layers = 1;
-  d.heads = 4;
-  d.kv_heads = 2;
-  d.group = 2;
-  d.head_dim = 16;
-  d.q_dim = d.heads * d.head_dim;
-  d.kv_dim = d.kv_heads * d.head_dim;
-  d.qkv_stride = d.q_dim + 2 * d.kv_dim;
-  // Item 0 decodes one row over 600 keys (three splits); item 1 prefills 7
-  // rows (two tiles) over 250 cached keys, crossing a split; item 2 is TOVA's current scores.
-  struct Shape {
-    int n_before, rows;
-    bool current;
-  };
-  const std::vector<Shape> shapes{{599, 1, false}, {250, 7, false}, {40, 3, true}};
-  std::vector<ItemShape> plan_items;
-  for (const Shape& sh : shapes) {
-    ItemShape is;
-    is.n_before = sh.n_before;
-    is.rows = sh.rows;
-    plan_items.push_back(is);
-  }
-  const StepPlan plan = plan_step(plan_items, d.group);
-  const int cap = 640;
-  std::vector<std::unique_ptr<DeviceArray<float>>> ks, vs, scores;
-  std::vector<std::vector<float>> host_k, host_v, host_score;
-  std::vector<ItemDesc> desc;
-  std::vector<float> qkv(size_t(plan.rows) * d.qkv_stride);
-  for (float& x : qkv) x = normal(rng);
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    std::vector<float> k(size_t(d.kv_heads) * cap * d.head_dim), v(k.size()), sc(size_t(d.kv_heads) * cap);
-    for (float& x : k) x = normal(rng);
-    for (float& x : v) x = normal(rng);
-    for (float& x : sc) x = float(rng() % 4);
-    // The new rows' keys were appended by rope_append: slots n_before.. hold them already here.
-    ks.push_back(std::make_unique<DeviceArray<float>>(k, s.get()));
-    vs.push_back(std::make_unique<DeviceArray<float>>(v, s.get()));
-    scores.push_back(std::make_unique<DeviceArray<float>>(sc, s.get()));
-    host_k.push_back(k), host_v.push_back(v), host_score.push_back(sc);
-    ItemDesc it;
-    it.cache = {ks.back()->get(), vs.back()->get(), nullptr, nullptr, scores.back()->get(), cap};
-    it.n_before = shapes[i].n_before;
-    it.rows = shapes[i].rows;
-    it.first_row = plan.items[i].first_row;
-    it.current_scores = shapes[i].current;
-    desc.push_back(it);
-  }
-  DeviceArray<ItemDesc> items(desc, s.get());
-  DeviceArray<RowTile> tiles(plan.tiles, s.get());
-  DeviceArray<int> row_item(plan.row_item, s.get());
-  DeviceArray<float> q(qkv, s.get());
-  DeviceArray<float> logits(size_t(plan.rows) * d.heads * plan.key_stride, s.get());
-  DeviceArray<float> partials(size_t(plan.rows) * d.heads * plan.split_bucket * (d.head_dim + 2), s.get());
-  DeviceArray<float> stats(size_t(plan.rows) * d.heads * 2, s.get());
-  DeviceArray<float> out(size_t(plan.rows) * d.q_dim, s.get());
-  const AttentionScratch scratch{logits.get(), plan.key_stride, partials.get(), plan.split_bucket, stats.get()};
-  attention_partial(DType::F32, q.get(), items.get(), tiles.get(), int(plan.tiles.size()), 0, d, scratch, threads(),
-                    s.get());
-  attention_combine(DType::F32, items.get(), row_item.get(), plan.rows, d, scratch, out.get(), threads(), s.get());
-  attention_scores(items.get(), int(shapes.size()), plan.key_stride, 0, d, scratch, nullptr, threads(), s.get());
-  const auto got = out.read();
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const Shape& sh = shapes[i];
-    std::vector<float> qi;
-    for (int r = 0; r < sh.rows; ++r) {
-      const float* row = &qkv[size_t(plan.items[i].first_row + r) * d.qkv_stride];
-      qi.insert(qi.end(), row, row + d.q_dim);
-    }
-    const AttentionReference ref =
-        reference_attention(d, sh.n_before, sh.rows, qi, host_k[i], host_v[i], host_score[i], cap, sh.current);
-    for (int r = 0; r < sh.rows; ++r)
-      for (int e = 0; e < d.q_dim; ++e)
-        ASSERT_NEAR(got[size_t(plan.items[i].first_row + r) * d.q_dim + e], ref.out[size_t(r) * d.q_dim + e], 2e-5)
-            << "item " << i << " row " << r << " element " << e;
-    const auto sc = scores[i]->read();
-    const int keys = sh.n_before + sh.rows;
-    for (int g = 0; g < d.kv_heads; ++g)
-      for (int j = 0; j < keys; ++j)
-        ASSERT_NEAR(sc[size_t(g) * cap + j], ref.score[size_t(g) * keys + j], 2e-5) << "item " << i << " key " << j;
-  }
 }
 
 H2O_CUDA_TEST_P(Kernels, RmsnormSwigluEmbedMatchTheCpu) {

@@ -83,6 +83,7 @@ struct Fiber {
   State state = State::Done;
   dim3 idx;
   int warp = 0, lane = 0;
+  unsigned shuffles = 0;  // in this block: picks the exchange slot (warp_exchange)
 #ifdef SIMT_ASM_SWITCH
   void* sp = nullptr;
 #else
@@ -99,7 +100,7 @@ struct Block {
   dim3 grid, dim, idx;
   int threads = 0, live = 0, at_block_barrier = 0;
   std::vector<int> warp_live, warp_at_barrier;
-  std::vector<uint64_t> exchange;  // one slot per thread
+  std::vector<uint64_t> exchange;  // two slots per thread, used by turns
   Fiber* current = nullptr;
 #ifdef SIMT_ASM_SWITCH
   void* scheduler_sp = nullptr;
@@ -206,6 +207,7 @@ extern "C" void simt_fiber_main() {
 // simt_fiber_main; later starts resume it where it finished its last thread.
 void start_fiber(Fiber& f) {
   f.state = State::Runnable;
+  f.shuffles = 0;
   if (f.stack) return;
   f.stack = new_stack();
 #ifdef SIMT_ASM_SWITCH
@@ -302,11 +304,13 @@ uint64_t warp_exchange(uint64_t mine, int src_lane) {
   const size_t base = size_t(self.warp) * kWarp;
   if (src_lane < 0 || src_lane >= kWarp || base + size_t(src_lane) >= size_t(b.threads))
     die("a shuffle read a lane outside the warp");
-  b.exchange[base + size_t(self.lane)] = mine;
+  // Slots by turns, so one barrier per shuffle suffices: a lane offers into
+  // this slot again two shuffles later, past the next shuffle's barrier,
+  // which no lane passes before every lane has read this one.
+  const size_t turn = size_t(self.shuffles++ & 1u) * size_t(b.threads);
+  b.exchange[turn + base + size_t(self.lane)] = mine;
   syncwarp();  // every lane has offered
-  const uint64_t got = b.exchange[base + size_t(src_lane)];
-  syncwarp();  // every lane has read before a slot is offered again
-  return got;
+  return b.exchange[turn + base + size_t(src_lane)];
 }
 
 void run_grid(dim3 grid, dim3 block_dim_, const std::function<void()>& kernel) {
@@ -322,7 +326,7 @@ void run_grid(dim3 grid, dim3 block_dim_, const std::function<void()>& kernel) {
   b.dim = block_dim_;
   b.threads = threads;
   while (b.fibers.size() < size_t(threads)) b.fibers.push_back(std::make_unique<Fiber>());
-  b.exchange.assign(size_t(threads), 0);
+  b.exchange.assign(2 * size_t(threads), 0);
   for (int i = 0; i < threads; ++i) {
     Fiber& f = *b.fibers[size_t(i)];
     f.idx = dim3(unsigned(i) % block_dim_.x, (unsigned(i) / block_dim_.x) % block_dim_.y,

@@ -25,6 +25,8 @@
 // (tests/simt/device_emu.cpp) so that graph capture can record it.
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <tuple>
@@ -190,10 +192,24 @@ inline float __uint_as_float(unsigned x) { return simt::bit_cast<float>(x); }
 inline long long __double_as_longlong(double x) { return simt::bit_cast<long long>(x); }
 inline double __longlong_as_double(long long x) { return simt::bit_cast<double>(x); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+// Read through memcpy: kernels load a 16-byte uint4 from rows of halves or
+// floats. A misaligned address faults on the GPU, so it aborts here too.
 template <class T>
 T __ldg(const T* p) {
-  return *p;
+  if (reinterpret_cast<uintptr_t>(p) % alignof(T) != 0) {
+    std::fprintf(stderr, "simt: __ldg of a misaligned address (%zu-byte alignment)\n", alignof(T));
+    std::abort();
+  }
+  T out;
+  std::memcpy(&out, p, sizeof(T));
+  return out;
 }
+
+// ---- vector types (the 16-byte loads of attention_partial) ----
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 
 // ---- 16-bit floats (round to nearest even, as cuda_fp16.h and cuda_bf16.h) ----
 struct __half {
