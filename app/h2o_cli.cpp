@@ -526,7 +526,7 @@ int run_convert(Flags& f, const ConvertFlags& cf, const char* argv0) {
   std::vector<FlagPath> inputs = cli::model_inputs(f.model, *in.model, in.tokenizer_path);
   inputs.push_back({"--vocab", cf.vocab});
   refuse_outputs_over_inputs({{"--out", cf.out}}, inputs);
-  refuse_folder_as_file(cf.out);
+  output_file_target(cf.out);  // a folder or a device is refused before the work
   Model model = *in.model;  // views of the same weights
   if (f.given("--vocab")) {
     // A vocabulary-only GGUF (or any GGUF) gives the written file its tokenizer and chat template.

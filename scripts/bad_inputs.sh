@@ -742,6 +742,8 @@ run_case "eval --csv in /proc" bad E --csv /proc/forbidden.csv
 run_case "sample --out in /proc" bad P --out /proc/forbidden/ids.txt
 run_case "sample --out under a regular file" bad P --out "$in/a-file/ids.txt"
 run_case "eval --csv a folder" bad E --csv "$in/empty-folder"
+run_case "eval --csv a device (/dev/null)" bad E --csv /dev/null
+run_case "eval --csv one of the run's own logs" bad E --csv @OUT@/steps.csv
 run_case "sample --out a folder" bad P --out "$in/empty-folder"
 run_case "convert --out a folder" bad - convert --model "$A/stories260K.bin" --type f32 --out "$in/empty-folder"
 input_kept_case "eval --csv the --ids file" "$in/fine.ids" ids.txt eval "${KJV[@]}" --ids @IN@ --csv @IN@ --out @OUT@

@@ -13,12 +13,12 @@
 
 namespace h2o {
 
-AtomicFile::AtomicFile(std::string path, std::ios::openmode mode) : path_(std::move(path)) {
-  refuse_folder_as_file(path_);
+AtomicFile::AtomicFile(std::string path, std::ios::openmode mode)
+    : path_(std::move(path)), target_(output_file_target(path_)) {
   // Same folder as the destination, so that the rename never crosses devices.
-  const std::filesystem::path p(path_);
+  const std::filesystem::path p(target_);
   remove_stale_temporaries(p.parent_path().string(), p.filename().string());
-  temp_ = path_ + ".tmp-" + std::to_string(::getpid());
+  temp_ = target_ + ".tmp-" + std::to_string(::getpid());
   ticket_ = register_temporary(temp_);
   out_.open(temp_, mode | std::ios::binary);
   if (!out_) {
@@ -55,7 +55,7 @@ void AtomicFile::publish() {
   finish();
   if (!finished_) return;
   finished_ = false;
-  if (std::rename(temp_.c_str(), path_.c_str()) != 0) {
+  if (std::rename(temp_.c_str(), target_.c_str()) != 0) {
     const int err = errno;
     std::remove(temp_.c_str());
     unregister_temporary(ticket_);

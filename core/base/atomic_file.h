@@ -12,7 +12,8 @@ namespace h2o {
 
 class AtomicFile {
  public:
-  // Throws Error naming `path` when it is a folder or its temporary cannot be made.
+  // Throws Error naming `path` when it is a folder or not a regular file, or
+  // when its temporary cannot be made. A symbolic link's file is written, the link kept.
   explicit AtomicFile(std::string path, std::ios::openmode mode = std::ios::out | std::ios::trunc);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
@@ -34,7 +35,7 @@ class AtomicFile {
   void discard();
 
  private:
-  std::string path_, temp_;
+  std::string path_, target_, temp_;  // target_: path_, or the file a link at path_ names
   std::ofstream out_;
   bool open_ = false, finished_ = false;
   int ticket_ = -1;

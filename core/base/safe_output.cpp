@@ -47,9 +47,15 @@ void refuse_outputs_over_inputs(const std::vector<FlagPath>& outputs, const std:
                            "); an output never overwrites an input: choose another path");
 }
 
-void refuse_folder_as_file(const std::string& path) {
+std::string output_file_target(const std::string& path) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) fail(path, "is a folder; give a file path to write");
+  const fs::file_status status = fs::status(path, ec);
+  if (fs::is_directory(status)) fail(path, "is a folder; give a file path to write");
+  if (fs::exists(status) && !fs::is_regular_file(status))
+    fail(path, "is not a regular file (a device, a pipe or a socket); give a file path to write");
+  if (!fs::is_symlink(fs::symlink_status(path, ec))) return path;
+  const fs::path target = fs::weakly_canonical(path, ec);
+  return ec ? path : target.string();
 }
 
 long temporary_owner(const std::string& file_name) {

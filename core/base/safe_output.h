@@ -27,9 +27,12 @@ struct FlagPath {
 // (yet) are skipped.
 void refuse_outputs_over_inputs(const std::vector<FlagPath>& outputs, const std::vector<FlagPath>& inputs);
 
-// Throws Error("<path>: is a folder ...") when an output file's path names a
-// folder (a rename onto it would fail only after all the work).
-void refuse_folder_as_file(const std::string& path);
+// Where an output file given as `path` is written: the path itself, or the
+// file a symbolic link names (so that the link stays a link). Throws
+// Error("<path>: is a folder ...") for a folder, and for anything else that
+// is not a regular file (a device, a pipe: renaming over /dev/stdout would
+// replace it), before any work.
+std::string output_file_target(const std::string& path);
 
 // The pid in a temporary's name "<anything>.tmp-<pid>", or 0 when it has none.
 long temporary_owner(const std::string& file_name);

@@ -24,6 +24,7 @@ inline void cpu_relax() {
 ThreadPool::ThreadPool(int threads) {
   // Workers start from generation 0, not from whatever they read once they
   // run: a job posted before a worker's first instruction must not be missed.
+  workers_.reserve(size_t(std::max(1, threads) - 1));  // emplace_back then never reallocates, never throws bad_alloc
   try {
     for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this] { worker_loop(0); });
   } catch (const std::system_error& e) {

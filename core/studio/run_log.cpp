@@ -95,6 +95,12 @@ RunLog::RunLog(const std::string& dir, const Engine& engine, const RunInfo& info
 }
 
 AtomicFile& RunLog::open(const std::string& path) {
+  std::error_code ec;
+  const auto same = [&](const std::string& other) {
+    return std::filesystem::weakly_canonical(path, ec) == std::filesystem::weakly_canonical(other, ec);
+  };
+  for (const auto& f : files_)
+    if (same(f->path())) fail(path, "is one of this run's own files; give another path");
   files_.push_back(std::make_unique<AtomicFile>(path));
   return *files_.back();
 }

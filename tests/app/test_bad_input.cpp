@@ -292,6 +292,8 @@ std::vector<BadInput> cases() {
       {"eval csv unwritable", e + "--csv /proc/h2o-eval.csv", "/proc/h2o-eval.csv"},
       {"sample out under a file", "sample " + kModel + " --tokens 4 --out {dir}/a-file/ids.txt", "a-file"},
       {"eval csv is a folder", e + "--csv {dir}", "{dir}: is a folder"},
+      {"eval csv is a device", e + "--csv /dev/null", "/dev/null: is not a regular file"},
+      {"eval csv is one of the run's logs", e + "--csv {out}/steps.csv", "{out}/steps.csv: is one of this run's own files"},
       {"sample out is a folder", "sample " + kModel + " --tokens 4 --out {dir}", "{dir}: is a folder"},
       {"convert out is a folder", "convert " + kModel + " --type f32 --out {dir}", "{dir}: is a folder"},
   };

@@ -75,6 +75,10 @@ class CliOutputs : public ::testing::Test {
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
   static std::string model() { return "--model " + (dir_ / "tiny.bin").string(); }
+  // A short stream into `out` (one question, two new tokens).
+  static std::string stream_to(const fs::path& out) {
+    return "stream --quiet --threads 1 --questions 1 --max-new-tokens 2 " + model() + " --out " + out.string();
+  }
   static fs::path dir_;
 };
 fs::path CliOutputs::dir_;
@@ -104,7 +108,7 @@ TEST_F(CliOutputs, AnOutputThatIsAnInputIsRefusedAndTheInputKept) {
 
 TEST_F(CliOutputs, AnEarlierRunIsNeverReplaced) {
   const fs::path out = temp_dir("cli-outputs-again") / "run";
-  const std::string stream = "stream --quiet --threads 1 --max-new-tokens 2 " + model() + " --out " + out.string();
+  const std::string stream = stream_to(out);
   ASSERT_EQ(run_cli(stream).exit_code, 0);
   const std::string manifest = read_all(out / "manifest.json");
   EXPECT_EQ(nlohmann::json::parse(manifest).at("partial"), false);
@@ -129,7 +133,7 @@ TEST_F(CliOutputs, AFolderInUseByALiveRunIsRefused) {
   for (int i = 0; i < 600 && !fs::exists(out / ".h2o-run.lock"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_TRUE(fs::exists(out / ".h2o-run.lock"));
-  expect_refused(run_cli("stream --quiet --threads 1 --max-new-tokens 2 " + model() + " --out " + out.string()),
+  expect_refused(run_cli(stream_to(out)),
                  out.string() + ": in use by process " + std::to_string(pid));
   ::kill(pid, SIGTERM);
   int status = 0;
@@ -146,7 +150,7 @@ TEST_F(CliOutputs, AStaleLockAndTemporariesOfADeadRunAreTakenOver) {
   fs::create_directories(out);
   std::ofstream(out / ".h2o-run.lock") << kDeadPid << "\n";
   std::ofstream(out / ("steps.jsonl.tmp-" + std::to_string(kDeadPid))) << "{\"step\": 0, \"pha";
-  const CliResult r = run_cli("stream --quiet --threads 1 --max-new-tokens 2 " + model() + " --out " + out.string());
+  const CliResult r = run_cli(stream_to(out));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(names_under(out), (std::vector<std::string>{"evictions.csv", "manifest.json", "steps.csv", "steps.jsonl"}));
   fs::remove_all(d);

@@ -54,8 +54,8 @@ TEST(SafeOutput, SameFileSeesThroughLinks) {
   EXPECT_TRUE(same_file((dir / "a").string(), (dir / "." / "a").string()));
   EXPECT_FALSE(same_file((dir / "a").string(), (dir / "b").string()));
   EXPECT_FALSE(same_file((dir / "a").string(), (dir / "missing").string()));
-  EXPECT_EQ(error_of([&] { refuse_outputs_over_inputs({{"--csv", (dir / "hard").string()}},
-                                                      {{"--model", "synthetic:x"}, {"--ids", (dir / "a").string()}}); }),
+  const std::vector<FlagPath> inputs = {{"--model", "synthetic:x"}, {"--ids", (dir / "a").string()}};
+  EXPECT_EQ(error_of([&] { refuse_outputs_over_inputs({{"--csv", (dir / "hard").string()}}, inputs); }),
             "--csv: " + (dir / "hard").string() + " is the file given as --ids (" + (dir / "a").string() +
                 "); an output never overwrites an input: choose another path");
   EXPECT_NO_THROW(refuse_outputs_over_inputs({{"--csv", (dir / "new").string()}}, {{"--ids", (dir / "a").string()}}));
@@ -69,8 +69,9 @@ TEST(SafeOutput, TemporariesOfProcessesThatAreGoneAreRemoved) {
   const fs::path dir = test::temp_dir("stale");
   const std::string dead = ".tmp-" + std::to_string(kDeadPid), mine = ".tmp-" + std::to_string(::getpid());
   const std::string parent = ".tmp-" + std::to_string(::getppid());
-  for (const std::string name : {"ids.txt" + dead, "other.csv" + dead, "ids.txt" + mine, "ids.txt" + parent, std::string("ids.txt")})
+  for (const std::string& name : {"ids.txt" + dead, "other.csv" + dead, "ids.txt" + mine, "ids.txt" + parent})
     write_text(dir / name, "x");
+  write_text(dir / "ids.txt", "x");
   remove_stale_temporaries(dir.string(), "ids.txt");  // only that file's
   EXPECT_FALSE(fs::exists(dir / ("ids.txt" + dead)));
   EXPECT_TRUE(fs::exists(dir / ("other.csv" + dead)));
@@ -89,6 +90,22 @@ TEST(SafeOutput, TemporariesOfProcessesThatAreGoneAreRemoved) {
 TEST(SafeOutput, AtomicFileRefusesAFolderAndPublishesWholeOrNothing) {
   const fs::path dir = test::temp_dir("atomic");
   EXPECT_EQ(error_of([&] { AtomicFile f(dir.string()); }), dir.string() + ": is a folder; give a file path to write");
+  // A rename over a device would replace it (as root, /dev/null itself).
+  EXPECT_EQ(error_of([&] { AtomicFile f("/dev/null"); }),
+            "/dev/null: is not a regular file (a device, a pipe or a socket); give a file path to write");
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  // Through a link, the file it names is written and the link stays.
+  write_text(dir / "real.csv", "old");
+  fs::create_symlink(dir / "real.csv", dir / "link.csv");
+  {
+    AtomicFile f((dir / "link.csv").string());
+    f.stream() << "new";
+    f.commit();
+  }
+  EXPECT_TRUE(fs::is_symlink(dir / "link.csv"));
+  EXPECT_EQ(read_text(dir / "real.csv"), "new");
+  fs::remove(dir / "link.csv");
+  fs::remove(dir / "real.csv");
   {
     AtomicFile a((dir / "a.txt").string()), b((dir / "b.txt").string());
     a.stream() << "first";
@@ -139,12 +156,14 @@ TEST(SafeOutput, RunFolderIsHeldByOneLiveOwner) {
 
   // An earlier run is never replaced by a fresh one; writing into it is asked for explicitly.
   EXPECT_EQ(error_of([&] { RunFolder fresh(dir.string(), true); }),
-            dir.string() + ": already holds files (manifest.json); an earlier run is never replaced: choose another folder");
+            dir.string() +
+                ": already holds files (manifest.json); an earlier run is never replaced: choose another folder");
   EXPECT_NO_THROW(RunFolder(dir.string(), false));
   EXPECT_EQ(read_text(dir / "manifest.json"), "{}");
 
   write_text(root / "a-file", "x");
-  EXPECT_EQ(error_of([&] { RunFolder f((root / "a-file").string(), true); }), (root / "a-file").string() + ": exists and is not a folder");
+  EXPECT_EQ(error_of([&] { RunFolder f((root / "a-file").string(), true); }),
+            (root / "a-file").string() + ": exists and is not a folder");
   fs::remove_all(root);
 }
 
