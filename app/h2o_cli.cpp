@@ -9,8 +9,6 @@
 // Every input error is one line on stderr and a non-zero exit.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,11 +18,14 @@
 #include <optional>
 #include <sstream>
 
+#include "app/cli_support.h"
 #include "core/backends/make_backend.h"
-#include "core/base/atomic_file.h"
 #include "core/base/error.h"
 #include "core/base/format.h"
 #include "core/base/json_text.h"
+#include "core/base/safe_output.h"
+#include "core/base/signal_cleanup.h"
+#include "core/base/system_limits.h"
 #include "core/base/text_file.h"
 #include "core/model/gguf_writer.h"
 #include "core/runtime/engine.h"
@@ -36,18 +37,14 @@
 namespace {
 
 using namespace h2o;
+using cli::interrupted_exit_code;
 
-// The signal that stopped the run (0: none); the exit code is 128 + it, as a shell reports.
-std::atomic<int> g_interrupted{0};
-void on_signal(int sig) { g_interrupted = sig; }
-int interrupted_exit_code() { return g_interrupted ? 128 + g_interrupted : 0; }
-
-// Ctrl-C (SIGINT) and a polite kill (SIGTERM) both stop a run at the next step
-// boundary, so its files are closed whole and marked "interrupted".
-void stop_on_signals() {
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-}
+// Ctrl-C (SIGINT), a polite kill (SIGTERM) and a closed terminal (SIGHUP)
+// stop a run at the next step boundary, so its files are closed whole and
+// marked "interrupted". Before this (loading, hashing) and in commands
+// without steps, a signal removes the temporaries and ends the process.
+void stop_on_signals() { stop_at_step_boundaries(true); }
+bool interrupted() { return stop_signal() != 0; }
 
 // Flags every subcommand shares.
 struct Flags {
@@ -61,7 +58,7 @@ struct Flags {
   int threads = 0;
   int64_t kv_limit_mib = 0;
   float temperature = 0.0f, top_p = 1.0f;
-  uint64_t seed = 42;
+  std::string seed = "42";
   int max_new_tokens = 128, prefill_chunk = 64;
   bool batched = false;
   std::string chat_template;  // "": the model's own template
@@ -96,6 +93,8 @@ void add_run_flags(CLI::App* sub, Flags& f) {
   sub->add_flag("--batched", f.batched, "run all policies in one forward pass (weights read once)");
 }
 
+uint64_t seed(const Flags& f) { return parse_flag_uint(f.seed, "--seed", UINT64_MAX); }
+
 BackendOptions backend_options(const Flags& f) {
   if (f.kv_limit_mib < 0 || f.kv_limit_mib > (int64_t(1) << 40))
     fail("--kv-limit", "must be between 0 (no limit) and 2^40 MiB, got " + std::to_string(f.kv_limit_mib));
@@ -109,10 +108,23 @@ void report_stops(const Engine& engine, const StepRecord& r) {
     std::cerr << "h2o-cli: " << line << "\n";
 }
 
-// Exit code of a finished run: the signal's, else 1 when every session stopped early.
-int run_exit_code(const Engine& engine) {
-  if (g_interrupted) return interrupted_exit_code();
-  return engine.all_stopped() ? 1 : 0;
+// The manifest's status of a run that has ended: every session stopped
+// early (out of KV memory) is a partial run, as an interrupted one is.
+std::string run_status(const Engine& engine) {
+  return interrupted() ? "interrupted" : engine.all_stopped() ? "stopped" : "complete";
+}
+
+// Exit code of a finished run: the signal's, else 1 (with a last line naming
+// the flag) when every session stopped early, out of KV memory.
+int run_exit_code(const Engine& engine, const Flags& f) {
+  if (interrupted()) return interrupted_exit_code();
+  if (!engine.all_stopped()) return 0;
+  if (f.kv_limit_mib > 0)
+    std::cerr << "h2o-cli: --kv-limit: " << f.kv_limit_mib << " MiB is too small: every session stopped at it"
+              << " before the run's end (0: no limit)\n";
+  else
+    std::cerr << "h2o-cli: every session stopped before the run's end: out of memory\n";
+  return 1;
 }
 
 // What the flags say of policies: the parameters given, the budget, slack and rolling.
@@ -164,7 +176,7 @@ Loaded load_inputs(Flags& f, const char* argv0) {
 EngineOptions engine_options(const Flags& f, std::vector<PolicyConfig> policies) {
   EngineOptions o;
   o.policies = std::move(policies);
-  o.sampling = {f.temperature, f.top_p, f.seed};
+  o.sampling = {f.temperature, f.top_p, seed(f)};
   o.max_new_tokens = f.max_new_tokens;
   o.prefill_chunk = f.prefill_chunk;
   o.batched = f.batched;
@@ -179,8 +191,9 @@ std::string join_args(int argc, char** argv) {
   return s;
 }
 
+// runs/<command>-<time>, or -2, -3, ... after it when a run of the same second has it.
 std::string default_out_dir(const std::string& command) {
-  return "runs/" + command + "-" + file_stamp(std::time(nullptr));
+  return unused_path("runs/" + command + "-" + file_stamp(std::time(nullptr)));
 }
 
 // ---- stream ---------------------------------------------------------------
@@ -205,7 +218,8 @@ int run_stream(Flags& f, const StreamFlags& sf, const char* argv0, const std::st
   const std::string out = sf.out.empty() ? default_out_dir("stream") : sf.out;
   RunLog log(out, engine,
              {.command = "stream", .command_line = command_line, .model_path = f.model,
-              .tokenizer_path = in.tokenizer_path, .prompts_path = f.prompts, .hash_files = true, .started = {}});
+              .tokenizer_path = in.tokenizer_path, .prompts_path = f.prompts, .hash_files = true, .started = {},
+              .fresh_folder = true});
 
   std::cerr << "streaming " << turns.size() << " turns through";
   for (const auto& s : engine.sessions()) std::cerr << ' ' << s->policy().describe();
@@ -216,7 +230,7 @@ int run_stream(Flags& f, const StreamFlags& sf, const char* argv0, const std::st
   RunLoop loop(source);
   loop.add_sink(log);
   std::vector<std::string> answers(engine.sessions().size());
-  while (!g_interrupted) {
+  while (!interrupted()) {
     const std::optional<StepRecord> step = loop.step();
     if (!step) break;
     const StepRecord& r = *step;
@@ -241,16 +255,16 @@ int run_stream(Flags& f, const StreamFlags& sf, const char* argv0, const std::st
     }
     for (auto& a : answers) a.clear();
   }
-  const bool interrupted = g_interrupted != 0;
-  log.close(interrupted ? "interrupted" : "complete");
-  std::cerr << (interrupted ? "interrupted; " : "") << "wrote " << out << "/{manifest.json,steps.jsonl,steps.csv,evictions.csv}\n";
+  log.close(run_status(engine));
+  std::cerr << (interrupted() ? "interrupted; partial logs: " : "") << "wrote " << out
+            << "/{manifest.json,steps.jsonl,steps.csv,evictions.csv}\n";
   for (const auto& s : engine.sessions())
     std::cerr << "  " << std::left << std::setw(44) << s->policy().describe() << std::right << " generated "
               << s->totals().generated << ", decode " << std::fixed << std::setprecision(1)
               << s->totals().decode_tokens_per_s() << " tok/s, KV live " << format_mib(s->cache().live_bytes())
               << ", allocated " << format_mib(s->cache().allocated_bytes())
               << (s->stopped().empty() ? "" : ", stopped early") << "\n";
-  return run_exit_code(engine);
+  return run_exit_code(engine, f);
 }
 
 // ---- generate ---------------------------------------------------------------
@@ -275,7 +289,7 @@ int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
   EngineSource source(engine);
   RunLoop loop(source);
   std::vector<int> ids;
-  while (!g_interrupted) {
+  while (!interrupted()) {
     const std::optional<StepRecord> r = loop.step();
     if (!r) break;
     report_stops(engine, *r);
@@ -292,7 +306,7 @@ int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
   const auto& t = engine.sessions()[0]->totals();
   std::cerr << ids.size() << " tokens, decode " << std::fixed << std::setprecision(1) << t.decode_tokens_per_s()
             << " tok/s, prefill " << t.prefill_tokens_per_s() << " tok/s, " << engine.backend().describe() << "\n";
-  return run_exit_code(engine);
+  return run_exit_code(engine, f);
 }
 
 // ---- eval ---------------------------------------------------------------------
@@ -302,23 +316,33 @@ struct EvalFlags {
   int max_tokens = 4096;
 };
 
-int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string& command_line) {
-  if (ef.max_tokens < 0) fail("--max-tokens", "must be >= 0 (0: all), got " + std::to_string(ef.max_tokens));
-  Loaded in = load_inputs(f, argv0);
+// The tokens eval scores: the --ids file, or the --text file encoded with BOM
+// first; at least 2 (each token is scored as the prediction of the next).
+std::vector<int> eval_tokens(const EvalFlags& ef, const Loaded& in) {
   std::vector<int> tokens;
+  const std::string& file = ef.ids.empty() ? ef.text : ef.ids;
   if (!ef.ids.empty()) {
     tokens = read_token_ids(ef.ids, in.model->config.vocab_size);
   } else if (!ef.text.empty()) {
-    tokens = encode_with_bos(*in.tokenizer, read_text_file(ef.text));
+    const std::string text = read_text_file(ef.text);
+    if (text.empty() || text == "\xEF\xBB\xBF")
+      fail(ef.text, text.empty() ? "is empty: no text to score" : "holds only a UTF-8 byte-order mark: no text to score");
+    tokens = encode_with_bos(*in.tokenizer, text);
   } else {
     fail("eval", "give --text FILE or --ids FILE");
   }
+  if (tokens.size() < 2)
+    fail(file, "gives " + std::to_string(tokens.size()) +
+                   " token; eval scores each token as the prediction of the next and needs at least 2");
   if (ef.max_tokens > 0 && int(tokens.size()) > ef.max_tokens) tokens.resize(ef.max_tokens);
+  return tokens;
+}
 
-  // One pass: the full cache plus every (policy, budget) pair, fed the same
-  // tokens. Each budget is split by the policy, around the --sinks given.
+// The full cache plus every (policy, budget) pair; each budget is split by
+// the policy around the --sinks given.
+std::vector<PolicyConfig> eval_policies(const Flags& f, const EvalFlags& ef) {
   std::vector<PolicyConfig> policies = {PolicyConfig{}};
-  std::vector<int> budgets = parse_token_list(ef.budgets, "--budgets");
+  const std::vector<int> budgets = parse_flag_ints(ef.budgets, "--budgets", "budget", 1, kMaxCacheTokens);
   std::vector<std::string> kinds;
   for (const auto& p : parse_policies(f, f.policies))
     if (p.evicts()) kinds.emplace_back(p.name());
@@ -329,7 +353,7 @@ int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string
   for (const std::string& kind : kinds) {
     const int sinks = make_policy(kind, settings).get("sinks");
     for (int b : budgets)
-      if (b < 1 || sinks >= b)
+      if (sinks >= b)
         fail("--budgets", "budget " + std::to_string(b) + " leaves no room for the newest token beside " +
                               std::to_string(sinks) + " sinks");
   }
@@ -338,31 +362,10 @@ int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string
       settings.budget = b;
       policies.push_back(make_policy(kind, settings));
     }
-  EngineOptions o = engine_options(f, policies);
-  Engine engine(in.model, make_backend(in.model, backend_options(f)), in.tokenizer, o);
-  engine.start_forced(tokens);
-  const std::string out = ef.out.empty() ? default_out_dir("eval") : ef.out;
-  RunLog log(out, engine,
-             {.command = "eval", .command_line = command_line, .model_path = f.model,
-              .tokenizer_path = in.tokenizer_path, .prompts_path = ef.text.empty() ? ef.ids : ef.text,
-              .hash_files = true, .started = {}});
-  // Opened before the run, so an unwritable --csv fails before any work and leaves no logs.
-  const std::string table_path = ef.csv.empty() ? out + "/eval.csv" : ef.csv;
-  AtomicFile table(table_path);
-  std::cerr << "eval: " << tokens.size() << " tokens, " << policies.size() << " sessions on "
-            << engine.backend().describe() << "\n";
-  stop_on_signals();
-  EngineSource source(engine);
-  RunLoop loop(source);
-  loop.add_sink(log);
-  while (!g_interrupted) {
-    const std::optional<StepRecord> r = loop.step();
-    if (!r) break;
-    report_stops(engine, *r);
-  }
-  log.close(g_interrupted != 0 ? "interrupted" : "complete");
+  return policies;
+}
 
-  std::ostream& csv = table.stream();
+void print_eval_table(const Engine& engine, const std::string& model_path, std::ostream& csv) {
   csv << "model,tokens,policy,budget,perplexity,top1_agreement,mean_kl_vs_full\n";
   std::cout << "| policy | budget | perplexity | top-1 agreement | KL(full‖policy) |\n|---|---:|---:|---:|---:|\n";
   for (const auto& s : engine.sessions()) {
@@ -372,38 +375,84 @@ int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string
     std::cout << "| " << p.describe() << " | " << budget << " | " << std::fixed << std::setprecision(3)
               << t.perplexity() << " | " << std::setprecision(4) << t.agreement() << " | " << std::setprecision(4)
               << t.mean_kl() << " |\n";
-    csv << csv_field(in.model->path) << ',' << t.scored << ',' << csv_field(p.describe()) << ',' << budget << ','
+    csv << csv_field(model_path) << ',' << t.scored << ',' << csv_field(p.describe()) << ',' << budget << ','
         << t.perplexity() << ',' << t.agreement() << ',' << t.mean_kl() << '\n';
   }
-  table.commit();
-  std::cerr << "wrote " << table_path << " and the run log in " << out << "\n";
-  return run_exit_code(engine);
+}
+
+int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string& command_line) {
+  if (ef.max_tokens < 0 || ef.max_tokens == 1)
+    fail("--max-tokens", "must be 0 (all) or at least 2 (each token is scored as the prediction of the next), got " +
+                             std::to_string(ef.max_tokens));
+  Loaded in = load_inputs(f, argv0);
+  const std::string out = ef.out.empty() ? default_out_dir("eval") : ef.out;
+  const std::string table_path = ef.csv.empty() ? out + "/eval.csv" : ef.csv;
+  std::vector<FlagPath> inputs = cli::model_inputs(f.model, *in.model, in.tokenizer_path);
+  inputs.push_back({ef.ids.empty() ? "--text" : "--ids", ef.ids.empty() ? ef.text : ef.ids});
+  refuse_outputs_over_inputs({{"--csv", table_path}}, inputs);
+  const std::vector<int> tokens = eval_tokens(ef, in);
+  const std::vector<PolicyConfig> policies = eval_policies(f, ef);
+  Engine engine(in.model, make_backend(in.model, backend_options(f)), in.tokenizer, engine_options(f, policies));
+  engine.start_forced(tokens);
+  RunLog log(out, engine,
+             {.command = "eval", .command_line = command_line, .model_path = f.model,
+              .tokenizer_path = in.tokenizer_path, .prompts_path = ef.text.empty() ? ef.ids : ef.text,
+              .hash_files = true, .started = {}, .fresh_folder = true});
+  // Opened before the run, so an unwritable --csv fails before any work; published with the logs.
+  std::ostream& table = log.add_output(table_path);
+  std::cerr << "eval: " << tokens.size() << " tokens, " << policies.size() << " sessions on "
+            << engine.backend().describe() << "\n";
+  stop_on_signals();
+  EngineSource source(engine);
+  RunLoop loop(source);
+  loop.add_sink(log);
+  while (!interrupted()) {
+    const std::optional<StepRecord> r = loop.step();
+    if (!r) break;
+    report_stops(engine, *r);
+  }
+  print_eval_table(engine, in.model->path, table);
+  log.close(run_status(engine));
+  std::cerr << (interrupted() ? "interrupted; partial results: " : "") << "wrote " << table_path
+            << " and the run log in " << out << "\n";
+  return run_exit_code(engine, f);
 }
 
 // ---- sample -------------------------------------------------------------------
 
 // Tokens sampled from the model with the full cache, in pieces that each start
 // with BOS and stay inside the trained context (restarting after EOS too).
-int run_sample(Flags& f, int count, const std::string& out_path, const char* argv0) {
-  if (count < 2) fail("--tokens", "must be >= 2");
+int run_sample(Flags& f, int count, const std::string& out_path, const char* argv0, const std::string& command_line) {
+  const int64_t most = std::min<int64_t>(INT32_MAX, physical_memory_bytes() / 16);
+  if (count < 2 || count > most)
+    fail("--tokens", "must be from 2 to " + std::to_string(most) + " (what this machine's memory holds), got " +
+                         std::to_string(count));
   if (out_path.empty()) fail("--out", "required");
   Loaded in = load_inputs(f, argv0);
+  refuse_outputs_over_inputs({{"--out", out_path}, {"--out", out_path + ".manifest.json"}},
+                             cli::model_inputs(f.model, *in.model, in.tokenizer_path));
+  cli::SampleOutput output(out_path);
   auto backend = make_backend(in.model, backend_options(f));
   const int ctx = in.model->config.max_seq_len;
-  Sampler sampler({f.temperature, f.top_p, f.seed});
+  Sampler sampler({f.temperature, f.top_p, seed(f)});
   std::vector<int> ids;
   stop_on_signals();
-  while (int(ids.size()) < count && !g_interrupted) {
+  while (int(ids.size()) < count && !interrupted()) {
     auto cache = backend->new_cache(PolicyConfig{});
     int token = in.tokenizer->bos_id();
-    for (int n = 0; n < ctx && int(ids.size()) < count; ++n) {
+    for (int n = 0; n < ctx && int(ids.size()) < count && !interrupted(); ++n) {
       ids.push_back(token);
-      token = feed_one(*backend, *cache, token, sampler.next());
+      try {
+        token = feed_one(*backend, *cache, token, sampler.next());
+      } catch (const SessionFailure& e) {
+        fail("--kv-limit", std::to_string(f.kv_limit_mib) + " MiB is too small to sample a context: " + e.what());
+      }
       if (token == in.tokenizer->eos_id()) break;
     }
   }
-  write_token_ids(out_path, ids);
-  std::cerr << (g_interrupted ? "interrupted; " : "") << "wrote " << ids.size() << " token ids to " << out_path << "\n";
+  output.write(ids, {command_line, in.model->path, in.tokenizer_path, count, interrupted() ? "interrupted" : "complete"});
+  std::cerr << (interrupted() ? "interrupted; partial: " : "") << "wrote " << ids.size() << " of " << count
+            << " token ids to " << out_path << " (manifest: " << out_path << ".manifest.json)\n";
   return interrupted_exit_code();
 }
 
@@ -474,6 +523,10 @@ int run_convert(Flags& f, const ConvertFlags& cf, const char* argv0) {
   const TypeMix mix = parse_type_mix(cf.type, "--type");
   if (cf.out.empty()) fail("--out", "required (the .gguf file to write)");
   Loaded in = load_inputs(f, argv0);
+  std::vector<FlagPath> inputs = cli::model_inputs(f.model, *in.model, in.tokenizer_path);
+  inputs.push_back({"--vocab", cf.vocab});
+  refuse_outputs_over_inputs({{"--out", cf.out}}, inputs);
+  output_file_target(cf.out);  // a folder or a device is refused before the work
   Model model = *in.model;  // views of the same weights
   if (f.given("--vocab")) {
     // A vocabulary-only GGUF (or any GGUF) gives the written file its tokenizer and chat template.
@@ -497,6 +550,7 @@ int run_convert(Flags& f, const ConvertFlags& cf, const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  install_signal_cleanup();
   CLI::App app{"H2O Studio command line: KV-cache eviction (full, StreamingLLM, H2O, TOVA) side by side"};
   app.require_subcommand(1);
   // Flag errors (unknown flag, a value that is not a number) are one line
@@ -582,7 +636,7 @@ int main(int argc, char** argv) {
     if (*stream) return run_stream(f, sf, argv[0], command_line);
     if (*generate) return run_generate(f, gf, argv[0]);
     if (*eval) return run_eval(f, ef, argv[0], command_line);
-    if (*sample) return run_sample(f, sample_count, sample_out, argv[0]);
+    if (*sample) return run_sample(f, sample_count, sample_out, argv[0], command_line);
     if (*info) return run_info(f, argv[0]);
     if (*tokenize) return run_tokenize(tokenize, tf);
     if (*convert) return run_convert(f, cf, argv[0]);

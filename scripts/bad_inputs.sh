@@ -2,10 +2,12 @@
 # Bad inputs: runs h2o-cli on one example of every class of bad input (corrupt
 # llama2.c / GGUF / safetensors files, wrong or malformed tokenizers (SentencePiece,
 # byte-level BPE vocabularies, tokenizer.json), malformed prompt and
-# token-id files, out-of-range flags, unwritable outputs) plus an interrupted
-# run (SIGINT, SIGTERM), and prints a Markdown table of what happened: the
-# message on stderr, the exit code, how many lines stderr had, and whether any
-# file was left in the case's output folder.
+# token-id files, out-of-range flags, unwritable outputs, outputs that are
+# inputs or earlier runs) plus faults (a full disk, refused threads, a KV limit
+# too small, SIGINT/SIGTERM/SIGHUP/SIGKILL during runs and conversions), and
+# prints a Markdown table of what happened: the message on stderr, the exit
+# code, how many lines stderr had, and whether any file was left in the
+# case's output folder (or an input changed).
 #
 # The promise being demonstrated (README, "Bad input"): one line on stderr
 # naming the file or flag, a non-zero exit below 128, and no output left.
@@ -117,16 +119,21 @@ put("huge-array-count.gguf", gguf(array_count=1 << 61))
 QDIM, QHID = 32, 64
 def q8_0(n):  # n values: blocks of an f16 scale and 32 int8
     return b"".join(struct.pack("<e", 0.01) + bytes(rng.getrandbits(8) for _ in range(32)) for _ in range(n // 32))
-def qgguf(types={}, cut=0):
+def q4_0(n):  # blocks of an f16 scale and 16 bytes of nibbles
+    return b"".join(struct.pack("<e", 0.01) + bytes(rng.getrandbits(8) for _ in range(16)) for _ in range(n // 32))
+def q4_k(n):  # super-blocks of 256: f16 scale and min, 12 bytes of scales, 128 of nibbles
+    return b"".join(struct.pack("<ee", 0.01, 0.01) + bytes(rng.getrandbits(8) for _ in range(140)) for _ in range(n // 256))
+BLOBS = {8: q8_0, 2: q4_0, 12: q4_k, 0: floats}
+def qgguf(types={}, cut=0, base=8, dim=QDIM, hid=QHID, offsets={}):
     kvs = [gstr("general.architecture") + struct.pack("<I", 8) + gstr("llama")]
-    for key, val in [("llama.embedding_length", QDIM), ("llama.feed_forward_length", QHID), ("llama.block_count", 1),
+    for key, val in [("llama.embedding_length", dim), ("llama.feed_forward_length", hid), ("llama.block_count", 1),
                      ("llama.attention.head_count", 2), ("llama.attention.head_count_kv", 2),
                      ("llama.context_length", CTX)]:
         kvs.append(gstr(key) + struct.pack("<II", 4, val))
-    tensors = [("token_embd.weight", [QDIM, VOCAB], 8), ("output_norm.weight", [QDIM], 0)]
-    for name, dims, t in [("attn_norm", [QDIM], 0), ("attn_q", [QDIM, QDIM], 8), ("attn_k", [QDIM, QDIM], 8),
-                          ("attn_v", [QDIM, QDIM], 8), ("attn_output", [QDIM, QDIM], 8), ("ffn_norm", [QDIM], 0),
-                          ("ffn_gate", [QDIM, QHID], 8), ("ffn_down", [QHID, QDIM], 8), ("ffn_up", [QDIM, QHID], 8)]:
+    tensors = [("token_embd.weight", [dim, VOCAB], base), ("output_norm.weight", [dim], 0)]
+    for name, dims, t in [("attn_norm", [dim], 0), ("attn_q", [dim, dim], base), ("attn_k", [dim, dim], base),
+                          ("attn_v", [dim, dim], base), ("attn_output", [dim, dim], base), ("ffn_norm", [dim], 0),
+                          ("ffn_gate", [dim, hid], base), ("ffn_down", [hid, dim], base), ("ffn_up", [dim, hid], base)]:
         tensors.append(("blk.0.%s.weight" % name, dims, t))
     infos, data = b"", b""
     for name, dims, t in tensors:
@@ -134,8 +141,8 @@ def qgguf(types={}, cut=0):
         for x in dims:
             n *= x
         infos += gstr(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", x) for x in dims)
-        infos += struct.pack("<IQ", types.get(name, t), len(data))
-        blob = q8_0(n) if t == 8 else floats(n)
+        infos += struct.pack("<IQ", types.get(name, t), offsets.get(name, len(data)))
+        blob = BLOBS[t](n)
         data += blob + bytes((-len(blob)) % 32)
     body = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)) + b"".join(kvs) + infos
     whole = body + bytes((-len(body)) % 32) + data
@@ -144,6 +151,12 @@ put("q8_0.gguf", qgguf())
 put("iq2_xxs.gguf", qgguf(types={"blk.0.attn_q.weight": 16}))
 put("q4_k-rows-of-32.gguf", qgguf(types={"blk.0.attn_q.weight": 12}))
 put("q8_0-truncated.gguf", qgguf(cut=700))
+# A type field changed, the data left as written: Q4_0 read as Q8_0 (larger:
+# it overlaps the next tensor); two tensors at one offset; Q4_K read as Q4_0
+# (the same size: scales that are not numbers).
+put("q4_0-retyped-q8_0.gguf", qgguf(base=2, types={"blk.0.attn_q.weight": 8}))
+put("same-offset.gguf", qgguf(offsets={"blk.0.attn_k.weight": 0}))
+put("q4_k-retyped-q4_0.gguf", qgguf(base=12, dim=256, hid=256, types={"blk.0.attn_q.weight": 2}))
 
 # safetensors: a u64 header length, a JSON header, the data; config.json beside it.
 os.makedirs(os.path.join(d, "hf"))
@@ -171,6 +184,13 @@ for name, shape in [("model.embed_tokens.weight", [VOCAB, DIM]), ("model.norm.we
     data += floats(count)
 hdr = json.dumps(tensors).encode()
 put("hf/valid.safetensors", struct.pack("<Q", len(hdr)) + hdr + data)
+# A header nested 100000 deep; a tokenizer.json beside the weights with more pieces than the model.
+for folder in ("hf-deep", "hf-big"):
+    os.makedirs(os.path.join(d, folder))
+    put(folder + "/config.json", open(os.path.join(d, "hf/config.json")).read())
+deep = b'{"a":' + b"[" * 100000 + b"]" * 100000 + b"}"
+put("hf-deep/model.safetensors", struct.pack("<Q", len(deep)) + deep)
+put("hf-big/model.safetensors", struct.pack("<Q", len(hdr)) + hdr + data)
 
 # tokenizers
 put("random.model", bytes(rng.getrandbits(8) for _ in range(4096)))
@@ -201,6 +221,14 @@ put("bad-merge.gguf", bpe_gguf(merges=("he",)))
 put("unknown-piece.gguf", bpe_gguf(merges=("h zz",)))
 put("unknown-pre.gguf", bpe_gguf(pre="falcon"))
 put("wordpiece.json", json.dumps({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 1}}}))
+# tokenizer.json (byte-level BPE): the 256 bytes, "he", then filler pieces.
+def tokenizer_json(extra):
+    pieces = byte_alphabet() + ["he", "<|begin_of_text|>", "<|end_of_text|>"] + ["x%d" % i for i in range(extra)]
+    return json.dumps({"model": {"type": "BPE", "vocab": {p: i for i, p in enumerate(pieces)}, "merges": ["h e"]},
+                       "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+                       "decoder": {"type": "ByteLevel"}})
+put("bom-tokenizer.json", b"\xef\xbb\xbf" + tokenizer_json(0).encode())
+put("hf-big/tokenizer.json", tokenizer_json(600))
 
 # prompt files (FastChat question.jsonl)
 put("malformed.jsonl", '{"turns": ["fine"]}\n{"turns": ["cut\n')
@@ -218,6 +246,9 @@ put("fine.ids", "1 5 9 13 2 7 7 7 40 41 42 43 44 45 46 47 48\n")
 put("words.ids", "1 2 three\n")
 put("out-of-vocab.ids", "1 2 2048\n")
 put("negative.ids", "1 -2\n")
+put("one.ids", "5\n")
+put("empty.txt", "")
+put("bom.txt", b"\xef\xbb\xbf")
 
 put("a-file", "a regular file, not a folder\n")
 os.makedirs(os.path.join(d, "empty-folder"))
@@ -311,12 +342,13 @@ run_case() {
   for a in "${args[@]}"; do
     a=${a//@OUT@/$case_dir/run}
     real+=("$a")
-    case $prev in --out | --csv) targets+=("$a") ;; esac
+    # An output outside the case folder that exists already (a folder given as a file) is not a leftover.
+    case $prev in --out | --csv) [ -e "$a" ] || targets+=("$a") ;; esac
     prev=$a
   done
   local sub=${real[0]} joined=" ${real[*]} "
   add() { [[ $joined == *" $1 "* ]] || real+=("$1" "$2"); }
-  if [ "$sub" != info ] && [ "$sub" != tokenize ]; then add --threads 1; fi
+  case $sub in info | tokenize | convert) ;; *) add --threads 1 ;; esac
   case $sub in
     stream) add --questions 1; add --max-new-tokens 2 ;;
     generate) add --max-new-tokens 2 ;;
@@ -391,11 +423,12 @@ signal_case() {
   local lines
   lines=$(awk 'END { print NR }' "$err")
 
-  local present status tmps notes=()
+  local present status partial tmps notes=()
   present=$(list_under "$case_dir/run")
   status=$(sed -n 's/.*"status" *: *"\([a-z]*\)".*/\1/p' "$case_dir/run/manifest.json" 2>/dev/null | head -n 1)
+  partial=$(sed -n 's/.*"partial" *: *\([a-z]*\).*/\1/p' "$case_dir/run/manifest.json" 2>/dev/null | head -n 1)
   tmps=$(find "$case_dir" -name '*.tmp-*' | wc -l)
-  local files="run/: ${present:-nothing}; manifest status: ${status:-none}; *.tmp-* files: $tmps"
+  local files="run/: ${present:-nothing}; manifest status: ${status:-none}, partial: ${partial:-none}; *.tmp-* files: $tmps"
   row "$class" "$(quote_args h2o-cli "${real[@]}" | sed "s|$case_dir|out|g") (kill -$sig after ~2 s)" \
     "$(message_cell "$err" 'interrupted')" "$rc" "$lines" "$files"
 
@@ -404,12 +437,195 @@ signal_case() {
   [ "$hung" = yes ] && notes+=("did not stop within 60 s of the signal")
   [ "$rc" -ne "$want" ] && notes+=("exit $rc, expected $want")
   [ "$status" != interrupted ] && notes+=("manifest status '${status:-none}', expected interrupted")
+  [ "$partial" != true ] && notes+=("manifest partial '${partial:-none}', expected true")
   [ "$tmps" -ne 0 ] && notes+=("$tmps *.tmp-* files left")
   if [ ${#notes[@]} -gt 0 ]; then
     local w
     w=$(printf '%s; ' "${notes[@]}")
     suspicious+=("$class — ${w%; } — $(quote_args h2o-cli "${real[@]}" | sed "s|$case_dir|out|g") & sleep 2; kill -$sig \$!")
   fi
+}
+
+# verdict CLASS SHOWN MESSAGE RC LINES FILES PROBLEM...: prints the row, counts
+# it, and lists it under "Looks wrong" when any PROBLEM (non-empty) was found.
+verdict() {
+  local class=$1 shown=$2 message=$3 rc=$4 lines=$5 files=$6
+  shift 6
+  row "$class" "$shown" "$message" "$rc" "$lines" "$files"
+  [ "$rc" -ne 0 ] && nonzero=$((nonzero + 1))
+  [ "$rc" -ne 0 ] && [ "$lines" -eq 1 ] && one_line=$((one_line + 1))
+  local p why=()
+  for p in "$@"; do [ -n "$p" ] && why+=("$p"); done
+  if [ ${#why[@]} -gt 0 ]; then
+    local w
+    w=$(printf '%s; ' "${why[@]}")
+    suspicious+=("$class — ${w%; } — $shown")
+  fi
+}
+
+# last_line_has FILE NEEDLE: the last line of FILE contains NEEDLE.
+last_line_has() { tail -n 1 "$1" | grep -qF -- "$2"; }
+
+# fault_case CLASS SHELL NEEDLE ARGS...: a run under a fault the shell sets up
+# (a file-size limit for a full disk, a stack size no thread can get) must end
+# with a non-zero exit below 128 whose last stderr line says NEEDLE, leaving
+# nothing in its output folder. Progress lines before it are allowed. With
+# keep=partial set, logs may stay when their manifest says "partial": true.
+fault_case() {
+  local class=$1 shell=$2 needle=$3
+  shift 3
+  new_case
+  local -a real=()
+  local a
+  for a in "$@"; do real+=("${a//@OUT@/$case_dir/run}"); done
+  (eval "$shell"; exec timeout 120 nice -n 10 "$cli" "${real[@]}") </dev/null >"$logs/$n.out" 2>"$err"
+  local rc=$? lines left
+  lines=$(awk 'END { print NR }' "$err")
+  left=$(list_under "$case_dir")
+  local p1="" p2="" p3=""
+  { [ "$rc" -eq 0 ] || [ "$rc" -ge 124 ]; } && p1="exit $rc"
+  last_line_has "$err" "$needle" || p2="last line does not say '$needle'"
+  local partial
+  partial=$(sed -n 's/.*"partial" *: *\([a-z]*\).*/\1/p' "$case_dir/run/manifest.json" 2>/dev/null)
+  if [ -n "${keep:-}" ] && [ -n "$left" ]; then
+    [ "$partial" != true ] && p3="left: $left (manifest partial: ${partial:-none})"
+    left="$left (manifest partial: ${partial:-none})"
+  elif [ -n "$left" ]; then
+    p3="left: $left"
+  fi
+  verdict "$class" "$(shorten "($shell) $(quote_args h2o-cli "${real[@]}")")" "$(message_cell "$err" "$needle")" \
+    "$rc" "$lines" "${left:-none}" "$p1" "$p2" "$p3"
+}
+
+# input_kept_case CLASS SOURCE NAME ARGS...: SOURCE copied to out/NAME (@IN@ in
+# ARGS), then a command whose output is that same file: refused in one line,
+# the file byte for byte as it was, nothing else written.
+input_kept_case() {
+  local class=$1 source=$2 name=$3
+  shift 3
+  new_case
+  cp "$source" "$case_dir/$name"
+  local before after
+  before=$(cksum <"$case_dir/$name")
+  local -a real=()
+  local a
+  for a in "$@"; do a=${a//@IN@/$case_dir/$name}; real+=("${a//@OUT@/$case_dir/run}"); done
+  [ "$1" != convert ] && real+=(--threads 1)
+  timeout 60 nice -n 10 "$cli" "${real[@]}" </dev/null >"$logs/$n.out" 2>"$err"
+  local rc=$? lines left
+  lines=$(awk 'END { print NR }' "$err")
+  after=$(cksum <"$case_dir/$name")
+  left=$(list_under "$case_dir" | sed "s/^$name\(, \)\?//; s/, $name\b//")
+  local kept="input intact" p1="" p2="" p3=""
+  [ "$before" != "$after" ] && kept="INPUT CHANGED" && p1="the input was overwritten"
+  { [ "$rc" -eq 0 ] || [ "$rc" -ge 124 ]; } && p2="exit $rc"
+  [ "$lines" -ne 1 ] && p3="$lines lines on stderr"
+  verdict "$class" "$(shorten "$(quote_args h2o-cli "${real[@]}")")" "$(message_cell "$err")" "$rc" "$lines" \
+    "$kept; other files: ${left:-none}" "$p1" "$p2" "$p3" "${left:+left: $left}"
+}
+
+# run_folder_case CLASS MODE: a second stream into a run folder that holds an
+# earlier run (MODE done), is held by a live run (busy), or holds a dead run's
+# lock and temporaries (stale: taken over, the run succeeds).
+run_folder_case() {
+  local class=$1 mode=$2
+  new_case
+  local out=$case_dir/run bg=
+  local -a base=(stream --quiet "${KJV[@]}" --threads 1 --questions 1 --out "$out")
+  case $mode in
+    done) timeout 60 "$cli" "${base[@]}" --max-new-tokens 2 </dev/null >/dev/null 2>&1 ;;
+    busy)
+      "$cli" "${base[@]}" --max-new-tokens 100000 </dev/null >/dev/null 2>&1 &
+      bg=$! bg_pid=$!
+      local i
+      for ((i = 0; i < 300; i++)); do [ -e "$out/.h2o-run.lock" ] && break; sleep 0.1; done ;;
+    stale)
+      mkdir -p "$out"
+      echo 999999999 >"$out/.h2o-run.lock"
+      printf '{"step": 0, "pha' >"$out/steps.jsonl.tmp-999999999" ;;
+  esac
+  local before
+  before=$(cat "$out"/manifest.json 2>/dev/null | cksum)
+  timeout 60 nice -n 10 "$cli" "${base[@]}" --max-new-tokens 2 </dev/null >"$logs/$n.out" 2>"$err"
+  local rc=$? lines
+  lines=$(awk 'END { print NR }' "$err")
+  [ -n "$bg" ] && { kill -TERM "$bg" 2>/dev/null; wait "$bg" 2>/dev/null; bg_pid=; }
+  local present p1="" p2="" p3=""
+  present=$(list_under "$out")
+  if [ "$mode" = stale ]; then
+    accepted=$((accepted + 1))
+    [ "$rc" -ne 0 ] && p1="exit $rc"
+    [[ $present == *tmp-* || $present == *.h2o-run.lock* ]] && p2="the dead run's files stayed"
+    verdict "$class" "h2o-cli \$SK --out out/run (out/run: .h2o-run.lock of pid 999999999, steps.jsonl.tmp-999999999)" \
+      "$(message_cell "$err")" "$rc" "$lines" "accepted; out/run: ${present:-nothing}" "$p1" "$p2"
+    return
+  fi
+  { [ "$rc" -eq 0 ] || [ "$rc" -ge 124 ]; } && p1="exit $rc"
+  [ "$lines" -ne 1 ] && p2="$lines lines on stderr"
+  [ "$mode" = done ] && [ "$(cat "$out"/manifest.json 2>/dev/null | cksum)" != "$before" ] && p3="the earlier run was replaced"
+  verdict "$class" "h2o-cli \$SK --out out/run (out/run: $([ "$mode" = done ] && echo "an earlier run" || echo "a live run's"))" \
+    "$(message_cell "$err")" "$rc" "$lines" "out/run: ${present:-nothing}" "$p1" "$p2" "$p3"
+}
+
+# convert_signal_case CLASS SIGNAL: `convert` (stories110M to Q4_K_M, seconds)
+# sent SIGNAL while writing: it must die of it (exit 128 + the signal through
+# a shell) leaving no temporary and no output; after KILL, the temporary stays
+# and the next convert writing there removes it.
+convert_signal_case() {
+  local class=$1 sig=$2
+  new_case
+  local -a real=(convert --model synthetic:stories110M --type q4_k_m --out "$case_dir/x.gguf")
+  "$cli" "${real[@]}" </dev/null >"$logs/$n.out" 2>"$err" &
+  bg_pid=$!
+  local i
+  for ((i = 0; i < 1200; i++)); do
+    compgen -G "$case_dir/x.gguf.tmp-*" >/dev/null && break
+    kill -0 "$bg_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -s "$sig" "$bg_pid" 2>/dev/null
+  wait "$bg_pid"
+  local rc=$? lines left p1="" p2="" note=""
+  bg_pid=
+  lines=$(awk 'END { print NR }' "$err")
+  if [ "$sig" = KILL ]; then
+    left=$(list_under "$case_dir")
+    timeout 60 "$cli" convert --model synthetic:stories260K --type f16 --out "$case_dir/x.gguf" </dev/null >/dev/null 2>&1
+    note="after KILL: $left; after the next convert: $(list_under "$case_dir")"
+    [[ $(list_under "$case_dir") == *tmp-* ]] && p1="the next convert left the dead one's temporary"
+    verdict "$class" "h2o-cli convert --model synthetic:stories110M --type q4_k_m --out out/x.gguf (kill -$sig mid-write), then convert again" \
+      "(killed)" "$rc" "$lines" "$note" "$p1"
+    return
+  fi
+  left=$(list_under "$case_dir")
+  [ "$rc" -lt 128 ] && p1="exit $rc, expected 128 + the signal"
+  [ -n "$left" ] && p2="left: $left"
+  verdict "$class" "h2o-cli convert --model synthetic:stories110M --type q4_k_m --out out/x.gguf (kill -$sig mid-write)" \
+    "$(message_cell "$err")" "$rc" "$lines" "${left:-none}" "$p1" "$p2"
+}
+
+# sample_signal_case: `sample` of 10^7 ids interrupted (SIGINT): the ids it has
+# are kept, and its manifest says partial.
+sample_signal_case() {
+  new_case
+  local ids=$case_dir/ids.txt
+  local -a real=(sample "${KJV[@]}" --threads 1 --temperature 1 --tokens 10000000 --out "$ids")
+  "$cli" "${real[@]}" </dev/null >"$logs/$n.out" 2>"$err" &
+  bg_pid=$!
+  local i
+  for ((i = 0; i < 600; i++)); do compgen -G "$ids.tmp-*" >/dev/null && break; sleep 0.05; done
+  sleep 1
+  kill -INT "$bg_pid" 2>/dev/null
+  wait "$bg_pid"
+  local rc=$? lines partial written p1="" p2=""
+  bg_pid=
+  lines=$(awk 'END { print NR }' "$err")
+  partial=$(sed -n 's/.*"partial" *: *\([a-z]*\).*/\1/p' "$ids.manifest.json" 2>/dev/null)
+  written=$(wc -w <"$ids" 2>/dev/null)
+  [ "$rc" -ne 130 ] && p1="exit $rc, expected 130"
+  [ "$partial" != true ] && p2="manifest partial: '${partial:-none}'"
+  verdict "interrupted sample (SIGINT)" "$(shorten "$(quote_args h2o-cli "${real[@]}")") (kill -INT after ~1 s)" \
+    "$(message_cell "$err")" "$rc" "$lines" "ids.txt: ${written:-0} ids; manifest partial: ${partial:-none}; $(list_under "$case_dir")" "$p1" "$p2"
 }
 
 # ---- the cases -------------------------------------------------------------------
@@ -437,11 +653,15 @@ run_case "control: the generator's tiny Q8_0 GGUF, intact" valid - info --model 
 run_case "GGUF: a quantisation type this reader does not know (IQ2_XXS)" bad M "$in/iq2_xxs.gguf"
 run_case "GGUF: Q4_K rows of 32 values (K-quant blocks hold 256)" bad M "$in/q4_k-rows-of-32.gguf"
 run_case "GGUF: Q8_0 tensor data cut short" bad M "$in/q8_0-truncated.gguf"
+run_case "GGUF: a Q4_0 tensor retyped Q8_0 (overlaps the next)" bad M "$in/q4_0-retyped-q8_0.gguf"
+run_case "GGUF: two tensors at one offset" bad M "$in/same-offset.gguf"
+run_case "GGUF: a Q4_K tensor retyped Q4_0 (same size)" bad M "$in/q4_k-retyped-q4_0.gguf"
 # safetensors
 run_case "control: the generator's tiny safetensors, intact" valid - info --model "$in/hf/valid.safetensors"
 run_case "safetensors: header length larger than the file" bad M "$in/hf/header-too-long.safetensors"
 run_case "safetensors: header not JSON" bad M "$in/hf/header-not-json.safetensors"
 run_case "safetensors: tensor data_offsets outside the file" bad M "$in/hf/offsets-outside.safetensors"
+run_case "safetensors: header nested 100000 deep" bad M "$in/hf-deep"
 # model path
 run_case "model file missing" bad M "$in/nope.bin"
 run_case "model path is a folder (no weights)" bad M "$in/empty-folder"
@@ -453,6 +673,7 @@ run_case "tokenizer: 32000 pieces for a 2048-token model" bad M "$A/kjv-1M.bin" 
 run_case "tokenizer: 2048 pieces for a 512-token model" bad M "$A/stories260K.bin" --tokenizer "$A/kjv-tok2k.model"
 run_case "tokenizer: random bytes (info)" bad - info --model "$A/kjv-1M.bin" --tokenizer "$in/random.model"
 run_case "tokenizer: tokenizer.json of a WordPiece model" bad M "$A/kjv-1M.bin" --tokenizer "$in/wordpiece.json"
+run_case "tokenizer: tokenizer.json beside the weights, 859 pieces for 512" bad M "$in/hf-big"
 run_case "model: vocabulary-only GGUF (no tensors)" bad M "$in/vocab-only.gguf"
 # tokenize (byte-level BPE vocabularies, tokenizer.json)
 run_case "control: vocabulary-only GGUF as the tokenizer" valid - tokenize --tokenizer "$in/vocab-only.gguf" hehe
@@ -460,6 +681,7 @@ run_case "tokenize: GGUF merge without a space" bad - tokenize --tokenizer "$in/
 run_case "tokenize: GGUF merge naming an unknown piece" bad - tokenize --tokenizer "$in/unknown-piece.gguf" hello
 run_case "tokenize: unknown tokenizer.ggml.pre" bad - tokenize --tokenizer "$in/unknown-pre.gguf" hello
 run_case "tokenize: tokenizer.json of a WordPiece model" bad - tokenize --tokenizer "$in/wordpiece.json" hello
+run_case "control: tokenizer.json starting with a UTF-8 BOM" valid - tokenize --tokenizer "$in/bom-tokenizer.json" hehe
 run_case "tokenize: neither TEXT nor --text-file" bad - tokenize --tokenizer "$A/kjv-tok2k.model"
 run_case "tokenize: --text-file missing" bad - tokenize --tokenizer "$A/kjv-tok2k.model" --text-file "$in/nope.txt"
 # prompts JSONL
@@ -481,11 +703,21 @@ run_case "ids file: negative id" bad EI --ids "$in/negative.ids"
 run_case "ids file: a folder" bad EI --ids "$in/prompts-folder"
 run_case "--prompt-ids: id >= vocabulary" bad G --prompt-ids 1,99999
 run_case "--prompt-ids: negative id" bad G --prompt-ids 1,-2
+run_case "eval ids file: one id" bad EI --ids "$in/one.ids"
+run_case "eval text: empty" bad EI --text "$in/empty.txt"
+run_case "eval text: only a UTF-8 BOM" bad EI --text "$in/bom.txt"
 # numeric flags
 run_case "--budget 0" bad S --budget 0
+run_case "--budget 2147483647" bad S --budget 2147483647
+run_case "--window 2147483647" bad S --policies streaming --window 2147483647
+run_case "--slack 2147483647" bad S --slack 2147483647
+run_case "--budget beyond memory (stories15M, 16777216)" bad M synthetic:stories15M --budget 16777216
 run_case "--sinks larger than --budget" bad S --budget 8 --sinks 16
 run_case "--threads 0 (documented: all cores)" valid S --threads 0
 run_case "--threads -1" bad S --threads -1
+run_case "--threads 10000" bad S --threads 10000
+run_case "--seed -1" bad S --seed -1
+run_case "--seed 2^64" bad S --seed 18446744073709551616
 run_case "--questions -1" bad S --questions -1
 run_case "--max-new-tokens -1" bad S --max-new-tokens -1
 run_case "--max-new-tokens 0" bad S --max-new-tokens 0
@@ -495,6 +727,8 @@ run_case "--top-p 2" bad S --top-p 2
 run_case "--prefill-chunk 0" bad S --prefill-chunk 0
 run_case "eval --budgets 0" bad E --budgets 0
 run_case "eval --max-tokens -1" bad E --max-tokens -1
+run_case "eval --max-tokens 1" bad E --max-tokens 1
+run_case "eval --budgets 99999999999" bad E --budgets 99999999999
 run_case "sample --tokens 1" bad P --tokens 1 --out @OUT@
 run_case "unknown policy in --policies" bad S --policies full,lru
 run_case "unknown --policy" bad G --policy lru
@@ -507,9 +741,35 @@ run_case "--out under a regular file" bad SK --out "$in/a-file/logs"
 run_case "eval --csv in /proc" bad E --csv /proc/forbidden.csv
 run_case "sample --out in /proc" bad P --out /proc/forbidden/ids.txt
 run_case "sample --out under a regular file" bad P --out "$in/a-file/ids.txt"
+run_case "eval --csv a folder" bad E --csv "$in/empty-folder"
+run_case "eval --csv a device (/dev/null)" bad E --csv /dev/null
+run_case "eval --csv one of the run's own logs" bad E --csv @OUT@/steps.csv
+run_case "sample --out a folder" bad P --out "$in/empty-folder"
+run_case "convert --out a folder" bad - convert --model "$A/stories260K.bin" --type f32 --out "$in/empty-folder"
+input_kept_case "eval --csv the --ids file" "$in/fine.ids" ids.txt eval "${KJV[@]}" --ids @IN@ --csv @IN@ --out @OUT@
+input_kept_case "sample --out the model file" "$A/stories260K.bin" model.bin sample --model @IN@ --tokens 8 --out @IN@
+input_kept_case "convert --out the model file" "$A/stories260K.bin" model.bin convert --model @IN@ --type f16 --out @IN@
+run_folder_case "stream --out: a folder holding an earlier run" done
+run_folder_case "stream --out: a folder a live run holds" busy
+run_folder_case "control: stream --out: a dead run's lock and temporary" stale
+# faults
+fault_case "full disk during stream (file size limit 20 KiB)" "ulimit -f 40" "write failed (disk full?)" \
+  stream --quiet "${KJV[@]}" --threads 1 --questions 1 --max-new-tokens 100000 --out @OUT@
+fault_case "full disk during eval (file size limit 20 KiB)" "ulimit -f 40" "write failed (disk full?)" \
+  eval "${KJV[@]}" --threads 1 --ids "$in/fine.ids" --out @OUT@
+fault_case "threads refused by the system (stack limit 1 TB)" "ulimit -s 1000000000" "--threads" \
+  generate "${KJV[@]}" --threads 2 --max-new-tokens 2
+keep=partial fault_case "--kv-limit too small for every session (logs kept, partial)" "" "--kv-limit" \
+  stream --quiet --model synthetic:stories15M --threads 1 --questions 1 --max-new-tokens 400 --kv-limit 1 --out @OUT@
 # interrupted runs
 signal_case "interrupted run (SIGINT)" INT 130
 signal_case "interrupted run (SIGTERM)" TERM 143
+signal_case "interrupted run (SIGHUP)" HUP 129
+sample_signal_case
+convert_signal_case "interrupted convert (SIGTERM)" TERM
+convert_signal_case "interrupted convert (SIGINT)" INT
+convert_signal_case "interrupted convert (SIGHUP)" HUP
+convert_signal_case "killed convert (SIGKILL), then convert again" KILL
 
 echo
 echo "Command prefixes: \$A = $A; in/ = the generated bad inputs; out/ = the case's fresh output folder."
@@ -525,5 +785,5 @@ else
   echo "Looks wrong: nothing."
 fi
 echo
-echo "Rows: $((n - accepted - 2)) bad inputs, $accepted accepted inputs shown for reference (controls, documented meanings), 2 interrupted runs."
+echo "Rows: $((n - accepted)) bad inputs and faults, $accepted accepted inputs shown for reference (controls, documented meanings)."
 echo "$n cases, $one_line one-line errors, $nonzero non-zero exits, $leftovers with files left behind"

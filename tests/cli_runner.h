@@ -14,10 +14,12 @@ struct CliResult {
   std::string err;  // stderr
 };
 
-inline CliResult run_cli(const std::string& args) {
+// `shell` goes before the command, in the same shell: "ulimit -f 64; " runs
+// it with a file-size limit (a full disk), "exec " as is.
+inline CliResult run_cli(const std::string& args, const std::string& shell = "") {
   static int counter = 0;
   const std::string err_file = "/tmp/h2o-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  const std::string cmd = std::string(H2O_CLI_PATH) + " " + args + " 2>" + err_file;
+  const std::string cmd = shell + std::string(H2O_CLI_PATH) + " " + args + " 2>" + err_file;
   CliResult r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;

@@ -17,6 +17,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "core/base/system_limits.h"
 #include "ui/theme.h"
 
 namespace h2o::ui {
@@ -109,7 +110,7 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   backend_->setObjectName("backend");
   backend_->addItems({"cpu", "cuda"});
   backend_->setToolTip("Compute backend. CUDA needs a build with it and a GPU; otherwise the app says so and runs on the CPU");
-  threads_ = spin("threads", 0, 256,
+  threads_ = spin("threads", 0, max_threads(),  // more is refused by make_backend
                   "CPU threads. Auto, the default: every core but one, which the window keeps for drawing "
                   "(h2o-cli takes them all)",
                   "auto");

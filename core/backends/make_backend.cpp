@@ -1,6 +1,7 @@
 #include "core/backends/make_backend.h"
 
 #include "core/base/error.h"
+#include "core/base/system_limits.h"
 #include "core/cpu/cpu_backend.h"
 
 #ifdef H2O_WITH_CUDA
@@ -11,6 +12,10 @@ namespace h2o {
 
 std::unique_ptr<Backend> make_backend(std::shared_ptr<const Model> model, const BackendOptions& options) {
   if (options.threads < 0) fail("--threads", "must be >= 0 (0: all cores), got " + std::to_string(options.threads));
+  if (options.threads > max_threads())
+    fail("--threads", std::to_string(options.threads) + " is more than " + std::to_string(kThreadsPerCore) +
+                          " per hardware thread of this machine (" + std::to_string(hardware_threads()) +
+                          "): at most " + std::to_string(max_threads()));
   if (options.kv_limit_bytes < 0) fail("--kv-limit", "must be >= 0 MiB (0: no limit)");
   if (options.kind == "cpu") {
     if (options.precision != "f32") fail("--precision", "the CPU backend computes in f32 only");

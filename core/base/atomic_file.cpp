@@ -8,41 +8,73 @@
 #include <filesystem>
 
 #include "core/base/error.h"
+#include "core/base/safe_output.h"
+#include "core/base/signal_cleanup.h"
 
 namespace h2o {
 
-AtomicFile::AtomicFile(std::string path, std::ios::openmode mode) : path_(std::move(path)) {
+AtomicFile::AtomicFile(std::string path, std::ios::openmode mode)
+    : path_(std::move(path)), target_(output_file_target(path_)) {
   // Same folder as the destination, so that the rename never crosses devices.
-  temp_ = path_ + ".tmp-" + std::to_string(::getpid());
+  const std::filesystem::path p(target_);
+  remove_stale_temporaries(p.parent_path().string(), p.filename().string());
+  temp_ = target_ + ".tmp-" + std::to_string(::getpid());
+  ticket_ = register_temporary(temp_);
   out_.open(temp_, mode | std::ios::binary);
-  if (!out_) fail(path_, std::string("cannot create: ") + std::strerror(errno));
+  if (!out_) {
+    const int err = errno;
+    unregister_temporary(ticket_);
+    fail(path_, std::string("cannot create: ") + std::strerror(err));
+  }
   open_ = true;
 }
 
 AtomicFile::~AtomicFile() { discard(); }
 
-void AtomicFile::commit() {
+void AtomicFile::check() {
+  if (open_ && !out_) {
+    discard();
+    fail(path_, "write failed (disk full?)");
+  }
+}
+
+void AtomicFile::finish() {
   if (!open_) return;
   out_.flush();
   const bool ok = bool(out_);
   out_.close();
   open_ = false;
-  if (!ok) {
-    std::remove(temp_.c_str());
+  finished_ = true;
+  if (!ok || out_.fail()) {
+    discard();
     fail(path_, "write failed (disk full?)");
-  }
-  if (std::rename(temp_.c_str(), path_.c_str()) != 0) {
-    const int err = errno;
-    std::remove(temp_.c_str());
-    fail(path_, std::string("cannot rename into place: ") + std::strerror(err));
   }
 }
 
+void AtomicFile::publish() {
+  finish();
+  if (!finished_) return;
+  finished_ = false;
+  if (std::rename(temp_.c_str(), target_.c_str()) != 0) {
+    const int err = errno;
+    std::remove(temp_.c_str());
+    unregister_temporary(ticket_);
+    fail(path_, std::string("cannot rename into place: ") + std::strerror(err));
+  }
+  unregister_temporary(ticket_);
+}
+
+void AtomicFile::commit() {
+  finish();
+  publish();
+}
+
 void AtomicFile::discard() {
-  if (!open_) return;
-  out_.close();
-  open_ = false;
+  if (!open_ && !finished_) return;
+  if (open_) out_.close();
+  open_ = finished_ = false;
   std::remove(temp_.c_str());
+  unregister_temporary(ticket_);
 }
 
 void write_file_atomic(const std::string& path, const std::string& contents) {

@@ -1,7 +1,10 @@
 #pragma once
 // An output file that appears whole or not at all: written under a temporary
-// name beside its destination and renamed over it on commit(). Destroyed
-// without commit() (an error, an exception), it removes the temporary file.
+// name beside its destination (`<path>.tmp-<pid>`) and renamed over it on
+// commit(). Destroyed without commit() (an error, an exception), it removes
+// the temporary file; a fatal signal removes it too (signal_cleanup.h), and
+// temporaries of this name left by processes that are gone (SIGKILL) are
+// removed when the next one is made.
 #include <fstream>
 #include <string>
 
@@ -9,6 +12,8 @@ namespace h2o {
 
 class AtomicFile {
  public:
+  // Throws Error naming `path` when it is a folder or not a regular file, or
+  // when its temporary cannot be made. A symbolic link's file is written, the link kept.
   explicit AtomicFile(std::string path, std::ios::openmode mode = std::ios::out | std::ios::trunc);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
@@ -16,15 +21,24 @@ class AtomicFile {
 
   std::ostream& stream() { return out_; }
   const std::string& path() const { return path_; }
-  // Flushes, checks for write errors, and renames into place. Throws Error.
+  // Throws Error("<path>: write failed ...") once a write has failed (a full disk).
+  void check();
+  // finish() then publish(). Throws Error.
   void commit();
+  // Flushes and closes the temporary, checking for write errors (on an error
+  // the temporary is removed). Files published together finish first, so
+  // that a full disk publishes none of them. Throws Error.
+  void finish();
+  // Renames the finished temporary into place. Throws Error.
+  void publish();
   // Removes the temporary file without publishing it.
   void discard();
 
  private:
-  std::string path_, temp_;
+  std::string path_, target_, temp_;  // target_: path_, or the file a link at path_ names
   std::ofstream out_;
-  bool open_ = false;
+  bool open_ = false, finished_ = false;
+  int ticket_ = -1;
 };
 
 // Writes `contents` to `path` atomically. Throws Error.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/base/error.h"
+
 namespace h2o {
 
 std::string format_mib(int64_t bytes, int decimals) {
@@ -41,6 +43,37 @@ std::vector<std::string> split_list(const std::string& list) {
     if (end > begin) out.push_back(list.substr(begin, end - begin));
     begin = end + 1;
   }
+  return out;
+}
+
+uint64_t parse_flag_uint(const std::string& text, const std::string& flag, uint64_t max) {
+  const std::string range = "must be an integer from 0 to " + std::to_string(max) + ", got '" + text.substr(0, 40) + "'";
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) fail(flag, range);
+  uint64_t value = 0;
+  for (char c : text) {
+    const uint64_t digit = uint64_t(c - '0');
+    if (value > (max - digit) / 10) fail(flag, range);
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+std::vector<int> parse_flag_ints(const std::string& list, const std::string& flag, const std::string& noun, int min,
+                                 int max) {
+  std::vector<int> out;
+  for (const std::string& item : split_list(list)) {
+    const bool negative = item[0] == '-';
+    const std::string digits = negative ? item.substr(1) : item;
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
+      fail(flag, "'" + item.substr(0, 40) + "' is not a " + noun + " (expected integers)");
+    if (negative) fail(flag, noun + " " + item + " is below " + std::to_string(min));
+    if (digits.size() > 10 || std::stoll(digits) > max)
+      fail(flag, noun + " " + item.substr(0, 40) + " is above " + std::to_string(max));
+    const int value = int(std::stoll(digits));
+    if (value < min) fail(flag, noun + " " + item + " is below " + std::to_string(min));
+    out.push_back(value);
+  }
+  if (out.empty()) fail(flag, "no " + noun + " given");
   return out;
 }
 

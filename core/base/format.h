@@ -6,6 +6,7 @@
 #include <ctime>
 #include <string>
 #include <vector>
+// (parse_* throw h2o::Error.)
 
 namespace h2o {
 
@@ -21,5 +22,13 @@ std::string file_stamp(std::time_t t);
 
 // The non-empty items of a comma-separated list: "full,,h2o" -> {"full", "h2o"}.
 std::vector<std::string> split_list(const std::string& list);
+
+// A flag's unsigned decimal integer in [0, max]: digits only (no sign, no
+// space). Throws Error("<flag>: must be an integer from 0 to <max>, got '<text>'").
+uint64_t parse_flag_uint(const std::string& text, const std::string& flag, uint64_t max);
+// A comma-separated list of integers in [min, max] (min >= 0), each called `noun`
+// in errors ("budget 0 is below 1", "budget 99999999999 is above 16777216").
+std::vector<int> parse_flag_ints(const std::string& list, const std::string& flag, const std::string& noun, int min,
+                                 int max);
 
 }  // namespace h2o

@@ -1,5 +1,6 @@
 #include "core/base/json_text.h"
 
+#include "core/base/error.h"
 #include "core/base/utf8.h"
 
 namespace h2o {
@@ -20,6 +21,26 @@ std::string text_from_json(const nlohmann::json& j) {
   std::string out;
   for (const auto& b : j) out += char(b.get<int>());
   return out;
+}
+
+nlohmann::json parse_json_document(const char* begin, const char* end, const std::string& file) {
+  using nlohmann::json;
+  struct TooDeep {};
+  const auto depth_limit = [](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxJsonDepth) throw TooDeep{};
+    return true;
+  };
+  try {
+    return json::parse(begin, end, depth_limit);
+  } catch (const TooDeep&) {
+    fail(file, "invalid JSON: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  } catch (const json::exception& e) {
+    std::string why = e.what();
+    for (char& c : why)
+      if (c == '\n' || c == '\r') c = ' ';
+    if (why.size() > 200) why = why.substr(0, 200) + "...";
+    fail(file, "invalid JSON: " + why);
+  }
 }
 
 }  // namespace h2o

@@ -14,4 +14,12 @@ std::string json_dump(const nlohmann::json& j, int indent = -1);
 nlohmann::json text_json(const std::string& text);
 std::string text_from_json(const nlohmann::json& j);
 
+// The JSON document [begin, end) of `file` (a model's header or config, a
+// tokenizer.json). Throws Error("<file>: invalid JSON: <why>") on a syntax
+// error, and on nesting deeper than kMaxJsonDepth, which no such file needs
+// (so a hostile file costs no more than its size to refuse). A UTF-8
+// byte-order mark before it is skipped.
+constexpr int kMaxJsonDepth = 64;
+nlohmann::json parse_json_document(const char* begin, const char* end, const std::string& file);
+
 }  // namespace h2o

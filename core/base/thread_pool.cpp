@@ -1,7 +1,10 @@
 #include "core/base/thread_pool.h"
 
 #include <algorithm>
+#include <string>
+#include <system_error>
 
+#include "core/base/error.h"
 #include "core/base/flush_denormals.h"
 
 namespace h2o {
@@ -21,14 +24,27 @@ inline void cpu_relax() {
 ThreadPool::ThreadPool(int threads) {
   // Workers start from generation 0, not from whatever they read once they
   // run: a job posted before a worker's first instruction must not be missed.
-  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this] { worker_loop(0); });
+  workers_.reserve(size_t(std::max(1, threads) - 1));  // emplace_back then never reallocates, never throws bad_alloc
+  try {
+    for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this] { worker_loop(0); });
+  } catch (const std::system_error& e) {
+    // The system refused a thread (process or memory limits): stop the ones
+    // started, since a joinable std::thread destroyed unjoined aborts the program.
+    const int started = size();
+    stop_workers();
+    fail("--threads", std::to_string(threads) + " threads asked, the system refused to start more than " +
+                          std::to_string(started) + " (" + e.what() + "); ask for fewer");
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   stop_ = true;
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   for (auto& w : workers_) w.join();
+  workers_.clear();
 }
 
 void ThreadPool::run_chunks() {

@@ -13,7 +13,9 @@ namespace h2o {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads);  // the calling thread is one of them
+  // The calling thread is one of them. Throws Error naming --threads, having
+  // started nothing, when the system refuses a thread.
+  explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -26,6 +28,7 @@ class ThreadPool {
  private:
   void worker_loop(uint32_t seen);  // seen: the last generation handled
   void run_chunks();
+  void stop_workers();
 
   std::vector<std::thread> workers_;
   const std::function<void(int, int)>* job_ = nullptr;

@@ -70,9 +70,13 @@ void CpuCache::reserve_for(int rows) {
   for (size_t i = 0; i < heads_.size(); ++i) {
     const CpuHeadCache& h = heads_[i];
     const int needed = h.n + rows;
-    targets[i] = needed <= h.cap               ? h.cap
-                 : budget >= 0                 ? std::max(needed, budget + rule_.slack + rows)
-                                               : std::max({needed, h.cap + h.cap / 2, 64});
+    // Grown as it fills, by half (64 rows at least); a bounded cache never
+    // past budget + slack + rows, so a large budget costs memory only once
+    // the stream has filled it.
+    const int grown = std::max({needed, h.cap + h.cap / 2, 64});
+    targets[i] = needed <= h.cap ? h.cap
+                 : budget >= 0   ? std::max(needed, std::min(grown, budget + rule_.slack + rows))
+                                 : grown;
     more_rows += targets[i] - h.cap;
   }
   if (more_rows == 0) return;

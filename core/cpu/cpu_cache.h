@@ -51,8 +51,9 @@ class CpuCache final : public SessionCache {
   const EvictionRule& rule() const { return rule_; }
   CpuHeadCache& head(int layer, int kv_head) { return heads_[size_t(layer) * kv_heads_ + kv_head]; }
   const CpuHeadCache& head(int layer, int kv_head) const { return heads_[size_t(layer) * kv_heads_ + kv_head]; }
-  // Makes room for `rows` more tokens in every head (bounded policies reserve
-  // budget + slack + rows once; the full cache grows geometrically). Throws
+  // Makes room for `rows` more tokens in every head: every cache grows by
+  // half as it fills (64 rows at least), a bounded one up to budget + slack +
+  // rows and never past. Throws
   // Error, having changed nothing, when the account's limit forbids it.
   void reserve_for(int rows);
   // Applies the rule to one head after attention: compacts survivors and,

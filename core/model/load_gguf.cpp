@@ -37,13 +37,27 @@ constexpr int kMaxDims = 4;             // GGML_MAX_DIMS
 constexpr int kMaxArrayNesting = 8;     // deeper nesting is never legitimate; bounds the recursion
 constexpr uint64_t kMinStringBytes = 8; // a string is at least its u64 length
 
-const char* ggml_type_name(uint32_t t) {
-  static const char* names[] = {"F32",   "F16",    "Q4_0",    "Q4_1",  "Q4_2", "Q4_3",   "Q5_0",  "Q5_1",
-                                "Q8_0",  "Q8_1",   "Q2_K",    "Q3_K",  "Q4_K", "Q5_K",   "Q6_K",  "Q8_K",
-                                "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS",
-                                "I8",    "I16",    "I32",     "I64",   "F64",  "IQ1_M",  "BF16"};
-  return t < sizeof(names) / sizeof(names[0]) ? names[t] : "unknown";
+// Every ggml type by id (ggml.c's type_traits): its name, elements and bytes
+// per block, so that every tensor's size is known, used or not; block 0: an
+// id ggml has removed or never had.
+struct GgmlType {
+  const char* name;
+  uint64_t block, bytes;
+};
+const GgmlType& ggml_type(uint32_t t) {
+  static const GgmlType types[] = {
+      {"F32", 1, 4},        {"F16", 1, 2},        {"Q4_0", 32, 18},     {"Q4_1", 32, 20},    {"Q4_2", 0, 0},
+      {"Q4_3", 0, 0},       {"Q5_0", 32, 22},     {"Q5_1", 32, 24},     {"Q8_0", 32, 34},    {"Q8_1", 32, 36},
+      {"Q2_K", 256, 84},    {"Q3_K", 256, 110},   {"Q4_K", 256, 144},   {"Q5_K", 256, 176},  {"Q6_K", 256, 210},
+      {"Q8_K", 256, 292},   {"IQ2_XXS", 256, 66}, {"IQ2_XS", 256, 74},  {"IQ3_XXS", 256, 98}, {"IQ1_S", 256, 50},
+      {"IQ4_NL", 32, 18},   {"IQ3_S", 256, 110},  {"IQ2_S", 256, 82},   {"IQ4_XS", 256, 136}, {"I8", 1, 1},
+      {"I16", 1, 2},        {"I32", 1, 4},        {"I64", 1, 8},        {"F64", 1, 8},       {"IQ1_M", 256, 56},
+      {"BF16", 1, 2},       {"Q4_0_4_4", 0, 0},   {"Q4_0_4_8", 0, 0},   {"Q4_0_8_8", 0, 0},  {"TQ1_0", 256, 54},
+      {"TQ2_0", 256, 66}};
+  static const GgmlType unknown{"unknown", 0, 0};
+  return t < sizeof(types) / sizeof(types[0]) ? types[t] : unknown;
 }
+const char* ggml_type_name(uint32_t t) { return ggml_type(t).name; }
 
 const char* gguf_type_name(uint32_t t) {
   static const char* names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64"};
@@ -92,6 +106,10 @@ class GgufParser {
   void check_count(uint64_t count, uint64_t min_bytes_each, const std::string& what);
   void read_metadata();
   void read_tensor_infos();
+  // Each tensor's bytes (from its type and shape) inside the data region, at
+  // an aligned offset, overlapping no other tensor: llama.cpp's gguf checks.
+  void check_layout() const;
+  [[noreturn]] void unsupported_type(const std::string& name, uint32_t type) const;
 
   // Metadata accessors; `key` names the entry in errors.
   const Value* find(const std::string& key) const;
@@ -259,6 +277,51 @@ void GgufParser::read_tensor_infos() {
   if (data_start_ > file_.size())
     error("truncated: tensor data would start at byte " + std::to_string(data_start_) + ", file has " +
           std::to_string(file_.size()));
+  check_layout();
+}
+
+void GgufParser::unsupported_type(const std::string& name, uint32_t type) const {
+  error("tensor " + name + " has type " + ggml_type_name(type) + " (" + std::to_string(type) +
+        "), which this reader does not support (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, "
+        "Q5_K, Q6_K)");
+}
+
+void GgufParser::check_layout() const {
+  const uint64_t data_size = file_.size() - data_start_;
+  struct Extent {
+    uint64_t begin, end;
+    const std::string* name;
+  };
+  std::vector<Extent> extents;
+  for (const auto& [name, info] : tensors_) {
+    const GgmlType& type = ggml_type(info.type);
+    if (!quant_type_from_id(info.type)) unsupported_type(name, info.type);
+    uint64_t elements = 1;
+    for (uint64_t d : info.dims) {
+      if (d != 0 && elements > UINT64_MAX / d) error("tensor " + name + " has an absurd shape");
+      elements *= d;
+    }
+    if (info.dims[0] % type.block != 0)
+      error("tensor " + name + " has rows of " + std::to_string(info.dims[0]) + " elements, not whole blocks of " +
+            type.name + " (" + std::to_string(type.block) + " each)");
+    if (elements / type.block > UINT64_MAX / type.bytes) error("tensor " + name + " has an absurd shape");
+    const uint64_t bytes = elements / type.block * type.bytes;
+    const std::string where = " (" + std::string(type.name) + ", " + std::to_string(bytes) + " bytes at offset " +
+                              std::to_string(info.offset) + ")";
+    if (info.offset % alignment_ != 0)
+      error("tensor " + name + " offset " + std::to_string(info.offset) + " is not a multiple of the alignment " +
+            std::to_string(alignment_));
+    if (info.offset > data_size || bytes > data_size - info.offset)
+      error("tensor " + name + where + " runs past the end of the file's " + std::to_string(data_size) +
+            " data bytes: truncated, or its type or shape is not what was written");
+    if (bytes > 0) extents.push_back({info.offset, info.offset + bytes, &name});
+  }
+  std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < extents.size(); ++i)
+    if (extents[i].begin < extents[i - 1].end)
+      error("tensors " + *extents[i - 1].name + " and " + *extents[i].name + " overlap (bytes " +
+            std::to_string(extents[i].begin) + " to " + std::to_string(extents[i - 1].end) +
+            " of the data): a tensor's type, shape or offset is not what was written");
 }
 
 const Value* GgufParser::find(const std::string& key) const {
@@ -361,10 +424,7 @@ Tensor GgufParser::tensor(const std::string& name, int64_t rows, int64_t cols, b
   TensorInfo& info = it->second;
   info.used = true;
   const std::optional<DType> type = quant_type_from_id(info.type);
-  if (!type)
-    error("tensor " + name + " has type " + ggml_type_name(info.type) + " (" + std::to_string(info.type) +
-          "), which this reader does not support (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, "
-          "Q5_K, Q6_K)");
+  if (!type) unsupported_type(name, info.type);
   const DType dtype = *type;
   // dims[0] is the row length; trailing dims of 1 are padding.
   uint64_t actual_rows = 1;
@@ -378,22 +438,17 @@ Tensor GgufParser::tensor(const std::string& name, int64_t rows, int64_t cols, b
     error("tensor " + name + " has dims {" + shape + "}, expected {" + std::to_string(cols) +
           (rows > 1 ? ", " + std::to_string(rows) : std::string()) + "} for this model's config");
   }
-  if (cols % block_size(dtype) != 0)
-    error("tensor " + name + " has rows of " + std::to_string(cols) + " elements, not whole blocks of " +
-          quant_type_name(dtype) + " (" + std::to_string(block_size(dtype)) + " each)");
+  // Whole blocks, inside the data, aligned: check_layout saw to it.
   Tensor t;
   t.dtype = dtype;
   t.rows = rows;
   t.cols = cols;
-  const uint64_t bytes = uint64_t(t.bytes());  // rows*cols is bounded by ModelConfig::validate
-  const uint64_t data_size = file_.size() - data_start_;
-  if (info.offset > data_size || bytes > data_size - info.offset)
-    error("tensor " + name + " (offset " + std::to_string(info.offset) + ", " + std::to_string(bytes) +
-          " bytes) runs past the end of the file: truncated?");
-  if (info.offset % alignment_ != 0)
-    error("tensor " + name + " offset " + std::to_string(info.offset) + " is not a multiple of the alignment " +
-          std::to_string(alignment_));
   t.data = file_.data() + data_start_ + info.offset;
+  const int64_t blocks = t.bytes() / int64_t(block_bytes(dtype));
+  if (const int64_t bad = first_nonfinite_scale(dtype, t.data, blocks); bad >= 0)
+    error("tensor " + name + " (" + quant_type_name(dtype) + "): block " + std::to_string(bad) +
+          " has a NaN or infinite scale, so its data is not " + quant_type_name(dtype) +
+          " (a retyped or corrupt tensor)");
   if (is_float(dtype) && reinterpret_cast<uintptr_t>(t.data) % dtype_size(dtype) != 0)
     error("tensor " + name + " is not aligned for " + dtype_name(dtype) + " access");
   return t;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/base/json_text.h"
 #include "core/base/mapped_file.h"
 #include "core/model/model.h"
 
@@ -38,19 +39,10 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Parses JSON text, turning nlohmann's exceptions into an Error naming `file`.
-json parse_json(const char* begin, const char* end, const std::string& file) {
-  try {
-    return json::parse(begin, end);
-  } catch (const json::exception& e) {
-    fail(file, "invalid JSON: " + one_line(e.what()));
-  }
-}
-
 json read_json_file(const std::string& file) {
   auto mapped = MappedFile::open(file);
   const char* p = reinterpret_cast<const char*>(mapped->data());
-  return parse_json(p, p + mapped->size(), file);
+  return parse_json_document(p, p + mapped->size(), file);
 }
 
 // ---- where the files are -------------------------------------------------
@@ -289,7 +281,7 @@ std::shared_ptr<Shard> open_shard(const std::string& path) {
                    " bytes): truncated or not a safetensors file");
   shard->data_start = 8 + header_len;
   const char* h = reinterpret_cast<const char*>(f.data() + 8);
-  const json header = parse_json(h, h + header_len, path);
+  const json header = parse_json_document(h, h + header_len, path);
   if (!header.is_object()) fail(path, "safetensors header should be a JSON object");
   try {
     for (const auto& [name, value] : header.items()) {

@@ -3,6 +3,7 @@
 // below is rounded step by step, as ggml's reference C code writes it.
 #include "core/model/quant.h"
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 
@@ -203,6 +204,34 @@ size_t row_bytes(QuantType t, int64_t n) {
     fail(std::string(info.name) + " row of " + std::to_string(n) + " elements",
          "not a multiple of the type's block of " + std::to_string(info.block));
   return size_t(n / info.block) * info.bytes;
+}
+
+int64_t first_nonfinite_scale(QuantType t, const void* data, int64_t blocks) {
+  constexpr size_t kNone = SIZE_MAX;
+  size_t d = 0, m = kNone;  // offsets of the scale and the min in a block
+  switch (t) {
+    case QuantType::Q8_0: d = offsetof(BlockQ8_0, d); break;
+    case QuantType::Q4_0: d = offsetof(BlockQ4_0, d); break;
+    case QuantType::Q4_1: d = offsetof(BlockQ4_1, d), m = offsetof(BlockQ4_1, m); break;
+    case QuantType::Q5_0: d = offsetof(BlockQ5_0, d); break;
+    case QuantType::Q5_1: d = offsetof(BlockQ5_1, d), m = offsetof(BlockQ5_1, m); break;
+    case QuantType::Q2_K: d = offsetof(BlockQ2_K, d), m = offsetof(BlockQ2_K, dmin); break;
+    case QuantType::Q3_K: d = offsetof(BlockQ3_K, d); break;
+    case QuantType::Q4_K: d = offsetof(BlockQ4_K, d), m = offsetof(BlockQ4_K, dmin); break;
+    case QuantType::Q5_K: d = offsetof(BlockQ5_K, d), m = offsetof(BlockQ5_K, dmin); break;
+    case QuantType::Q6_K: d = offsetof(BlockQ6_K, d); break;
+    default: return -1;
+  }
+  const auto finite = [](const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return (h & 0x7C00) != 0x7C00;  // exponent all ones: infinity or NaN
+  };
+  const size_t bytes = block_bytes(t);
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (int64_t i = 0; i < blocks; ++i, p += bytes)
+    if (!finite(p + d) || (m != kNone && !finite(p + m))) return i;
+  return -1;
 }
 
 void k4_scale_min(const uint8_t scales[12], int j, uint8_t* scale, uint8_t* min) {

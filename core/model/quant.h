@@ -137,6 +137,12 @@ size_t block_bytes(QuantType t);
 // (one line) when n is negative or not a multiple of block_size(t).
 size_t row_bytes(QuantType t, int64_t n);
 
+// The first of `blocks` blocks of type t at `data` whose half-float scale (or
+// min) is NaN or infinite, or -1 when all are finite (float types: -1). What
+// llama.cpp's ggml_validate_row_data checks: data of another type than the
+// one a tensor's header claims shows up here (Q4_K bytes read as Q4_0).
+int64_t first_nonfinite_scale(QuantType t, const void* data, int64_t blocks);
+
 // Decoders of the packed 6-bit scales, as ggml reads them (get_scale_min_k4 and
 // the Q3_K unpacking). j < 8 for Q4_K/Q5_K; k < 16 for Q3_K (value in [-32, 31]).
 void k4_scale_min(const uint8_t scales[12], int j, uint8_t* scale, uint8_t* min);

@@ -64,14 +64,22 @@ std::string PolicyConfig::describe() const {
 }
 
 void PolicyConfig::validate() const {
+  const std::string most = " tokens a KV head may hold (" + std::to_string(kMaxCacheTokens) + ")";
   if (slack < 0) fail("--slack", "must be >= 0, got " + std::to_string(slack));
+  if (slack > kMaxCacheTokens) fail("--slack", std::to_string(slack) + " is more than the" + most);
   const auto params = unit_->params;
+  int64_t total = slack;
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string flag = std::string("--") + params[i].name;
     const int v = values_[i];
     if (v < 0) fail(flag, "must be >= 0, got " + std::to_string(v));
+    if (v > kMaxCacheTokens) fail(flag, std::to_string(v) + " is more than the" + most);
     if (v < params[i].min_value) fail(flag, params[i].below_minimum);
+    total += v;
   }
+  if (total > kMaxCacheTokens)
+    fail(params.empty() ? "--slack" : "--budget",
+         "the parts and the slack add up to " + std::to_string(total) + ", more than the" + most);
 }
 
 bool PolicyConfig::operator==(const PolicyConfig& other) const {
@@ -90,6 +98,9 @@ PolicyConfig make_policy(std::string_view name, const PolicySettings& settings) 
   if (settings.budget && !params.empty()) {
     const int budget = *settings.budget;
     if (budget < 1) fail("--budget", "must be at least 1 token, got " + std::to_string(budget));
+    if (budget > kMaxCacheTokens)
+      fail("--budget", std::to_string(budget) + " is more than the tokens a KV head may hold (" +
+                           std::to_string(kMaxCacheTokens) + ")");
     if (policy.has("sinks")) {
       const int sinks = policy.get("sinks");
       if (sinks < 0) fail("--sinks", "must be >= 0, got " + std::to_string(sinks));

@@ -44,6 +44,11 @@ struct EvictionRule {
   bool operator==(const EvictionRule&) const = default;
 };
 
+// The most tokens a (layer, KV head) may be asked to hold: budget + slack, and
+// each part, at most this. The model's KV size and the machine's memory bound
+// a budget further (Engine); this bound keeps every sum inside an int.
+constexpr int kMaxCacheTokens = 1 << 24;
+
 // One parameter of a policy kind; flags and settings call it "--" + name.
 struct PolicyParam {
   const char* name;           // "window"

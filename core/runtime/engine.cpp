@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/base/error.h"
+#include "core/runtime/kv_memory_account.h"
 
 namespace h2o {
 
@@ -22,6 +23,7 @@ Engine::Engine(std::shared_ptr<const Model> model, std::unique_ptr<Backend> back
       options_(std::move(options)) {
   options_.validate();
   if (!tokenizer_) throw Error("engine: no tokenizer (use make_byte_tokenizer for models without one)");
+  check_budgets_fit_memory(model_->config, options_.policies);
   template_ = choose_template(*tokenizer_, options_.chat_template);
   stop_ids_ = template_.stop_ids(*tokenizer_);
   for (size_t i = 0; i < options_.policies.size(); ++i) {

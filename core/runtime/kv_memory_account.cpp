@@ -5,6 +5,7 @@
 
 #include "core/base/error.h"
 #include "core/base/format.h"
+#include "core/base/system_limits.h"
 
 namespace h2o {
 
@@ -14,6 +15,29 @@ void KvMemoryAccount::grow(int64_t bytes) {
                 " more needed, limit " + format_mib(limit, 1));
   allocated += bytes;
   peak = std::max(peak, allocated);
+}
+
+int64_t kv_cache_bytes(const ModelConfig& config, int64_t tokens, bool rolling) {
+  const int64_t heads = int64_t(config.n_layers) * config.n_kv_heads;
+  const int64_t row = int64_t(config.head_dim()) * int64_t(sizeof(float)) * (rolling ? 3 : 2) + 8;
+  return tokens * heads * row;
+}
+
+void check_budgets_fit_memory(const ModelConfig& config, const std::vector<PolicyConfig>& policies) {
+  int64_t bytes = 0;
+  int bounded = 0, largest = 0;
+  for (const PolicyConfig& p : policies) {
+    if (!p.evicts()) continue;
+    bytes += kv_cache_bytes(config, int64_t(p.budget()) + p.slack, p.rolling);
+    ++bounded;
+    largest = std::max(largest, p.budget() + p.slack);
+  }
+  const int64_t memory = physical_memory_bytes();
+  if (bytes <= memory) return;
+  fail("--budget", "caches of up to " + std::to_string(largest) + " tokens per KV head (" + std::to_string(bounded) +
+                       (bounded == 1 ? " session" : " sessions") + ", " + std::to_string(config.n_layers) +
+                       " layers x " + std::to_string(config.n_kv_heads) + " KV heads) need " +
+                       format_mib(bytes, 0) + " of KV memory, more than this machine's " + format_mib(memory, 0));
 }
 
 }  // namespace h2o

@@ -3,6 +3,10 @@
 // most they ever held together, and the limit (0: none) past which a cache
 // may not grow, as a device's memory would stop it.
 #include <cstdint>
+#include <vector>
+
+#include "core/model/model.h"
+#include "core/policy/policy.h"
 
 namespace h2o {
 
@@ -12,5 +16,14 @@ struct KvMemoryAccount {
   void grow(int64_t bytes);
   void release(int64_t bytes) { allocated -= bytes; }
 };
+
+// Bytes one session's cache holds at `tokens` per (layer, KV head): f32 K and
+// V (and the pre-RoPE keys under rolling positions), positions and scores.
+int64_t kv_cache_bytes(const ModelConfig& config, int64_t tokens, bool rolling);
+
+// The bounded caches together, each filled to budget + slack, must fit in the
+// machine's memory (the full cache grows without bound and stops when its
+// memory runs out). Throws Error naming --budget.
+void check_budgets_fit_memory(const ModelConfig& config, const std::vector<PolicyConfig>& policies);
 
 }  // namespace h2o

@@ -2,6 +2,7 @@
 
 #include <ctime>
 #include <filesystem>
+#include <memory>
 
 #include "core/base/error.h"
 #include "core/base/format.h"
@@ -78,23 +79,33 @@ nlohmann::json describe_totals(const Engine& engine) {
   return out;
 }
 
-RunLog::RunLog(const std::string& dir, const Engine& engine, const RunInfo& info) : engine_(engine), dir_(dir) {
-  std::error_code ec;
-  created_dir_ = !std::filesystem::exists(dir, ec);
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir)) fail(dir, "cannot create the log folder");
+RunLog::RunLog(const std::string& dir, const Engine& engine, const RunInfo& info)
+    : folder_(dir, info.fresh_folder), engine_(engine), dir_(dir) {
   manifest_ = describe_run(engine, info);
-  jsonl_ = std::make_unique<AtomicFile>(dir + "/steps.jsonl");
-  csv_ = std::make_unique<AtomicFile>(dir + "/steps.csv");
-  evictions_ = std::make_unique<AtomicFile>(dir + "/evictions.csv");
+  jsonl_ = &open(dir + "/steps.jsonl");
+  csv_ = &open(dir + "/steps.csv");
+  evictions_ = &open(dir + "/evictions.csv");
   csv_->stream() << "step,phase,prompt,policy,fed,token,text,cached_tokens,kv_live_bytes,kv_allocated_bytes,"
                     "step_ms,decode_tokens_per_s,evicted\n";
   evictions_->stream() << "step,policy,layer,kv_head,position\n";
   if (info.command == "eval") {
-    tokens_ = std::make_unique<AtomicFile>(dir + "/tokens.csv");
+    tokens_ = &open(dir + "/tokens.csv");
     tokens_->stream() << "step,policy,position,nll,kl_vs_full,top1_agree\n";
   }
 }
+
+AtomicFile& RunLog::open(const std::string& path) {
+  std::error_code ec;
+  const auto same = [&](const std::string& other) {
+    return std::filesystem::weakly_canonical(path, ec) == std::filesystem::weakly_canonical(other, ec);
+  };
+  for (const auto& f : files_)
+    if (same(f->path())) fail(path, "is one of this run's own files; give another path");
+  files_.push_back(std::make_unique<AtomicFile>(path));
+  return *files_.back();
+}
+
+std::ostream& RunLog::add_output(const std::string& path) { return open(path).stream(); }
 
 // A position that left every (layer, KV head) in one step (always so under
 // StreamingLLM) is written once with layer and kv_head "all"; the rest one row
@@ -145,27 +156,25 @@ void RunLog::write(const StepRecord& record) {
       }
     }
   }
+  for (auto& f : files_) f->check();
 }
 
-RunLog::~RunLog() {
-  if (closed_) return;
-  // Abandoned (an error mid-run): the temporary files go with the AtomicFiles;
-  // the folder too, if this log made it and nothing else is in it.
-  jsonl_.reset(), csv_.reset(), evictions_.reset(), tokens_.reset();
-  std::error_code ec;
-  if (created_dir_ && std::filesystem::is_empty(dir_, ec)) std::filesystem::remove(dir_, ec);
-}
+// Abandoned (an error mid-run): the temporary files go with the AtomicFiles,
+// then the lock and the folder, if this log made it, with folder_.
+RunLog::~RunLog() = default;
 
 void RunLog::close(const std::string& status) {
   manifest_["status"] = status;
+  manifest_["partial"] = status != "complete";
   manifest_["finished"] = utc_timestamp(std::time(nullptr));
   manifest_["steps"] = engine_.steps();
   manifest_["totals"] = describe_totals(engine_);
   manifest_["peak_kv_allocated_bytes"] = engine_.backend().peak_kv_bytes();
-  for (auto* f : {jsonl_.get(), csv_.get(), evictions_.get(), tokens_.get()})
-    if (f) f->commit();
-  write_file_atomic(dir_ + "/manifest.json", json_dump(manifest_, 2) + "\n");
-  closed_ = true;
+  open(dir_ + "/manifest.json").stream() << json_dump(manifest_, 2) << "\n";
+  // Every file whole on disk before any takes its name: a full disk publishes none.
+  for (auto& f : files_) f->finish();
+  for (auto& f : files_) f->publish();
+  files_.clear();
 }
 
 }  // namespace h2o

@@ -6,14 +6,18 @@
 //   evictions.csv   step, policy, layer, kv_head, position of every eviction
 //                   (layer and kv_head "all" when a position left every head at once)
 //   tokens.csv      forced mode: per scored token, NLL, KL to full and top-1 agreement
-// Files are written under temporary names and renamed by close(); a run that
-// stops early (Ctrl-C) still closes them whole. Destroyed without close(), it
-// leaves nothing behind.
+// Files are written under temporary names and renamed by close(), all or
+// none (a full disk publishes nothing); a run that stops early (Ctrl-C) still
+// closes them whole, its manifest saying "partial": true. The folder is held
+// (safe_output.h's RunFolder) while the log is open. Destroyed without
+// close(), it leaves nothing behind.
 #include <memory>
 #include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "core/base/atomic_file.h"
+#include "core/base/safe_output.h"
 #include "core/runtime/engine.h"
 #include "core/studio/run_loop.h"
 
@@ -25,6 +29,7 @@ struct RunInfo {
   std::string model_path, tokenizer_path, prompts_path;
   bool hash_files = true;      // sha256 of model/tokenizer files in the manifest
   std::string started;         // when the run began (utc_timestamp); "" : now
+  bool fresh_folder = false;   // refuse a folder that already holds files (the CLI); else write into it
 };
 
 // The manifest's description of an engine and its inputs (no totals).
@@ -38,19 +43,24 @@ class RunLog final : public StepSink {
   ~RunLog() override;
   RunLog(const RunLog&) = delete;
   RunLog& operator=(const RunLog&) = delete;
+  // Throws Error once a file cannot be written (a full disk).
   void write(const StepRecord& record) override;
-  // Writes the manifest with totals and publishes every file. Throws Error.
+  // One more file (eval's table), published with the logs by close().
+  std::ostream& add_output(const std::string& path);
+  // Writes the manifest with totals and publishes every file, or none. Any
+  // status but "complete" marks the logs partial. Throws Error.
   void close(const std::string& status = "complete");
   const std::string& dir() const { return dir_; }
 
  private:
   void write_evictions(int64_t step, const std::string& policy, const EvictionSummary& evictions);
+  AtomicFile& open(const std::string& path);
+  RunFolder folder_;  // first in, last out: the files go before the lock and the folder
   const Engine& engine_;
   std::string dir_;
   nlohmann::json manifest_;
-  std::unique_ptr<AtomicFile> jsonl_, csv_, evictions_, tokens_;
-  bool created_dir_ = false;
-  bool closed_ = false;
+  std::vector<std::unique_ptr<AtomicFile>> files_;
+  AtomicFile *jsonl_ = nullptr, *csv_ = nullptr, *evictions_ = nullptr, *tokens_ = nullptr;
 };
 
 // CSV field quoting (RFC 4180).

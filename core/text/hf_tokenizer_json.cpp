@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "core/base/error.h"
+#include "core/base/json_text.h"
 #include "core/base/mapped_file.h"
 
 namespace h2o::text {
@@ -44,11 +45,7 @@ class JsonFile {
   json parse() const {
     const auto file = MappedFile::open(path_);
     const auto* begin = reinterpret_cast<const char*>(file->data());
-    try {
-      return json::parse(begin, begin + file->size());
-    } catch (const json::exception& e) {
-      error(std::string("is not valid JSON (") + one_line(e.what()) + ")");
-    }
+    return parse_json_document(begin, begin + file->size(), path_);
   }
 
   const std::string& string(const json& value, const std::string& where) const {
@@ -83,13 +80,6 @@ class JsonFile {
   }
 
  private:
-  static std::string one_line(std::string text) {
-    for (char& c : text)
-      if (c == '\n' || c == '\r') c = ' ';
-    if (text.size() > 200) text = text.substr(0, 200) + "...";
-    return text;
-  }
-
   std::string path_;
 };
 

@@ -56,10 +56,12 @@ std::vector<int> parse_token_list(const std::string& text, const std::string& wh
   return ids;
 }
 
-void write_token_ids(const std::string& path, const std::vector<int>& ids) {
+std::string token_ids_text(const std::vector<int>& ids) {
   std::ostringstream s;
   for (size_t i = 0; i < ids.size(); ++i) s << ids[i] << ((i + 1) % 32 == 0 || i + 1 == ids.size() ? '\n' : ' ');
-  write_file_atomic(path, s.str());
+  return s.str();
 }
+
+void write_token_ids(const std::string& path, const std::vector<int>& ids) { write_file_atomic(path, token_ids_text(ids)); }
 
 }  // namespace h2o

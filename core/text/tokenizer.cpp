@@ -73,10 +73,6 @@ class ByteTokenizer final : public Tokenizer {
 };
 
 // The file a tokenizer came from, for error messages.
-std::string tokenizer_source(const Model& model, const std::string& tokenizer_path) {
-  if (!tokenizer_path.empty()) return tokenizer_path;
-  return model.path.empty() ? std::string("model") : model.path;
-}
 
 // A Hugging Face model folder keeps its tokenizer beside the weights: a
 // SentencePiece tokenizer.model (Llama-2, Mistral, TinyLlama: their
@@ -91,6 +87,14 @@ std::string tokenizer_beside(const Model& model) {
   for (const char* name : {"tokenizer.model", "tokenizer.json"})
     if (std::filesystem::is_regular_file(folder / name, ec)) return (folder / name).string();
   return {};
+}
+
+// The file the tokenizer came from, as errors name it.
+std::string tokenizer_source(const Model& model, const std::string& tokenizer_path) {
+  if (!tokenizer_path.empty()) return tokenizer_path;
+  if (!model.vocab)
+    if (std::string beside = tokenizer_beside(model); !beside.empty()) return beside;
+  return model.path.empty() ? std::string("model") : model.path;
 }
 
 std::unique_ptr<Tokenizer> choose_tokenizer(const Model& model, const std::string& tokenizer_path) {

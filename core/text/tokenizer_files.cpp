@@ -21,7 +21,9 @@ FileKind file_kind(const std::string& path) {
   in.read(head, sizeof head);  // a shorter file sets gcount to what it had
   const auto n = static_cast<size_t>(in.gcount());
   if (n >= 4 && std::memcmp(head, "GGUF", 4) == 0) return FileKind::kGguf;
-  for (size_t i = 0; i < n; ++i) {
+  // A UTF-8 byte-order mark before JSON is accepted (and skipped by the JSON parser), as editors write one.
+  const size_t start = n >= 3 && std::memcmp(head, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+  for (size_t i = start; i < n; ++i) {
     const char c = head[i];
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
     return c == '{' ? FileKind::kJson : FileKind::kOther;

@@ -75,8 +75,33 @@ void write_inputs(const fs::path& dir) {
   gguf = llama_gguf(qm, {DType::Q8_0}).build();
   gguf.resize(gguf.size() - 700);
   write_file(dir / "q8_0-truncated.gguf", gguf);
+  // A tensor's type field changed with its data left as written: Q4_0 read as
+  // Q8_0 (larger: it overlaps the next tensor), two tensors at one offset,
+  // and Q4_K super-blocks read as Q4_0 blocks (the same size: scales that are no numbers).
+  q = llama_gguf(qm, {DType::Q4_0});
+  q.tensor("blk.0.attn_q.weight")->type = uint32_t(DType::Q8_0);
+  q.write(dir / "retyped.gguf");
+  q = llama_gguf(qm, {DType::Q4_0});
+  q.tensor("blk.0.attn_k.weight")->offset = 0;
+  q.write(dir / "same-offset.gguf");
+  ModelConfig kc = qc;
+  kc.dim = kc.hidden_dim = 256;
+  q = llama_gguf(random_arrays(kc, 9, false), {DType::Q4_K});
+  q.tensor("blk.0.attn_q.weight")->type = uint32_t(DType::Q4_0);
+  q.write(dir / "q4_k-as-q4_0.gguf");
   write_hf_model(dir / "hf", m);
   write_text(dir / "hf" / "config.json", R"({"hidden_size": 16, "num_hidden_layers": "two"})");
+  // A header nested far deeper than any safetensors header; a tokenizer.json
+  // beside the weights with more pieces (275) than the model's 32.
+  write_hf_model(dir / "hf-deep", m);
+  const std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  std::vector<uint8_t> deep_file(8);
+  const uint64_t deep_size = deep.size();
+  std::memcpy(deep_file.data(), &deep_size, 8);
+  deep_file.insert(deep_file.end(), deep.begin(), deep.end());
+  write_file(dir / "hf-deep" / "model.safetensors", deep_file);
+  write_hf_model(dir / "hf-tokenizer", m);
+  write_json(dir / "hf-tokenizer" / "tokenizer.json", tiny_tokenizer_json());
   // 64 pieces for a model with 32 rows: the wrong tokenizer.
   EmbeddedVocab vocab;
   vocab.model = "llama";
@@ -119,6 +144,9 @@ void write_inputs(const fs::path& dir) {
   write_text(dir / "huge.ids", "1 2 12345678901234\n");
   write_text(dir / "empty.ids", " \n,\n");
   write_text(dir / "fine.ids", "1 5 9 13 2 7 7 7\n");
+  write_text(dir / "one.ids", "5\n");
+  write_text(dir / "empty.txt", "");
+  write_text(dir / "bom.txt", "\xEF\xBB\xBF");
   write_text(dir / "a-file", "not a folder\n");
 }
 
@@ -142,6 +170,15 @@ std::vector<BadInput> cases() {
       {"kv limit negative", s + "--kv-limit -1", "--kv-limit"},
       {"threads negative", s + "--threads -2", "--threads"},
       {"threads not a number", s + "--threads two", "--threads"},
+      {"threads beyond the machine", s + "--threads 10000", "--threads: 10000 is more than 2 per hardware thread"},
+      {"budget beyond a KV head", s + "--budget 2147483647",
+       "--budget: 2147483647 is more than the tokens a KV head may hold"},
+      {"window beyond a KV head", s + "--policies streaming --window 2147483647", "--window: 2147483647 is more"},
+      {"slack beyond a KV head", s + "--slack 2147483647", "--slack: 2147483647 is more"},
+      {"budget beyond memory", "stream --quiet --out {out} --model synthetic:stories15M --budget 16777216",
+       "--budget: caches of up to 16777216 tokens per KV head"},
+      {"seed negative", s + "--seed -1", "--seed: must be an integer from 0 to 18446744073709551615, got '-1'"},
+      {"seed above 2^64 - 1", s + "--seed 18446744073709551616", "--seed: must be an integer from 0 to"},
       {"max-new-tokens 0", s + "--max-new-tokens 0", "--max-new-tokens"},
       {"max-new-tokens negative", s + "--max-new-tokens -5", "--max-new-tokens"},
       {"temperature negative", s + "--temperature -0.5", "--temperature"},
@@ -160,6 +197,9 @@ std::vector<BadInput> cases() {
       {"eval budget not above sinks", e + "--budgets 4,64", "--budgets"},
       {"eval budgets not numbers", e + "--budgets 32,big", "--budgets"},
       {"eval max-tokens negative", e + "--max-tokens -1", "--max-tokens"},
+      {"eval max-tokens 1", e + "--max-tokens 1", "--max-tokens: must be 0 (all) or at least 2"},
+      {"eval budgets beyond a KV head", e + "--budgets 99999999999",
+       "--budgets: budget 99999999999 is above 16777216"},
       {"sample tokens 1", "sample " + kModel + " --tokens 1 --out {out}/ids.txt", "--tokens"},
       {"prompt-ids empty", g + "--prompt-ids ,", "--prompt-ids"},
       {"prompt-ids not numbers", g + "--prompt-ids 1,x", "--prompt-ids"},
@@ -178,6 +218,14 @@ std::vector<BadInput> cases() {
        "q4_k-rows-of-32.gguf: tensor blk.0.attn_q.weight has rows of 32 elements, not whole blocks of Q4_K"},
       {"GGUF quantised tensor cut short", "stream --out {out} --model {dir}/q8_0-truncated.gguf",
        "q8_0-truncated.gguf: tensor"},
+      {"GGUF tensor retyped to a larger type", "stream --out {out} --model {dir}/retyped.gguf",
+       "retyped.gguf: tensors blk.0.attn_q.weight and "},
+      {"GGUF two tensors at one offset", "stream --out {out} --model {dir}/same-offset.gguf",
+       "same-offset.gguf: tensors "},
+      {"GGUF tensor retyped to a type of the same size", "stream --out {out} --model {dir}/q4_k-as-q4_0.gguf",
+       "q4_k-as-q4_0.gguf: tensor blk.0.attn_q.weight (Q4_0): block "},
+      {"safetensors header nested deep", "stream --out {out} --model {dir}/hf-deep",
+       "hf-deep/model.safetensors: invalid JSON: nested deeper than 64 levels"},
       {"safetensors config wrong type", "stream --out {out} --model {dir}/hf", "config.json"},
       {"synthetic unknown shape", "stream --out {out} --model synthetic:stories1T", "synthetic:stories1T"},
       {"synthetic bad vocab", "stream --out {out} --model synthetic:stories260K:vocab=-5", "vocab"},
@@ -188,6 +236,8 @@ std::vector<BadInput> cases() {
       {"tokenizer garbage", s + "--tokenizer {dir}/garbage.model", "garbage.model"},
       {"tokenizer is a model checkpoint", s + "--tokenizer {dir}/tiny.bin", "tiny.bin"},
       {"tokenizer vocabulary larger than the model's", s + "--tokenizer {dir}/big.model", "big.model"},
+      {"tokenizer.json beside the weights larger than the model's", "stream --out {out} --model {dir}/hf-tokenizer",
+       "hf-tokenizer/tokenizer.json: has 275 pieces but the model's vocabulary has 32"},
       {"tokenizer.json of a WordPiece model", s + "--tokenizer {dir}/wordpiece.json",
        "wordpiece.json: model type \"WordPiece\" is not supported"},
       {"vocabulary-only GGUF as a model", "stream --out {out} --model {dir}/vocab-only.gguf",
@@ -232,11 +282,20 @@ std::vector<BadInput> cases() {
       {"ids too large", "eval --out {out} " + kModel + " --ids {dir}/huge.ids", "huge.ids:1"},
       {"ids none", "eval --out {out} " + kModel + " --ids {dir}/empty.ids", "empty.ids"},
       {"eval text missing", "eval --out {out} " + kModel + " --text {dir}/nope.txt", "nope.txt"},
+      {"eval text empty", "eval --out {out} " + kModel + " --text {dir}/empty.txt", "empty.txt: is empty"},
+      {"eval text only a byte-order mark", "eval --out {out} " + kModel + " --text {dir}/bom.txt",
+       "bom.txt: holds only a UTF-8 byte-order mark"},
+      {"ids one id", "eval --out {out} " + kModel + " --ids {dir}/one.ids", "one.ids: gives 1 token"},
       // outputs
       {"out under a file", "stream --quiet --max-new-tokens 2 " + kModel + " --out {dir}/a-file/logs", "a-file"},
       {"out in /proc", "stream --quiet --max-new-tokens 2 " + kModel + " --out /proc/h2o-logs", "/proc/h2o-logs"},
       {"eval csv unwritable", e + "--csv /proc/h2o-eval.csv", "/proc/h2o-eval.csv"},
       {"sample out under a file", "sample " + kModel + " --tokens 4 --out {dir}/a-file/ids.txt", "a-file"},
+      {"eval csv is a folder", e + "--csv {dir}", "{dir}: is a folder"},
+      {"eval csv is a device", e + "--csv /dev/null", "/dev/null: is not a regular file"},
+      {"eval csv is one of the run's logs", e + "--csv {out}/steps.csv", "{out}/steps.csv: is one of this run's own files"},
+      {"sample out is a folder", "sample " + kModel + " --tokens 4 --out {dir}", "{dir}: is a folder"},
+      {"convert out is a folder", "convert " + kModel + " --type f32 --out {dir}", "{dir}: is a folder"},
   };
 }
 

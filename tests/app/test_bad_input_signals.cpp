@@ -1,13 +1,17 @@
-// SIGTERM stops `h2o-cli stream` exactly as Ctrl-C does: the run ends at the
-// next step, every log file is published whole (manifest with "status":
-// "interrupted", CSV and JSONL files ending in a complete line) and no
-// temporary file is left beside them.
+// SIGTERM and SIGHUP stop `h2o-cli stream` exactly as Ctrl-C does: the run
+// ends at the next step, every log file is published whole (manifest with
+// "status": "interrupted" and "partial": true, CSV and JSONL files ending in
+// a complete line) and no temporary file is left beside them. `sample` keeps
+// the ids it has, marked partial in its manifest. A command without steps
+// (`convert`) ends at once, removing its temporary; one killed outright
+// (SIGKILL) leaves it, and the next run writing there removes it.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/assets.h"
 
@@ -77,6 +82,7 @@ void interrupted_run_leaves_whole_files(int sig) {
 
   const auto manifest = nlohmann::json::parse(read_all(out / "manifest.json"));  // throws if not whole JSON
   EXPECT_EQ(manifest.at("status"), "interrupted");
+  EXPECT_EQ(manifest.at("partial"), true);
   EXPECT_GT(manifest.at("steps").get<int>(), 0);
   for (const char* name : {"steps.jsonl", "steps.csv", "evictions.csv"}) {
     const std::string text = read_all(out / name);
@@ -92,7 +98,100 @@ void interrupted_run_leaves_whole_files(int sig) {
   fs::remove_all(dir);
 }
 
+// Waits for a file named `prefix`* in `dir`; its full path, or "" after `limit`.
+fs::path wait_for_file(const fs::path& dir, const std::string& prefix, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().filename().string().rfind(prefix, 0) == 0) return e.path();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return {};
+}
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A conversion long enough to be caught writing (stories110M to Q4_K_M: seconds).
+pid_t spawn_convert(const fs::path& dir) {
+  return spawn_cli({"convert", "--model", "synthetic:stories110M", "--type", "q4_k_m", "--out",
+                    (dir / "out.gguf").string()},
+                   dir / "stderr.txt");
+}
+
+void interrupted_convert_leaves_nothing(int sig) {
+  const fs::path dir = h2o::test::temp_dir("convert-signal-" + std::to_string(sig));
+  const pid_t pid = spawn_convert(dir);
+  ASSERT_GT(pid, 0);
+  ASSERT_FALSE(wait_for_file(dir, "out.gguf.tmp-", std::chrono::seconds(120)).empty()) << read_all(dir / "stderr.txt");
+  ::kill(pid, sig);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "status " << status << ": " << read_all(dir / "stderr.txt");
+  EXPECT_EQ(names_in(dir), std::vector<std::string>{"stderr.txt"}) << "a temporary or a half file was left";
+  fs::remove_all(dir);
+}
+
 }  // namespace
 
 TEST(CliSignals, SigtermClosesFilesWhole) { interrupted_run_leaves_whole_files(SIGTERM); }
 TEST(CliSignals, SigintClosesFilesWhole) { interrupted_run_leaves_whole_files(SIGINT); }
+TEST(CliSignals, SighupClosesFilesWhole) { interrupted_run_leaves_whole_files(SIGHUP); }
+
+TEST(CliSignals, ConvertInterruptedLeavesNoTemporary) {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    SCOPED_TRACE(sig);
+    interrupted_convert_leaves_nothing(sig);
+  }
+}
+
+TEST(CliSignals, TemporaryOfAKilledConvertIsRemovedByTheNextOne) {
+  const fs::path dir = h2o::test::temp_dir("convert-killed");
+  const pid_t pid = spawn_convert(dir);
+  ASSERT_GT(pid, 0);
+  const fs::path temp = wait_for_file(dir, "out.gguf.tmp-", std::chrono::seconds(120));
+  ASSERT_FALSE(temp.empty()) << read_all(dir / "stderr.txt");
+  ::kill(pid, SIGKILL);
+  ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
+  ASSERT_TRUE(fs::exists(temp)) << "SIGKILL cannot be caught: its temporary stays";
+  const pid_t again = spawn_cli({"convert", "--model", "synthetic:stories260K", "--type", "f16", "--out",
+                                 (dir / "out.gguf").string()},
+                                dir / "stderr.txt");
+  int status = 0;
+  ASSERT_EQ(::waitpid(again, &status, 0), again);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_all(dir / "stderr.txt");
+  EXPECT_EQ(names_in(dir), (std::vector<std::string>{"out.gguf", "stderr.txt"}));
+  fs::remove_all(dir);
+}
+
+TEST(CliSignals, InterruptedSampleKeepsItsIdsMarkedPartial) {
+  const fs::path dir = h2o::test::temp_dir("sample-signal");
+  const fs::path ids = dir / "ids.txt";
+  const pid_t pid = spawn_cli({"sample", "--model", "synthetic:stories260K", "--threads", "1", "--tokens", "10000000",
+                               "--temperature", "1", "--out", ids.string()},
+                              dir / "stderr.txt");
+  ASSERT_GT(pid, 0);
+  ASSERT_FALSE(wait_for_file(dir, "ids.txt.tmp-", std::chrono::seconds(60)).empty()) << read_all(dir / "stderr.txt");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT) << read_all(dir / "stderr.txt");
+  std::istringstream text(read_all(ids));
+  int64_t count = 0;
+  for (int id; text >> id;) ++count;
+  EXPECT_GT(count, 0);
+  const auto manifest = nlohmann::json::parse(read_all(dir / "ids.txt.manifest.json"));
+  EXPECT_EQ(manifest.at("status"), "interrupted");
+  EXPECT_EQ(manifest.at("partial"), true);
+  EXPECT_EQ(manifest.at("tokens_asked"), 10000000);
+  EXPECT_EQ(manifest.at("tokens_written"), count);
+  EXPECT_EQ(names_in(dir), (std::vector<std::string>{"ids.txt", "ids.txt.manifest.json", "stderr.txt"}));
+  fs::remove_all(dir);
+}

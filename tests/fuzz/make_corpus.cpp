@@ -70,6 +70,14 @@ void gguf(const fs::path& dir) {
   wide.hidden_dim = 32;
   put(dir, "block32-q8_0.gguf", llama_gguf(random_arrays(wide, 7, false), {DType::Q8_0, false}).build());
   put(dir, "block32-q4_0-separate.gguf", llama_gguf(random_arrays(wide, 8, true), {DType::Q4_0, false}).build());
+  // Layouts the loader refuses (its type and shape give each tensor's bytes):
+  // a Q4_0 tensor whose type says Q8_0 overlaps the next, two tensors at one offset.
+  GgufWriter retyped = llama_gguf(random_arrays(wide, 8, true), {DType::Q4_0, false});
+  retyped.tensor("token_embd.weight")->type = uint32_t(DType::Q8_0);
+  put(dir, "q4_0-retyped-q8_0.gguf", retyped.build());
+  GgufWriter same_offset = llama_gguf(random_arrays(wide, 8, true), {DType::Q4_0, false});
+  same_offset.tensor("blk.0.attn_q.weight")->offset = 0;
+  put(dir, "two-tensors-one-offset.gguf", same_offset.build());
 }
 
 std::vector<uint8_t> safetensors_bytes(const ModelArrays& m, DType dtype) {

@@ -573,6 +573,44 @@ TEST(LoaderGguf, OffsetsOutsideTheData) {
   }
 }
 
+// Every tensor's bytes follow from its type and shape: a type field changed
+// in the header (the data left as it was) and two tensors at one offset are
+// refused, naming the tensor, as llama.cpp's loader refuses them.
+TEST(LoaderGguf, LayoutRefusesRetypedAndOverlappingTensors) {
+  const auto dir = temp_dir("gguf-layout");
+  ModelConfig c = gguf_config();
+  c.dim = 32;  // one Q4_0 / Q8_0 block per row
+  c.hidden_dim = 64;
+  const auto m = random_arrays(c, 23, false);
+  llama_gguf(m, {DType::Q4_0}).write(dir / "q4_0.gguf");
+  EXPECT_EQ(load_model((dir / "q4_0.gguf").string())->weights.layers[0].wq.dtype, DType::Q4_0);  // the control
+  {
+    auto w = llama_gguf(m, {DType::Q4_0});
+    w.tensor("blk.0.attn_q.weight")->type = uint32_t(DType::Q8_0);  // 34 bytes a block where 18 were written
+    w.write(dir / "retyped.gguf");
+    expect_load_error(dir / "retyped.gguf", "blk.0.attn_q.weight and ");
+    expect_load_error(dir / "retyped.gguf", "overlap");
+  }
+  {
+    auto w = llama_gguf(m, {DType::Q4_0});
+    w.tensor("blk.0.attn_k.weight")->offset = 0;  // where token_embd.weight, the first tensor, is
+    w.write(dir / "same-offset.gguf");
+    expect_load_error(dir / "same-offset.gguf", "blk.0.attn_k.weight");
+    expect_load_error(dir / "same-offset.gguf", "token_embd.weight");
+  }
+  // The same byte size under another type (Q4_K super-blocks read as Q4_0
+  // blocks): the scales, half floats in the data, are not all finite.
+  c.dim = c.hidden_dim = 256;
+  const auto k = random_arrays(c, 24, false);
+  auto w = llama_gguf(k, {DType::Q4_K});
+  w.write(dir / "q4_k.gguf");
+  EXPECT_EQ(load_model((dir / "q4_k.gguf").string())->weights.layers[0].wq.dtype, DType::Q4_K);
+  w.tensor("blk.0.attn_q.weight")->type = uint32_t(DType::Q4_0);
+  w.write(dir / "q4_k-as-q4_0.gguf");
+  expect_load_error(dir / "q4_k-as-q4_0.gguf", "tensor blk.0.attn_q.weight (Q4_0): block ");
+  expect_load_error(dir / "q4_k-as-q4_0.gguf", "NaN or infinite scale");
+}
+
 TEST(LoaderGguf, VocabularyInconsistencies) {
   const auto dir = temp_dir("gguf-badvocab");
   const auto m = random_arrays(gguf_config(), 23, false);

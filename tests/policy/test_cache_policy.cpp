@@ -255,3 +255,67 @@ TEST(CachePolicy, InvalidSettingsAreRejected) {
     EXPECT_NE(std::string(e.what()).find("--window"), std::string::npos);
   }
 }
+
+// A budget costs memory only as the stream fills it: a bounded cache grows
+// by half (64 rows at least) like the full one, and never past budget +
+// slack + rows. A budget of a million tokens on a short stream holds 64 rows.
+TEST(CpuCacheGrowth, BoundedCacheGrowsAsItFillsUpToItsBudget) {
+  ModelConfig cfg;
+  cfg.dim = 16, cfg.hidden_dim = 16, cfg.n_layers = 2, cfg.n_heads = 4, cfg.n_kv_heads = 2, cfg.vocab_size = 8,
+  cfg.max_seq_len = 64;
+  const int64_t row = 4 * 4 * 2 * 2 * 2;  // head dim 4, f32 K and V, 2 layers x 2 KV heads
+  PolicySettings s;
+  s.budget = 1000000;
+  CpuCache large(make_policy("streaming", s), cfg);
+  large.reserve_for(1);
+  EXPECT_EQ(large.allocated_bytes(), 64 * row);
+  for (int rows = 64; rows < 200; ++rows) {
+    for (int l = 0; l < 2; ++l)
+      for (int g = 0; g < 2; ++g) large.head(l, g).n = rows;
+    large.reserve_for(1);
+  }
+  EXPECT_EQ(large.allocated_bytes(), 216 * row) << "64, 96, 144, 216 rows";
+
+  s.budget = 100;
+  s.slack = 10;
+  CpuCache small(make_policy("h2o", s), cfg);
+  small.reserve_for(1);
+  EXPECT_EQ(small.allocated_bytes(), 64 * row);
+  for (int l = 0; l < 2; ++l)
+    for (int g = 0; g < 2; ++g) small.head(l, g).n = 64;
+  small.reserve_for(1);
+  EXPECT_EQ(small.allocated_bytes(), 96 * row);
+  for (int l = 0; l < 2; ++l)
+    for (int g = 0; g < 2; ++g) small.head(l, g).n = 96;
+  small.reserve_for(1);
+  EXPECT_EQ(small.allocated_bytes(), 111 * row) << "capped at budget + slack + rows, not 144";
+}
+
+// Budgets a KV head could never hold are refused before any int overflows:
+// each part, the slack and their sum at most kMaxCacheTokens.
+TEST(PolicyBounds, BudgetsAndPartsAreBounded) {
+  const auto message = [](const char* kind, PolicySettings s) {
+    try {
+      make_policy(kind, s);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  PolicySettings s;
+  s.budget = 2147483647;
+  EXPECT_EQ(message("h2o", s), "--budget: 2147483647 is more than the tokens a KV head may hold (16777216)");
+  s.budget = kMaxCacheTokens;
+  EXPECT_EQ(message("h2o", s), "accepted");
+  s.slack = 1;
+  EXPECT_EQ(message("h2o", s),
+            "--budget: the parts and the slack add up to 16777217, more than the tokens a KV head may hold (16777216)");
+  PolicySettings parts;
+  parts.given["window"] = 2147483647;
+  EXPECT_EQ(message("streaming", parts), "--window: 2147483647 is more than the tokens a KV head may hold (16777216)");
+  parts.given["window"] = kMaxCacheTokens;  // + 4 sinks
+  EXPECT_NE(message("streaming", parts).find("--budget: the parts and the slack add up to 16777220"), std::string::npos);
+  PolicySettings slack;
+  slack.slack = 2147483647;
+  EXPECT_EQ(message("streaming", slack), "--slack: 2147483647 is more than the tokens a KV head may hold (16777216)");
+}

@@ -7,6 +7,7 @@
 
 #include "core/cpu/cpu_backend.h"
 #include "core/runtime/engine.h"
+#include "core/runtime/kv_memory_account.h"
 #include "core/model/model.h"
 #include "core/text/tokenizer.h"
 
@@ -177,3 +178,26 @@ TEST(KvMemoryAccountTest, CachesReleaseWhatTheyBooked) {
 }
 
 }  // namespace
+
+// Budgets are bounded by the machine's memory before anything runs: bounded
+// caches filled to budget + slack must fit in it together.
+TEST(KvBudgets, BudgetsBeyondTheMachinesMemoryAreRefused) {
+  ModelConfig c;  // Llama-2-7B's attention: 32 layers x 32 KV heads of 128
+  c.dim = 4096, c.hidden_dim = 11008, c.n_layers = 32, c.n_heads = 32, c.n_kv_heads = 32, c.vocab_size = 32000;
+  EXPECT_EQ(kv_cache_bytes(c, 1, false), 32 * 32 * (128 * 4 * 2 + 8));
+  EXPECT_EQ(kv_cache_bytes(c, 1, true), 32 * 32 * (128 * 4 * 3 + 8));
+  PolicySettings s;
+  s.budget = kMaxCacheTokens;  // 17.7 TB of KV in this model: more than any machine
+  const std::vector<PolicyConfig> huge = {PolicyConfig{}, make_policy("h2o", s)};
+  try {
+    check_budgets_fit_memory(c, huge);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    const std::string text = e.what();
+    EXPECT_EQ(text.rfind("--budget: caches of up to 16777216 tokens per KV head (1 session, 32 layers x 32 KV heads) need ", 0), 0u) << text;
+    EXPECT_NE(text.find(", more than this machine's "), std::string::npos) << text;
+  }
+  s.budget = 256;
+  EXPECT_NO_THROW(check_budgets_fit_memory(c, {PolicyConfig{}, make_policy("h2o", s), make_policy("tova", s)}));
+  EXPECT_NO_THROW(check_budgets_fit_memory(c, {PolicyConfig{}}));  // the full cache grows until memory stops it
+}

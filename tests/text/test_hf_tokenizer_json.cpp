@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,20 @@ TEST_F(HfTokenizerJson, EncodesAsTheGgufForm) {
   EXPECT_EQ(from_json->eos_id(), kTinyEos);  // <|end_of_text|>, by its usual name
   EXPECT_EQ(from_json->eot_id(), kTinyEot);
   EXPECT_NE(from_json->describe().find("tokenizer.json"), std::string::npos);
+}
+
+// Editors may save tokenizer.json with a UTF-8 byte-order mark: it is the same file.
+TEST_F(HfTokenizerJson, ByteOrderMarkIsSkipped) {
+  REQUIRE_PCRE2();
+  const auto plain = load_tokenizer(write(test::tiny_tokenizer_json()));
+  const std::string text = test::tiny_tokenizer_json().dump(1);
+  const fs::path bom = dir_ / "bom-tokenizer.json";
+  test::write_file(bom, std::vector<uint8_t>({0xEF, 0xBB, 0xBF}));
+  std::ofstream(bom, std::ios::app | std::ios::binary) << text;
+  const auto with_bom = load_tokenizer(bom.string());
+  EXPECT_EQ(with_bom->vocab_size(), plain->vocab_size());
+  EXPECT_EQ(with_bom->encode("hello world 12"), plain->encode("hello world 12"));
+  EXPECT_NE(with_bom->describe().find("bom-tokenizer.json"), std::string::npos);
 }
 
 TEST_F(HfTokenizerJson, AddedTokensAreSpecials) {
@@ -156,7 +171,7 @@ TEST_F(HfTokenizerJson, UnsupportedModelTypes) {
 TEST_F(HfTokenizerJson, NotATokenizerJson) {
   const fs::path text = dir_ / "tokenizer.json";
   test::write_file(text, std::vector<uint8_t>{'{', '"', 'a'});
-  expect_one_line(error_of([&] { text::read_hf_tokenizer_json(text.string()); }), text.string(), "not valid JSON");
+  expect_one_line(error_of([&] { text::read_hf_tokenizer_json(text.string()); }), text.string(), "invalid JSON");
   EXPECT_NE(error_for(json::array({1, 2})).find("should be a JSON object"), std::string::npos);
   EXPECT_NE(error_for({{"version", "1.0"}}).find("has no model"), std::string::npos);
 }
