@@ -80,7 +80,8 @@ StepPlan plan_step(std::span<const ItemShape> items, int group, const SplitTarge
 int grown_capacity(const EvictionRule& rule, int held, int capacity, int rows) {
   const int needed = held + rows;
   if (needed <= capacity) return capacity;
-  return rule.evicts() ? std::max(needed, rule.budget + rule.slack + rows) : std::max({needed, capacity + capacity / 2, 64});
+  const int grown = std::max({needed, capacity + capacity / 2, 64});
+  return rule.evicts() ? std::max(needed, std::min(grown, rule.budget + rule.slack + rows)) : grown;
 }
 
 size_t BlockLayout::add(size_t bytes, size_t align) {

@@ -77,8 +77,9 @@ int split_keys_for(int key_bucket, int blocks_per_split, const SplitTarget& targ
 StepPlan plan_step(std::span<const ItemShape> items, int group, const SplitTarget& target = {});
 
 // Rows per (layer, KV head) a cache holding `held` of `capacity` reserves to
-// take `rows` more, as the CPU cache grows: a bounded rule reserves
-// budget + slack + rows once; the full cache grows by half, 64 rows at least.
+// take `rows` more, as the CPU cache grows: by half, 64 rows at least, and a
+// bounded rule never past budget + slack + rows (so a large budget costs
+// memory only as the cache fills).
 int grown_capacity(const EvictionRule& rule, int held, int capacity, int rows);
 
 // Byte offsets of the pieces of one buffer (the step's inputs, its readback).

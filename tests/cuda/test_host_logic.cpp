@@ -420,9 +420,14 @@ TEST(CudaHostMemory, CachesGrowAsTheCpuCache) {
   }
   EXPECT_EQ(caps, (std::vector<int>{64, 96, 144, 216, 324}));
   EXPECT_EQ(grown_capacity(full, 0, 0, 100), 100);  // a long prefill chunk at once
-  // A bounded rule: budget + slack + the step's rows, once.
+  // A bounded rule: as the full cache, but never past budget + slack + the step's rows.
   EvictionRule bounded{4, 10, 10, ScoreKind::Accumulated, 24, 3, false};
   EXPECT_EQ(grown_capacity(bounded, 0, 0, 1), 28);
   EXPECT_EQ(grown_capacity(bounded, 24, 28, 1), 28);
-  EXPECT_EQ(grown_capacity(bounded, 24, 28, 64), 24 + 3 + 64);
+  EXPECT_EQ(grown_capacity(bounded, 24, 28, 64), 24 + 64);  // what it holds and the rows: under budget + slack + rows
+  // A large budget costs memory as the cache fills, not up front.
+  EvictionRule large{4, 500000, 499996, ScoreKind::Accumulated, 1000000, 0, false};
+  EXPECT_EQ(grown_capacity(large, 0, 0, 1), 64);
+  EXPECT_EQ(grown_capacity(large, 64, 64, 1), 96);
+  EXPECT_EQ(grown_capacity(large, 999999, 999999, 1), 1000001);  // budget + slack + rows
 }
