@@ -156,6 +156,9 @@ CudaBackend::CudaBackend(std::shared_ptr<const Model> model, const BackendOption
       graphs_(size_t(std::max(tuning.graph_capacity, 1)), [](gpu::Graph g) { gpu::destroy_graph(g); }) {
   if (tuning_.threads < 32 || tuning_.threads > 1024 || tuning_.threads % 32 != 0)
     throw Error("cuda backend: block size " + std::to_string(tuning_.threads) + " is not a multiple of 32 in [32, 1024]");
+  if (tuning_.matvec_rows < 0 || tuning_.matvec_rows > kern::kMatvecMaxRows)
+    throw Error("cuda backend: matvec rows " + std::to_string(tuning_.matvec_rows) + " is not in [0, " +
+                std::to_string(kern::kMatvecMaxRows) + "]");
   if (dims_.head_dim > kern::kMaxHeadDim || dims_.head_dim % 2 != 0)
     throw Error("cuda backend: head dimension " + std::to_string(dims_.head_dim) + " is not supported (even, at most " +
                 std::to_string(kern::kMaxHeadDim) + ")");
@@ -169,7 +172,7 @@ CudaBackend::CudaBackend(std::shared_ptr<const Model> model, const BackendOption
     fail("--backend", std::string("cuda: ") + e.what());  // one line naming the flag, as every bad input
   }
   stream_ = std::make_shared<SharedStream>();
-  blas_ = std::make_unique<kern::Blas>(stream_->stream);
+  blas_ = std::make_unique<kern::Blas>(stream_->stream, tuning_.matvec_rows);
   if (tuning_.timing) {
     start_ = gpu::create_event();
     end_ = gpu::create_event();

@@ -17,6 +17,10 @@ struct CudaTuning {
   bool graphs = true;        // replay decode steps from captured CUDA graphs
   int graph_capacity = 16;   // graphs kept (least recently used dropped)
   bool timing = false;       // time each forward's device work with CUDA events (cuda_last_forward_ms)
+  // Projections of up to this many rows run the matvec kernel, more run
+  // cuBLAS (kernels/blas.h); 0 to 8. 0: cuBLAS for all (a comparison; in the
+  // SIMT emulation the CPU matmul that stands in for cuBLAS).
+  int matvec_rows = 8;
 };
 
 // Throws Error with one line where there is no usable device ("--backend:
