@@ -41,9 +41,13 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kOutputs = 4;                 // weight rows per warp: each x load serves 4 of them
 constexpr int kLoads = 8;                   // weight loads per lane per iteration: 8 x 16 B in flight
 constexpr int kUnroll = kLoads / kOutputs;  // pieces per lane per weight row per iteration
-// The split below aims at this many blocks: ~4 blocks (16 warps, 32 KB of
+// The split below aims at this many blocks: ~4 blocks (16 warps, 64 KB of
 // weight loads in flight) per SM on 132 SMs, enough to cover HBM latency.
 constexpr int kFillBlocks = 512;
+// Blocks per SM the registers must allow (__launch_bounds__): at most 128
+// registers a thread. Without a minimum, ptxas held the 1-row kernels to 40
+// registers, too few for 8 loads in flight (32 registers of destinations alone).
+constexpr int kMinBlocksPerSm = 4;
 
 // 16 bytes loaded by one instruction (ld.global.nc.v4 under nvcc).
 #if defined(__CUDACC__)
@@ -172,8 +176,8 @@ __device__ __forceinline__ float warp_reduce_scatter(float (&v)[N], int lane) {
 // A block: kWarps warps in groups of `split`; the warps of a group share
 // kOutputs weight rows, each taking every split-th tile of their columns.
 template <class T, int R, bool kVector>
-__global__ void __launch_bounds__(kThreads) matvec_kernel(float* out, const T* x, const T* w, int in,
-                                                          int out_features, int split, bool accumulate) {
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
+    matvec_kernel(float* out, const T* x, const T* w, int in, int out_features, int split, bool accumulate) {
   constexpr int kValues = kOutputs * R, N = pow2_at_least(kValues);
   __shared__ float partial[kWarps][kValues];
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
