@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -661,7 +662,18 @@ void CudaBackend::enqueue_forced(const StepArgs& a, std::span<ForwardItem> items
 }  // namespace
 
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, const BackendOptions& options) {
-  return make_cuda_backend(std::move(model), options, CudaTuning{});
+  CudaTuning tuning;
+  // For an A/B of the projections in one GPU run of h2o-bench or h2o-cli
+  // (cuda_backend.h): 0 puts every projection on cuBLAS.
+  if (const char* rows = std::getenv("H2O_CUDA_MATVEC_ROWS"); rows && *rows) {
+    char* end = nullptr;
+    const long value = std::strtol(rows, &end, 10);
+    if (*end != '\0' || value < 0 || value > kern::kMatvecMaxRows)
+      throw Error(std::string("H2O_CUDA_MATVEC_ROWS=") + rows + ": not a row count in [0, " +
+                  std::to_string(kern::kMatvecMaxRows) + "]");
+    tuning.matvec_rows = int(value);
+  }
+  return make_cuda_backend(std::move(model), options, tuning);
 }
 
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, const BackendOptions& options,

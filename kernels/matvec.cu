@@ -208,6 +208,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
 // Warps per weight row: the smallest power of two that gives kFillBlocks
 // blocks, at most kWarps, and never more than the row has tiles (a warp
 // with no columns would only add a partial of zero). From the shape alone.
+// Llama-2-7B's shapes all reach 512 blocks (out 4096: split 2 at 1 row).
+// Where the tiles stop it (stories15M's 288 x 288: 18 blocks in f16), each
+// warp has one tile: the whole matrix is requested in one round of loads,
+// and more blocks could not shorten that one trip to memory.
 int split_for(int out_features, int pieces) {
   const int tiles = (pieces + 32 * kUnroll - 1) / (32 * kUnroll);
   int split = 1;

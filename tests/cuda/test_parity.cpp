@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "core/cpu/cpu_backend.h"
 #include "core/model/dtype.h"
@@ -129,6 +130,36 @@ H2O_CUDA_TEST(Parity, FullCacheLogits) {
   H2O_REQUIRE_CUDA();
   compare_decode(make("full", false), 40);
 }
+// H2O_CUDA_MATVEC_ROWS, the benchmark's A/B: 0 puts every projection on
+// cuBLAS (the CPU matmul in the emulation), the same logits to f32 rounding;
+// a value out of [0, 8] is one line.
+H2O_CUDA_TEST(Parity, MatvecRowsFromTheEnvironment) {
+  H2O_REQUIRE_CUDA();
+  auto model = tiny_model();
+  BackendOptions o;
+  o.kind = "cuda";
+  auto logits = [&] {
+    auto backend = make_cuda_backend(model, o);
+    auto cache = backend->new_cache(PolicyConfig{});
+    const std::vector<int> tokens = {1, 57, 300};
+    std::vector<float> out;
+    ForwardItem item;
+    item.cache = cache.get();
+    item.tokens = tokens;
+    item.logits = &out;
+    backend->forward(std::span<ForwardItem>(&item, 1));
+    return out;
+  };
+  const std::vector<float> matvec = logits();
+  ::setenv("H2O_CUDA_MATVEC_ROWS", "0", 1);
+  const std::vector<float> gemm = logits();
+  ::setenv("H2O_CUDA_MATVEC_ROWS", "9", 1);
+  EXPECT_THROW(make_cuda_backend(model, o), Error);
+  ::unsetenv("H2O_CUDA_MATVEC_ROWS");
+  ASSERT_EQ(gemm.size(), matvec.size());
+  EXPECT_LT(relative_error(gemm, matvec), 1e-5);
+}
+
 H2O_CUDA_TEST(Parity, StreamingOriginal) {
   H2O_REQUIRE_CUDA();
   compare_policy(make("streaming", false), 60);
