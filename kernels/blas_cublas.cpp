@@ -1,7 +1,8 @@
-// Blas on cuBLAS: cublasGemmEx with f32 accumulation. The weights are
-// row-major [out, in], which cuBLAS (column-major) sees as [in, out]; so
-// out^T = W^T^T x^T is a transposed-A product. A fixed workspace is set so
-// that the calls can be captured into a CUDA graph.
+// Blas on the GPU: kern::matvec up to kMatvecMaxRows rows (blas.h says why),
+// cublasGemmEx with f32 accumulation beyond. The weights are row-major
+// [out, in], which cuBLAS (column-major) sees as [in, out]; so out^T =
+// W^T^T x^T is a transposed-A product. A fixed workspace is set so that the
+// calls can be captured into a CUDA graph.
 #include <cublas_v2.h>
 
 #include <string>
@@ -30,7 +31,7 @@ cudaDataType_t cuda_type(DType t) {
 
 }  // namespace
 
-Blas::Blas(gpu::Stream stream) : stream_(stream) {
+Blas::Blas(gpu::Stream stream, int matvec_rows) : stream_(stream), matvec_rows_(matvec_rows) {
   cublasHandle_t h = nullptr;
   check(cublasCreate(&h), "cublasCreate");
   handle_ = h;
@@ -49,6 +50,7 @@ Blas::~Blas() {
 void Blas::gemm(float* out, const void* x, const void* w, DType type, int rows, int in, int out_features,
                 bool accumulate) {
   if (rows == 0) return;
+  if (rows <= matvec_rows_) return matvec(type, out, x, w, rows, in, out_features, accumulate, stream_);
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   const cudaDataType_t t = cuda_type(type);
   // f32 weights: pedantic f32 (no TF32, no reduced-precision steps), as the

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -166,6 +167,9 @@ CudaBackend::CudaBackend(std::shared_ptr<const Model> model, const BackendOption
       graphs_(size_t(std::max(tuning.graph_capacity, 1)), [](gpu::Graph g) { gpu::destroy_graph(g); }) {
   if (tuning_.threads < 32 || tuning_.threads > 1024 || tuning_.threads % 32 != 0)
     throw Error("cuda backend: block size " + std::to_string(tuning_.threads) + " is not a multiple of 32 in [32, 1024]");
+  if (tuning_.matvec_rows < 0 || tuning_.matvec_rows > kern::kMatvecMaxRows)
+    throw Error("cuda backend: matvec rows " + std::to_string(tuning_.matvec_rows) + " is not in [0, " +
+                std::to_string(kern::kMatvecMaxRows) + "]");
   if (dims_.head_dim > kern::kMaxHeadDim || dims_.head_dim % 2 != 0)
     throw Error("cuda backend: head dimension " + std::to_string(dims_.head_dim) + " is not supported (even, at most " +
                 std::to_string(kern::kMaxHeadDim) + ")");
@@ -179,7 +183,7 @@ CudaBackend::CudaBackend(std::shared_ptr<const Model> model, const BackendOption
     fail("--backend", std::string("cuda: ") + e.what());  // one line naming the flag, as every bad input
   }
   stream_ = std::make_shared<SharedStream>();
-  blas_ = std::make_unique<kern::Blas>(stream_->stream);
+  blas_ = std::make_unique<kern::Blas>(stream_->stream, tuning_.matvec_rows);
   if (tuning_.timing) {
     start_ = gpu::create_event();
     end_ = gpu::create_event();
@@ -713,7 +717,18 @@ void CudaBackend::enqueue_forced(const StepArgs& a, std::span<ForwardItem> items
 }  // namespace
 
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, const BackendOptions& options) {
-  return make_cuda_backend(std::move(model), options, CudaTuning{});
+  CudaTuning tuning;
+  // For an A/B of the projections in one GPU run of h2o-bench or h2o-cli
+  // (cuda_backend.h): 0 puts every projection on cuBLAS.
+  if (const char* rows = std::getenv("H2O_CUDA_MATVEC_ROWS"); rows && *rows) {
+    char* end = nullptr;
+    const long value = std::strtol(rows, &end, 10);
+    if (*end != '\0' || value < 0 || value > kern::kMatvecMaxRows)
+      throw Error(std::string("H2O_CUDA_MATVEC_ROWS=") + rows + ": not a row count in [0, " +
+                  std::to_string(kern::kMatvecMaxRows) + "]");
+    tuning.matvec_rows = int(value);
+  }
+  return make_cuda_backend(std::move(model), options, tuning);
 }
 
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, const BackendOptions& options,

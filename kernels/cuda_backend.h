@@ -18,11 +18,18 @@ struct CudaTuning {
   bool graphs = true;        // replay decode steps from captured CUDA graphs
   int graph_capacity = 16;   // graphs kept (least recently used dropped)
   bool timing = false;       // time each forward's device work with CUDA events (cuda_last_forward_ms)
+  // Projections of up to this many rows run the matvec kernel, more run
+  // cuBLAS (kernels/blas.h); 0 to 8. 0: cuBLAS for all (a comparison; in the
+  // SIMT emulation the CPU matmul that stands in for cuBLAS).
+  int matvec_rows = 8;
 };
 
 // Throws Error with one line where there is no usable device ("--backend:
 // cuda: no CUDA device found (...)", or the driver's error), for a model
 // shape the kernels do not serve, or a precision other than f32, f16, bf16.
+// The first form takes CudaTuning{}, with matvec_rows from the environment
+// variable H2O_CUDA_MATVEC_ROWS where set (0 to 8: an A/B of cuBLAS and the
+// matvec kernel in one run of h2o-bench or h2o-cli).
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, const BackendOptions& options);
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, const BackendOptions& options,
                                            const CudaTuning& tuning);

@@ -54,6 +54,16 @@ void attention_combine(DType dtype, const ItemDesc* items, const int* row_item, 
 void attention_scores(const ItemDesc* items, int item_count, int max_keys, int layer, const ModelDims& dims,
                       const AttentionScratch& scratch, const CaptureSlot* captures, int threads, gpu::Stream stream);
 
+// Rows up to which Blas::gemm multiplies with matvec rather than cuBLAS (blas.h).
+constexpr int kMatvecMaxRows = 8;
+
+// out[r][o] (f32) = sum_i w[o][i] x[r][i] for r < rows <= kMatvecMaxRows,
+// plus out[r][o] itself when `accumulate`; w row-major [out_features, in], x
+// row-major [rows, in], both of `dtype` (f32 sums). Streams each weight once
+// for all rows; fixed block size, no scratch (matvec.cu).
+void matvec(DType dtype, float* out, const void* x, const void* w, int rows, int in, int out_features,
+            bool accumulate, gpu::Stream stream);
+
 // out = silu(gate) * up from the fused [gate | up] projection rows (swiglu.cu).
 void swiglu(DType dtype, const float* gate_up, void* out, int rows, int hidden, int threads, gpu::Stream stream);
 

@@ -19,6 +19,15 @@ std::string cuda_device_missing();
 bool cuda_emulated();
 // The tuning tests use by default: small blocks keep the emulation fast.
 CudaTuning test_tuning();
+// test_tuning(), except that in the emulation every projection runs on the
+// CPU matmul that stands in for cuBLAS there (CudaTuning::matvec_rows = 0),
+// not on the matvec kernel. For the tests about something else (policies,
+// RoPE, precision, the engine, graphs, the shared references over hundreds of
+// steps): through fibers the kernel costs far more than the CPU matmul at
+// these model sizes (every lane is a fiber switch at every shuffle). In the
+// emulation the kernel runs in CudaEmuMatvec (alone and captured in a graph)
+// and the other CudaEmuParity tests; on the GPU, in every test.
+CudaTuning cpu_projection_tuning();
 
 }  // namespace h2o::test
 

@@ -10,5 +10,10 @@ CudaTuning test_tuning() {
   t.threads = 32;  // one warp: a fiber switch per thread at every barrier is what the emulation pays
   return t;
 }
+CudaTuning cpu_projection_tuning() {
+  CudaTuning t = test_tuning();
+  t.matvec_rows = 0;
+  return t;
+}
 
 }  // namespace h2o::test

@@ -17,5 +17,6 @@ std::string cuda_device_missing() {
 }
 bool cuda_emulated() { return false; }
 CudaTuning test_tuning() { return CudaTuning{}; }
+CudaTuning cpu_projection_tuning() { return test_tuning(); }
 
 }  // namespace h2o::test

@@ -26,7 +26,7 @@ namespace {
 std::shared_ptr<const Model> tiny_model() { return make_synthetic({"stories260K", 7, DType::F32, 0, 0}); }
 
 std::unique_ptr<Backend> cuda(std::shared_ptr<const Model> model, int64_t kv_limit = 0,
-                              CudaTuning tuning = test::test_tuning()) {
+                              CudaTuning tuning = test::cpu_projection_tuning()) {
   BackendOptions o;
   o.kind = "cuda";
   o.kv_limit_bytes = kv_limit;
@@ -301,7 +301,7 @@ H2O_CUDA_INSTANTIATE(BatchedOrNot, Forced, ::testing::Bool(),
 H2O_CUDA_TEST(Graphs, ReplaysGiveWhatEagerStepsGive) {
   H2O_REQUIRE_CUDA();
   auto model = tiny_model();
-  CudaTuning eager = test::test_tuning(), graphs = eager;
+  CudaTuning eager = test::cpu_projection_tuning(), graphs = eager;
   eager.graphs = false;
   graphs.graphs = true;
   std::vector<PolicyConfig> policies = three_policies();
@@ -339,7 +339,7 @@ H2O_CUDA_TEST(Graphs, ReplaysGiveWhatEagerStepsGive) {
 H2O_CUDA_TEST(Graphs, TimingAndDeviceName) {
   H2O_REQUIRE_CUDA();
   auto model = tiny_model();
-  CudaTuning t = test::test_tuning();
+  CudaTuning t = test::cpu_projection_tuning();
   t.timing = true;
   auto backend = cuda(model, 0, t);
   EXPECT_TRUE(std::isnan(cuda_last_forward_ms(*backend)));

@@ -6,8 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <cstring>
+#include <memory>
+#include <random>
 #include <set>
 
 #include "core/base/thread_pool.h"
@@ -16,6 +17,7 @@
 #include "core/policy/kept_set.h"
 #include "core/runtime/forced_scoring.h"
 #include "core/runtime/sampler.h"
+#include "kernels/blas.h"
 #include "kernels/launch.h"
 #include "kernels/step_plan.h"
 #include "tests/cuda/cuda_test_support.h"
@@ -353,3 +355,167 @@ H2O_CUDA_TEST_P(Kernels, RmsnormSwigluEmbedMatchTheCpu) {
 
 H2O_CUDA_INSTANTIATE(BlockSizes, Kernels, ::testing::Values(32, 128),
                          [](const auto& info) { return "Threads" + std::to_string(info.param); });
+
+namespace {
+
+// x or w in a storage type: the f32 values after rounding (what the kernel
+// reads) and their bits on the device.
+struct Stored {
+  std::vector<double> value;
+  std::vector<uint16_t> half;  // f16 / bf16 bits
+  std::vector<float> single;   // f32
+};
+
+Stored stored_values(std::mt19937& rng, DType type, size_t n) {
+  std::normal_distribution<float> normal;
+  Stored s;
+  for (size_t i = 0; i < n; ++i) {
+    const float v = normal(rng);
+    if (type == DType::F32) {
+      s.single.push_back(v);
+      s.value.push_back(v);
+    } else {
+      const uint16_t h = type == DType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+      s.half.push_back(h);
+      s.value.push_back(type == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h));
+    }
+  }
+  return s;
+}
+
+// A device copy of `s`, starting `shift` elements into its buffer (a shift
+// leaves the 16-byte loads' alignment and takes the one-element path).
+struct StoredOnDevice {
+  std::unique_ptr<DeviceArray<float>> f32;
+  std::unique_ptr<DeviceArray<uint16_t>> f16;
+  const void* at = nullptr;
+  StoredOnDevice(const Stored& s, DType type, int shift, gpu::Stream stream) {
+    if (type == DType::F32) {
+      std::vector<float> v(size_t(shift), 0.0f);
+      v.insert(v.end(), s.single.begin(), s.single.end());
+      f32 = std::make_unique<DeviceArray<float>>(v, stream);
+      at = f32->get() + shift;
+    } else {
+      std::vector<uint16_t> v(size_t(shift), 0);
+      v.insert(v.end(), s.half.begin(), s.half.end());
+      f16 = std::make_unique<DeviceArray<uint16_t>>(v, stream);
+      at = f16->get() + shift;
+    }
+  }
+};
+
+// sum_i w[o][i] x[r][i] in float64 (+ `start`), and sum |w x| + |start|: the
+// scale of the f32 summation's error.
+struct Reference {
+  double sum, magnitude;
+};
+Reference reference_dot(const std::vector<double>& w, const std::vector<double>& x, int in, int o, int r,
+                        double start) {
+  Reference ref{start, std::fabs(start)};
+  for (int i = 0; i < in; ++i) {
+    const double p = w[size_t(o) * in + i] * x[size_t(r) * in + i];
+    ref.sum += p;
+    ref.magnitude += std::fabs(p);
+  }
+  return ref;
+}
+
+}  // namespace
+
+// The decode-step projections (Blas::gemm up to kMatvecMaxRows rows) against
+// a float64 sum of the same stored values, for 1..8 rows, every storage type,
+// with and without the residual add. Shapes: `in` not a multiple of the
+// 16-byte vector (172: stories260K's hidden in f16), odd `out`, rows split
+// over several warps, a misaligned x. Products of f16 or bf16 values are
+// exact in f32, so for every type the error is the f32 summation's: bounded
+// by (terms summed in a row by one lane + the tree's depth) x 2^-24 x sum |w x|.
+H2O_CUDA_TEST(Matvec, MatchesFloat64ForOneToEightRows) {
+  H2O_REQUIRE_CUDA();
+  TestStream s;
+  std::mt19937 rng(41);
+  struct Shape {
+    int in, out, x_shift;
+  };
+  const Shape shapes[] = {{64, 37, 0}, {172, 33, 0}, {300, 19, 0}, {1000, 65, 0}, {128, 21, 1}};
+  for (DType type : {DType::F32, DType::F16, DType::BF16})
+    for (const Shape& sh : shapes) {
+      const int rows_max = kMatvecMaxRows;
+      const Stored w = stored_values(rng, type, size_t(sh.out) * sh.in);
+      const Stored x = stored_values(rng, type, size_t(rows_max) * sh.in);
+      std::vector<float> start(size_t(rows_max + 1) * sh.out);  // one guard row past the last
+      for (float& v : start) v = float(rng() % 1000) / 64.0f - 7.0f;
+      const StoredOnDevice dw(w, type, 0, s.get()), dx(x, type, sh.x_shift, s.get());
+      for (int rows = 1; rows <= rows_max; ++rows)
+        for (bool accumulate : {false, true}) {
+          DeviceArray<float> out(start, s.get());
+          matvec(type, out.get(), dx.at, dw.at, rows, sh.in, sh.out, accumulate, s.get());
+          const auto got = out.read();
+          for (int r = 0; r < rows; ++r)
+            for (int o = 0; o < sh.out; ++o) {
+              const size_t e = size_t(r) * sh.out + o;
+              const Reference ref = reference_dot(w.value, x.value, sh.in, o, r, accumulate ? start[e] : 0.0);
+              const double bound = (sh.in / 32 + 12) * std::ldexp(1.0, -24) * ref.magnitude;
+              ASSERT_NEAR(got[e], ref.sum, bound) << dtype_name(type) << " in " << sh.in << " out " << sh.out << " rows "
+                                              << rows << (accumulate ? " accumulate" : "") << " row " << r << " o " << o;
+            }
+          for (size_t e = size_t(rows) * sh.out; e < got.size(); ++e) ASSERT_EQ(got[e], start[e]) << "wrote past the rows";
+        }
+      // Each row's sum is the same bits whatever else is in the call, and run to run.
+      DeviceArray<float> all(size_t(rows_max) * sh.out, s.get()), again(size_t(rows_max) * sh.out, s.get());
+      matvec(type, all.get(), dx.at, dw.at, rows_max, sh.in, sh.out, false, s.get());
+      matvec(type, again.get(), dx.at, dw.at, rows_max, sh.in, sh.out, false, s.get());
+      const auto got_all = all.read(), got_again = again.read();
+      for (int r = 0; r < rows_max; ++r) {
+        DeviceArray<float> one(static_cast<size_t>(sh.out), s.get());
+        const size_t x_offset = size_t(r) * sh.in * size_t(dtype_size(type));
+        matvec(type, one.get(), static_cast<const char*>(dx.at) + x_offset, dw.at, 1, sh.in, sh.out, false, s.get());
+        const auto got_one = one.read();
+        for (int o = 0; o < sh.out; ++o) {
+          const size_t e = size_t(r) * sh.out + o;
+          ASSERT_EQ(got_all[e], got_again[e]) << "not deterministic: " << dtype_name(type) << " in " << sh.in;
+          ASSERT_EQ(got_all[e], got_one[size_t(o)]) << "row " << r << " alone differs: " << dtype_name(type) << " in " << sh.in;
+        }
+      }
+    }
+}
+
+// Blas::gemm by blas.h's rule, captured into a graph as a decode step is: up
+// to kMatvecMaxRows rows the matvec kernel (the bits of a direct launch, the
+// residual added), beyond it cuBLAS (the CPU matmul in the emulation). Each
+// replay reads the inputs as they are when it runs: nothing was allocated or
+// synchronised inside the capture.
+H2O_CUDA_TEST(Matvec, BlasPicksByRowsAndReplaysFromAGraph) {
+  H2O_REQUIRE_CUDA();
+  TestStream s;
+  std::mt19937 rng(43);
+  const int in = 96, out = 40, few = 4, many = kMatvecMaxRows + 4;
+  const Stored w = stored_values(rng, DType::F32, size_t(out) * in);
+  const StoredOnDevice dw(w, DType::F32, 0, s.get());
+  DeviceArray<float> x(size_t(many) * in, s.get()), few_out(size_t(few) * out, s.get()),
+      many_out(size_t(many) * out, s.get()), direct(size_t(few) * out, s.get());
+  Blas blas(s.get(), kMatvecMaxRows);
+  gpu::begin_capture(s.get());
+  blas.gemm(few_out.get(), x.get(), dw.at, DType::F32, few, in, out, true);
+  blas.gemm(many_out.get(), x.get(), dw.at, DType::F32, many, in, out, false);
+  const std::unique_ptr<gpu::GraphImpl, void (*)(gpu::Graph)> graph(gpu::end_capture(s.get()), gpu::destroy_graph);
+  for (int round = 0; round < 2; ++round) {
+    const Stored xs = stored_values(rng, DType::F32, size_t(many) * in);
+    const std::vector<float> start(size_t(few) * out, float(round) + 0.5f);
+    gpu::copy_to_device(x.get(), xs.single.data(), xs.single.size() * sizeof(float), s.get());
+    gpu::copy_to_device(few_out.get(), start.data(), start.size() * sizeof(float), s.get());
+    gpu::copy_to_device(direct.get(), start.data(), start.size() * sizeof(float), s.get());
+    gpu::launch_graph(graph.get(), s.get());
+    matvec(DType::F32, direct.get(), x.get(), dw.at, few, in, out, true, s.get());
+    const auto got_few = few_out.read(), got_direct = direct.read(), got_many = many_out.read();
+    for (size_t e = 0; e < got_few.size(); ++e) ASSERT_EQ(got_few[e], got_direct[e]) << "round " << round;
+    for (int r = 0; r < many; ++r)
+      for (int o = 0; o < out; ++o) {
+        const Reference ref = reference_dot(w.value, xs.value, in, o, r, r < few ? start[0] : 0.0);
+        const double bound = (in + 12) * std::ldexp(1.0, -24) * ref.magnitude;  // any f32 summation order
+        if (r < few) {
+          ASSERT_NEAR(got_few[size_t(r) * out + o], ref.sum, bound) << "round " << round;
+        }
+        ASSERT_NEAR(got_many[size_t(r) * out + o], r < few ? ref.sum - start[0] : ref.sum, bound) << "round " << round;
+      }
+  }
+}

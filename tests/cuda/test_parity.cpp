@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "core/cpu/cpu_backend.h"
 #include "core/model/dtype.h"
@@ -62,11 +63,12 @@ std::shared_ptr<const Model> float32_copy(const Model& m) {
   return out;
 }
 
-std::unique_ptr<Backend> cuda(std::shared_ptr<const Model> model, const std::string& precision = "f32") {
+std::unique_ptr<Backend> cuda(std::shared_ptr<const Model> model, const std::string& precision = "f32",
+                              const CudaTuning& tuning = test::test_tuning()) {
   BackendOptions o;
   o.kind = "cuda";
   o.precision = precision;
-  return make_cuda_backend(std::move(model), o, test::test_tuning());
+  return make_cuda_backend(std::move(model), o, tuning);
 }
 
 // Feeds the same token stream to both backends one token at a time and
@@ -74,9 +76,9 @@ std::unique_ptr<Backend> cuda(std::shared_ptr<const Model> model, const std::str
 // `reference` is the model the CPU runs (by default the same one): an exact
 // float32 model whose weights equal what the device holds.
 void compare_decode(const PolicyConfig& policy, int steps, std::shared_ptr<const Model> model = tiny_model(),
-                    std::shared_ptr<const Model> reference = nullptr) {
+                    std::shared_ptr<const Model> reference = nullptr, const CudaTuning& tuning = test::test_tuning()) {
   auto cpu = make_cpu_backend(reference ? reference : model, 1);
-  auto gpu = cuda(model);
+  auto gpu = cuda(model, "f32", tuning);
   auto a = cpu->new_cache(policy), b = gpu->new_cache(policy);
   CapturePlan plan;
   for (int l = 0; l < model->config.n_layers; ++l) plan.layer_states.push_back(l);
@@ -115,43 +117,80 @@ void compare_decode(const PolicyConfig& policy, int steps, std::shared_ptr<const
   ::testing::Test::RecordProperty("worst_relative_error", std::to_string(worst));
 }
 
+// The policies' runs: their kept sets, scores and evictions are the point,
+// not the projections (cpu_projection_tuning; FullCacheLogits and the tests
+// below run the matvec kernel in the emulation too).
+void compare_policy(const PolicyConfig& policy, int steps, std::shared_ptr<const Model> model = tiny_model()) {
+  compare_decode(policy, steps, std::move(model), nullptr, test::cpu_projection_tuning());
+}
+
 }  // namespace
 
 H2O_CUDA_TEST(Parity, FullCacheLogits) {
   H2O_REQUIRE_CUDA();
   compare_decode(make("full", false), 40);
 }
+// H2O_CUDA_MATVEC_ROWS, the benchmark's A/B: 0 puts every projection on
+// cuBLAS (the CPU matmul in the emulation), the same logits to f32 rounding;
+// a value out of [0, 8] is one line.
+H2O_CUDA_TEST(Parity, MatvecRowsFromTheEnvironment) {
+  H2O_REQUIRE_CUDA();
+  auto model = tiny_model();
+  BackendOptions o;
+  o.kind = "cuda";
+  auto logits = [&] {
+    auto backend = make_cuda_backend(model, o);
+    auto cache = backend->new_cache(PolicyConfig{});
+    const std::vector<int> tokens = {1, 57, 300};
+    std::vector<float> out;
+    ForwardItem item;
+    item.cache = cache.get();
+    item.tokens = tokens;
+    item.logits = &out;
+    backend->forward(std::span<ForwardItem>(&item, 1));
+    return out;
+  };
+  const std::vector<float> matvec = logits();
+  ::setenv("H2O_CUDA_MATVEC_ROWS", "0", 1);
+  const std::vector<float> gemm = logits();
+  ::setenv("H2O_CUDA_MATVEC_ROWS", "9", 1);
+  EXPECT_THROW(make_cuda_backend(model, o), Error);
+  ::unsetenv("H2O_CUDA_MATVEC_ROWS");
+  ASSERT_EQ(gemm.size(), matvec.size());
+  EXPECT_LT(relative_error(gemm, matvec), 1e-5);
+}
+
 H2O_CUDA_TEST(Parity, StreamingOriginal) {
   H2O_REQUIRE_CUDA();
-  compare_decode(make("streaming", false), 60);
+  compare_policy(make("streaming", false), 60);
 }
 H2O_CUDA_TEST(Parity, H2OOriginal) {
   H2O_REQUIRE_CUDA();
-  compare_decode(make("h2o", false), 60);
+  compare_policy(make("h2o", false), 60);
 }
 H2O_CUDA_TEST(Parity, H2ORolling) {
   H2O_REQUIRE_CUDA();
-  compare_decode(make("h2o", true), 60);
+  compare_policy(make("h2o", true), 60);
 }
 H2O_CUDA_TEST(Parity, TovaOriginal) {
   H2O_REQUIRE_CUDA();
-  compare_decode(make("tova", false), 60);
+  compare_policy(make("tova", false), 60);
 }
 H2O_CUDA_TEST(Parity, StreamingRolling) {
   H2O_REQUIRE_CUDA();
-  compare_decode(make("streaming", true), 60);
+  compare_policy(make("streaming", true), 60);
 }
 H2O_CUDA_TEST(Parity, TovaRolling) {
   H2O_REQUIRE_CUDA();
-  compare_decode(make("tova", true), 60);
+  compare_policy(make("tova", true), 60);
 }
 H2O_CUDA_TEST(Parity, H2OWithSlack) {
   H2O_REQUIRE_CUDA();
-  compare_decode(make("h2o", false, 5), 70);
+  compare_policy(make("h2o", false, 5), 70);
 }
 H2O_CUDA_TEST(Parity, TovaRollingWithSlack) {
   H2O_REQUIRE_CUDA();
-  compare_decode(make("tova", true, 3), 70);
+  compare_policy(make("tova", true, 3), 70);
 }
 
 // Qwen2's pass: q/k/v biases, theta 1e6, tied embeddings.
@@ -173,8 +212,8 @@ H2O_CUDA_TEST(Parity, RopeScaling) {
     s.type = type;
     s.factor = 8;
     s.original_context = 64;  // the pairs span all three llama3 bands at head_dim 8
-    compare_decode(make("full", false), 30, scaled);
-    compare_decode(make("h2o", true), 50, scaled);
+    compare_policy(make("full", false), 30, scaled);
+    compare_policy(make("h2o", true), 50, scaled);
   }
 }
 
@@ -297,7 +336,8 @@ H2O_CUDA_TEST(Parity, HalfPrecisionWithinTolerance) {
     const double bound = t == DType::F16 ? 2e-3 : 1e-2;
     auto model = rounded_model(t);
     auto cpu = make_cpu_backend(model, 1);
-    auto gpu = cuda(model, precision);
+    // The kernel's f16/bf16 sums are CudaEmuMatvec's; here the rounding of the pass.
+    auto gpu = cuda(model, precision, test::cpu_projection_tuning());
     CapturePlan plan;
     for (int l = 0; l < model->config.n_layers; ++l) plan.layer_states.push_back(l);
     // Positions alone decide what the full cache and StreamingLLM keep; H2O's

@@ -1,7 +1,9 @@
-// Blas for the SIMT emulation: the projections on the CPU, enqueued on the
-// emulated stream (so that graph capture records them). f32 weights go
-// through the CPU backend's own matmul, so f32 projections match it bit for
-// bit; f16 and bf16 are widened a row at a time and summed in f32.
+// Blas for the SIMT emulation, by blas.h's rule: up to kMatvecMaxRows rows
+// the matvec kernel itself (matvec.cu through the emulation, so CI runs it),
+// more rows on the CPU in place of cuBLAS, enqueued on the emulated stream
+// (so that graph capture records them). There f32 weights go through the CPU
+// backend's own matmul; f16 and bf16 are widened a row at a time and summed
+// in f32.
 #include <vector>
 
 #include "core/base/thread_pool.h"
@@ -11,12 +13,13 @@
 
 namespace h2o::kern {
 
-Blas::Blas(gpu::Stream stream) : stream_(stream) {}
+Blas::Blas(gpu::Stream stream, int matvec_rows) : stream_(stream), matvec_rows_(matvec_rows) {}
 Blas::~Blas() = default;
 
 void Blas::gemm(float* out, const void* x, const void* w, DType type, int rows, int in, int out_features,
                 bool accumulate) {
   if (rows == 0) return;
+  if (rows <= matvec_rows_) return matvec(type, out, x, w, rows, in, out_features, accumulate, stream_);
   simt::enqueue(stream_, [=] {
     static ThreadPool one(1);
     std::vector<float> xs(size_t(rows) * size_t(in)), product(size_t(rows) * size_t(out_features));
