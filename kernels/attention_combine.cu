@@ -5,7 +5,7 @@
 #include "kernels/launch.h"
 #include "kernels/portable.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 namespace {
 
 template <class T>
@@ -48,4 +48,4 @@ void attention_combine(DType dtype, const ItemDesc* items, const int* row_item, 
   gpu::check_launch("attention_combine");
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

@@ -28,7 +28,7 @@
 #include "kernels/launch.h"
 #include "kernels/portable.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 namespace {
 
 constexpr int kThreads = kAttentionWarps * 32;
@@ -296,4 +296,4 @@ void attention_partial(DType dtype, const float* qkv, const ItemDesc* items, con
   gpu::check_launch("attention_partial");
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

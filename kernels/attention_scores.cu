@@ -8,7 +8,7 @@
 #include "kernels/launch.h"
 #include "kernels/portable.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 namespace {
 
 __global__ void attention_scores_kernel(const ItemDesc* items, int layer, ModelDims d, const float* logits,
@@ -51,4 +51,4 @@ void attention_scores(const ItemDesc* items, int item_count, int max_keys, int l
   gpu::check_launch("attention_scores");
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

@@ -5,7 +5,7 @@
 
 #include "kernels/portable.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 namespace {
 
 __global__ void bias_add_kernel(float* rows, const float* bias, int row_count, int width) {
@@ -23,4 +23,4 @@ void bias_add(float* rows, const float* bias, int row_count, int width, int thre
   gpu::check_launch("bias_add");
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

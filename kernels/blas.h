@@ -12,13 +12,13 @@
 //    16-byte loads for all rows; plain f32 FMAs for every type (no TF32).
 //  - more rows (prefill chunks): cublasGemmEx (blas_cublas.cpp), where the
 //    arithmetic grows with the rows and tensor cores pay; in the emulation
-//    the CPU backend's matmul stands in for it (tests/simt/blas_emu.cpp).
+//    the CPU backend's matmul stands in for it (kernels/simt/blas_emu.cpp).
 // CudaTuning::matvec_rows lowers the bound (0: cuBLAS for all) to compare.
 #include "core/model/dtype.h"
 #include "kernels/device.h"
 #include "kernels/launch.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 
 class Blas {
  public:
@@ -41,4 +41,4 @@ class Blas {
   void* workspace_ = nullptr;
 };
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

@@ -5,7 +5,7 @@
 // the same bits on every run, as the f32 reference checks need.
 #include "kernels/portable.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 
 struct Sum {
   template <class T>
@@ -123,4 +123,4 @@ __device__ unsigned long long block_kth_largest(int begin, int end, int k, KeyFn
   return prefix;
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

@@ -6,7 +6,7 @@
 #include "kernels/block_reduce.cuh"
 #include "kernels/launch.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 namespace {
 
 constexpr int kAllHeads = -2, kGroupMean = -1;  // as core/runtime/capture.h
@@ -73,4 +73,4 @@ void capture(const ItemDesc* items, const CaptureUnit* units, int unit_count, co
   gpu::check_launch("capture");
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

@@ -34,7 +34,7 @@
 #include "kernels/step_plan.h"
 #include "kernels/weight_convert.h"
 
-namespace h2o {
+namespace H2O_CUDA_NS {
 namespace {
 
 kern::ModelDims dims_of(const ModelConfig& c) {
@@ -787,4 +787,4 @@ double cuda_copy_bandwidth_gbs(int64_t bytes, int repeats) {
   return 2.0 * double(bytes) / (median * 1e-3) / 1e9;
 }
 
-}  // namespace h2o
+}  // namespace H2O_CUDA_NS

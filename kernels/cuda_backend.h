@@ -1,7 +1,7 @@
 #pragma once
 // The CUDA backend (kernels/README.md): h2o::Backend on one GPU, every
 // session of a step in one pass, decode steps replayed from CUDA graphs.
-// The same sources also build against the SIMT emulation (tests/simt), where
+// The same sources also build against the SIMT emulation (kernels/simt), where
 // "the device" is host memory: CI runs the whole backend that way.
 #include <cstdint>
 #include <memory>
@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "core/runtime/backend.h"
+#include "kernels/namespaces.h"
 
-namespace h2o {
+namespace H2O_CUDA_NS {
 
 // Choices below BackendOptions, for tests and the benchmark.
 struct CudaTuning {
@@ -70,4 +71,4 @@ struct CudaOpTime {
 bool cuda_set_op_timing(Backend& backend, bool on);
 std::vector<CudaOpTime> cuda_op_times(const Backend& backend);
 
-}  // namespace h2o
+}  // namespace H2O_CUDA_NS

@@ -5,7 +5,7 @@
 
 #include "kernels/step_plan.h"
 
-namespace h2o {
+namespace H2O_CUDA_NS {
 
 CudaCache::CudaCache(const PolicyConfig& policy, const kern::ModelDims& dims, DType storage,
                      std::shared_ptr<SharedStream> stream, std::shared_ptr<KvMemoryAccount> account)
@@ -117,4 +117,4 @@ LayerState CudaCache::read_layer(int layer) const {
   return state;
 }
 
-}  // namespace h2o
+}  // namespace H2O_CUDA_NS

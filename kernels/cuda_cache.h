@@ -15,7 +15,7 @@
 #include "kernels/device_buffer.h"
 #include "kernels/step_desc.h"
 
-namespace h2o {
+namespace H2O_CUDA_NS {
 
 // Why a cache could not grow (past the KV limit, or the device is full): its
 // session stops alone; any other device error is an h2o::Error.
@@ -92,4 +92,4 @@ class CudaCache final : public SessionCache {
   std::map<int, LayerState> last_layers_;
 };
 
-}  // namespace h2o
+}  // namespace H2O_CUDA_NS

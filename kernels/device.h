@@ -2,7 +2,7 @@
 // The thin host API the CUDA backend uses for the device: memory, copies,
 // one stream, events, graphs, and launch checks. Two implementations:
 //  - kernels/device_cuda.cpp: the CUDA runtime (the real backend);
-//  - tests/simt/device_emu.cpp: host memory and the SIMT emulation, so that
+//  - kernels/simt/device_emu.cpp: host memory and the SIMT emulation, so that
 //    the whole backend (host orchestration and kernels) also runs in CI.
 // Every call that fails throws h2o::Error with one line naming the device and
 // the CUDA error; an allocation the device cannot satisfy throws
@@ -12,8 +12,9 @@
 #include <string>
 
 #include "core/base/error.h"
+#include "kernels/namespaces.h"
 
-namespace h2o::gpu {
+namespace H2O_GPU_NS {
 
 struct StreamImpl;
 struct EventImpl;
@@ -76,4 +77,4 @@ void destroy_graph(Graph g) noexcept;
 // After a kernel launch: throws Error naming the kernel if the launch failed.
 void check_launch(const char* kernel);
 
-}  // namespace h2o::gpu
+}  // namespace H2O_GPU_NS

@@ -5,7 +5,7 @@
 
 #include "kernels/device.h"
 
-namespace h2o::gpu {
+namespace H2O_GPU_NS {
 
 class DeviceBuffer {
  public:
@@ -66,4 +66,4 @@ class PinnedBuffer {
   size_t bytes_ = 0;
 };
 
-}  // namespace h2o::gpu
+}  // namespace H2O_GPU_NS

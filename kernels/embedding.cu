@@ -2,7 +2,7 @@
 #include "kernels/launch.h"
 #include "kernels/portable.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 namespace {
 
 template <class T>
@@ -22,4 +22,4 @@ void embed(DType dtype, const int* tokens, const void* table, float* x, int rows
   gpu::check_launch("embed");
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

@@ -21,7 +21,7 @@
 #include "kernels/rope.cuh"
 #include "kernels/vec.cuh"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 namespace {
 
 constexpr int kPiecesPerThread = 4;  // row pieces (of each array) a thread stages per chunk
@@ -176,4 +176,4 @@ void evict(DType dtype, const ItemDesc* items, int item_count, const ModelDims& 
   gpu::check_launch("evict");
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

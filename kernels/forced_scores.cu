@@ -8,7 +8,7 @@
 #include "kernels/block_reduce.cuh"
 #include "kernels/launch.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 namespace {
 
 __global__ void row_log_z_kernel(const float* logits, int vocab, double* log_z) {
@@ -71,4 +71,4 @@ void forced_scores(const float* logits, const double* log_z, const ForcedRow* ro
   gpu::check_launch("forced_scores");
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

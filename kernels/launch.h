@@ -10,7 +10,7 @@
 #include "kernels/device.h"
 #include "kernels/step_desc.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 
 // x[r] = table[tokens[r]] widened to f32 (embedding.cu).
 void embed(DType dtype, const int* tokens, const void* table, float* x, int rows, int dim, int threads,
@@ -95,4 +95,4 @@ void forced_scores(const float* logits, const double* log_z, const ForcedRow* ro
 void capture(const ItemDesc* items, const CaptureUnit* units, int unit_count, const ModelDims& dims, int threads,
              gpu::Stream stream);
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

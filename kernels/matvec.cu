@@ -33,7 +33,7 @@
 #endif
 #endif
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 namespace {
 
 constexpr int kWarps = 4;                   // warps per block
@@ -253,4 +253,4 @@ void matvec(DType dtype, float* out, const void* x, const void* w, int rows, int
   gpu::check_launch("matvec");
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

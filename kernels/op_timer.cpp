@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 
 OpTimer::~OpTimer() {
   for (gpu::Event e : events_) gpu::destroy_event(e);
@@ -35,4 +35,4 @@ void OpTimer::end() {
   marks_.clear();
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

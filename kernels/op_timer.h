@@ -12,7 +12,7 @@
 
 #include "kernels/device.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 
 struct OpTime {
   std::string op;
@@ -47,4 +47,4 @@ class OpTimer {
   std::vector<OpTime> totals_;
 };
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

@@ -1,8 +1,9 @@
 #pragma once
 // What every kernel source includes: CUDA under nvcc, the SIMT emulation
-// (tests/simt/simt.h) when the same .cu is compiled as C++ for CI. Kernels
-// keep to what both provide: blocks, threads, __shared__, __syncthreads, warp
-// shuffles, atomics, 16-byte uint4 loads through __ldg; no inline PTX.
+// (kernels/simt/simt.h) when the same .cu is compiled as C++ (--backend
+// cuda-sim, and CI without a GPU). Kernels keep to what both provide: blocks,
+// threads, __shared__, __syncthreads, warp shuffles, atomics, 16-byte uint4
+// loads through __ldg; no inline PTX.
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -13,16 +14,20 @@
 // Unrolls the next loop (of a constant trip count) where register arrays are indexed by its
 // counter; nothing in the emulation (a C++ compiler would warn of an unknown pragma).
 #define H2O_UNROLL _Pragma("unroll")
-#else
-#include "tests/simt/simt.h"
+#elif defined(H2O_SIMT)
+#include "kernels/simt/simt.h"
 #define H2O_LAUNCH(grid, block, stream, ...) ::simt::make_launch((grid), (block), (stream), __VA_ARGS__)
 #define H2O_UNROLL
+#else
+// Compiled as C++ without H2O_SIMT, a kernel would land in h2o::kern beside the GPU build's (kernels/namespaces.h).
+#error "kernels compile as C++ only in the SIMT emulation (kernels/simt: H2O_SIMT)"
 #endif
 
 #include "core/model/dtype.h"
 #include "kernels/hd.h"
+#include "kernels/namespaces.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 
 // Storage types of weights, activations fed to the projections, and the KV cache.
 __device__ __forceinline__ float to_f32(float x) { return x; }
@@ -44,15 +49,15 @@ __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(x);
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 
 // min/max on ints without CUDA's device overloads (absent from the emulation).
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS
 
 // Runs the statement with `T` as the storage type of `dtype` (f32, f16, bf16;
 // the quantised types never reach the device: weights are converted on upload).

@@ -4,7 +4,7 @@
 #include "kernels/block_reduce.cuh"
 #include "kernels/launch.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 namespace {
 
 template <class T>
@@ -31,4 +31,4 @@ void rmsnorm(DType dtype, const float* x, const float* weight, void* out, const 
   gpu::check_launch("rmsnorm");
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

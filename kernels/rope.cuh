@@ -4,7 +4,7 @@
 #include "kernels/portable.h"
 #include "kernels/vec.cuh"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 
 __device__ __forceinline__ void rope_angle(double pos, double freq, float* c, float* s) {
   const double a = pos * freq;
@@ -33,4 +33,4 @@ H2O_UNROLL
   return y;
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

@@ -6,7 +6,7 @@
 #include "kernels/launch.h"
 #include "kernels/rope.cuh"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 namespace {
 
 template <class T>
@@ -64,4 +64,4 @@ void rope_append(DType dtype, float* qkv, const ItemDesc* items, const int* row_
   gpu::check_launch("rope_append");
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

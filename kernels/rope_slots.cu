@@ -6,7 +6,7 @@
 #include "kernels/launch.h"
 #include "kernels/rope.cuh"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 namespace {
 
 __global__ void rope_slots_kernel(const double* freq, float* table, int rows, int half) {
@@ -27,4 +27,4 @@ void rope_slots(const double* freq, float* table, int rows, int half, int thread
   gpu::check_launch("rope_slots");
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

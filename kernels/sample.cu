@@ -16,7 +16,7 @@
 #include "kernels/block_reduce.cuh"
 #include "kernels/launch.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 namespace {
 
 using u64 = unsigned long long;
@@ -180,4 +180,4 @@ void sample(const float* logits, const ChooseDesc* choices, int item_count, int 
   gpu::check_launch("sample");
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

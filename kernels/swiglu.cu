@@ -5,7 +5,7 @@
 
 #include "kernels/portable.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 namespace {
 
 template <class T>
@@ -30,4 +30,4 @@ void swiglu(DType dtype, const float* gate_up, void* out, int rows, int hidden, 
   gpu::check_launch("swiglu");
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

@@ -5,7 +5,7 @@
 // ones and keeps more bytes in flight.
 #include "kernels/portable.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 
 template <class T, int N>
 struct alignas(sizeof(T) * N) Vec {
@@ -13,4 +13,4 @@ struct alignas(sizeof(T) * N) Vec {
   T v[N];
 };
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

@@ -16,7 +16,7 @@
 #include "tests/assets.h"
 #include "tests/cuda/cuda_test_support.h"
 #ifdef H2O_SIMT
-#include "tests/simt/device_emu.h"
+#include "kernels/simt/device_emu.h"
 #endif
 
 using namespace h2o;

@@ -22,7 +22,7 @@
 //
 // Launches go through H2O_LAUNCH (kernels/portable.h): `<<<...>>>` under nvcc,
 // simt::make_launch here, which hands the grid to the emulated stream
-// (tests/simt/device_emu.cpp) so that graph capture can record it.
+// (kernels/simt/device_emu.cpp) so that graph capture can record it.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -58,7 +58,7 @@ int lane_id();
 void run_grid(dim3 grid, dim3 block, const std::function<void()>& kernel);
 
 // Runs `work` on the emulated stream now, or records it while the stream is
-// being captured into a graph (tests/simt/device_emu.cpp).
+// being captured into a graph (kernels/simt/device_emu.cpp).
 void enqueue(void* stream, std::function<void()> work);
 
 template <class... Params>

@@ -9,9 +9,9 @@
 #include "core/base/thread_pool.h"
 #include "core/cpu/cpu_ops.h"
 #include "kernels/blas.h"
-#include "tests/simt/simt.h"
+#include "kernels/simt/simt.h"
 
-namespace h2o::kern {
+namespace H2O_KERN_NS {
 
 Blas::Blas(gpu::Stream stream, int matvec_rows) : stream_(stream), matvec_rows_(matvec_rows) {}
 Blas::~Blas() = default;
@@ -38,4 +38,4 @@ void Blas::gemm(float* out, const void* x, const void* w, DType type, int rows, 
   });
 }
 
-}  // namespace h2o::kern
+}  // namespace H2O_KERN_NS

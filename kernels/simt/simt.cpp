@@ -10,7 +10,7 @@
 // registers, MXCSR and the x87 control word); elsewhere it falls back to
 // ucontext. Under AddressSanitizer every switch is announced with
 // __sanitizer_start/finish_switch_fiber, so its stack checks stay valid.
-#include "tests/simt/simt.h"
+#include "kernels/simt/simt.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "kernels/device.h"
-#include "tests/simt/device_emu.h"
-#include "tests/simt/simt.h"
+#include "kernels/simt/device_emu.h"
+#include "kernels/simt/simt.h"
 
-namespace h2o::gpu {
+namespace H2O_GPU_NS {
 
 struct StreamImpl {
   bool capturing = false;
@@ -160,7 +160,7 @@ void destroy_graph(Graph g) noexcept { delete g; }
 
 void check_launch(const char*) {}
 
-}  // namespace h2o::gpu
+}  // namespace H2O_GPU_NS
 
 namespace simt {
 void enqueue(void* stream, std::function<void()> work) {
