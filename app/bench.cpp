@@ -212,9 +212,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Decode speed per backend, model and policy: a table with bytes moved and % of measured bandwidth"};
   Options o;
   o.backend.threads = 2;
-  app.add_option("--backend", o.backend.kind, "cpu|cuda");
+  app.add_option("--backend", o.backend.kind, "cpu|cuda|cuda-sim (the CUDA backend through the SIMT emulation: slow)");
   app.add_option("--precision", o.backend.precision, "CUDA weights: f32|f16|bf16");
-  app.add_option("--threads", o.backend.threads, "CPU threads");
+  app.add_option("--threads", o.backend.threads, "CPU threads (default 2 for the cpu backend)");
   app.add_option("--shapes", o.shapes, "synthetic shapes, comma-separated (random weights at real shapes)");
   app.add_option("--dtype", o.dtype, "synthetic weights' type: f32|f16|bf16");
   app.add_option("--model", o.model, "a model file instead of synthetic shapes");
@@ -238,6 +238,11 @@ int main(int argc, char** argv) {
   });
   CLI11_PARSE(app, argc, argv);
   try {
+    // The default of 2 is the CPU backend's; a device backend gets none unless asked (cuda-sim refuses more than 1).
+    if (o.backend.kind != "cpu" && app.count("--threads") == 0) o.backend.threads = 0;
+    if (o.op_times && o.backend.kind == "cuda-sim")
+      fail("--op-times", "cuda-sim runs the kernels on the CPU through the emulation: its times say nothing of a GPU "
+                         "(use --backend cuda on one)");
     return run(o);
   } catch (const std::exception& e) {
     std::cerr << "h2o-bench: " << e.what() << "\n";

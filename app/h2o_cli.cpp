@@ -80,7 +80,7 @@ void add_run_flags(CLI::App* sub, Flags& f) {
   sub->add_option("--budget", f.budget, "tokens per KV head; the policy parameters not given split it (after --sinks)");
   sub->add_option("--slack", f.slack, "let the cache grow to budget+slack before cutting back to budget");
   sub->add_flag("--position-rolling", f.rolling, "positions from cache slots instead of stream positions");
-  sub->add_option("--backend", f.backend, "cpu|cuda");
+  sub->add_option("--backend", f.backend, "cpu|cuda|cuda-sim (the CUDA backend's code through the SIMT emulation, on the CPU: slow, for checking)");
   sub->add_option("--precision", f.precision, "CUDA weights: f32|f16|bf16");
   sub->add_option("--threads", f.threads, "CPU threads (0: all cores)");
   sub->add_option("--kv-limit", f.kv_limit_mib,

@@ -100,7 +100,8 @@ class CudaBackend final : public Backend {
   CudaBackend(std::shared_ptr<const Model> model, const BackendOptions& options, const CudaTuning& tuning);
   ~CudaBackend() override;
 
-  std::string name() const override { return "cuda"; }
+  // The emulated build's (kernels/simt) is the same class on a device that says it is emulated.
+  std::string name() const override { return info_.emulated ? "cuda-sim" : "cuda"; }
   std::string describe() const override;
   const Model& model() const override { return *model_; }
   std::unique_ptr<SessionCache> new_cache(const PolicyConfig& policy) override;
@@ -223,7 +224,7 @@ CudaBackend::~CudaBackend() {
 }
 
 std::string CudaBackend::describe() const {
-  std::string out = "cuda " + info_.name + ", " + dtype_name(storage_) + " weights, " + dtype_name(kv_) + " KV, " +
+  std::string out = name() + " " + info_.name + ", " + dtype_name(storage_) + " weights, " + dtype_name(kv_) + " KV, " +
                     (tuning_.graphs ? "graphs" : "no graphs");
   if (account_->limit > 0) out += ", KV limit " + std::to_string(account_->limit >> 20) + " MiB";
   return out;

@@ -1,5 +1,5 @@
 #pragma once
-// Runs h2o-cli (built next to the tests) and captures what it printed.
+// Runs h2o-cli (or h2o-bench, built next to the tests) and captures what it printed.
 #include <array>
 #include <cstdio>
 #include <string>
@@ -16,10 +16,10 @@ struct CliResult {
 
 // `shell` goes before the command, in the same shell: "ulimit -f 64; " runs
 // it with a file-size limit (a full disk), "exec " as is.
-inline CliResult run_cli(const std::string& args, const std::string& shell = "") {
+inline CliResult run_program(const std::string& program, const std::string& args, const std::string& shell = "") {
   static int counter = 0;
   const std::string err_file = "/tmp/h2o-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  const std::string cmd = shell + std::string(H2O_CLI_PATH) + " " + args + " 2>" + err_file;
+  const std::string cmd = shell + program + " " + args + " 2>" + err_file;
   CliResult r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -34,6 +34,10 @@ inline CliResult run_cli(const std::string& args, const std::string& shell = "")
   }
   std::remove(err_file.c_str());
   return r;
+}
+
+inline CliResult run_cli(const std::string& args, const std::string& shell = "") {
+  return run_program(H2O_CLI_PATH, args, shell);
 }
 
 }  // namespace h2o::test

@@ -3,6 +3,7 @@
 #include "core/base/error.h"
 #include "core/base/system_limits.h"
 #include "core/cpu/cpu_backend.h"
+#include "kernels/simt/cuda_sim.h"
 
 #ifdef H2O_WITH_CUDA
 #include "kernels/cuda_backend.h"
@@ -25,10 +26,12 @@ std::unique_ptr<Backend> make_backend(std::shared_ptr<const Model> model, const 
 #ifdef H2O_WITH_CUDA
     return make_cuda_backend(std::move(model), options);
 #else
-    fail("--backend", "cuda: this build has no CUDA backend (see kernels/README.md); use --backend cpu");
+    fail("--backend", "cuda: this build has no CUDA backend (see kernels/README.md); use --backend cpu, or cuda-sim "
+                      "to run its code through the emulation");
 #endif
   }
-  fail("--backend", "unknown backend '" + options.kind + "' (expected cpu or cuda)");
+  if (options.kind == "cuda-sim") return make_cuda_sim_backend(std::move(model), options);
+  fail("--backend", "unknown backend '" + options.kind + "' (expected cpu, cuda or cuda-sim)");
 }
 
 }  // namespace h2o

@@ -100,7 +100,7 @@ struct ForwardItem {
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual std::string name() const = 0;      // "cpu", "cuda"
+  virtual std::string name() const = 0;      // "cpu", "cuda", "cuda-sim"
   virtual std::string describe() const = 0;  // device, precision, threads
   virtual const Model& model() const = 0;
   virtual std::unique_ptr<SessionCache> new_cache(const PolicyConfig& policy) = 0;
@@ -125,7 +125,7 @@ class Backend {
 int feed_one(Backend& backend, SessionCache& cache, int token, const TokenChoice& choice);
 
 struct BackendOptions {
-  std::string kind = "cpu";       // "cpu" or "cuda"
+  std::string kind = "cpu";       // "cpu", "cuda" or "cuda-sim" (core/backends/make_backend.h)
   int threads = 0;                // CPU threads; 0: all cores
   std::string precision = "f32";  // CUDA weights: f32, f16, bf16
   int64_t kv_limit_bytes = 0;     // KV memory of all sessions together; 0: no limit

@@ -3,8 +3,10 @@
 
 Builds each case's command exactly as tests/app/test_reference_greedy.cpp does
 (`generate --model M [--tokenizer T] --prompt-ids ... --max-new-tokens N
---prefill-chunk 1 --threads 2 --print-ids --policy ...`), adds `--backend B`,
-and compares the printed ids with the reference. Appends a Markdown table to
+--prefill-chunk 1 --print-ids --policy ... --backend B`, and `--threads 2` for
+the cpu backend alone: a device backend has no CPU threads to set, and
+cuda-sim refuses more than one), and compares the printed ids with the
+reference. Appends a Markdown table to
 --md (row by row, so a timeout keeps what was done) and exits non-zero when a
 case differs or fails. The CPU backend is the control: it must match too.
 
@@ -55,9 +57,9 @@ def build_args(cli, assets, model, tokenizer, ref, case, backend, extra):
     if tokenizer:
         args += ["--tokenizer", os.path.join(assets, tokenizer)]
     args += ["--prompt-ids", ",".join(str(i) for i in ref["prompt_ids"]),
-             "--max-new-tokens", str(steps), "--prefill-chunk", "1", "--threads", "2", "--print-ids"]
+             "--max-new-tokens", str(steps), "--prefill-chunk", "1", "--print-ids"]
     args += policy_flags(case)
-    args += ["--backend", backend] + extra
+    args += ["--backend", backend] + (["--threads", "2"] if backend == "cpu" else []) + extra
     return args, steps
 
 
