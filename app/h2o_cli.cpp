@@ -488,8 +488,22 @@ int run_tokenize(CLI::App* sub, const TokenizeFlags& tf) {
 
 // ---- info ---------------------------------------------------------------------
 
+// info --backend: what that backend makes of the model — its device and
+// precision, and on a device (cuda, cuda-sim) every byte of weights it
+// uploaded. Made before anything is printed, so a refusal is the one line.
+std::string backend_info(Flags& f, const std::shared_ptr<const Model>& model) {
+  if (!f.given("--backend")) return "";
+  const auto backend = make_backend(model, backend_options(f));
+  std::string out = "backend     " + backend->describe() + "\n";
+  if (const int64_t bytes = backend->device_weight_bytes(); bytes > 0)
+    out += "device weights: " + format_mib(bytes) + " (every buffer " + backend->name() +
+           " uploads; the KV cache and scratch come on top)\n";
+  return out;
+}
+
 int run_info(Flags& f, const char* argv0) {
   Loaded in = load_inputs(f, argv0);
+  const std::string backend = backend_info(f, in.model);
   const Model& m = *in.model;
   const ModelConfig& c = m.config;
   const ChatTemplate chat = choose_template(*in.tokenizer, "");
@@ -509,7 +523,8 @@ int run_info(Flags& f, const char* argv0) {
             << "kv bytes    " << int64_t(c.n_layers) * c.kv_dim() * 2 * 4 << " per cached token (f32)\n"
             << "tokenizer   " << in.tokenizer->describe() << "\n"
             << "template    " << chat.name << (in.tokenizer->chat_template().empty() ? " (the model names none)" : "")
-            << ", " << json_dump(chat.pattern()) << "\n";
+            << ", " << json_dump(chat.pattern()) << "\n"
+            << backend;
   return 0;
 }
 
@@ -602,6 +617,8 @@ int main(int argc, char** argv) {
 
   auto* info = app.add_subcommand("info", "what a model / tokenizer holds");
   add_model_flags(info, f);
+  info->add_option("--backend", f.backend, "also make this backend (cpu|cuda|cuda-sim) and say what it holds: its device, and the MiB of weights it uploads");
+  info->add_option("--precision", f.precision, "CUDA weights with --backend: f32|f16|bf16");
 
   ConvertFlags cf;
   auto* convert = app.add_subcommand("convert", "write a model as GGUF in another weight type");

@@ -108,6 +108,11 @@ class CudaBackend final : public Backend {
   void forward(std::span<ForwardItem> items) override;
   int64_t peak_kv_bytes() const override { return account_->peak; }
   int64_t weight_bytes() const override { return weight_bytes_; }
+  int64_t device_weight_bytes() const override {
+    int64_t bytes = 0;
+    for (const gpu::DeviceBuffer& b : weights_) bytes += int64_t(b.bytes());
+    return bytes;
+  }
   double measure_bandwidth(int64_t bytes) override { return cuda_copy_bandwidth_gbs(bytes, 10); }
 
   double last_forward_ms() const { return last_ms_; }

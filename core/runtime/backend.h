@@ -115,6 +115,10 @@ class Backend {
   // For benchmarks. The bytes of weights one forward pass reads, as this
   // backend holds them (a CPU that widens f16 to f32 reads f32).
   virtual int64_t weight_bytes() const { return model().weight_bytes(); }
+  // Device memory the weights took when the backend was made: every buffer it
+  // uploaded (matrices in its storage type, norms, biases, the RoPE table),
+  // the embedding counted once; 0 for a backend that computes in host memory.
+  virtual int64_t device_weight_bytes() const { return 0; }
   // The memory bandwidth decode is bound by, measured now on a working set of
   // `bytes` (GB/s; NaN where the backend cannot measure it).
   virtual double measure_bandwidth(int64_t bytes);

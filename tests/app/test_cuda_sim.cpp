@@ -13,6 +13,20 @@ using namespace h2o::test;
 
 namespace {
 
+// The MiB of the `device weights:` line of `h2o-cli info`, or -1 where there is none.
+double device_weight_mib(const std::string& out) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("device weights: ", 0) != 0) continue;
+    std::istringstream fields(line.substr(16));
+    double mib = -1;
+    std::string unit;
+    fields >> mib >> unit;
+    return unit == "MiB" ? mib : -1;
+  }
+  return -1;
+}
+
 void expect_one_line_error(const CliResult& r, const std::string& needle) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
@@ -20,6 +34,29 @@ void expect_one_line_error(const CliResult& r, const std::string& needle) {
 }
 
 }  // namespace
+
+// info names the emulated device and the weights the backend uploaded: every
+// matrix in the precision asked, so f16 takes about half of f32 (norms and
+// the RoPE table stay wider).
+TEST(CliCudaSim, InfoNamesTheEmulatedDeviceAndItsWeights) {
+  const std::string info = "info --model synthetic:stories260K --backend cuda-sim";
+  const CliResult f32 = run_cli(info);
+  ASSERT_EQ(f32.exit_code, 0) << f32.err;
+  EXPECT_NE(f32.out.find("backend     cuda-sim SIMT emulation (host memory), f32 weights"), std::string::npos)
+      << f32.out;
+  const double f32_mib = device_weight_mib(f32.out);
+  EXPECT_GT(f32_mib, 0.9) << f32.out;  // 260K parameters of 4 bytes
+  EXPECT_LT(f32_mib, 1.1) << f32.out;
+  const CliResult f16 = run_cli(info + " --precision f16");
+  ASSERT_EQ(f16.exit_code, 0) << f16.err;
+  const double f16_mib = device_weight_mib(f16.out);
+  EXPECT_GT(f16_mib, 0.5 * f32_mib) << f16.out;
+  EXPECT_LT(f16_mib, 0.52 * f32_mib) << f16.out;
+  // Without --backend, info makes no backend and has no device line.
+  const CliResult plain = run_cli("info --model synthetic:stories260K");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(device_weight_mib(plain.out), -1) << plain.out;
+}
 
 // The same greedy tokens as the CPU backend (GQA: 8 heads on 4 KV heads):
 // a prefill chunk of 10 rows (beyond the matvec kernel's 8: the CPU matmul
