@@ -6,6 +6,7 @@
 #   tests/gpu/run_on_device.sh check          sm_90 no-Qt build of what it runs, device suites in one process, parity
 #   tests/gpu/run_on_device.sh sanitize       compute-sanitizer memcheck + racecheck over the device suites
 #   tests/gpu/run_on_device.sh bench [ARGS]   h2o-bench --backend cuda ARGS, copy bandwidth, transformers peer
+#   (tests/gpu/simulate_here.sh runs any stage on a machine without a GPU, against --backend cuda-sim)
 #   tests/gpu/run_on_device.sh selftest       no GPU needed: syntax and dry runs of the helpers (run it here)
 #
 # Each stage ends within H2O_STAGE_BUDGET_S (default 470 s, under the 8 minutes
@@ -21,6 +22,11 @@
 #   H2O_SANITIZE_FILTER [*] (sanitize: a gtest filter, e.g. '*Kernels*' for the quick kernel suites)
 #   H2O_BUILD_LIMIT_S [420] (the repo build's own cap)  H2O_GPU_FORCE_GTEST_SOURCE=1 (rebuild GTest from the carried sources)
 #   H2O_GPU_FORCE_PY_UNPACK=1 (unpack .debs with Python, as where dpkg-deb is missing)
+#   H2O_GPU_BACKEND [cuda]: the backend parity and bench run. cuda-sim (set by simulate_here.sh, no GPU)
+#     runs the CUDA backend's own code through the SIMT emulation instead, bench with tiny shapes when
+#     given no args, and the peer on its test doubles; the steps that need the GPU itself (nvidia-smi,
+#     the probe's run, the device suites, compute-sanitizer) are then "skipped (simulated)", never a
+#     pass. With cuda, a skipped device test is a failure, as ever.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -37,6 +43,10 @@ RESULTS=$OUT/results.md
 MULTIARCH=x86_64-linux-gnu
 JOBS=$(nproc 2>/dev/null || echo 4)
 DEVICE_TARGETS="h2o_cuda_tests h2o-cli h2o-bench"   # all that check and bench run
+BACKEND=${H2O_GPU_BACKEND:-cuda}
+case "$BACKEND" in cuda) SIMULATED=0 ;; cuda-sim) SIMULATED=1 ;; *) echo "run_on_device: H2O_GPU_BACKEND must be cuda or cuda-sim, got '$BACKEND'" >&2; exit 2 ;; esac
+# Under simulation: tiny shapes (the emulation decodes stories260K at tens of tokens a second), f16 as on the GPU.
+SIM_BENCH_ARGS="--shapes stories260K --dtype f16 --precision f16 --contexts 64 --budget 32 --tokens 8 --repeats 1 --batched"
 FAILS=0                          # failed steps in this stage
 STAGE=""
 STAGE_T0=$SECONDS
@@ -64,6 +74,13 @@ row() {  # row STEP RESULT SECONDS DETAIL
   echo "$line"
   case "$2" in FAIL*) FAILS=$((FAILS + 1)) ;; esac
   STEP_RC=0  # a step's status is read once, by the row that reports it (see why)
+}
+
+# Under simulation (no GPU), a step that needs the device itself gets a "skipped (simulated)" row and
+# returns 0; on a GPU machine it returns 1 and the caller runs the step.
+skip_simulated() {  # skip_simulated STEP DETAIL
+  ((SIMULATED)) || return 1
+  row "$1" "skipped (simulated)" 0 "no GPU: H2O_GPU_BACKEND=cuda-sim (simulate_here.sh); $2"
 }
 
 # Run an external command with a time limit (min of MAX and what the stage has left),
@@ -97,7 +114,7 @@ begin_stage() {
   SECTION_AT=$(stat -c %s "$RESULTS" 2>/dev/null || echo 0)
   {
     echo
-    echo "## $STAGE — $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname) (budget ${STAGE_BUDGET_S}s)"
+    echo "## $STAGE — $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname) (budget ${STAGE_BUDGET_S}s)$( ((SIMULATED)) && echo ' — SIMULATED: no GPU, H2O_GPU_BACKEND=cuda-sim')"
   } >>"$RESULTS"
   NEED_HEADER=1
   trap 'end_stage $?' EXIT
@@ -310,15 +327,18 @@ run_peer() {  # LOG JSON MAX_S
   left=$(($(remaining) - RESERVE_S - 5))
   ((left < max)) && max=$left
   ((max < 30)) && { row "transformers peer" skipped 0 "stage budget spent"; return 0; }
-  subtable "Transformers peer (\`LlamaForCausalLM\`, random weights, fp16, greedy, default cache; tests/gpu/peer_transformers.py):"
+  local pypath=${PYTHONPATH:-} what="random weights, fp16, greedy, default cache"
+  # Under simulation: the peer's whole code path on the test doubles of torch/transformers (numbers that mean nothing).
+  ((SIMULATED)) && pypath=$HERE/fakes && what="SIMULATED: tests/gpu/fakes stand in for torch and transformers, no number here means anything"
+  subtable "Transformers peer (\`LlamaForCausalLM\`, $what; tests/gpu/peer_transformers.py):"
   # The peer stops itself at its deadline and writes what it has; the timeout is the backstop.
   local args=(--md "$RESULTS" --json "$json" --deadline-s $((max - 40)))
   [ -n "${COPY_GBPS:-}" ] && args+=(--copy-gbps "$COPY_GBPS")
   # shellcheck disable=SC2206  # H2O_PEER_ARGS is a list of words on purpose
   [ -n "${H2O_PEER_ARGS:-}" ] && args+=($H2O_PEER_ARGS)
   local t0=$SECONDS
-  if PYTHONUNBUFFERED=1 run_step "$log" "$max" python3 "$HERE/peer_transformers.py" "${args[@]}"; then
-    row "transformers peer" ok $((SECONDS - t0)) "table above; log $(basename "$log")"
+  if PYTHONPATH=$pypath PYTHONUNBUFFERED=1 run_step "$log" "$max" python3 "$HERE/peer_transformers.py" "${args[@]}"; then
+    row "transformers peer" ok $((SECONDS - t0)) "table above; log $(basename "$log")$( ((SIMULATED)) && echo '; test doubles: the script ran, nothing was measured')"
   else
     row "transformers peer" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "table above; $(why "$log" 2)"
   fi
@@ -343,7 +363,8 @@ stage_probe() {
 
   # Step: the GPU as nvidia-smi reports it (read-only queries; the card's settings are never touched).
   t0=$SECONDS
-  if command -v nvidia-smi >/dev/null; then
+  if skip_simulated "nvidia-smi" "not queried"; then :
+  elif command -v nvidia-smi >/dev/null; then
     run_step "$log" 30 nvidia-smi -q || true
     v=$(timeout 30 nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,temperature.gpu,persistence_mode --format=csv,noheader 2>&1 | head -1 || true)
     row "nvidia-smi" ok $((SECONDS - t0)) "name, memory, driver, cc, SM clock now/max, mem clock now/max, power limit, temp, persistence: $v"
@@ -369,7 +390,8 @@ stage_probe() {
   t0=$SECONDS
   v=$(timeout 120 python3 -c 'import sys, torch, transformers; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available(), "transformers", transformers.__version__)' 2>&1 | tail -1 || true)
   echo "=== python: $v" >>"$log"
-  case "$v" in *"available True"*) row "python peer stack" ok $((SECONDS - t0)) "$v" ;; *) row "python peer stack" FAIL $((SECONDS - t0)) "$v" ;; esac
+  case "$v" in *"available True"*) row "python peer stack" ok $((SECONDS - t0)) "$v" ;;
+    *) skip_simulated "python peer stack" "$v" || row "python peer stack" FAIL $((SECONDS - t0)) "$v" ;; esac
 
   # Step: the carried Debian deps: unpack into $DEPS, check they load, build and run a program using all.
   prepare_deps "$log" || true
@@ -382,12 +404,15 @@ stage_probe() {
   # Step: a tiny sm_$ARCH kernel compiled and run (vector add checked on the host), and the copy bandwidth.
   t0=$SECONDS
   if build_probe_cuda "$log"; then
-    if run_probe_cuda "$log" --mib 1024 --reps 20 --warmup 3; then row "sm_$ARCH kernel + D2D copy" ok $((SECONDS - t0)) "$PROBE_NOTE"
+    if skip_simulated "sm_$ARCH kernel + D2D copy" "built for sm_$ARCH in $((SECONDS - t0)) s, not run"; then :
+    elif run_probe_cuda "$log" --mib 1024 --reps 20 --warmup 3; then row "sm_$ARCH kernel + D2D copy" ok $((SECONDS - t0)) "$PROBE_NOTE"
     else row "sm_$ARCH kernel + D2D copy" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "$PROBE_NOTE; $(why "$log" 1)"; fi
-    if grep -aq '^|' /tmp/h2o-probe-cuda.out 2>/dev/null; then
+    if ((!SIMULATED)) && grep -aq '^|' /tmp/h2o-probe-cuda.out 2>/dev/null; then
       subtable "Device-to-device copy (tests/gpu/probe_cuda.cu; GB/s count bytes read + written):"
       grep -a '^|' /tmp/h2o-probe-cuda.out >>"$RESULTS"
     fi
+  elif ! cuda_tool nvcc >/dev/null; then
+    skip_simulated "sm_$ARCH kernel + D2D copy" "no nvcc here either" || row "sm_$ARCH kernel + D2D copy" FAIL 0 "nvcc not found"
   else
     row "sm_$ARCH kernel + D2D copy" FAIL $((SECONDS - t0)) "nvcc build failed: $(why "$log" 1)"
   fi
@@ -412,13 +437,19 @@ stage_check() {
   t0=$SECONDS
   if configure_repo "$blog"; then row "configure (no Qt, sm_$ARCH)" ok $((SECONDS - t0)) "$CONFIGURE_NOTE"
   else row "configure (no Qt, sm_$ARCH)" FAIL $((SECONDS - t0)) "$CONFIGURE_NOTE"; return 1; fi
+  local targets=$DEVICE_TARGETS
   if ((HAVE_BACKEND == 0)); then
-    row "CUDA backend" "FAIL (absent)" 0 "kernels/CMakeLists.txt $([ -f "$ROOT/kernels/CMakeLists.txt" ] && echo present || echo missing); configure says: ${CONFIGURE_NOTE%%;*}. The CUDA backend is not in this tree yet; the rest runs to show what does"
+    if ((SIMULATED)); then
+      targets="h2o-cli h2o-bench"  # cuda-sim needs no nvcc; the device test program does
+      row "CUDA backend" "skipped (simulated)" 0 "configure says: ${CONFIGURE_NOTE%%;*} (no nvcc here): cuda-sim only, no h2o_cuda_tests"
+    else
+      row "CUDA backend" "FAIL (absent)" 0 "kernels/CMakeLists.txt $([ -f "$ROOT/kernels/CMakeLists.txt" ] && echo present || echo missing); configure says: ${CONFIGURE_NOTE%%;*}. The CUDA backend is not in this tree yet; the rest runs to show what does"
+    fi
   fi
 
   # Step: build only what this stage runs: the device test program, the CLI (parity) and the bench.
   t0=$SECONDS
-  if build_repo "$blog" $DEVICE_TARGETS; then row "build ($DEVICE_TARGETS)" ok $((SECONDS - t0)) "$(grep -ac 'warning:' "$blog" || true) compiler warnings; log check-build.log"
+  if build_repo "$blog" $targets; then row "build ($targets)" ok $((SECONDS - t0)) "$(grep -ac 'warning:' "$blog" || true) compiler warnings; log check-build.log"
   else row "build" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "$(why "$blog" 2)"; return 1; fi
   export H2O_ASSETS=$ASSETS
 
@@ -426,24 +457,29 @@ stage_check() {
   # one process per test). A skipped test on a GPU machine means it did not see the device: not a pass.
   t0=$SECONDS
   local rc=0 exe=$BUILD/tests/cuda/h2o_cuda_tests summary skipped
-  run_step "$tlog" 240 "$exe" --gtest_brief=1 || rc=$STEP_RC
+  if [ -x "$exe" ]; then run_step "$tlog" 240 "$exe" --gtest_brief=1 || rc=$STEP_RC; fi
   summary=$(grep -aE '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test' "$tlog" | tail -2 | tr '\n' ' ' || true)
   skipped=$(grep -aE '^\[  SKIPPED \] [0-9]+ test' "$tlog" | tail -1 | awk '{print $4}' || true)
-  if ((rc == 0 && ${skipped:-0} > 0)); then
+  if [ ! -x "$exe" ] && skip_simulated "device suites (h2o_cuda_tests)" "not built (no nvcc)"; then :
+  elif ((rc == 0 && ${skipped:-0} > 0)) && skip_simulated "device suites (h2o_cuda_tests)" "$summary; $skipped skipped, as they must be without a device"; then :
+  elif ((rc == 0 && ${skipped:-0} > 0)); then
     row "device suites (h2o_cuda_tests)" "FAIL ($skipped skipped)" $((SECONDS - t0)) "$summary; skipped on a GPU machine: $(grep -aE '^\[  SKIPPED \] [A-Za-z]' "$tlog" | head -3 | awk '{print $4}' | tr '\n' ' ')"
   elif ((rc == 0)); then row "device suites (h2o_cuda_tests)" ok $((SECONDS - t0)) "$summary; none skipped"
   else row "device suites (h2o_cuda_tests)" "FAIL (exit $rc)" $((SECONDS - t0)) "$summary; $(grep -aE '^\[  FAILED  \] [A-Za-z]' "$tlog" | head -4 | awk '{print $4}' | tr '\n' ' ')"; fi
 
-  # Step: parity: the shared greedy references through h2o-cli, cpu (control) and cuda.
+  # Step: parity: the shared greedy references through h2o-cli, cpu (control) and cuda (cuda-sim
+  # under simulation: ~10x the CPU's time, a minute or two for all seven cases on 2 cores).
   t0=$SECONDS
+  local parity_s=200 case_s=120
+  ((SIMULATED)) && parity_s=900 case_s=300
   subtable "Parity: the shared greedy references through \`h2o-cli generate --prefill-chunk 1 --print-ids\` (flags as tests/app/test_reference_greedy.cpp), f32; cpu is the control:"
-  if run_step "$plog" 200 python3 "$HERE/parity.py" --cli "$BUILD/app/h2o-cli" --assets "$ASSETS" --backends cpu,cuda --md "$RESULTS"; then
-    row "parity (cpu, cuda)" ok $((SECONDS - t0)) "every case identical to the reference"
+  if run_step "$plog" "$parity_s" python3 "$HERE/parity.py" --cli "$BUILD/app/h2o-cli" --assets "$ASSETS" --backends "cpu,$BACKEND" --timeout "$case_s" --md "$RESULTS"; then
+    row "parity (cpu, $BACKEND)" ok $((SECONDS - t0)) "every case identical to the reference"
   else
-    row "parity (cpu, cuda)" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "table above; log check-parity.log"
+    row "parity (cpu, $BACKEND)" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "table above; log check-parity.log"
   fi
 
-  ((HAVE_BACKEND == 0)) && return 3
+  ((HAVE_BACKEND == 0 && !SIMULATED)) && return 3
   ((FAILS == 0))
 }
 
@@ -456,6 +492,7 @@ cuda_test_bins() {
 sanitizers() {  # LOG
   local log=$1 cs t0 tool exe bins rc note
   t0=$SECONDS
+  skip_simulated "compute-sanitizer" "memcheck and racecheck watch the device itself" && return 0
   if ! cs=$(cuda_tool compute-sanitizer); then row "compute-sanitizer" "not available" 0 "not found on this machine"; return 0; fi
   # Step: does this machine let compute-sanitizer see the device (gVisor refuses: "Device not supported")?
   if [ -z "${PROBE_BIN:-}" ]; then build_probe_cuda "$log" || true; fi
@@ -493,7 +530,9 @@ stage_sanitize() {
   # Step: deps, configure and the device test program (reused when the machine is still warm).
   prepare_deps "$blog" || return 1
   t0=$SECONDS
-  if configure_repo "$blog" && build_repo "$blog" h2o_cuda_tests; then row "build h2o_cuda_tests" ok $((SECONDS - t0)) ""
+  if ! configure_repo "$blog"; then row "configure (no Qt, sm_$ARCH)" FAIL $((SECONDS - t0)) "$CONFIGURE_NOTE"; return 1; fi
+  if ((HAVE_BACKEND == 0)) && skip_simulated "build h2o_cuda_tests" "no nvcc here"; then :
+  elif build_repo "$blog" h2o_cuda_tests; then row "build h2o_cuda_tests" ok $((SECONDS - t0)) ""
   else row "build h2o_cuda_tests" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "$(why "$blog" 2)"; return 1; fi
   export H2O_ASSETS=$ASSETS
   # Step: compute-sanitizer memcheck (leak check on) and racecheck over the device suites.
@@ -528,7 +567,8 @@ stage_bench() {
 
   # Step: the copy bandwidth in this same lease, the roofline the bench and the peer are read against.
   t0=$SECONDS
-  if build_probe_cuda "$blog" && run_probe_cuda "$blog" --mib 1024 --reps 10 --warmup 2; then row "D2D copy bandwidth" ok $((SECONDS - t0)) "$PROBE_NOTE"
+  if skip_simulated "D2D copy bandwidth" "h2o-bench measures the emulation's host copies instead"; then :
+  elif build_probe_cuda "$blog" && run_probe_cuda "$blog" --mib 1024 --reps 10 --warmup 2; then row "D2D copy bandwidth" ok $((SECONDS - t0)) "$PROBE_NOTE"
   else row "D2D copy bandwidth" FAIL $((SECONDS - t0)) "$(why "$blog" 1)"; fi
 
   # Step: the benchmark itself, extra args passed through; its Markdown table goes into results.md.
@@ -537,13 +577,15 @@ stage_bench() {
     local limit=$(($(remaining) - RESERVE_S - peer_reserve))
     ((limit < 30)) && limit=30
     export H2O_ASSETS=$ASSETS
-    run_step "$log" "$limit" "$BUILD/app/h2o-bench" --backend cuda "$@" || rc=$STEP_RC
-    subtable "h2o-bench --backend cuda $*:"
+    # shellcheck disable=SC2086  # SIM_BENCH_ARGS is a list of words on purpose
+    (($# == 0 && SIMULATED)) && set -- $SIM_BENCH_ARGS
+    run_step "$log" "$limit" "$BUILD/app/h2o-bench" --backend "$BACKEND" "$@" || rc=$STEP_RC
+    subtable "h2o-bench --backend $BACKEND $*:"
     # Its Markdown tables, one blank line between tables.
     awk '/^\|/ { print; t = 1; next } t { print ""; t = 0 }' "$log" >>"$RESULTS"
     grep -aq '^|' "$log" || echo "(no table printed; see bench.log)" >>"$RESULTS"
-    if ((rc == 0)); then row "h2o-bench --backend cuda" ok $((SECONDS - t0)) "table above; log bench.log"
-    else row "h2o-bench --backend cuda" "FAIL (exit $rc)" $((SECONDS - t0)) "$(why "$log" 2)"; fi
+    if ((rc == 0)); then row "h2o-bench --backend $BACKEND" ok $((SECONDS - t0)) "table above; log bench.log"
+    else row "h2o-bench --backend $BACKEND" "FAIL (exit $rc)" $((SECONDS - t0)) "$(why "$log" 2)"; fi
   fi
 
   # Step: the transformers peer again, in the same lease, with the copy bandwidth measured above.
@@ -574,7 +616,7 @@ stage_selftest() {
      [ "$(grep -ac 'skipped: deadline' "$log")" = 8 ]; then row "peer on fake torch" ok $((SECONDS - t0)) "all shapes measured; deadline 0 skips all 8 rows"
   else row "peer on fake torch" FAIL $((SECONDS - t0)) "$(why "$log" 2)"; fi
   t0=$SECONDS
-  if run_step "$log" 30 python3 "$HERE/parity.py" --dry-run --cli "$BUILD/app/h2o-cli" --assets "${H2O_ASSETS:-$ASSETS}" --backends cpu,cuda; then row "parity --dry-run" ok $((SECONDS - t0)) "$(grep -ac 'generate --model' "$log") commands"
+  if run_step "$log" 30 python3 "$HERE/parity.py" --dry-run --cli "$BUILD/app/h2o-cli" --assets "${H2O_ASSETS:-$ASSETS}" --backends "cpu,$BACKEND"; then row "parity --dry-run" ok $((SECONDS - t0)) "$(grep -ac 'generate --model' "$log") commands"
   else row "parity --dry-run" FAIL $((SECONDS - t0)) "$(why "$log" 2)"; fi
   ((FAILS == 0))
 }

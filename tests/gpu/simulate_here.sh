@@ -4,7 +4,13 @@
 # scratch prefix, and this machine's own copies of the same dependencies made unusable
 # inside a private mount namespace, so that the build can only succeed with the carry.
 #
-#   tests/gpu/simulate_here.sh probe|check|bench|selftest [args]
+#   tests/gpu/simulate_here.sh probe|check|sanitize|bench|selftest [args]
+#
+# Without a GPU, the stages run against --backend cuda-sim (H2O_GPU_BACKEND, see
+# run_on_device.sh): parity through the CUDA backend's own code in the SIMT emulation,
+# bench on tiny shapes, the peer on its test doubles; what needs the device itself
+# (nvidia-smi, the probe's run, the device suites, compute-sanitizer) is reported
+# "skipped (simulated)". All five stages take about N minutes here (2 cores).
 #
 # Hidden (bind-mounted over, in this process's namespace only): the headers, CMake
 # config files, .pc folders, static GTest libraries, SentencePiece libraries, GoogleTest
@@ -17,7 +23,12 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SIM=${H2O_SIM_DIR:-/tmp/h2o-gpu-sim}
 [ "$(id -u)" = 0 ] || { echo "simulate_here: needs root (unshare -m, mount --bind)" >&2; exit 2; }
-(($# >= 1)) || { echo "usage: $0 probe|check|bench|selftest [args]" >&2; exit 2; }
+(($# >= 1)) || { echo "usage: $0 probe|check|sanitize|bench|selftest [args]" >&2; exit 2; }
+export H2O_GPU_BACKEND=${H2O_GPU_BACKEND:-cuda-sim}
+# ccache where this machine has it (CMake reads these variables): a second simulation rebuilds little.
+if command -v ccache >/dev/null; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache} CMAKE_CUDA_COMPILER_LAUNCHER=${CMAKE_CUDA_COMPILER_LAUNCHER:-ccache}
+fi
 
 # Step: a clean scratch prefix each time, so nothing from an earlier run helps.
 rm -rf "$SIM/deps" "$SIM/out"
