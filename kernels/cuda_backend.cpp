@@ -286,7 +286,7 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
   mark("embed");
   for (int l = 0; l < d.layers; ++l) {
     const DeviceLayer& w = layers_[size_t(l)];
-    kern::rmsnorm(storage_, x, w.attn_norm, xb_.get(), nullptr, T, d.dim, d.norm_eps, threads, s);
+    kern::rmsnorm(storage_, x, w.attn_norm, xb_.get(), nullptr, T, d.dim, d.norm_eps, s);
     mark("rmsnorm");
     blas_->gemm(qkv_.as<float>(), xb_.get(), w.wqkv, storage_, T, d.dim, d.qkv_stride, false);
     mark("gemm q|k|v", int64_t(d.dim) * d.qkv_stride * elem);
@@ -294,7 +294,7 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
       kern::bias_add(qkv_.as<float>(), w.bqkv, T, d.qkv_stride, threads, s);
       mark("bias_add");
     }
-    kern::rope_append(kv_, qkv_.as<float>(), a.item_desc, a.row_item, T, l, d, threads, s);
+    kern::rope_append(kv_, qkv_.as<float>(), a.item_desc, a.row_item, T, l, d, s);
     mark("rope_append");
     kern::attention_partial(kv_, qkv_.as<float>(), a.item_desc, a.tile_desc, a.tiles, a.tile_queries, l, d,
                             a.attention, s);
@@ -306,7 +306,7 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
     mark("attention_scores");
     blas_->gemm(x, att_.get(), w.wo, storage_, T, d.q_dim, d.dim, true);
     mark("gemm o", int64_t(d.q_dim) * d.dim * elem);
-    kern::rmsnorm(storage_, x, w.ffn_norm, xb_.get(), nullptr, T, d.dim, d.norm_eps, threads, s);
+    kern::rmsnorm(storage_, x, w.ffn_norm, xb_.get(), nullptr, T, d.dim, d.norm_eps, s);
     mark("rmsnorm");
     blas_->gemm(gate_up_.as<float>(), xb_.get(), w.w13, storage_, T, d.dim, 2 * d.hidden, false);
     mark("gemm gate|up", int64_t(d.dim) * 2 * d.hidden * elem);
@@ -316,8 +316,7 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
     mark("gemm down", int64_t(d.hidden) * d.dim * elem);
   }
   if (a.classified > 0) {
-    kern::rmsnorm(storage_, x, final_norm_, classify_in_.get(), a.classify, a.classified, d.dim, d.norm_eps, threads,
-                  s);
+    kern::rmsnorm(storage_, x, final_norm_, classify_in_.get(), a.classify, a.classified, d.dim, d.norm_eps, s);
     mark("rmsnorm");
     blas_->gemm(logits_.as<float>(), classify_in_.get(), classifier_, storage_, a.classified, d.dim, d.vocab, false);
     mark("gemm classifier", int64_t(d.dim) * d.vocab * elem);

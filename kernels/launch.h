@@ -16,9 +16,10 @@ namespace h2o::kern {
 void embed(DType dtype, const int* tokens, const void* table, float* x, int rows, int dim, int threads,
            gpu::Stream stream);
 
-// out[r] = x[row_map ? row_map[r] : r] / rms * weight, in the storage type (rmsnorm.cu).
+// out[r] = x[row_map ? row_map[r] : r] / rms * weight, in the storage type (rmsnorm.cu); a block
+// sized to the row.
 void rmsnorm(DType dtype, const float* x, const float* weight, void* out, const int* row_map, int rows, int dim,
-             float eps, int threads, gpu::Stream stream);
+             float eps, gpu::Stream stream);
 
 // rows[r][c] += bias[c], f32 rows of `width` (bias_add.cu).
 void bias_add(float* rows, const float* bias, int row_count, int width, int threads, gpu::Stream stream);
@@ -26,7 +27,7 @@ void bias_add(float* rows, const float* bias, int row_count, int width, int thre
 // RoPE on each row's queries (in place) and keys; keys, values, positions
 // and zero scores appended to each item's cache at its next slot (rope_append.cu).
 void rope_append(DType dtype, float* qkv, const ItemDesc* items, const int* row_item, int rows, int layer,
-                 const ModelDims& dims, int threads, gpu::Stream stream);
+                 const ModelDims& dims, gpu::Stream stream);
 
 // The attention scratch of one step, and how its keys are split.
 struct AttentionScratch {
