@@ -78,7 +78,9 @@ void add_run_flags(CLI::App* sub, Flags& f) {
   sub->add_option("--policy", f.policy, "policy for single-policy commands: " + policy_names());
   for (const PolicyFlag& p : policy_flags()) sub->add_option("--" + p.name, f.params[p.name], p.help);
   sub->add_option("--budget", f.budget, "tokens per KV head; the policy parameters not given split it (after --sinks)");
-  sub->add_option("--slack", f.slack, "let the cache grow to budget+slack before cutting back to budget");
+  sub->add_option("--slack", f.slack,
+                  "let the cache grow to budget+slack before cutting back to budget (default: 0 on the CPU, " +
+                      std::to_string(kDeviceSlack) + " on a GPU; 0 is exact)");
   sub->add_flag("--position-rolling", f.rolling, "positions from cache slots instead of stream positions");
   sub->add_option("--backend", f.backend, "cpu|cuda");
   sub->add_option("--precision", f.precision, "CUDA weights: f32|f16|bf16");
@@ -127,13 +129,16 @@ int run_exit_code(const Engine& engine, const Flags& f) {
   return 1;
 }
 
+// --slack where given, else the backend's default (0 on the CPU: exact).
+int slack_of(const Flags& f) { return f.given("--slack") ? f.slack : default_slack(f.backend); }
+
 // What the flags say of policies: the parameters given, the budget, slack and rolling.
 PolicySettings policy_settings(const Flags& f) {
   PolicySettings s;
   if (f.given("--budget")) s.budget = f.budget;
   for (const auto& [name, value] : f.params)
     if (f.given(("--" + name).c_str())) s.given[name] = value;
-  s.slack = f.slack;
+  s.slack = slack_of(f);
   s.rolling = f.rolling;
   return s;
 }
@@ -348,7 +353,7 @@ std::vector<PolicyConfig> eval_policies(const Flags& f, const EvalFlags& ef) {
     if (p.evicts()) kinds.emplace_back(p.name());
   PolicySettings settings;
   if (f.given("--sinks")) settings.given["sinks"] = f.params.at("sinks");
-  settings.slack = f.slack;
+  settings.slack = slack_of(f);
   settings.rolling = f.rolling;
   for (const std::string& kind : kinds) {
     const int sinks = make_policy(kind, settings).get("sinks");
