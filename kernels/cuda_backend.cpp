@@ -122,6 +122,7 @@ class CudaBackend final : public Backend {
   // Makes the cut's cos/sin table (kernels/rope_slots.cu) cover slots < `slots`; outside any capture.
   void cover_rope_slots(int slots);
   void enqueue_pass(const StepArgs& a);
+  void run_graphed(const StepArgs& a, const kern::GraphKey& key);
   void enqueue_forced(const StepArgs& a, std::span<ForwardItem> items, const std::vector<CudaCache*>& caches,
                       const kern::StepPlan& plan);
 
@@ -431,7 +432,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
       forced_at[size_t(i)] = out.add(size_t(shapes[size_t(i)].forced_rows) * 3 * 8, 8);
 
   // Captures: the full rows of each captured (item, layer), the units that trim them.
-  kern::BlockLayout in;
+  kern::BlockLayout in, capture_lists;  // the lists go last in `in`: fixed offsets before them serve a graph
   std::vector<kern::CaptureJob> jobs;
   for (int i = 0; captures && i < N; ++i) {
     const ForwardItem& item = items[size_t(i)];
@@ -439,7 +440,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
       jobs.push_back({i, plan.items[size_t(i)].keys, shapes[size_t(i)].rows, shapes[size_t(i)].tokens_seen,
                       &item.capture->attention, item.captured});
   }
-  const kern::CaptureLayout capture(jobs, N, d, out, in);
+  const kern::CaptureLayout capture(jobs, N, d, out, capture_lists);
   grow(capture_probs_, capture.probs_floats() * 4);
   grow(capture_work_, capture.work_floats() * 4);
   const std::vector<kern::CaptureSlot> slots = captures ? capture.slots(capture_probs_.as<float>()) : std::vector<kern::CaptureSlot>{};
@@ -475,6 +476,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   const size_t forced_rows_at = in.add(size_t(forced_count) * sizeof(kern::ForcedRow));
   const size_t slots_at = in.add(slots.size() * sizeof(kern::CaptureSlot));
   const size_t units_at = in.add(capture.unit_count() * sizeof(kern::CaptureUnit));
+  const size_t lists_at = in.add(capture_lists.size(), 256);  // kept-slot lists: their length changes every step
   grow(inputs_, in.size());
   inputs_host_.reserve(in.size());
   char* host = static_cast<char*>(inputs_host_.get());
@@ -552,9 +554,9 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   }
   put(host + slots_at, slots.data(), slots.size() * sizeof(kern::CaptureSlot));
   const std::vector<kern::CaptureUnit> units =
-      capture.units(capture_probs_.as<float>(), capture_work_.as<float>(), dev, readback);
+      capture.units(capture_probs_.as<float>(), capture_work_.as<float>(), dev + lists_at, readback);
   put(host + units_at, units.data(), units.size() * sizeof(kern::CaptureUnit));
-  capture.write_lists(host);
+  capture.write_lists(host + lists_at);
 
   StepArgs a;
   a.items = N;
@@ -585,49 +587,30 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   const gpu::Stream s = stream_->stream;
   if (tuning_.timing) gpu::record(start_, s);
   gpu::copy_to_device(dev, host, in.size(), s);
-  const bool decode_only = T == N && !captures && !layer_states && !forced &&
-                           std::none_of(items.begin(), items.end(), [](const ForwardItem& i) { return i.logits; });
+  // Decode steps (one row an item, no forced scores, no logits read back) replay graphs, attention
+  // captures included (their unit count is part of the key); layer states are copied after it.
+  const bool graphable = T == N && !forced &&
+                         std::none_of(items.begin(), items.end(), [](const ForwardItem& i) { return i.logits; });
   if (ops_) ops_->begin();
-  if (tuning_.graphs && decode_only && !ops_) {
-    const kern::GraphKey key = kern::graph_key(plan, buffers_generation_);
-    std::optional<gpu::Graph> graph = graphs_.find(key);
-    if (!graph && !graphs_.seen_before(key)) {
-      enqueue_pass(a);  // the first step of a shape runs eagerly
-    } else if (!graph) {
-      gpu::begin_capture(s);
-      try {
-        enqueue_pass(a);
-      } catch (...) {
-        try {
-          (void)gpu::end_capture(s);
-        } catch (...) {
-        }
-        throw;
-      }
-      graph = gpu::end_capture(s);
-      graphs_.insert(key, *graph);
-      ++graph_captures_;
-      gpu::launch_graph(*graph, s);
-    } else {
-      ++graph_replays_;
-      gpu::launch_graph(*graph, s);
-    }
+  if (tuning_.graphs && graphable && !ops_) {
+    run_graphed(a, kern::graph_key(plan, buffers_generation_, captures ? int(capture.unit_count()) : -1));
   } else {
     enqueue_pass(a);
     if (forced) enqueue_forced(a, items, caches, plan);
-    for (const LayerReadout& lr : layer_readouts) {
-      const kern::CacheArrays arrays = caches[lr.item]->arrays();
-      const int kept = plan.items[lr.item].kept;
-      const size_t first = size_t(lr.layer) * H * size_t(arrays.cap);
-      gpu::copy_rows_on_device(readback + lr.positions, size_t(kept) * 4, arrays.pos + first, size_t(arrays.cap) * 4,
-                               size_t(kept) * 4, size_t(H), s);
-      gpu::copy_rows_on_device(readback + lr.scores, size_t(kept) * 4, arrays.score + first, size_t(arrays.cap) * 4,
-                               size_t(kept) * 4, size_t(H), s);
-    }
+  }
+  for (const LayerReadout& lr : layer_readouts) {
+    const kern::CacheArrays arrays = caches[lr.item]->arrays();
+    const int kept = plan.items[lr.item].kept;
+    const size_t first = size_t(lr.layer) * H * size_t(arrays.cap);
+    gpu::copy_rows_on_device(readback + lr.positions, size_t(kept) * 4, arrays.pos + first, size_t(arrays.cap) * 4,
+                             size_t(kept) * 4, size_t(H), s);
+    gpu::copy_rows_on_device(readback + lr.scores, size_t(kept) * 4, arrays.score + first, size_t(arrays.cap) * 4,
+                             size_t(kept) * 4, size_t(H), s);
   }
   char* back = static_cast<char*>(readback_host_.get());
-  // Decode steps bring back only the chosen tokens and the evicted positions.
-  gpu::copy_to_host(back, readback, decode_only ? evicted_end : out.size(), s);
+  // Plain decode steps bring back only the chosen tokens and the evicted positions.
+  const bool plain = graphable && !captures && layer_readouts.empty();
+  gpu::copy_to_host(back, readback, plain ? evicted_end : out.size(), s);
   for (int i = 0; i < N; ++i) {
     const ForwardItem& item = items[size_t(i)];
     if (!item.logits) continue;
@@ -692,6 +675,35 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
     }
   }
   capture.read(back);
+}
+
+// A decode step from its graph: the first step of a key runs eagerly (kernels and cuBLAS loaded
+// outside a capture), the second is captured and launched, later ones replay it.
+void CudaBackend::run_graphed(const StepArgs& a, const kern::GraphKey& key) {
+  const gpu::Stream s = stream_->stream;
+  std::optional<gpu::Graph> graph = graphs_.find(key);
+  if (!graph && !graphs_.seen_before(key)) {
+    enqueue_pass(a);
+    return;
+  }
+  if (!graph) {
+    gpu::begin_capture(s);
+    try {
+      enqueue_pass(a);
+    } catch (...) {
+      try {
+        (void)gpu::end_capture(s);
+      } catch (...) {
+      }
+      throw;
+    }
+    graph = gpu::end_capture(s);
+    graphs_.insert(key, *graph);
+    ++graph_captures_;
+  } else {
+    ++graph_replays_;
+  }
+  gpu::launch_graph(*graph, s);
 }
 
 // Forced mode after the pass: log Z of the classified rows, each forced
