@@ -54,7 +54,7 @@ struct Flags {
   std::map<std::string, int> params;  // every policy parameter's flag (--sinks, --window, ...), by name
   int budget = 0, slack = 0;
   bool rolling = false;
-  std::string backend = "cpu", precision = "f32";
+  std::string backend = "cpu", precision;
   int threads = 0;
   int64_t kv_limit_mib = 0;
   float temperature = 0.0f, top_p = 1.0f;
@@ -83,7 +83,8 @@ void add_run_flags(CLI::App* sub, Flags& f) {
                       std::to_string(kDeviceSlack) + " on a GPU; 0 is exact)");
   sub->add_flag("--position-rolling", f.rolling, "positions from cache slots instead of stream positions");
   sub->add_option("--backend", f.backend, "cpu|cuda");
-  sub->add_option("--precision", f.precision, "CUDA weights: f32|f16|bf16");
+  sub->add_option("--precision", f.precision,
+                  "CUDA weights: f32|f16|bf16|native (default: native for quantised files, else f32)");
   sub->add_option("--threads", f.threads, "CPU threads (0: all cores)");
   sub->add_option("--kv-limit", f.kv_limit_mib,
                   "KV memory of all sessions together, MiB (0: none); a session that needs more stops, the others go on");

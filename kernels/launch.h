@@ -65,6 +65,19 @@ constexpr int kMatvecMaxRows = 8;
 void matvec(DType dtype, float* out, const void* x, const void* w, int rows, int in, int out_features,
             bool accumulate, gpu::Stream stream);
 
+// The same product with the weights in a block format (quant_formats.cuh:
+// Q8_0, Q4_0, Q4_K, Q5_K, Q6_K as GGUF stores them, or f16), rows
+// row_bytes(type, in) apart, and x f32: out[r * out_stride + o], each weight
+// dequantised in registers to the CPU's value, f32 sums (matvec_quant.cu).
+// x and w start on 16 bytes and `in` is a multiple of 16.
+void matvec_quant(DType type, float* out, int out_stride, const float* x, const void* w, int rows, int in,
+                  int out_features, bool accumulate, gpu::Stream stream);
+// out[r * out_stride + c] = element c of row (ids ? ids[r] : first + r) of
+// `w`, a block-format matrix of `cols` columns, as the CPU dequantises it
+// (dequantize.cu): embedding rows and the slabs products of many rows multiply.
+void dequantize_rows(DType type, const void* w, int cols, const int* ids, int first, int rows, float* out,
+                     int out_stride, int threads, gpu::Stream stream);
+
 // out = silu(gate) * up from the fused [gate | up] projection rows (swiglu.cu).
 void swiglu(DType dtype, const float* gate_up, void* out, int rows, int hidden, int threads, gpu::Stream stream);
 

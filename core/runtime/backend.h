@@ -127,7 +127,9 @@ int feed_one(Backend& backend, SessionCache& cache, int token, const TokenChoice
 struct BackendOptions {
   std::string kind = "cpu";       // "cpu", "cuda" (or "cuda-sim")
   int threads = 0;                // CPU threads; 0: all cores
-  std::string precision = "f32";  // CUDA weights: f32, f16, bf16
+  // CUDA weights: f32, f16, bf16, native (quantised matrices kept in their
+  // blocks); "": native for a file with quantised matrices, else f32.
+  std::string precision;
   int64_t kv_limit_bytes = 0;     // KV memory of all sessions together; 0: no limit
 };
 
