@@ -270,7 +270,7 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
     kern::attention_partial(kv_, qkv_.as<float>(), a.item_desc, a.tile_desc, a.tiles, a.tile_queries, l, d,
                             a.attention, s);
     mark("attention_partial", a.kv_bytes_per_layer);
-    kern::attention_combine(storage_, a.item_desc, a.row_item, T, d, a.attention, att_.get(), threads, s);
+    kern::attention_combine(storage_, a.item_desc, a.row_item, T, d, a.attention, att_.get(), s);
     mark("attention_combine");
     kern::attention_scores(a.item_desc, a.items, a.attention.key_stride, l, d, a.attention, a.capture_slots, threads,
                            s);

@@ -48,7 +48,7 @@ void attention_partial(DType dtype, const float* qkv, const ItemDesc* items, con
                        gpu::Stream stream);
 // Combines the splits of every (row, head): the attention output and the softmax's max and 1/sum (attention_combine.cu).
 void attention_combine(DType dtype, const ItemDesc* items, const int* row_item, int rows, const ModelDims& dims,
-                       const AttentionScratch& scratch, void* out, int threads, gpu::Stream stream);
+                       const AttentionScratch& scratch, void* out, gpu::Stream stream);
 // The normalised probabilities added into each key's score, summed over the
 // query group and rows (the last row alone, reset first, for current scores),
 // and written in full where a capture asks (attention_scores.cu).
