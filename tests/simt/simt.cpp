@@ -97,9 +97,11 @@ struct Block {
   // Fibers keep their address for life: a parked fiber holds a reference to its own.
   std::vector<std::unique_ptr<Fiber>> fibers;
   const std::function<void()>* kernel = nullptr;
+  Order order;
   dim3 grid, dim, idx;
   int threads = 0, live = 0, at_block_barrier = 0;
   std::vector<int> warp_live, warp_at_barrier;
+  std::vector<int> turns;  // the order of one turn through the threads
   std::vector<uint64_t> exchange;  // two slots per thread, used by turns
   Fiber* current = nullptr;
 #ifdef SIMT_ASM_SWITCH
@@ -242,10 +244,14 @@ void run_block(Block& b) {
   const int warps = (b.threads + kWarp - 1) / kWarp;
   b.warp_live.assign(size_t(warps), 0);
   b.warp_at_barrier.assign(size_t(warps), 0);
+  // A shuffle's turns depend on the block and the turn only, not on what ran
+  // before: a test that fails under a seed fails the same way when run alone.
+  const uint64_t block_salt = (uint64_t(b.idx.z) << 42 ^ uint64_t(b.idx.y) << 21 ^ b.idx.x) << 16;
   for (int i = 0; i < b.threads; ++i) ++b.warp_live[size_t(i / kWarp)];
-  while (b.live > 0) {
+  for (uint64_t pass = 0; b.live > 0; ++pass) {
     bool ran = false;
-    for (int i = 0; i < b.threads; ++i) {
+    arrange(b.order, block_salt ^ pass, b.threads, b.turns);
+    for (const int i : b.turns) {
       Fiber& f = *b.fibers[size_t(i)];
       if (f.state != State::Runnable) continue;
       b.current = &f;
@@ -268,6 +274,24 @@ void run_block(Block& b) {
     }
   }
   b.current = nullptr;
+}
+
+// The grid's blocks in the launch's order: block k of the turn is block
+// index(k) in CUDA's numbering (x fastest).
+void run_blocks(Block& b) {
+  const uint64_t count = uint64_t(b.grid.x) * b.grid.y * b.grid.z;
+  std::vector<int> shuffled;
+  if (b.order.kind == Order::Shuffle) {
+    if (count > uint64_t(INT32_MAX)) die("a grid too large to shuffle");
+    arrange(b.order, count, int(count), shuffled);
+  }
+  for (uint64_t k = 0; k < count; ++k) {
+    const uint64_t i = b.order.kind == Order::Forward ? k
+                       : b.order.kind == Order::Reverse ? count - 1 - k
+                                                        : uint64_t(shuffled[size_t(k)]);
+    b.idx = dim3(unsigned(i % b.grid.x), unsigned(i / b.grid.x % b.grid.y), unsigned(i / (uint64_t(b.grid.x) * b.grid.y)));
+    run_block(b);
+  }
 }
 
 }  // namespace
@@ -322,6 +346,7 @@ void run_grid(dim3 grid, dim3 block_dim_, const std::function<void()>& kernel) {
   thread_local Block b;  // fibers and stacks are reused by every launch of this thread
   if (g_block) die("a kernel launched another kernel");
   b.kernel = &kernel;
+  b.order = current_order();
   b.grid = grid;
   b.dim = block_dim_;
   b.threads = threads;
@@ -335,12 +360,7 @@ void run_grid(dim3 grid, dim3 block_dim_, const std::function<void()>& kernel) {
     f.lane = i % kWarp;
   }
   g_block = &b;
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        b.idx = dim3(x, y, z);
-        run_block(b);
-      }
+  run_blocks(b);
   g_block = nullptr;
 }
 

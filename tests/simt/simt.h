@@ -3,12 +3,14 @@
 // and run on the CPU, so that CI (no GPU) runs the kernels' own code.
 //
 // What it models:
-//  - a grid runs its blocks one after another, so `__shared__` can be a
-//    function-local `static` (one block at a time sees it);
+//  - a grid runs its blocks one after another (in the order of order.h), so
+//    `__shared__` can be a function-local `static` (one block at a time sees it);
 //  - a block's threads are cooperative fibers on the launching thread, each
 //    with its own stack, meeting at __syncthreads() (every live thread of the
 //    block) and exchanging warp shuffles through a barrier of the warp's lanes;
-//    a barrier no thread can pass (a __syncthreads() in divergent code) aborts
+//    between barriers the runnable fibers take turns in the order SIMT_ORDER
+//    picks (forward, reverse, a seeded shuffle: order.h), so that a result
+//    that depends on the order shows; a barrier no thread can pass (a __syncthreads() in divergent code) aborts
 //    with the block and the threads waiting, instead of hanging;
 //  - atomics are plain read-modify-writes: fibers only switch at barriers;
 //  - __half and __nv_bfloat16 are 16-bit values converted with round to
@@ -34,6 +36,7 @@
 #include <utility>
 
 #include "core/model/dtype.h"
+#include "tests/simt/order.h"
 
 namespace simt {
 
@@ -54,7 +57,8 @@ void syncwarp();
 uint64_t warp_exchange(uint64_t mine, int src_lane);
 int lane_id();
 
-// Runs every block of `grid` (x fastest), each block's threads as fibers.
+// Runs every block of `grid` (in the current order: x fastest when forward),
+// each block's threads as fibers.
 void run_grid(dim3 grid, dim3 block, const std::function<void()>& kernel);
 
 // Runs `work` on the emulated stream now, or records it while the stream is
