@@ -40,8 +40,8 @@ struct HeadRows {
 template <class T>
 __device__ int select_survivors(const ItemDesc& it, const HeadRows<T>& h, int n, int* src_of, int order_stride,
                                 int32_t* out, int evicted_here, int* kept_total) {
-  __shared__ int counts[1025];
-  __shared__ int partials[32];
+  H2O_SHARED(int, counts, [1025]);
+  H2O_SHARED(int, partials, [32]);
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
 
   // Sinks: positions ascend with slots, so they are the slots below the rule's position.

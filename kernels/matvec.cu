@@ -179,7 +179,7 @@ template <class T, int R, bool kVector>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     matvec_kernel(float* out, const T* x, const T* w, int in, int out_features, int split, bool accumulate) {
   constexpr int kValues = kOutputs * R, N = pow2_at_least(kValues);
-  __shared__ float partial[kWarps][kValues];
+  H2O_SHARED(float, partial, [kWarps][kValues]);
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
   const int groups = kWarps / split, group = warp / split, slice = warp % split;
   const int block_first = int(blockIdx.x) * groups * kOutputs;
