@@ -84,12 +84,24 @@ __global__ void broken_sum_kernel(int* out) {
   H2O_SHARED(int, warp_sums, [32]);
   out[threadIdx.x] = sum_without_barrier(int(threadIdx.x), warp_sums);
 }
-// The real one, used twice on the same slots (its first barrier keeps them apart).
-__global__ void block_sum_kernel(int* out) {
+// The kernels' block helpers (block_reduce.cuh), each used twice in a row on
+// the same slots, as capture.cu uses block_reduce: their leading barriers
+// keep the second use's writes from the first use's reads.
+constexpr int kHelperResults = 8;
+__global__ void block_helpers_kernel(int* out) {
   H2O_SHARED(int, warp_sums, [32]);
-  const int a = h2o::kern::block_reduce(int(threadIdx.x), h2o::kern::Sum{}, 0, warp_sums);
-  const int b = h2o::kern::block_reduce(1, h2o::kern::Sum{}, 0, warp_sums);
-  out[threadIdx.x] = a * 1000 + b;
+  H2O_SHARED(float, values, [32]);
+  H2O_SHARED(int, indices, [32]);
+  H2O_SHARED(int, scan, [kThreads + 1]);
+  using namespace h2o::kern;
+  const int t = int(threadIdx.x);
+  int* mine = out + kHelperResults * t;
+  mine[0] = block_reduce(t, Sum{}, 0, warp_sums);
+  mine[1] = block_reduce(1, Sum{}, 0, warp_sums);
+  mine[2] = block_argmax(ArgMax{float(t % 7), t}, values, indices).index;
+  mine[3] = block_argmax(ArgMax{float(-t), t}, values, indices).index;
+  mine[4] = block_exclusive_scan(1, scan, &mine[5]);
+  mine[6] = block_exclusive_scan(t, scan, &mine[7]);
 }
 
 // A stream, and the checked orders: every test runs under each.
@@ -213,12 +225,18 @@ TEST_P(SimtRaceCheck, AReductionWithoutItsBarrierIsReportedInItsHelper) {
   EXPECT_TRUE(raced);
 }
 
-TEST_P(SimtRaceCheck, TheKernelsBlockReduceIsClean) {
-  std::vector<int> out(kThreads);
+TEST_P(SimtRaceCheck, TheKernelsBlockHelpersAreCleanUsedTwiceInARow) {
+  std::vector<int> out(size_t(kHelperResults * kThreads));
   simt::RaceRecorder races;
-  H2O_LAUNCH(dim3(2), dim3(kThreads), stream(), block_sum_kernel)(out.data());
+  H2O_LAUNCH(dim3(2), dim3(kThreads), stream(), block_helpers_kernel)(out.data());
   EXPECT_TRUE(races.reports().empty()) << races.reports()[0].what();
-  for (int v : out) EXPECT_EQ(v, (kThreads * (kThreads - 1) / 2) * 1000 + kThreads);
+  const int sum = kThreads * (kThreads - 1) / 2;
+  for (int t = 0; t < kThreads; ++t) {
+    const int* mine = out.data() + kHelperResults * t;
+    EXPECT_EQ(std::vector<int>(mine, mine + kHelperResults),
+              (std::vector<int>{sum, kThreads, 6, 0, t, kThreads, t * (t - 1) / 2, sum}))
+        << "thread " << t;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Orders, SimtRaceCheck, ::testing::Values("forward", "reverse", "shuffle:1", "shuffle:2"),
