@@ -20,7 +20,7 @@ namespace {
 template <class T>
 __global__ void attention_combine_kernel(const ItemDesc* items, const int* row_item, ModelDims d, const float* partials,
                                          int split_bucket, int split_keys, float* stats, T* out) {
-  __shared__ float scratch[32];
+  H2O_SHARED(float, scratch, [32]);
   const int head = int(blockIdx.x), row = int(blockIdx.y), tid = int(threadIdx.x), step = int(blockDim.x);
   const ItemDesc& it = items[row_item[row]];
   const int visible = it.n_before + (row - it.first_row) + 1;

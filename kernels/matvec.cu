@@ -129,7 +129,7 @@ template <class T, int R, bool kVector>
 __global__ void __launch_bounds__(kThreads, mv::kMinBlocksPerSm)
     matvec_kernel(float* out, const T* x, const T* w, int in, int out_features, int split, bool accumulate) {
   constexpr int kValues = kOutputs * R, N = mv::pow2_at_least(kValues);
-  __shared__ float partial[kWarps][kValues];
+  H2O_SHARED(float, partial, [kWarps][kValues]);
   const mv::WarpRows at(split, out_features);
   float sums[N] = {};  // [f * R + r], zero-padded to N
   if (at.live > 0)

@@ -90,7 +90,7 @@ struct WarpRows {
 // group's slices in warp order and writes out[r * out_stride + o], plus what
 // is there when `accumulate`; consecutive threads on consecutive outputs.
 template <int R, int N>
-__device__ __forceinline__ void write_outputs(float (&partial)[kWarps][kOutputs * R], float total, const WarpRows& at,
+__device__ __forceinline__ void write_outputs(SharedPtr<float[kOutputs * R]> partial, float total, const WarpRows& at,
                                               int split, float* out, int out_stride, int out_features,
                                               bool accumulate) {
   const int lanes_per_value = 32 / N, value = at.lane / lanes_per_value;

@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kThreads, mv::kMinBlocksPerSm)
     matvec_quant_kernel(float* out, int out_stride, const float* x, const uint8_t* w, size_t row_bytes, int in,
                         int out_features, int split, bool accumulate) {
   constexpr int kValues = kOutputs * R, N = mv::pow2_at_least(kValues);
-  __shared__ float partial[kWarps][kValues];
+  H2O_SHARED(float, partial, [kWarps][kValues]);
   const mv::WarpRows at(split, out_features);
   float sums[N] = {};  // [f * R + r], zero-padded to N
   if (at.live > 0)

@@ -16,7 +16,7 @@ namespace {
 
 template <class T>
 __global__ void rmsnorm_kernel(const float* x, const float* weight, T* out, const int* row_map, int dim, float eps) {
-  __shared__ double partials[32];
+  H2O_SHARED(double, partials, [32]);
   const size_t row = blockIdx.x;
   const float* in = x + size_t(row_map ? row_map[row] : int(row)) * size_t(dim);
   double squares = 0;

@@ -13,7 +13,8 @@ namespace {
 
 template <class T>
 __global__ void rope_append_kernel(float* qkv, const ItemDesc* items, const int* row_item, int layer, ModelDims d) {
-  __shared__ float cos_of[kMaxHeadDim / 2], sin_of[kMaxHeadDim / 2];
+  H2O_SHARED(float, cos_of, [kMaxHeadDim / 2]);
+  H2O_SHARED(float, sin_of, [kMaxHeadDim / 2]);
   const int row = int(blockIdx.x);
   const ItemDesc& it = items[row_item[row]];
   const int r = row - it.first_row, slot = it.n_before + r, hd = d.head_dim, half = hd / 2;
