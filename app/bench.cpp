@@ -8,6 +8,7 @@
 // measures for the same working set.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <functional>
 #include <cmath>
@@ -180,7 +181,8 @@ int run(const Options& o) {
     const auto model = load_model(path);
     auto backend = make_backend(model, o.backend);
     const std::string name = model->path.substr(model->path.find_last_of('/') + 1);  // npos + 1 = 0: the whole path
-    const std::string weights = dtype_name(model->weight_dtype());
+    std::string weights = model->weight_types();  // "q4_k_m": what the file holds (the backend's description says what it keeps)
+    std::transform(weights.begin(), weights.end(), weights.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     for (int context : contexts) {
       // The working set: every weight and the longest cache at this context.
       const int64_t full_kv = int64_t(model->config.n_layers) * model->config.kv_dim() * 2 * 4 * (context + o.tokens);
@@ -213,10 +215,11 @@ int main(int argc, char** argv) {
   Options o;
   o.backend.threads = 2;
   app.add_option("--backend", o.backend.kind, "cpu|cuda|cuda-sim (the CUDA backend through the SIMT emulation: slow)");
-  app.add_option("--precision", o.backend.precision, "CUDA weights: f32|f16|bf16");
+  app.add_option("--precision", o.backend.precision,
+                 "CUDA weights: f32|f16|bf16|native (default: native for quantised files, else f32)");
   app.add_option("--threads", o.backend.threads, "CPU threads (default 2 for the cpu backend)");
   app.add_option("--shapes", o.shapes, "synthetic shapes, comma-separated (random weights at real shapes)");
-  app.add_option("--dtype", o.dtype, "synthetic weights' type: f32|f16|bf16");
+  app.add_option("--dtype", o.dtype, "synthetic weights' type: " + type_mix_names());
   app.add_option("--model", o.model, "a model file instead of synthetic shapes");
   app.add_option("--policies", o.policies, "comma-separated, any of: " + policy_names());
   app.add_option("--contexts", o.contexts, "tokens in each cache before timing, comma-separated");

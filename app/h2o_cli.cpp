@@ -54,7 +54,7 @@ struct Flags {
   std::map<std::string, int> params;  // every policy parameter's flag (--sinks, --window, ...), by name
   int budget = 0, slack = 0;
   bool rolling = false;
-  std::string backend = "cpu", precision = "f32";
+  std::string backend = "cpu", precision;
   int threads = 0;
   int64_t kv_limit_mib = 0;
   float temperature = 0.0f, top_p = 1.0f;
@@ -78,10 +78,13 @@ void add_run_flags(CLI::App* sub, Flags& f) {
   sub->add_option("--policy", f.policy, "policy for single-policy commands: " + policy_names());
   for (const PolicyFlag& p : policy_flags()) sub->add_option("--" + p.name, f.params[p.name], p.help);
   sub->add_option("--budget", f.budget, "tokens per KV head; the policy parameters not given split it (after --sinks)");
-  sub->add_option("--slack", f.slack, "let the cache grow to budget+slack before cutting back to budget");
+  sub->add_option("--slack", f.slack,
+                  "let the cache grow to budget+slack before cutting back to budget (default: 0 on the CPU, " +
+                      std::to_string(kDeviceSlack) + " on a GPU; 0 is exact)");
   sub->add_flag("--position-rolling", f.rolling, "positions from cache slots instead of stream positions");
   sub->add_option("--backend", f.backend, "cpu|cuda|cuda-sim (the CUDA backend's code through the SIMT emulation, on the CPU: slow, for checking)");
-  sub->add_option("--precision", f.precision, "CUDA weights: f32|f16|bf16");
+  sub->add_option("--precision", f.precision,
+                  "CUDA weights: f32|f16|bf16|native (default: native for quantised files, else f32)");
   sub->add_option("--threads", f.threads, "CPU threads (0: all cores)");
   sub->add_option("--kv-limit", f.kv_limit_mib,
                   "KV memory of all sessions together, MiB (0: none); a session that needs more stops, the others go on");
@@ -127,13 +130,16 @@ int run_exit_code(const Engine& engine, const Flags& f) {
   return 1;
 }
 
+// --slack where given, else the backend's default (0 on the CPU: exact).
+int slack_of(const Flags& f) { return f.given("--slack") ? f.slack : default_slack(f.backend); }
+
 // What the flags say of policies: the parameters given, the budget, slack and rolling.
 PolicySettings policy_settings(const Flags& f) {
   PolicySettings s;
   if (f.given("--budget")) s.budget = f.budget;
   for (const auto& [name, value] : f.params)
     if (f.given(("--" + name).c_str())) s.given[name] = value;
-  s.slack = f.slack;
+  s.slack = slack_of(f);
   s.rolling = f.rolling;
   return s;
 }
@@ -348,7 +354,7 @@ std::vector<PolicyConfig> eval_policies(const Flags& f, const EvalFlags& ef) {
     if (p.evicts()) kinds.emplace_back(p.name());
   PolicySettings settings;
   if (f.given("--sinks")) settings.given["sinks"] = f.params.at("sinks");
-  settings.slack = f.slack;
+  settings.slack = slack_of(f);
   settings.rolling = f.rolling;
   for (const std::string& kind : kinds) {
     const int sinks = make_policy(kind, settings).get("sinks");
@@ -618,7 +624,7 @@ int main(int argc, char** argv) {
   auto* info = app.add_subcommand("info", "what a model / tokenizer holds");
   add_model_flags(info, f);
   info->add_option("--backend", f.backend, "also make this backend (cpu|cuda|cuda-sim) and say what it holds: its device, and the MiB of weights it uploads");
-  info->add_option("--precision", f.precision, "CUDA weights with --backend: f32|f16|bf16");
+  info->add_option("--precision", f.precision, "CUDA weights with --backend: f32|f16|bf16|native (default: native for quantised files, else f32)");
 
   ConvertFlags cf;
   auto* convert = app.add_subcommand("convert", "write a model as GGUF in another weight type");

@@ -195,7 +195,8 @@ __device__ __forceinline__ void attend(const Layout& L, const T* keys, const T* 
 // the block's result merged over the groups in their order, and written out.
 template <int Q, int N>
 __device__ __forceinline__ void merge(const Layout& L, const Running<Q, N>& st, int queries, const QueryMap& map,
-                                      float* partials, int split_stride, float* sm_acc, float* sm_ml) {
+                                      float* partials, int split_stride, SharedPtr<float> sm_acc,
+                                      SharedPtr<float> sm_ml) {
   const int groups = kAttentionWarps * L.per_warp;
   const int mine = (int(threadIdx.x) >> 5) * L.per_warp + L.sub;
   H2O_UNROLL
@@ -230,8 +231,8 @@ __global__ void __launch_bounds__(kThreads)
                              float scale, AttentionScratch s) {
   constexpr int N = kChunk<T>;
   // Bounds: groups x head_dim <= 32 lanes x N per warp.
-  __shared__ float sm_acc[kAttentionWarps * 32 * N * Q];
-  __shared__ float sm_ml[kAttentionWarps * 32 * Q * 2];
+  H2O_SHARED(float, sm_acc, [kAttentionWarps * 32 * N * Q]);
+  H2O_SHARED(float, sm_ml, [kAttentionWarps * 32 * Q * 2]);
 
   const RowTile tile = tiles[blockIdx.z];
   const ItemDesc& it = items[tile.item];

@@ -28,7 +28,7 @@ __device__ T warp_reduce(T v, Op op) {
 
 // Every thread gets op over every thread's `v`. `scratch`: 32 shared slots.
 template <class T, class Op>
-__device__ T block_reduce(T v, Op op, T identity, T* scratch) {
+__device__ T block_reduce(T v, Op op, T identity, SharedPtr<T> scratch) {
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5, warps = int(blockDim.x) >> 5;
   v = warp_reduce(v, op);
   __syncthreads();  // the slots are free (a previous reduction has been read)
@@ -55,7 +55,7 @@ __device__ __forceinline__ ArgMax warp_argmax(ArgMax a) {
   }
   return a;
 }
-__device__ __forceinline__ ArgMax block_argmax(ArgMax a, float* values, int* indices) {
+__device__ __forceinline__ ArgMax block_argmax(ArgMax a, SharedPtr<float> values, SharedPtr<int> indices) {
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5, warps = int(blockDim.x) >> 5;
   a = warp_argmax(a);
   __syncthreads();
@@ -69,7 +69,7 @@ __device__ __forceinline__ ArgMax block_argmax(ArgMax a, float* values, int* ind
 // Exclusive prefix sum over the threads' values in thread order; `scratch`:
 // blockDim shared slots. Every thread gets its own prefix; *total the sum.
 template <class T>
-__device__ T block_exclusive_scan(T v, T* scratch, T* total) {
+__device__ T block_exclusive_scan(T v, SharedPtr<T> scratch, T* total) {
   scratch[threadIdx.x] = v;
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -93,9 +93,9 @@ __device__ T block_exclusive_scan(T v, T* scratch, T* total) {
 // integer counts: every thread gets the key.
 template <class KeyFn>
 __device__ unsigned long long block_kth_largest(int begin, int end, int k, KeyFn key) {
-  __shared__ int histogram[256];
-  __shared__ unsigned long long chosen_prefix;
-  __shared__ int chosen_remaining;
+  H2O_SHARED(int, histogram, [256]);
+  H2O_SHARED(unsigned long long, chosen_prefix);
+  H2O_SHARED(int, chosen_remaining);
   unsigned long long prefix = 0, mask = 0;
   int remaining = k;
   for (int shift = 56; shift >= 0; shift -= 8) {

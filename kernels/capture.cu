@@ -12,8 +12,8 @@ namespace {
 constexpr int kAllHeads = -2, kGroupMean = -1;  // as core/runtime/capture.h
 
 __global__ void capture_kernel(const ItemDesc* items, const CaptureUnit* units, ModelDims d) {
-  __shared__ double sum_slots[32];
-  __shared__ int count_slots[32];
+  H2O_SHARED(double, sum_slots, [32]);
+  H2O_SHARED(int, count_slots, [32]);
   const CaptureUnit u = units[blockIdx.x];
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
   if (u.kind == 1) {

@@ -28,6 +28,7 @@
 #include "kernels/capture_layout.h"
 #include "kernels/cuda_cache.h"
 #include "kernels/device_buffer.h"
+#include "kernels/device_weights.h"
 #include "kernels/graph_cache.h"
 #include "kernels/launch.h"
 #include "kernels/op_timer.h"
@@ -63,12 +64,6 @@ DType kv_storage_for(DType weights) { return weights == DType::F32 ? DType::F32 
 void put(char* dst, const void* src, size_t bytes) {
   if (bytes) std::memcpy(dst, src, bytes);
 }
-
-struct DeviceLayer {
-  const void *wqkv = nullptr, *wo = nullptr, *w13 = nullptr, *w2 = nullptr;
-  const float *attn_norm = nullptr, *ffn_norm = nullptr;
-  const float* bqkv = nullptr;  // q|k|v biases in f32 (Qwen2); null without
-};
 
 struct LayerReadout {
   size_t item = 0;
@@ -107,47 +102,44 @@ class CudaBackend final : public Backend {
   std::unique_ptr<SessionCache> new_cache(const PolicyConfig& policy) override;
   void forward(std::span<ForwardItem> items) override;
   int64_t peak_kv_bytes() const override { return account_->peak; }
-  int64_t weight_bytes() const override { return weight_bytes_; }
-  int64_t device_weight_bytes() const override {
-    int64_t bytes = 0;
-    for (const gpu::DeviceBuffer& b : weights_) bytes += int64_t(b.bytes());
-    return bytes;
-  }
+  int64_t weight_bytes() const override { return weights_->bytes().pass; }
+  // Every weight buffer (padding included) and the RoPE table, as uploaded.
+  int64_t device_weight_bytes() const override { return weights_->bytes().device + int64_t(rope_freq_.bytes()); }
   double measure_bandwidth(int64_t bytes) override { return cuda_copy_bandwidth_gbs(bytes, 10); }
 
   double last_forward_ms() const { return last_ms_; }
-  CudaBackendStats stats() const { return {forwards_, graph_replays_, graph_captures_, info_.name}; }
+  CudaBackendStats stats() const {
+    return {forwards_, graph_replays_, graph_captures_, info_.name, weights_->bytes().device};
+  }
   // Per-operation device times (eager passes only while on): kernels/op_timer.h.
   void set_op_timing(bool on) { ops_ = on ? std::make_unique<kern::OpTimer>(stream_->stream) : nullptr; }
   std::vector<kern::OpTime> op_times() const { return ops_ ? ops_->totals() : std::vector<kern::OpTime>{}; }
 
  private:
-  const void* upload(std::initializer_list<const Tensor*> parts, DType to);
   // Grows a scratch buffer; a move invalidates the captured graphs, which hold its address.
   void grow(gpu::DeviceBuffer& buffer, size_t bytes);
   // Makes the cut's cos/sin table (kernels/rope_slots.cu) cover slots < `slots`; outside any capture.
   void cover_rope_slots(int slots);
+  void embed(const int* tokens, float* x, int rows);
   void enqueue_pass(const StepArgs& a);
+  void run_graphed(const StepArgs& a, const kern::GraphKey& key);
   void enqueue_forced(const StepArgs& a, std::span<ForwardItem> items, const std::vector<CudaCache*>& caches,
                       const kern::StepPlan& plan);
 
   std::shared_ptr<const Model> model_;
   ModelConfig cfg_;
   kern::ModelDims dims_;
-  DType storage_;  // weights and the projections' inputs
-  DType kv_;       // the KV cache (kv_storage_for)
+  kern::Precision precision_;  // weight_convert.h
+  DType storage_;              // the projections' inputs (and every matrix unless native)
+  DType kv_;                   // the KV cache (kv_storage_for)
   CudaTuning tuning_;
   gpu::DeviceInfo info_;
   std::shared_ptr<SharedStream> stream_;
   std::unique_ptr<kern::Blas> blas_;
   std::shared_ptr<KvMemoryAccount> account_ = std::make_shared<KvMemoryAccount>();
 
-  std::vector<gpu::DeviceBuffer> weights_;
-  int64_t weight_bytes_ = 0;  // what one pass reads: every matrix in the storage type
-  const void* embedding_ = nullptr;
-  const void* classifier_ = nullptr;
-  const float* final_norm_ = nullptr;
-  std::vector<DeviceLayer> layers_;
+  std::unique_ptr<kern::DeviceWeights> weights_;
+  gpu::DeviceBuffer rope_freq_;  // per-pair RoPE frequencies (double), with the model's scaling
 
   // Activations and scratch of the current step (grown, never shrunk).
   gpu::DeviceBuffer x_, xb_, qkv_, att_, gate_up_, hidden_, attn_logits_, partials_, stats_, classify_in_, logits_,
@@ -167,7 +159,8 @@ CudaBackend::CudaBackend(std::shared_ptr<const Model> model, const BackendOption
     : model_(std::move(model)),
       cfg_(model_->config),
       dims_(dims_of(cfg_)),
-      storage_(kern::parse_precision(options.precision)),
+      precision_(kern::resolve_precision(options.precision, *model_)),
+      storage_(precision_.storage),
       kv_(kv_storage_for(storage_)),
       tuning_(tuning),
       graphs_(size_t(std::max(tuning.graph_capacity, 1)), [](gpu::Graph g) { gpu::destroy_graph(g); }) {
@@ -189,36 +182,17 @@ CudaBackend::CudaBackend(std::shared_ptr<const Model> model, const BackendOption
     fail("--backend", std::string("cuda: ") + e.what());  // one line naming the flag, as every bad input
   }
   stream_ = std::make_shared<SharedStream>();
-  blas_ = std::make_unique<kern::Blas>(stream_->stream, tuning_.matvec_rows);
   if (tuning_.timing) {
     start_ = gpu::create_event();
     end_ = gpu::create_event();
   }
-  // Weights in the storage type (norm weights in f32); Q|K|V and gate|up fused into one matrix each.
-  const ModelWeights& w = model_->weights;
-  embedding_ = upload({&w.token_embedding}, storage_);
-  for (const LayerWeights& l : w.layers) {
-    DeviceLayer d;
-    d.attn_norm = static_cast<const float*>(upload({&l.attn_norm}, DType::F32));
-    d.wqkv = upload({&l.wq, &l.wk, &l.wv}, storage_);
-    if (cfg_.attention_bias) d.bqkv = static_cast<const float*>(upload({&l.bq, &l.bk, &l.bv}, DType::F32));
-    d.wo = upload({&l.wo}, storage_);
-    d.ffn_norm = static_cast<const float*>(upload({&l.ffn_norm}, DType::F32));
-    d.w13 = upload({&l.w1, &l.w3}, storage_);
-    d.w2 = upload({&l.w2}, storage_);
-    layers_.push_back(d);
-  }
-  final_norm_ = static_cast<const float*>(upload({&w.final_norm}, DType::F32));
-  classifier_ = model_->shared_classifier() ? embedding_ : upload({&w.classifier}, storage_);
-  // A pass reads the classifier but only the embedding rows of its tokens.
-  weight_bytes_ -= int64_t(w.token_embedding.numel()) * dtype_size(storage_);
-  if (model_->shared_classifier()) weight_bytes_ += int64_t(w.classifier.numel()) * dtype_size(storage_);
+  weights_ = std::make_unique<kern::DeviceWeights>(*model_, precision_, stream_->stream);
+  blas_ = std::make_unique<kern::Blas>(stream_->stream, tuning_.matvec_rows, weights_->dequant_scratch());
   // RoPE frequencies with the model's scaling, as the CPU backend turns pairs.
   const std::vector<double> freqs = cfg_.rope_frequencies();
-  gpu::DeviceBuffer freq_buffer(freqs.size() * sizeof(double));
-  gpu::copy_to_device(freq_buffer.get(), freqs.data(), freqs.size() * sizeof(double), stream_->stream);
-  dims_.rope_freq = static_cast<const double*>(freq_buffer.get());
-  weights_.push_back(std::move(freq_buffer));
+  rope_freq_ = gpu::DeviceBuffer(freqs.size() * sizeof(double));
+  gpu::copy_to_device(rope_freq_.get(), freqs.data(), freqs.size() * sizeof(double), stream_->stream);
+  dims_.rope_freq = rope_freq_.as<double>();
   gpu::synchronize(stream_->stream);
 }
 
@@ -229,27 +203,11 @@ CudaBackend::~CudaBackend() {
 }
 
 std::string CudaBackend::describe() const {
-  std::string out = name() + " " + info_.name + ", " + dtype_name(storage_) + " weights, " + dtype_name(kv_) + " KV, " +
-                    (tuning_.graphs ? "graphs" : "no graphs");
+  std::string out = name() + " " + info_.name + ", " + weights_->label() + " weights, " +
+                    (precision_.native ? std::string(dtype_name(storage_)) + " activations, " : std::string()) +
+                    dtype_name(kv_) + " KV, " + (tuning_.graphs ? "graphs" : "no graphs");
   if (account_->limit > 0) out += ", KV limit " + std::to_string(account_->limit >> 20) + " MiB";
   return out;
-}
-
-const void* CudaBackend::upload(std::initializer_list<const Tensor*> parts, DType to) {
-  size_t elements = 0;
-  for (const Tensor* t : parts) elements += size_t(t->numel());
-  std::vector<char> host(elements * size_t(dtype_size(to)));
-  size_t at = 0;
-  for (const Tensor* t : parts) {
-    kern::convert_tensor(*t, to, host.data() + at);
-    at += size_t(t->numel()) * size_t(dtype_size(to));
-  }
-  gpu::DeviceBuffer buffer(host.size());
-  gpu::copy_to_device(buffer.get(), host.data(), host.size(), stream_->stream);
-  gpu::synchronize(stream_->stream);  // `host` goes out of scope
-  weight_bytes_ += int64_t(host.size());
-  weights_.push_back(std::move(buffer));
-  return weights_.back().get();
 }
 
 std::unique_ptr<SessionCache> CudaBackend::new_cache(const PolicyConfig& policy) {
@@ -275,6 +233,17 @@ void CudaBackend::cover_rope_slots(int slots) {
   rope_slot_rows_ = rows;
 }
 
+// x[r] = the embedding row of tokens[r], in f32: a block format's rows
+// dequantised as the CPU does, a float type's widened.
+void CudaBackend::embed(const int* tokens, float* x, int rows) {
+  const kern::MatrixPart& table = weights_->embedding().part[0];
+  if (kern::is_block_format(table.type) && table.type != storage_)
+    kern::dequantize_rows(table.type, table.data, dims_.dim, tokens, 0, rows, x, dims_.dim, tuning_.threads,
+                          stream_->stream);
+  else
+    kern::embed(table.type, tokens, table.data, x, rows, dims_.dim, tuning_.threads, stream_->stream);
+}
+
 // Everything a step runs on the device after its inputs are up: the layers,
 // the classifier and the choice, and the cut. The same calls are captured
 // into a graph for decode steps.
@@ -282,51 +251,50 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
   const gpu::Stream s = stream_->stream;
   const int T = a.rows, threads = tuning_.threads;
   const kern::ModelDims& d = dims_;
-  const int64_t elem = dtype_size(storage_);
   // After each operation, while --op-times measures: its name and the fewest bytes it must move.
   const auto mark = [&](const char* op, int64_t bytes = 0) {
     if (ops_) ops_->mark(op, bytes);
   };
   float* x = x_.as<float>();
-  kern::embed(storage_, a.tokens, embedding_, x, T, d.dim, threads, s);
+  embed(a.tokens, x, T);
   mark("embed");
   for (int l = 0; l < d.layers; ++l) {
-    const DeviceLayer& w = layers_[size_t(l)];
-    kern::rmsnorm(storage_, x, w.attn_norm, xb_.get(), nullptr, T, d.dim, d.norm_eps, threads, s);
+    const kern::DeviceLayerWeights& w = weights_->layers()[size_t(l)];
+    kern::rmsnorm(storage_, x, w.attn_norm, xb_.get(), nullptr, T, d.dim, d.norm_eps, s);
     mark("rmsnorm");
-    blas_->gemm(qkv_.as<float>(), xb_.get(), w.wqkv, storage_, T, d.dim, d.qkv_stride, false);
-    mark("gemm q|k|v", int64_t(d.dim) * d.qkv_stride * elem);
+    blas_->gemm(qkv_.as<float>(), xb_.get(), storage_, w.wqkv, T, false);
+    mark("gemm q|k|v", w.wqkv.bytes());
     if (w.bqkv) {
       kern::bias_add(qkv_.as<float>(), w.bqkv, T, d.qkv_stride, threads, s);
       mark("bias_add");
     }
-    kern::rope_append(kv_, qkv_.as<float>(), a.item_desc, a.row_item, T, l, d, threads, s);
+    kern::rope_append(kv_, qkv_.as<float>(), a.item_desc, a.row_item, T, l, d, s);
     mark("rope_append");
     kern::attention_partial(kv_, qkv_.as<float>(), a.item_desc, a.tile_desc, a.tiles, a.tile_queries, l, d,
                             a.attention, s);
     mark("attention_partial", a.kv_bytes_per_layer);
-    kern::attention_combine(storage_, a.item_desc, a.row_item, T, d, a.attention, att_.get(), threads, s);
+    kern::attention_combine(storage_, a.item_desc, a.row_item, T, d, a.attention, att_.get(), s);
     mark("attention_combine");
     kern::attention_scores(a.item_desc, a.items, a.attention.key_stride, l, d, a.attention, a.capture_slots, threads,
                            s);
     mark("attention_scores");
-    blas_->gemm(x, att_.get(), w.wo, storage_, T, d.q_dim, d.dim, true);
-    mark("gemm o", int64_t(d.q_dim) * d.dim * elem);
-    kern::rmsnorm(storage_, x, w.ffn_norm, xb_.get(), nullptr, T, d.dim, d.norm_eps, threads, s);
+    blas_->gemm(x, att_.get(), storage_, w.wo, T, true);
+    mark("gemm o", w.wo.bytes());
+    kern::rmsnorm(storage_, x, w.ffn_norm, xb_.get(), nullptr, T, d.dim, d.norm_eps, s);
     mark("rmsnorm");
-    blas_->gemm(gate_up_.as<float>(), xb_.get(), w.w13, storage_, T, d.dim, 2 * d.hidden, false);
-    mark("gemm gate|up", int64_t(d.dim) * 2 * d.hidden * elem);
+    blas_->gemm(gate_up_.as<float>(), xb_.get(), storage_, w.w13, T, false);
+    mark("gemm gate|up", w.w13.bytes());
     kern::swiglu(storage_, gate_up_.as<float>(), hidden_.get(), T, d.hidden, threads, s);
     mark("swiglu");
-    blas_->gemm(x, hidden_.get(), w.w2, storage_, T, d.hidden, d.dim, true);
-    mark("gemm down", int64_t(d.hidden) * d.dim * elem);
+    blas_->gemm(x, hidden_.get(), storage_, w.w2, T, true);
+    mark("gemm down", w.w2.bytes());
   }
   if (a.classified > 0) {
-    kern::rmsnorm(storage_, x, final_norm_, classify_in_.get(), a.classify, a.classified, d.dim, d.norm_eps, threads,
-                  s);
+    kern::rmsnorm(storage_, x, weights_->final_norm(), classify_in_.get(), a.classify, a.classified, d.dim,
+                  d.norm_eps, s);
     mark("rmsnorm");
-    blas_->gemm(logits_.as<float>(), classify_in_.get(), classifier_, storage_, a.classified, d.dim, d.vocab, false);
-    mark("gemm classifier", int64_t(d.dim) * d.vocab * elem);
+    blas_->gemm(logits_.as<float>(), classify_in_.get(), storage_, weights_->classifier(), a.classified, false);
+    mark("gemm classifier", weights_->classifier().bytes());
     kern::sample(logits_.as<float>(), a.choose, a.items, d.vocab, sample_scratch_.as<double>(), threads, s);
     mark("sample");
   }
@@ -438,7 +406,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
       forced_at[size_t(i)] = out.add(size_t(shapes[size_t(i)].forced_rows) * 3 * 8, 8);
 
   // Captures: the full rows of each captured (item, layer), the units that trim them.
-  kern::BlockLayout in;
+  kern::BlockLayout in, capture_lists;  // the lists go last in `in`: fixed offsets before them serve a graph
   std::vector<kern::CaptureJob> jobs;
   for (int i = 0; captures && i < N; ++i) {
     const ForwardItem& item = items[size_t(i)];
@@ -446,7 +414,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
       jobs.push_back({i, plan.items[size_t(i)].keys, shapes[size_t(i)].rows, shapes[size_t(i)].tokens_seen,
                       &item.capture->attention, item.captured});
   }
-  const kern::CaptureLayout capture(jobs, N, d, out, in);
+  const kern::CaptureLayout capture(jobs, N, d, out, capture_lists);
   grow(capture_probs_, capture.probs_floats() * 4);
   grow(capture_work_, capture.work_floats() * 4);
   const std::vector<kern::CaptureSlot> slots = captures ? capture.slots(capture_probs_.as<float>()) : std::vector<kern::CaptureSlot>{};
@@ -482,6 +450,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   const size_t forced_rows_at = in.add(size_t(forced_count) * sizeof(kern::ForcedRow));
   const size_t slots_at = in.add(slots.size() * sizeof(kern::CaptureSlot));
   const size_t units_at = in.add(capture.unit_count() * sizeof(kern::CaptureUnit));
+  const size_t lists_at = in.add(capture_lists.size(), 256);  // kept-slot lists: their length changes every step
   grow(inputs_, in.size());
   inputs_host_.reserve(in.size());
   char* host = static_cast<char*>(inputs_host_.get());
@@ -559,9 +528,9 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   }
   put(host + slots_at, slots.data(), slots.size() * sizeof(kern::CaptureSlot));
   const std::vector<kern::CaptureUnit> units =
-      capture.units(capture_probs_.as<float>(), capture_work_.as<float>(), dev, readback);
+      capture.units(capture_probs_.as<float>(), capture_work_.as<float>(), dev + lists_at, readback);
   put(host + units_at, units.data(), units.size() * sizeof(kern::CaptureUnit));
-  capture.write_lists(host);
+  capture.write_lists(host + lists_at);
 
   StepArgs a;
   a.items = N;
@@ -592,49 +561,30 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   const gpu::Stream s = stream_->stream;
   if (tuning_.timing) gpu::record(start_, s);
   gpu::copy_to_device(dev, host, in.size(), s);
-  const bool decode_only = T == N && !captures && !layer_states && !forced &&
-                           std::none_of(items.begin(), items.end(), [](const ForwardItem& i) { return i.logits; });
+  // Decode steps (one row an item, no forced scores, no logits read back) replay graphs, attention
+  // captures included (their unit count is part of the key); layer states are copied after it.
+  const bool graphable = T == N && !forced &&
+                         std::none_of(items.begin(), items.end(), [](const ForwardItem& i) { return i.logits; });
   if (ops_) ops_->begin();
-  if (tuning_.graphs && decode_only && !ops_) {
-    const kern::GraphKey key = kern::graph_key(plan, buffers_generation_);
-    std::optional<gpu::Graph> graph = graphs_.find(key);
-    if (!graph && !graphs_.seen_before(key)) {
-      enqueue_pass(a);  // the first step of a shape runs eagerly
-    } else if (!graph) {
-      gpu::begin_capture(s);
-      try {
-        enqueue_pass(a);
-      } catch (...) {
-        try {
-          (void)gpu::end_capture(s);
-        } catch (...) {
-        }
-        throw;
-      }
-      graph = gpu::end_capture(s);
-      graphs_.insert(key, *graph);
-      ++graph_captures_;
-      gpu::launch_graph(*graph, s);
-    } else {
-      ++graph_replays_;
-      gpu::launch_graph(*graph, s);
-    }
+  if (tuning_.graphs && graphable && !ops_) {
+    run_graphed(a, kern::graph_key(plan, buffers_generation_, captures ? int(capture.unit_count()) : -1));
   } else {
     enqueue_pass(a);
     if (forced) enqueue_forced(a, items, caches, plan);
-    for (const LayerReadout& lr : layer_readouts) {
-      const kern::CacheArrays arrays = caches[lr.item]->arrays();
-      const int kept = plan.items[lr.item].kept;
-      const size_t first = size_t(lr.layer) * H * size_t(arrays.cap);
-      gpu::copy_rows_on_device(readback + lr.positions, size_t(kept) * 4, arrays.pos + first, size_t(arrays.cap) * 4,
-                               size_t(kept) * 4, size_t(H), s);
-      gpu::copy_rows_on_device(readback + lr.scores, size_t(kept) * 4, arrays.score + first, size_t(arrays.cap) * 4,
-                               size_t(kept) * 4, size_t(H), s);
-    }
+  }
+  for (const LayerReadout& lr : layer_readouts) {
+    const kern::CacheArrays arrays = caches[lr.item]->arrays();
+    const int kept = plan.items[lr.item].kept;
+    const size_t first = size_t(lr.layer) * H * size_t(arrays.cap);
+    gpu::copy_rows_on_device(readback + lr.positions, size_t(kept) * 4, arrays.pos + first, size_t(arrays.cap) * 4,
+                             size_t(kept) * 4, size_t(H), s);
+    gpu::copy_rows_on_device(readback + lr.scores, size_t(kept) * 4, arrays.score + first, size_t(arrays.cap) * 4,
+                             size_t(kept) * 4, size_t(H), s);
   }
   char* back = static_cast<char*>(readback_host_.get());
-  // Decode steps bring back only the chosen tokens and the evicted positions.
-  gpu::copy_to_host(back, readback, decode_only ? evicted_end : out.size(), s);
+  // Plain decode steps bring back only the chosen tokens and the evicted positions.
+  const bool plain = graphable && !captures && layer_readouts.empty();
+  gpu::copy_to_host(back, readback, plain ? evicted_end : out.size(), s);
   for (int i = 0; i < N; ++i) {
     const ForwardItem& item = items[size_t(i)];
     if (!item.logits) continue;
@@ -699,6 +649,35 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
     }
   }
   capture.read(back);
+}
+
+// A decode step from its graph: the first step of a key runs eagerly (kernels and cuBLAS loaded
+// outside a capture), the second is captured and launched, later ones replay it.
+void CudaBackend::run_graphed(const StepArgs& a, const kern::GraphKey& key) {
+  const gpu::Stream s = stream_->stream;
+  std::optional<gpu::Graph> graph = graphs_.find(key);
+  if (!graph && !graphs_.seen_before(key)) {
+    enqueue_pass(a);
+    return;
+  }
+  if (!graph) {
+    gpu::begin_capture(s);
+    try {
+      enqueue_pass(a);
+    } catch (...) {
+      try {
+        (void)gpu::end_capture(s);
+      } catch (...) {
+      }
+      throw;
+    }
+    graph = gpu::end_capture(s);
+    graphs_.insert(key, *graph);
+    ++graph_captures_;
+  } else {
+    ++graph_replays_;
+  }
+  gpu::launch_graph(*graph, s);
 }
 
 // Forced mode after the pass: log Z of the classified rows, each forced

@@ -27,7 +27,9 @@ struct CudaTuning {
 
 // Throws Error with one line where there is no usable device ("--backend:
 // cuda: no CUDA device found (...)", or the driver's error), for a model
-// shape the kernels do not serve, or a precision other than f32, f16, bf16.
+// shape the kernels do not serve, or a precision other than f32, f16, bf16,
+// native or "" (the default: native for a file with quantised matrices, else
+// f32; kernels/weight_convert.h says what each keeps on the device).
 // The first form takes CudaTuning{}, with matvec_rows from the environment
 // variable H2O_CUDA_MATVEC_ROWS where set (0 to 8: an A/B of cuBLAS and the
 // matvec kernel in one run of h2o-bench or h2o-cli).
@@ -54,6 +56,7 @@ struct CudaBackendStats {
   int64_t graph_replays = 0;   // forwards run from a graph captured earlier
   int64_t graph_captures = 0;  // forwards captured (and then run) as a new graph
   std::string device;          // the device's name
+  int64_t weight_device_bytes = 0;  // every byte the weights hold on the device (weight_bytes() is what a pass reads)
 };
 // Zeros (and an empty device) if `backend` is not a CUDA backend.
 CudaBackendStats cuda_backend_stats(const Backend& backend);

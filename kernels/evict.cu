@@ -14,7 +14,7 @@
 // load of a chunk happens before any of its stores (a barrier between), and
 // every destination of a chunk lies below the sources of the chunks after it
 // (a survivor only moves towards the front), so no row is overwritten before
-// it has been read.
+// it has been read, with one barrier a chunk.
 #include "kernels/block_reduce.cuh"
 #include "kernels/cut_shape.h"
 #include "kernels/launch.h"
@@ -40,8 +40,8 @@ struct HeadRows {
 template <class T>
 __device__ int select_survivors(const ItemDesc& it, const HeadRows<T>& h, int n, int* src_of, int order_stride,
                                 int32_t* out, int evicted_here, int* kept_total) {
-  __shared__ int counts[1025];
-  __shared__ int partials[32];
+  H2O_SHARED(int, counts, [1025]);
+  H2O_SHARED(int, partials, [32]);
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
 
   // Sinks: positions ascend with slots, so they are the slots below the rule's position.
@@ -125,7 +125,10 @@ H2O_UNROLL
       }
       if (e < rows) h.pos[d0 + e] = p[i], h.score[d0 + e] = s[i];
     }
-    __syncthreads();  // stored before the next chunk reads
+    // No barrier before the next chunk's loads: they read rows src_of[j] >= j
+    // at or past its first destination, so never a row this chunk stores (all
+    // below it); and its stores follow its own barrier, which no thread
+    // reaches before it has loaded this chunk's sources too.
   }
 }
 

@@ -12,8 +12,8 @@ namespace H2O_KERN_NS {
 namespace {
 
 __global__ void row_log_z_kernel(const float* logits, int vocab, double* log_z) {
-  __shared__ float max_slots[32];
-  __shared__ double sum_slots[32];
+  H2O_SHARED(float, max_slots, [32]);
+  H2O_SHARED(double, sum_slots, [32]);
   const float* l = logits + size_t(blockIdx.x) * size_t(vocab);
   float m = -INFINITY;
   for (int i = int(threadIdx.x); i < vocab; i += int(blockDim.x)) m = fmaxf(m, l[i]);
@@ -25,9 +25,11 @@ __global__ void row_log_z_kernel(const float* logits, int vocab, double* log_z) 
 }
 
 __global__ void forced_scores_kernel(const float* logits, const double* log_z, const ForcedRow* rows, int vocab) {
-  __shared__ double sum_slots[32];
-  __shared__ float value_slots[32], ref_value_slots[32];
-  __shared__ int index_slots[32], ref_index_slots[32];
+  H2O_SHARED(double, sum_slots, [32]);
+  H2O_SHARED(float, value_slots, [32]);
+  H2O_SHARED(float, ref_value_slots, [32]);
+  H2O_SHARED(int, index_slots, [32]);
+  H2O_SHARED(int, ref_index_slots, [32]);
   const ForcedRow f = rows[blockIdx.x];
   const float* l = logits + size_t(f.logits_row) * size_t(vocab);
   const double z = log_z[f.logits_row];

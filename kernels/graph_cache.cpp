@@ -2,7 +2,7 @@
 
 namespace h2o::kern {
 
-GraphKey graph_key(const StepPlan& plan, uint64_t buffers_generation) {
+GraphKey graph_key(const StepPlan& plan, uint64_t buffers_generation, int capture_units) {
   GraphKey key;
   key.items = int(plan.items.size());
   key.rows = plan.rows;
@@ -11,6 +11,7 @@ GraphKey graph_key(const StepPlan& plan, uint64_t buffers_generation) {
   key.split_bucket = plan.split_bucket;
   key.classified = int(plan.classify.size());
   key.any_cut = plan.any_cut;
+  key.capture_units = capture_units;
   key.buffers = buffers_generation;
   return key;
 }

@@ -9,8 +9,9 @@
 // serves every step with the same key: the items and rows, the attention grid
 // (split blocks and their length, chosen per power-of-two bucket of keys, so
 // a growing cache changes graphs only at 256, 512, 1024, ... keys), whether
-// any cache is cut, and the generation of the backend's scratch buffers (a
-// reallocation moves them).
+// any cache is cut, how many capture units the step runs (attention captures
+// are part of the graph; what they capture lives in the inputs block), and the
+// generation of the backend's scratch buffers (a reallocation moves them).
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -25,11 +26,12 @@ namespace h2o::kern {
 struct GraphKey {
   int items = 0, rows = 0, key_bucket = 0, split_keys = 0, split_bucket = 0, classified = 0;
   bool any_cut = false;
-  uint64_t buffers = 0;  // scratch generation
+  int capture_units = -1;  // attention captures: capture.cu's grid (the app captures every step); -1 none
+  uint64_t buffers = 0;   // scratch generation
   bool operator==(const GraphKey&) const = default;
 };
 
-GraphKey graph_key(const StepPlan& plan, uint64_t buffers_generation);
+GraphKey graph_key(const StepPlan& plan, uint64_t buffers_generation, int capture_units = -1);
 
 // A bounded store of graphs by key; the oldest unused one is destroyed first.
 template <class Handle>

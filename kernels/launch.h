@@ -16,9 +16,10 @@ namespace H2O_KERN_NS {
 void embed(DType dtype, const int* tokens, const void* table, float* x, int rows, int dim, int threads,
            gpu::Stream stream);
 
-// out[r] = x[row_map ? row_map[r] : r] / rms * weight, in the storage type (rmsnorm.cu).
+// out[r] = x[row_map ? row_map[r] : r] / rms * weight, in the storage type (rmsnorm.cu); a block
+// sized to the row.
 void rmsnorm(DType dtype, const float* x, const float* weight, void* out, const int* row_map, int rows, int dim,
-             float eps, int threads, gpu::Stream stream);
+             float eps, gpu::Stream stream);
 
 // rows[r][c] += bias[c], f32 rows of `width` (bias_add.cu).
 void bias_add(float* rows, const float* bias, int row_count, int width, int threads, gpu::Stream stream);
@@ -26,7 +27,7 @@ void bias_add(float* rows, const float* bias, int row_count, int width, int thre
 // RoPE on each row's queries (in place) and keys; keys, values, positions
 // and zero scores appended to each item's cache at its next slot (rope_append.cu).
 void rope_append(DType dtype, float* qkv, const ItemDesc* items, const int* row_item, int rows, int layer,
-                 const ModelDims& dims, int threads, gpu::Stream stream);
+                 const ModelDims& dims, gpu::Stream stream);
 
 // The attention scratch of one step, and how its keys are split.
 struct AttentionScratch {
@@ -47,7 +48,7 @@ void attention_partial(DType dtype, const float* qkv, const ItemDesc* items, con
                        gpu::Stream stream);
 // Combines the splits of every (row, head): the attention output and the softmax's max and 1/sum (attention_combine.cu).
 void attention_combine(DType dtype, const ItemDesc* items, const int* row_item, int rows, const ModelDims& dims,
-                       const AttentionScratch& scratch, void* out, int threads, gpu::Stream stream);
+                       const AttentionScratch& scratch, void* out, gpu::Stream stream);
 // The normalised probabilities added into each key's score, summed over the
 // query group and rows (the last row alone, reset first, for current scores),
 // and written in full where a capture asks (attention_scores.cu).
@@ -63,6 +64,19 @@ constexpr int kMatvecMaxRows = 8;
 // for all rows; fixed block size, no scratch (matvec.cu).
 void matvec(DType dtype, float* out, const void* x, const void* w, int rows, int in, int out_features,
             bool accumulate, gpu::Stream stream);
+
+// The same product with the weights in a block format (quant_formats.cuh:
+// Q8_0, Q4_0, Q4_K, Q5_K, Q6_K as GGUF stores them, or f16), rows
+// row_bytes(type, in) apart, and x f32: out[r * out_stride + o], each weight
+// dequantised in registers to the CPU's value, f32 sums (matvec_quant.cu).
+// x and w start on 16 bytes and `in` is a multiple of 16.
+void matvec_quant(DType type, float* out, int out_stride, const float* x, const void* w, int rows, int in,
+                  int out_features, bool accumulate, gpu::Stream stream);
+// out[r * out_stride + c] = element c of row (ids ? ids[r] : first + r) of
+// `w`, a block-format matrix of `cols` columns, as the CPU dequantises it
+// (dequantize.cu): embedding rows and the slabs products of many rows multiply.
+void dequantize_rows(DType type, const void* w, int cols, const int* ids, int first, int rows, float* out,
+                     int out_stride, int threads, gpu::Stream stream);
 
 // out = silu(gate) * up from the fused [gate | up] projection rows (swiglu.cu).
 void swiglu(DType dtype, const float* gate_up, void* out, int rows, int hidden, int threads, gpu::Stream stream);

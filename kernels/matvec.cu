@@ -21,33 +21,17 @@
 #include <string>
 
 #include "kernels/launch.h"
+#include "kernels/matvec_common.cuh"
 #include "kernels/portable.h"
-
-// Loops over compile-time counts unrolled, so the arrays they index stay in
-// registers (unless portable.h already says how).
-#ifndef H2O_UNROLL
-#if defined(__CUDACC__) || defined(__clang__)
-#define H2O_UNROLL _Pragma("unroll")
-#else
-#define H2O_UNROLL _Pragma("GCC unroll 32")
-#endif
-#endif
 
 namespace H2O_KERN_NS {
 namespace {
 
-constexpr int kWarps = 4;                   // warps per block
-constexpr int kThreads = 32 * kWarps;
-constexpr int kOutputs = 4;                 // weight rows per warp: each x load serves 4 of them
+using mv::kOutputs;
+using mv::kThreads;
+using mv::kWarps;
 constexpr int kLoads = 8;                   // weight loads per lane per iteration: 8 x 16 B in flight
 constexpr int kUnroll = kLoads / kOutputs;  // pieces per lane per weight row per iteration
-// The split below aims at this many blocks: ~4 blocks (16 warps, 64 KB of
-// weight loads in flight) per SM on 132 SMs, enough to cover HBM latency.
-constexpr int kFillBlocks = 512;
-// Blocks per SM the registers must allow (__launch_bounds__): at most 128
-// registers a thread. Without a minimum, ptxas held the 1-row kernels to 40
-// registers, too few for 8 loads in flight (32 registers of destinations alone).
-constexpr int kMinBlocksPerSm = 4;
 
 // 16 bytes loaded by one instruction (ld.global.nc.v4 under nvcc).
 #if defined(__CUDACC__)
@@ -97,8 +81,6 @@ struct Piece<T, false> {
   __device__ __forceinline__ void widen(float (&out)[1]) const { out[0] = to_f32(raw); }
 };
 
-__host__ __device__ constexpr int pow2_at_least(int n) { return n <= 1 ? 1 : 2 * pow2_at_least((n + 1) / 2); }
-
 // This warp's share of the columns of `live` (<= kOutputs) weight rows
 // starting at `w`, for R rows of x: sums[f * R + r] += w[f][i] x[r][i] over
 // the pieces slice, slice + split, ... (each kUnroll x 32 pieces wide).
@@ -141,83 +123,25 @@ H2O_UNROLL
   }
 }
 
-// One reduce-scatter level at lane distance kOffset: each lane keeps one
-// half of its 2 kHalf values, sends the other to lane ^ kOffset and adds
-// what that lane sent it; then the next level on the kept half.
-template <int kHalf, int kOffset, int N>
-__device__ __forceinline__ void reduce_scatter_level(float (&v)[N], int lane) {
-  if constexpr (kHalf >= 1) {
-    const bool upper = (lane & kOffset) != 0;
-    H2O_UNROLL
-    for (int i = 0; i < kHalf; ++i) {
-      const float send = upper ? v[i] : v[i + kHalf];
-      const float keep = upper ? v[i + kHalf] : v[i];
-      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, kOffset);
-    }
-    reduce_scatter_level<kHalf / 2, kOffset / 2>(v, lane);
-  }
-}
-
-// Sums each of the N values (N a power of two <= 32) over the warp's lanes.
-// Reduce-scatter: at lane distances 16, 8, ... each lane keeps half of its
-// values, so N values take N - 1 + 5 - log2 N shuffles instead of 5 N; once
-// one value is left, plain butterflies. Every value meets its partners in
-// the butterfly order 16, 8, 4, 2, 1 (and a + b is b + a), so its bits do not
-// depend on N. Lane l ends with the total of value l / (32 / N).
-template <int N>
-__device__ __forceinline__ float warp_reduce_scatter(float (&v)[N], int lane) {
-  static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "N: a power of two up to 32");
-  reduce_scatter_level<N / 2, 16>(v, lane);
-  H2O_UNROLL
-  for (int offset = 16 / N; offset >= 1; offset /= 2) v[0] += __shfl_xor_sync(0xffffffffu, v[0], offset);
-  return v[0];
-}
-
 // A block: kWarps warps in groups of `split`; the warps of a group share
 // kOutputs weight rows, each taking every split-th tile of their columns.
 template <class T, int R, bool kVector>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
+__global__ void __launch_bounds__(kThreads, mv::kMinBlocksPerSm)
     matvec_kernel(float* out, const T* x, const T* w, int in, int out_features, int split, bool accumulate) {
-  constexpr int kValues = kOutputs * R, N = pow2_at_least(kValues);
-  __shared__ float partial[kWarps][kValues];
-  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
-  const int groups = kWarps / split, group = warp / split, slice = warp % split;
-  const int block_first = int(blockIdx.x) * groups * kOutputs;
-  const int first = block_first + group * kOutputs;
-  const int live = imin(kOutputs, out_features - first);
+  constexpr int kValues = kOutputs * R, N = mv::pow2_at_least(kValues);
+  H2O_SHARED(float, partial, [kWarps][kValues]);
+  const mv::WarpRows at(split, out_features);
   float sums[N] = {};  // [f * R + r], zero-padded to N
-  if (live > 0)
-    accumulate_columns<T, R, kVector>(sums, x, w + size_t(first) * size_t(in), in, live, slice, split, lane);
-  const float total = warp_reduce_scatter<N>(sums, lane);
-  const int lanes_per_value = 32 / N, value = lane / lanes_per_value;
-  if (lane % lanes_per_value == 0 && value < kValues) partial[warp][value] = total;
-  __syncthreads();
-  // One thread per (row, output of the block): the group's slices in order,
-  // consecutive threads on consecutive outputs of one row.
-  const int t = int(threadIdx.x), outputs = groups * kOutputs;
-  if (t >= outputs * R) return;
-  const int r = t / outputs, k = t % outputs, o = block_first + k;
-  if (o >= out_features) return;
-  const int g = k / kOutputs, f = k % kOutputs;
-  float sum = partial[g * split][f * R + r];
-  for (int s = 1; s < split; ++s) sum += partial[g * split + s][f * R + r];
-  float* dst = out + size_t(r) * size_t(out_features) + size_t(o);
-  *dst = accumulate ? *dst + sum : sum;
+  if (at.live > 0)
+    accumulate_columns<T, R, kVector>(sums, x, w + size_t(at.first) * size_t(in), in, at.live, at.slice, split,
+                                      at.lane);
+  const float total = mv::warp_reduce_scatter<N>(sums, at.lane);
+  mv::write_outputs<R, N>(partial, total, at, split, out, out_features, out_features, accumulate);
 }
 
-// Warps per weight row: the smallest power of two that gives kFillBlocks
-// blocks, at most kWarps, and never more than the row has tiles (a warp
-// with no columns would only add a partial of zero). From the shape alone.
-// Llama-2-7B's shapes all reach 512 blocks (out 4096: split 2 at 1 row).
-// Where the tiles stop it (stories15M's 288 x 288: 18 blocks in f16), each
-// warp has one tile: the whole matrix is requested in one round of loads,
-// and more blocks could not shorten that one trip to memory.
+// Warps per weight row (mv::split_for_tiles), a tile being kUnroll x 32 pieces.
 int split_for(int out_features, int pieces) {
-  const int tiles = (pieces + 32 * kUnroll - 1) / (32 * kUnroll);
-  int split = 1;
-  auto blocks = [&](int s) { return (out_features + kOutputs * (kWarps / s) - 1) / (kOutputs * (kWarps / s)); };
-  while (split < kWarps && blocks(split) < kFillBlocks && 2 * split <= tiles) split *= 2;
-  return split;
+  return mv::split_for_tiles(out_features, (pieces + 32 * kUnroll - 1) / (32 * kUnroll));
 }
 
 template <class T, int R = 1>

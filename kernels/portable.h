@@ -2,8 +2,14 @@
 // What every kernel source includes: CUDA under nvcc, the SIMT emulation
 // (kernels/simt/simt.h) when the same .cu is compiled as C++ (--backend
 // cuda-sim, and CI without a GPU). Kernels keep to what both provide: blocks,
-// threads, __shared__, __syncthreads, warp shuffles, atomics, 16-byte uint4
-// loads through __ldg; no inline PTX.
+// threads, shared memory (H2O_SHARED), __syncthreads, warp shuffles, atomics,
+// 16-byte uint4 loads through __ldg; no inline PTX.
+//
+// Shared memory: `H2O_SHARED(float, partial, [kWarps][kValues]);` is
+// `__shared__ float partial[kWarps][kValues];` under nvcc (the same code), and
+// in the emulation an array whose every access the race check sees
+// (kernels/simt/race_check.h). A function that is handed a shared array takes
+// a SharedPtr<T> (a T* under nvcc).
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -14,10 +20,13 @@
 // Unrolls the next loop (of a constant trip count) where register arrays are indexed by its
 // counter; nothing in the emulation (a C++ compiler would warn of an unknown pragma).
 #define H2O_UNROLL _Pragma("unroll")
+#define H2O_SHARED(T, name, ...) __shared__ T name __VA_ARGS__
 #elif defined(H2O_SIMT)
 #include "kernels/simt/simt.h"
-#define H2O_LAUNCH(grid, block, stream, ...) ::simt::make_launch((grid), (block), (stream), __VA_ARGS__)
+#define H2O_LAUNCH(grid, block, stream, ...) ::simt::make_launch((grid), (block), (stream), #__VA_ARGS__, __VA_ARGS__)
 #define H2O_UNROLL
+// One static per declaration, as a grid runs one block at a time (simt.h).
+#define H2O_SHARED(T, name, ...) static ::simt::Shared<T __VA_ARGS__> name(#name, __func__)
 #else
 // Compiled as C++ without H2O_SIMT, a kernel would land in h2o::kern beside the GPU build's (kernels/namespaces.h).
 #error "kernels compile as C++ only in the SIMT emulation (kernels/simt: H2O_SIMT)"
@@ -28,6 +37,15 @@
 #include "kernels/namespaces.h"
 
 namespace H2O_KERN_NS {
+
+// A pointer to shared memory, for the functions that are handed a shared array.
+#if defined(__CUDACC__)
+template <class T>
+using SharedPtr = T*;
+#else
+template <class T>
+using SharedPtr = ::simt::SharedPtr<T>;
+#endif
 
 // Storage types of weights, activations fed to the projections, and the KV cache.
 __device__ __forceinline__ float to_f32(float x) { return x; }

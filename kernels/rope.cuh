@@ -6,7 +6,9 @@
 
 namespace H2O_KERN_NS {
 
-__device__ __forceinline__ void rope_angle(double pos, double freq, float* c, float* s) {
+// FloatPtr: a float* or, for a table in shared memory, a SharedPtr<float>.
+template <class FloatPtr>
+__device__ __forceinline__ void rope_angle(double pos, double freq, FloatPtr c, FloatPtr s) {
   const double a = pos * freq;
   *c = float(cos(a));
   *s = float(sin(a));

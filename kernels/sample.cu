@@ -36,10 +36,12 @@ struct Reached {
 
 // The first token, in choose_token's sorted order, at which the running mass
 // reaches `target` (exceeds it when `strict`).
-__device__ Reached first_reaching(const double* p, int vocab, u64 target, bool strict, u64* scan) {
-  __shared__ u64 mass[256];
-  __shared__ u64 s_prefix, s_above;
-  __shared__ int s_found, s_id;
+__device__ Reached first_reaching(const double* p, int vocab, u64 target, bool strict, SharedPtr<u64> scan) {
+  H2O_SHARED(u64, mass, [256]);
+  H2O_SHARED(u64, s_prefix);
+  H2O_SHARED(u64, s_above);
+  H2O_SHARED(int, s_found);
+  H2O_SHARED(int, s_id);
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
   u64 prefix = 0, mask = 0, above = 0;  // above: mass of the tokens before the bucket being refined
   for (int shift = 56; shift >= 0; shift -= 8) {
@@ -100,12 +102,12 @@ __device__ Reached first_reaching(const double* p, int vocab, u64 target, bool s
 }
 
 __global__ void sample_kernel(const float* logits, const ChooseDesc* choices, int vocab, double* scratch) {
-  __shared__ float value_slots[32];
-  __shared__ int index_slots[32];
-  __shared__ double double_slots[32];
-  __shared__ u64 u64_slots[32];
-  __shared__ int int_slots[32];
-  __shared__ u64 scan[1025];
+  H2O_SHARED(float, value_slots, [32]);
+  H2O_SHARED(int, index_slots, [32]);
+  H2O_SHARED(double, double_slots, [32]);
+  H2O_SHARED(u64, u64_slots, [32]);
+  H2O_SHARED(int, int_slots, [32]);
+  H2O_SHARED(u64, scan, [1025]);
   const ChooseDesc c = choices[blockIdx.x];
   if (c.mode == 0) return;
   const float* l = logits + size_t(c.logits_row) * size_t(vocab);

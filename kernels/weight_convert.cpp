@@ -4,14 +4,89 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/model/quant.h"
 
 namespace h2o::kern {
 
-DType parse_precision(const std::string& name) {
-  if (name == "f32") return DType::F32;
-  if (name == "f16") return DType::F16;
-  if (name == "bf16") return DType::BF16;
-  fail("--precision", "expected f32, f16 or bf16, got '" + name + "'");
+bool has_quantised_matrix(const Model& model) {
+  for (const Tensor* t : model.all_tensors())
+    if (t->rows > 1 && !is_float(t->dtype)) return true;
+  return false;
+}
+
+Precision resolve_precision(const std::string& name, const Model& model) {
+  if (name == "f32") return {DType::F32, false};
+  if (name == "f16") return {DType::F16, false};
+  if (name == "bf16") return {DType::BF16, false};
+  if (name != "native" && !name.empty()) fail("--precision", "expected f32, f16, bf16 or native, got '" + name + "'");
+  if (has_quantised_matrix(model)) return {DType::F32, true};
+  // A float file: native is its own type (the first layer's matrices), the default f32.
+  return {name.empty() ? DType::F32 : model.weight_dtype(), false};
+}
+
+DType native_type(DType t, int64_t cols) {
+  if (t == DType::F16) return cols % 16 == 0 ? DType::F16 : DType::F32;
+  if (is_block_format(t)) return t;
+  return is_float(t) ? DType::F32 : DType::F16;
+}
+
+std::vector<DType> native_matrix_types(const std::vector<DType>& stored, int64_t cols) {
+  std::vector<DType> out;
+  bool any_f32 = false;
+  for (DType t : stored) {
+    out.push_back(native_type(t, cols));
+    any_f32 = any_f32 || out.back() == DType::F32;
+  }
+  if (any_f32) out.assign(out.size(), DType::F32);
+  return out;
+}
+
+std::vector<DType> matrix_types(const std::vector<const Tensor*>& parts, const Precision& precision) {
+  if (!precision.native) return std::vector<DType>(parts.size(), precision.storage);
+  std::vector<DType> stored;
+  for (const Tensor* t : parts) stored.push_back(t->dtype);
+  return native_matrix_types(stored, parts.empty() ? 0 : parts.front()->cols);
+}
+
+namespace {
+
+// Bytes of a matrix fused from `parts` as the device holds it, without and with the padding of each run of one type.
+WeightBytes matrix_bytes(const std::vector<const Tensor*>& parts, const Precision& precision) {
+  const std::vector<DType> types = matrix_types(parts, precision);
+  WeightBytes bytes;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    bytes.pass += parts[i]->rows * int64_t(row_bytes(types[i], parts[i]->cols));
+    if (i + 1 == parts.size() || types[i + 1] != types[i]) bytes.device += int64_t(kMatrixTailBytes);
+  }
+  bytes.device += bytes.pass;
+  return bytes;
+}
+
+}  // namespace
+
+WeightBytes weight_bytes(const Model& model, const Precision& precision) {
+  const ModelWeights& w = model.weights;
+  WeightBytes out;
+  auto matrix = [&](const std::vector<const Tensor*>& parts, bool read_by_a_pass) {
+    const WeightBytes m = matrix_bytes(parts, precision);
+    if (read_by_a_pass) out.pass += m.pass;
+    out.device += m.device;
+  };
+  auto vectors = [&](const std::vector<const Tensor*>& parts) {
+    for (const Tensor* t : parts) out.pass += t->numel() * 4, out.device += t->numel() * 4;  // f32 whatever the file stored
+  };
+  matrix({&w.token_embedding}, model.shared_classifier());  // tied: the classifier, read whole
+  for (const LayerWeights& l : w.layers) {
+    matrix({&l.wq, &l.wk, &l.wv}, true);
+    matrix({&l.wo}, true);
+    matrix({&l.w1, &l.w3}, true);
+    matrix({&l.w2}, true);
+    vectors({&l.attn_norm, &l.ffn_norm});
+    if (model.config.attention_bias) vectors({&l.bq, &l.bk, &l.bv});
+  }
+  vectors({&w.final_norm});
+  if (!model.shared_classifier()) matrix({&w.classifier}, true);
+  return out;
 }
 
 void convert_elements(const void* src, DType from, size_t count, DType to, void* dst) {
@@ -41,13 +116,17 @@ void convert_elements(const void* src, DType from, size_t count, DType to, void*
         for (size_t i = 0; i < n; ++i) o[i] = f32_to_bf16(wide[i]);
         break;
       }
-      default:  // parse_precision admits the three float types alone
+      default:  // resolve_precision and native_type give float types or a tensor's own type
         fail("--precision", std::string("cannot store weights as ") + dtype_name(to));
     }
   }
 }
 
 void convert_tensor(const Tensor& t, DType to, void* dst) {
+  if (t.dtype == to) {  // the bytes as stored (native blocks, or a float type kept)
+    std::memcpy(dst, t.data, size_t(t.bytes()));
+    return;
+  }
   if (is_float(t.dtype)) {
     convert_elements(t.data, t.dtype, size_t(t.numel()), to, dst);
     return;

@@ -18,6 +18,7 @@
 #include <algorithm>
 
 #include "core/base/system_limits.h"
+#include "core/runtime/backend.h"
 #include "ui/theme.h"
 
 namespace h2o::ui {
@@ -129,7 +130,10 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   sinks_ = spin("sinks", 0, 1 << 16, "Attention sinks: the first tokens, always kept");
   heavy_ = spin("heavy", 0, 1 << 20, "H2O heavy hitters (auto: half of budget − sinks)", "auto");
   recent_ = spin("recent", 0, 1 << 20, "H2O recent window (auto: the rest of the budget)", "auto");
-  slack_ = spin("slack", 0, 1 << 16, "Let the cache grow to budget + slack before cutting back (0: exact)");
+  slack_ = spin("slack", -1, 1 << 16,
+                "Let the cache grow to budget + slack before cutting back (0: exact; auto: 0 on the CPU, " +
+                    QString::number(kDeviceSlack) + " on the GPU, where each cut moves the cache on the device)",
+                "auto");
   rolling_ = new QCheckBox("Position rolling");
   rolling_->setObjectName("rolling");
   rolling_->setToolTip("RoPE positions from cache slots instead of stream positions (StreamingLLM's fix)");

@@ -19,7 +19,9 @@ std::unique_ptr<Backend> make_backend(std::shared_ptr<const Model> model, const 
                           "): at most " + std::to_string(max_threads()));
   if (options.kv_limit_bytes < 0) fail("--kv-limit", "must be >= 0 MiB (0: no limit)");
   if (options.kind == "cpu") {
-    if (options.precision != "f32") fail("--precision", "the CPU backend computes in f32 only");
+    // The CPU multiplies quantised matrices in their blocks and the rest in f32: native and f32 alike.
+    if (!options.precision.empty() && options.precision != "f32" && options.precision != "native")
+      fail("--precision", "the CPU backend computes in f32 only");
     return make_cpu_backend(std::move(model), options.threads, options.kv_limit_bytes);
   }
   if (options.kind == "cuda") {

@@ -172,6 +172,11 @@ struct SyntheticSpec {
 ModelConfig synthetic_shape(const std::string& name);  // throws Error for an unknown name
 std::vector<std::string> synthetic_shape_names();
 std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec);
+// make_synthetic(spec)'s tensors, types and shapes, without generating their
+// weights (a 7B takes minutes): for sizes only. Each tensor's data points at
+// one distinct byte (a tied classifier at the embedding's), so nothing may
+// read it.
+std::shared_ptr<const Model> synthetic_layout(const SyntheticSpec& spec);
 // Parses "synthetic:<shape>[:vocab=N][:seed=N][:dtype=f16|q8_0|q4_k_m|...][:ctx=N]" model paths.
 bool is_synthetic_path(const std::string& path);
 SyntheticSpec parse_synthetic_path(const std::string& path);

@@ -50,20 +50,26 @@ const TypeInfo& info_of(QuantType t) {
 
 inline float h2f(uint16_t h) { return f16_to_f32(h); }
 
+// Four code bytes as the little-endian word the shared decoders take (quant_blocks.h).
+inline uint32_t word_at(const void* p) {
+  uint32_t w;
+  std::memcpy(&w, p, 4);
+  return w;
+}
+
+// Q8_0, Q4_0, Q4_K, Q5_K and Q6_K decode through quant_blocks.h's word
+// functions, the ones the CUDA kernels call on the same bytes.
 void dequant_q8_0(const BlockQ8_0* b, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, y += kQK) {
     const float d = h2f(b[i].d);
-    for (int j = 0; j < kQK; ++j) y[j] = float(b[i].qs[j]) * d;
+    for (int w = 0; w < 8; ++w) q8_0_word(word_at(b[i].qs + 4 * w), d, y + 4 * w);
   }
 }
 
 void dequant_q4_0(const BlockQ4_0* b, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, y += kQK) {
     const float d = h2f(b[i].d);
-    for (int j = 0; j < 16; ++j) {
-      y[j] = float((b[i].qs[j] & 0x0F) - 8) * d;
-      y[j + 16] = float((b[i].qs[j] >> 4) - 8) * d;
-    }
+    for (int w = 0; w < 4; ++w) q4_0_word(word_at(b[i].qs + 4 * w), d, y + 4 * w, y + 16 + 4 * w);
   }
 }
 
@@ -135,44 +141,50 @@ void dequant_q3_k(const BlockQ3_K* b, float* y, int64_t nb) {
   }
 }
 
+// The multipliers d * scale and dmin * min of sub-blocks 2j and 2j + 1 of a Q4_K / Q5_K block.
+struct K4Pair {
+  float d1, m1, d2, m2;
+};
+K4Pair k4_pair(uint16_t d_bits, uint16_t dmin_bits, const uint8_t scales[12], int j) {
+  const float d = h2f(d_bits), dmin = h2f(dmin_bits);
+  const uint32_t a0 = word_at(scales), a1 = word_at(scales + 4), a2 = word_at(scales + 8);
+  int sc1, m1, sc2, m2;
+  k4_scale_min_words(a0, a1, a2, 2 * j, &sc1, &m1);
+  k4_scale_min_words(a0, a1, a2, 2 * j + 1, &sc2, &m2);
+  return {k_scale(d, sc1), k_scale(dmin, m1), k_scale(d, sc2), k_scale(dmin, m2)};
+}
+
 void dequant_q4_k(const BlockQ4_K* b, float* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    const float d = h2f(b[i].d), dmin = h2f(b[i].dmin);
+  for (int64_t i = 0; i < nb; ++i, y += kQK_K)
     for (int j = 0; j < 4; ++j) {
-      uint8_t sc, m;
-      k4_scale_min(b[i].scales, 2 * j, &sc, &m);
-      const float d1 = d * float(sc), m1 = dmin * float(m);
-      k4_scale_min(b[i].scales, 2 * j + 1, &sc, &m);
-      const float d2 = d * float(sc), m2 = dmin * float(m);
-      const uint8_t* q = b[i].qs + 32 * j;
-      for (int p = 0; p < 32; ++p) *y++ = d1 * float(q[p] & 0x0F) - m1;
-      for (int p = 0; p < 32; ++p) *y++ = d2 * float(q[p] >> 4) - m2;
+      const K4Pair s = k4_pair(b[i].d, b[i].dmin, b[i].scales, j);
+      for (int p = 0; p < 32; p += 4)
+        q4_k_word(word_at(b[i].qs + 32 * j + p), s.d1, s.m1, s.d2, s.m2, y + 64 * j + p, y + 64 * j + 32 + p);
     }
-  }
 }
 
 void dequant_q5_k(const BlockQ5_K* b, float* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
-    const float d = h2f(b[i].d), dmin = h2f(b[i].dmin);
+  for (int64_t i = 0; i < nb; ++i, y += kQK_K)
     for (int j = 0; j < 4; ++j) {
-      uint8_t sc, m;
-      k4_scale_min(b[i].scales, 2 * j, &sc, &m);
-      const float d1 = d * float(sc), m1 = dmin * float(m);
-      k4_scale_min(b[i].scales, 2 * j + 1, &sc, &m);
-      const float d2 = d * float(sc), m2 = dmin * float(m);
-      const uint8_t* q = b[i].qs + 32 * j;
-      const uint8_t* qh = b[i].qh;
-      for (int p = 0; p < 32; ++p) *y++ = d1 * float((q[p] & 0x0F) | ((qh[p] >> (2 * j)) & 1) << 4) - m1;
-      for (int p = 0; p < 32; ++p) *y++ = d2 * float((q[p] >> 4) | ((qh[p] >> (2 * j + 1)) & 1) << 4) - m2;
+      const K4Pair s = k4_pair(b[i].d, b[i].dmin, b[i].scales, j);
+      for (int p = 0; p < 32; p += 4)
+        q5_k_word(word_at(b[i].qs + 32 * j + p), word_at(b[i].qh + p), j, s.d1, s.m1, s.d2, s.m2, y + 64 * j + p,
+                  y + 64 * j + 32 + p);
     }
-  }
 }
 
 void dequant_q6_k(const BlockQ6_K* b, float* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i) {
+  for (int64_t i = 0; i < nb; ++i, y += kQK_K) {
     const float d = h2f(b[i].d);
-    // ggml: d * sc * q, evaluated left to right.
-    for (int e = 0; e < kQK_K; ++e) *y++ = d * float(b[i].scales[e / 16]) * float(q6k_code(b[i], e) - 32);
+    for (int n = 0; n < 2; ++n)
+      for (int h = 0; h < 2; ++h)
+        for (int p = 0; p < 32; p += 4) {
+          // Sub-block (e / 16) of e = 128n + 32j + p, for j = h and j = h + 2.
+          const float s1 = k_scale(d, b[i].scales[8 * n + 2 * h + p / 16]);
+          const float s2 = k_scale(d, b[i].scales[8 * n + 2 * h + 4 + p / 16]);
+          q6_k_word(word_at(b[i].ql + 64 * n + 32 * h + p), word_at(b[i].qh + 32 * n + p), h, s1, s2,
+                    y + 128 * n + 32 * h + p, y + 128 * n + 32 * (h + 2) + p);
+        }
   }
 }
 
@@ -235,16 +247,10 @@ int64_t first_nonfinite_scale(QuantType t, const void* data, int64_t blocks) {
 }
 
 void k4_scale_min(const uint8_t scales[12], int j, uint8_t* scale, uint8_t* min) {
-  // Bytes 0-3: scales 0-3 (6 bits) + top 2 bits of scales 4-7; bytes 4-7: the
-  // same for the mins; bytes 8-11: low 4 bits of scale (low nibble) and min
-  // (high nibble) 4-7.
-  if (j < 4) {
-    *scale = scales[j] & 63;
-    *min = scales[j + 4] & 63;
-  } else {
-    *scale = uint8_t((scales[j + 4] & 0x0F) | (scales[j - 4] >> 6) << 4);
-    *min = uint8_t((scales[j + 4] >> 4) | (scales[j] >> 6) << 4);
-  }
+  int s, m;
+  k4_scale_min_words(word_at(scales), word_at(scales + 4), word_at(scales + 8), j, &s, &m);
+  *scale = uint8_t(s);
+  *min = uint8_t(m);
 }
 
 int q6k_code(const BlockQ6_K& b, int e) {

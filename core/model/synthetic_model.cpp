@@ -205,7 +205,10 @@ SyntheticSpec parse_synthetic_path(const std::string& path) {
   return spec;
 }
 
-std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec) {
+namespace {
+
+// make_synthetic's model; without `weights`, its layout alone (synthetic_layout).
+std::shared_ptr<const Model> build_synthetic(const SyntheticSpec& spec, bool weights) {
   const Shape& shape = shape_or_fail(spec.shape);
   auto model = std::make_shared<Model>();
   ModelConfig& c = model->config;
@@ -260,6 +263,13 @@ std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec) {
   norm(w.final_norm);
   if (!shape.shared_classifier) matrix(w.classifier, TensorRole::Classifier, c.vocab_size, d);
 
+  if (!weights) {  // a distinct byte per tensor, so that a tied classifier still shows as tied
+    auto marks = std::make_shared<std::vector<uint8_t>>(plans.size());
+    for (size_t i = 0; i < plans.size(); ++i) plans[i].tensor->data = marks->data() + i;
+    if (shape.shared_classifier) w.classifier = w.token_embedding;
+    model->owned.push_back(marks);
+    return model;
+  }
   // Uninitialised on purpose: every byte a tensor uses is written by fill(),
   // and first-touching the pages in parallel spreads them across NUMA nodes.
   std::shared_ptr<uint8_t[]> buffer;
@@ -274,5 +284,10 @@ std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec) {
   model->storage = buffer;
   return model;
 }
+
+}  // namespace
+
+std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec) { return build_synthetic(spec, true); }
+std::shared_ptr<const Model> synthetic_layout(const SyntheticSpec& spec) { return build_synthetic(spec, false); }
 
 }  // namespace h2o

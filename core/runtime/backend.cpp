@@ -25,4 +25,8 @@ int feed_one(Backend& backend, SessionCache& cache, int token, const TokenChoice
   return next;
 }
 
+int default_slack(const std::string& backend_kind) {
+  return backend_kind.rfind("cuda", 0) == 0 ? kDeviceSlack : 0;  // cuda, cuda-sim
+}
+
 }  // namespace h2o

@@ -131,8 +131,19 @@ int feed_one(Backend& backend, SessionCache& cache, int token, const TokenChoice
 struct BackendOptions {
   std::string kind = "cpu";       // "cpu", "cuda" or "cuda-sim" (core/backends/make_backend.h)
   int threads = 0;                // CPU threads; 0: all cores
-  std::string precision = "f32";  // CUDA weights: f32, f16, bf16
+  // CUDA weights: f32, f16, bf16, native (quantised matrices kept in their
+  // blocks); "": native for a file with quantised matrices, else f32.
+  std::string precision;
   int64_t kv_limit_bytes = 0;     // KV memory of all sessions together; 0: no limit
 };
+
+// The slack a policy gets where none is asked for (README, "CUDA backend":
+// the slack sweep). On the CPU 0: the cache is cut back every step past its
+// budget, exactly as the references are made. On a GPU kDeviceSlack: a cut
+// compacts every (layer, KV head) on the device, and at slack 0 StreamingLLM
+// moves its whole window every step (0.33 ms of a 6 ms Llama-2-7B step on an
+// H200); slack 64 pays that once per 64 steps for 64 more cached tokens.
+inline constexpr int kDeviceSlack = 64;
+int default_slack(const std::string& backend_kind);
 
 }  // namespace h2o

@@ -84,7 +84,7 @@ std::vector<PolicyConfig> studio_policies(const StudioConfig& c) {
   // An explicit H2O split: the part not given takes the rest of the budget.
   if (c.heavy > 0) settings.given["heavy"] = c.heavy;
   if (c.recent > 0) settings.given["recent"] = c.recent;
-  settings.slack = c.slack;
+  settings.slack = c.slack >= 0 ? c.slack : default_slack(c.backend);  // -1: the backend's default
   settings.rolling = c.rolling;
   std::vector<PolicyConfig> out;
   for (const std::string& name : c.policies) out.push_back(make_policy(name, settings));

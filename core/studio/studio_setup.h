@@ -23,7 +23,7 @@ struct StudioConfig {
   std::vector<std::string> policies = {"full", "streaming", "h2o"};  // the panes, in order (1 to 4)
   int budget = 64, sinks = 4;
   int heavy = 0, recent = 0;  // H2O's split; 0 and 0: half the rest each
-  int slack = 0;
+  int slack = -1;  // -1: the backend's default (default_slack: 0 on the CPU, kDeviceSlack on a GPU)
   bool rolling = false;
   int max_new_tokens = 128;
   bool greedy = false;

@@ -1,9 +1,10 @@
-// Blas for the SIMT emulation, by blas.h's rule: up to kMatvecMaxRows rows
-// the matvec kernel itself (matvec.cu through the emulation, so CI runs it),
-// more rows on the CPU in place of cuBLAS, enqueued on the emulated stream
-// (so that graph capture records them). There f32 weights go through the CPU
-// backend's own matmul; f16 and bf16 are widened a row at a time and summed
-// in f32.
+// Blas's library half for the SIMT emulation (blas.cpp holds blas.h's rule,
+// so up to kMatvecMaxRows rows the kernels themselves run through the
+// emulation): the products of more rows on the CPU in place of cuBLAS,
+// enqueued on the emulated stream (so that graph capture records them). There
+// f32 weights (block formats arrive dequantised to f32 by dequantize.cu) go
+// through the CPU backend's own matmul; f16 and bf16 are widened a row at a
+// time and summed in f32.
 #include <vector>
 
 #include "core/base/thread_pool.h"
@@ -13,13 +14,14 @@
 
 namespace H2O_KERN_NS {
 
-Blas::Blas(gpu::Stream stream, int matvec_rows) : stream_(stream), matvec_rows_(matvec_rows) {}
-Blas::~Blas() = default;
+Blas::Blas(gpu::Stream stream, int matvec_rows, size_t scratch_bytes)
+    : stream_(stream), matvec_rows_(matvec_rows), scratch_bytes_(scratch_bytes) {
+  if (scratch_bytes_ > 0) scratch_ = gpu::alloc(scratch_bytes_);
+}
+Blas::~Blas() { gpu::release(scratch_); }
 
-void Blas::gemm(float* out, const void* x, const void* w, DType type, int rows, int in, int out_features,
-                bool accumulate) {
-  if (rows == 0) return;
-  if (rows <= matvec_rows_) return matvec(type, out, x, w, rows, in, out_features, accumulate, stream_);
+void Blas::library_gemm(float* out, int ldo, const void* x, const void* w, DType type, int rows, int in,
+                        int out_features, bool accumulate) {
   simt::enqueue(stream_, [=] {
     static ThreadPool one(1);
     std::vector<float> xs(size_t(rows) * size_t(in)), product(size_t(rows) * size_t(out_features));
@@ -34,7 +36,12 @@ void Blas::gemm(float* out, const void* x, const void* w, DType type, int rows, 
           product[size_t(r) * size_t(out_features) + size_t(o)] = cpu::dot(row.data(), &xs[size_t(r) * size_t(in)], in);
       }
     }
-    for (size_t e = 0; e < product.size(); ++e) out[e] = accumulate ? out[e] + product[e] : product[e];
+    for (int r = 0; r < rows; ++r)
+      for (int o = 0; o < out_features; ++o) {
+        float& dst = out[size_t(r) * size_t(ldo) + size_t(o)];
+        const float p = product[size_t(r) * size_t(out_features) + size_t(o)];
+        dst = accumulate ? dst + p : p;
+      }
   });
 }
 

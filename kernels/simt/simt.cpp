@@ -10,6 +10,10 @@
 // registers, MXCSR and the x87 control word); elsewhere it falls back to
 // ucontext. Under AddressSanitizer every switch is announced with
 // __sanitizer_start/finish_switch_fiber, so its stack checks stay valid.
+//
+// For the race check (race_check.h) the scheduler numbers the barrier
+// intervals: a block's interval changes when it starts and whenever its
+// __syncthreads() releases, a warp's step whenever its warp barrier releases.
 #include "kernels/simt/simt.h"
 
 #include <sys/mman.h>
@@ -82,7 +86,7 @@ struct Fiber {
   char* stack = nullptr;  // lowest address (a guard page below it)
   State state = State::Done;
   dim3 idx;
-  int warp = 0, lane = 0;
+  int index = 0, warp = 0, lane = 0;  // index: linear, in the block
   unsigned shuffles = 0;  // in this block: picks the exchange slot (warp_exchange)
 #ifdef SIMT_ASM_SWITCH
   void* sp = nullptr;
@@ -97,9 +101,15 @@ struct Block {
   // Fibers keep their address for life: a parked fiber holds a reference to its own.
   std::vector<std::unique_ptr<Fiber>> fibers;
   const std::function<void()>* kernel = nullptr;
+  const char* kernel_name = nullptr;
+  uint64_t launch = 0;  // the launch's serial number
+  Order order;
   dim3 grid, dim, idx;
   int threads = 0, live = 0, at_block_barrier = 0;
   std::vector<int> warp_live, warp_at_barrier;
+  uint64_t interval = 0, block_begin = 0;  // the block's barrier interval now, and its first
+  std::vector<uint32_t> warp_step;         // per warp: warp barriers passed in this block
+  std::vector<int> turns;                  // the order of one turn through the threads
   std::vector<uint64_t> exchange;  // two slots per thread, used by turns
   Fiber* current = nullptr;
 #ifdef SIMT_ASM_SWITCH
@@ -114,6 +124,9 @@ struct Block {
 
 thread_local Block* g_block = nullptr;
 std::mutex g_launch_mutex;  // one grid at a time, whichever thread launches: static shared memory
+// Under g_launch_mutex: intervals are unique in the process, so a shadow cell
+// stamped in an earlier block (or launch) is never taken for this one.
+uint64_t g_intervals = 0, g_launches = 0;
 
 [[noreturn]] void die(const char* what) {
   std::fprintf(stderr, "simt: %s\n", what);
@@ -169,6 +182,7 @@ void release_block_barrier(Block& b) {
   for (int i = 0; i < b.threads; ++i)
     if (b.fibers[size_t(i)]->state == State::AtBlockBarrier) b.fibers[size_t(i)]->state = State::Runnable;
   b.at_block_barrier = 0;
+  detail::g_now.interval = b.interval = ++g_intervals;
 }
 
 void release_warp_barrier(Block& b, int warp) {
@@ -178,6 +192,8 @@ void release_warp_barrier(Block& b, int warp) {
   for (size_t i = first; i < last; ++i)
     if (b.fibers[i]->state == State::AtWarpBarrier) b.fibers[i]->state = State::Runnable;
   at = 0;
+  // Released by one of its lanes (the last to arrive, or one exiting): the running thread.
+  detail::g_now.warp_step = ++b.warp_step[size_t(warp)];
 }
 
 extern "C" void simt_fiber_main() {
@@ -242,13 +258,23 @@ void run_block(Block& b) {
   const int warps = (b.threads + kWarp - 1) / kWarp;
   b.warp_live.assign(size_t(warps), 0);
   b.warp_at_barrier.assign(size_t(warps), 0);
+  b.warp_step.assign(size_t(warps), 0);
+  b.interval = b.block_begin = ++g_intervals;
+  detail::g_now.interval = detail::g_now.block_begin = b.interval;
+  // A shuffle's turns depend on the block and the turn only, not on what ran
+  // before: a test that fails under a seed fails the same way when run alone.
+  const uint64_t block_salt = (uint64_t(b.idx.z) << 42 ^ uint64_t(b.idx.y) << 21 ^ b.idx.x) << 16;
   for (int i = 0; i < b.threads; ++i) ++b.warp_live[size_t(i / kWarp)];
-  while (b.live > 0) {
+  for (uint64_t pass = 0; b.live > 0; ++pass) {
     bool ran = false;
-    for (int i = 0; i < b.threads; ++i) {
+    arrange(b.order, block_salt ^ pass, b.threads, b.turns);
+    for (const int i : b.turns) {
       Fiber& f = *b.fibers[size_t(i)];
       if (f.state != State::Runnable) continue;
       b.current = &f;
+      detail::g_now.thread = f.index;
+      detail::g_now.warp = f.warp;
+      detail::g_now.warp_step = b.warp_step[size_t(f.warp)];
       switch_to_fiber(b, f);
       ran = true;
     }
@@ -270,7 +296,34 @@ void run_block(Block& b) {
   b.current = nullptr;
 }
 
+// The grid's blocks in the launch's order: block k of the turn is block
+// index(k) in CUDA's numbering (x fastest).
+void run_blocks(Block& b) {
+  const uint64_t count = uint64_t(b.grid.x) * b.grid.y * b.grid.z;
+  std::vector<int> shuffled;
+  if (b.order.kind == Order::Shuffle) {
+    if (count > uint64_t(INT32_MAX)) die("a grid too large to shuffle");
+    arrange(b.order, count, int(count), shuffled);
+  }
+  for (uint64_t k = 0; k < count; ++k) {
+    const uint64_t i = b.order.kind == Order::Forward ? k
+                       : b.order.kind == Order::Reverse ? count - 1 - k
+                                                        : uint64_t(shuffled[size_t(k)]);
+    b.idx = dim3(unsigned(i % b.grid.x), unsigned(i / b.grid.x % b.grid.y), unsigned(i / (uint64_t(b.grid.x) * b.grid.y)));
+    run_block(b);
+  }
+}
+
 }  // namespace
+
+namespace detail {
+
+LaunchInfo current_launch() {
+  const Block& b = block();
+  return LaunchInfo{b.kernel_name, b.launch, {b.idx.x, b.idx.y, b.idx.z}};
+}
+
+}  // namespace detail
 
 const dim3& thread_idx() { return block().current->idx; }
 const dim3& block_idx() { return block().idx; }
@@ -313,7 +366,7 @@ uint64_t warp_exchange(uint64_t mine, int src_lane) {
   return b.exchange[turn + base + size_t(src_lane)];
 }
 
-void run_grid(dim3 grid, dim3 block_dim_, const std::function<void()>& kernel) {
+void run_grid(dim3 grid, dim3 block_dim_, const char* name, const std::function<void()>& kernel) {
   const int threads = int(block_dim_.x * block_dim_.y * block_dim_.z);
   if (threads <= 0 || threads > 1024) die("a block must have 1 to 1024 threads");
   if (threads % kWarp != 0) die("this emulation wants whole warps (a multiple of 32 threads per block)");
@@ -322,6 +375,9 @@ void run_grid(dim3 grid, dim3 block_dim_, const std::function<void()>& kernel) {
   thread_local Block b;  // fibers and stacks are reused by every launch of this thread
   if (g_block) die("a kernel launched another kernel");
   b.kernel = &kernel;
+  b.kernel_name = name;
+  b.launch = ++g_launches;
+  b.order = current_order();
   b.grid = grid;
   b.dim = block_dim_;
   b.threads = threads;
@@ -331,16 +387,12 @@ void run_grid(dim3 grid, dim3 block_dim_, const std::function<void()>& kernel) {
     Fiber& f = *b.fibers[size_t(i)];
     f.idx = dim3(unsigned(i) % block_dim_.x, (unsigned(i) / block_dim_.x) % block_dim_.y,
                  unsigned(i) / (block_dim_.x * block_dim_.y));
+    f.index = i;
     f.warp = i / kWarp;
     f.lane = i % kWarp;
   }
   g_block = &b;
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        b.idx = dim3(x, y, z);
-        run_block(b);
-      }
+  run_blocks(b);
   g_block = nullptr;
 }
 

@@ -3,21 +3,31 @@
 // and run on the CPU, so that CI (no GPU) runs the kernels' own code.
 //
 // What it models:
-//  - a grid runs its blocks one after another, so `__shared__` can be a
-//    function-local `static` (one block at a time sees it);
+//  - a grid runs its blocks one after another (in the order of order.h), so
+//    `__shared__` memory can be a function-local `static` (one block at a time
+//    sees it): H2O_SHARED (kernels/portable.h) declares it as a checked
+//    simt::Shared (shared.h) that the race check sees;
 //  - a block's threads are cooperative fibers on the launching thread, each
 //    with its own stack, meeting at __syncthreads() (every live thread of the
 //    block) and exchanging warp shuffles through a barrier of the warp's lanes;
-//    a barrier no thread can pass (a __syncthreads() in divergent code) aborts
-//    with the block and the threads waiting, instead of hanging;
+//    between barriers the runnable fibers take turns in the order SIMT_ORDER
+//    picks (forward, reverse, a seeded shuffle: order.h), so that a result
+//    that depends on the order shows; a barrier no thread can pass (a
+//    __syncthreads() in divergent code) aborts with the block and the threads
+//    waiting, instead of hanging;
+//  - every __shared__ access is checked (race_check.h): two threads on one
+//    element in one barrier interval, at least one writing and not both
+//    atomically, or a read of an element the block never wrote, is reported
+//    with the kernel, the array and the two threads; lanes of one warp are
+//    also ordered by a warp barrier (a shuffle, __syncwarp);
 //  - atomics are plain read-modify-writes: fibers only switch at barriers;
 //  - __half and __nv_bfloat16 are 16-bit values converted with round to
 //    nearest even (core/model/dtype.h), as cuda_fp16.h / cuda_bf16.h do.
 //
-// What it cannot show: timing, memory-model races that a barrier in the
-// emulation hides (fibers switch only at barriers, so a missing
-// __syncthreads() between a write and another thread's read often still
-// "works" here), warp-synchronous code without a barrier, and anything
+// What it cannot show: timing; races on global memory other than through a
+// changed result under another order (fibers switch only at barriers, so a
+// missing barrier between two threads' global accesses shows only where some
+// order of the turns gives a wrong answer that a test checks); and anything
 // Hopper-specific. Kernels use the portable subset only (no inline PTX).
 //
 // Launches go through H2O_LAUNCH (kernels/portable.h): `<<<...>>>` under nvcc,
@@ -34,6 +44,8 @@
 #include <utility>
 
 #include "core/model/dtype.h"
+#include "kernels/simt/order.h"
+#include "kernels/simt/shared.h"
 
 namespace simt {
 
@@ -54,8 +66,9 @@ void syncwarp();
 uint64_t warp_exchange(uint64_t mine, int src_lane);
 int lane_id();
 
-// Runs every block of `grid` (x fastest), each block's threads as fibers.
-void run_grid(dim3 grid, dim3 block, const std::function<void()>& kernel);
+// Runs every block of `grid` (in the current order: x fastest when forward),
+// each block's threads as fibers. `name` is the kernel's, for reports.
+void run_grid(dim3 grid, dim3 block, const char* name, const std::function<void()>& kernel);
 
 // Runs `work` on the emulated stream now, or records it while the stream is
 // being captured into a graph (kernels/simt/device_emu.cpp).
@@ -64,8 +77,8 @@ void enqueue(void* stream, std::function<void()> work);
 template <class... Params>
 class Launch {
  public:
-  Launch(dim3 grid, dim3 block, void* stream, void (*kernel)(Params...))
-      : grid_(grid), block_(block), stream_(stream), kernel_(kernel) {}
+  Launch(dim3 grid, dim3 block, void* stream, const char* name, void (*kernel)(Params...))
+      : grid_(grid), block_(block), stream_(stream), name_(name), kernel_(kernel) {}
   template <class... Args>
   void operator()(Args&&... args) const {
     static_assert(sizeof...(Args) == sizeof...(Params), "kernel launched with the wrong number of arguments");
@@ -73,18 +86,19 @@ class Launch {
     auto bound = [kernel = kernel_, params = std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)]() {
       std::apply(kernel, params);
     };
-    enqueue(stream_, [grid = grid_, block = block_, bound]() { run_grid(grid, block, bound); });
+    enqueue(stream_, [grid = grid_, block = block_, name = name_, bound]() { run_grid(grid, block, name, bound); });
   }
 
  private:
   dim3 grid_, block_;
   void* stream_;
+  const char* name_;
   void (*kernel_)(Params...);
 };
 
 template <class... Params>
-Launch<Params...> make_launch(dim3 grid, dim3 block, void* stream, void (*kernel)(Params...)) {
-  return Launch<Params...>(grid, block, stream, kernel);
+Launch<Params...> make_launch(dim3 grid, dim3 block, void* stream, const char* name, void (*kernel)(Params...)) {
+  return Launch<Params...>(grid, block, stream, name, kernel);
 }
 
 template <class T>
@@ -116,7 +130,9 @@ using dim3 = simt::dim3;
 #define __host__
 #define __forceinline__ inline
 #define __noinline__
-#define __shared__ static
+// Shared memory is declared with H2O_SHARED (kernels/portable.h), whose
+// accesses the race check sees; a plain __shared__ would escape it.
+#define __shared__ static_assert(false, "declare shared memory with H2O_SHARED (kernels/portable.h)");
 #define __launch_bounds__(...)
 #define threadIdx (::simt::thread_idx())
 #define blockIdx (::simt::block_idx())
@@ -180,6 +196,23 @@ T atomicCAS(T* address, T compare, T value) {
   const T old = *address;
   if (old == compare) *address = value;
   return old;
+}
+// The same on shared memory, recorded as atomic by the race check.
+#define SIMT_SHARED_ATOMIC(name)                                               \
+  template <class T>                                                           \
+  T name(::simt::SharedPtr<T> address, T value) {                              \
+    ::simt::note_shared(*address.var(), address.raw(), ::simt::Access::Atomic); \
+    return name(address.raw(), value);                                         \
+  }
+SIMT_SHARED_ATOMIC(atomicAdd)
+SIMT_SHARED_ATOMIC(atomicMax)
+SIMT_SHARED_ATOMIC(atomicMin)
+SIMT_SHARED_ATOMIC(atomicExch)
+#undef SIMT_SHARED_ATOMIC
+template <class T>
+T atomicCAS(::simt::SharedPtr<T> address, T compare, T value) {
+  ::simt::note_shared(*address.var(), address.raw(), ::simt::Access::Atomic);
+  return atomicCAS(address.raw(), compare, value);
 }
 
 // ---- math and bit casts that CUDA has and the C++ library does not ----

@@ -65,7 +65,7 @@ TEST(CliCudaSim, InfoNamesTheEmulatedDeviceAndItsWeights) {
 TEST(CliCudaSim, GenerateGivesTheCpuBackendsTokens) {
   const std::string args =
       "generate --model synthetic:stories260K --prompt-ids 1,5,9,14,3,7,30,2,11,4 --prefill-chunk 10 "
-      "--max-new-tokens 24 --print-ids --policy h2o --budget 16";
+      "--max-new-tokens 24 --print-ids --policy h2o --budget 16 --slack 0";
   const CliResult cpu = run_cli(args + " --backend cpu");
   const CliResult sim = run_cli(args + " --backend cuda-sim");
   ASSERT_EQ(cpu.exit_code, 0) << cpu.err;

@@ -37,8 +37,9 @@ std::string policy_flags(const nlohmann::json& c) {
 }
 
 // --threads is the CPU backend's (cuda-sim emulates the device on one thread and refuses more).
+// --slack 0: the references cut back every step, and a device backend's default slack would cut later.
 std::string backend_flags(const std::string& backend) {
-  std::string flags = " --backend " + backend;
+  std::string flags = " --backend " + backend + " --slack 0";
   if (backend == "cpu") flags += " --threads 2";
   return flags;
 }

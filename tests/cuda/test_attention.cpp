@@ -176,7 +176,7 @@ void check_case(const Case& c, const std::vector<ItemCase>& shapes, int threads)
   for (int run = 0; run < 2; ++run) {
     attention_partial(c.kv, q.get(), items.get(), tiles.get(), int(plan.tiles.size()), plan.tile_queries, 0, d,
                       scratch, s.get());
-    attention_combine(DType::F32, items.get(), row_item.get(), plan.rows, d, scratch, out.get(), threads, s.get());
+    attention_combine(DType::F32, items.get(), row_item.get(), plan.rows, d, scratch, out.get(), s.get());
     if (run == 0) first = out.read();
   }
   attention_scores(items.get(), int(shapes.size()), plan.key_stride, 0, d, scratch, nullptr, threads, s.get());

@@ -11,7 +11,8 @@
 using namespace h2o::test;
 
 H2O_CUDA_TEST(Cli, GenerateOnTheCudaBackend) {
-  const std::string args = "generate --model synthetic:stories260K --prompt-ids 1,5,9 --max-new-tokens 24 --print-ids";
+  const std::string args =
+      "generate --model synthetic:stories260K --prompt-ids 1,5,9 --max-new-tokens 24 --print-ids --slack 0";
   const CliResult cuda = run_cli(args + " --backend cuda");
   if (!cuda_device_missing().empty()) {
     EXPECT_NE(cuda.exit_code, 0);

@@ -336,6 +336,68 @@ H2O_CUDA_TEST(Graphs, ReplaysGiveWhatEagerStepsGive) {
   EXPECT_EQ(sa.forwards, sb.forwards);
 }
 
+// The app's steps: the watched layer's attention every step, every layer's
+// now and then, the layer's positions and scores after the cut. Replayed
+// from graphs they capture what eager steps capture, and they do replay.
+class AppLikeSchedule final : public CaptureSchedule {
+ public:
+  CapturePlan plan(int64_t step, const Session&) const override {
+    CapturePlan plan;
+    CaptureRequest watched;
+    watched.layer = 1;
+    watched.rows = 1;
+    watched.max_keys = 20;
+    watched.keep_first = 4;
+    watched.top_k = 4;
+    plan.attention.push_back(watched);
+    if (step % 5 == 0) {
+      CaptureRequest other = watched;
+      other.layer = 0;
+      other.head = kGroupMean;
+      plan.attention.push_back(other);
+    }
+    plan.layer_states.push_back(1);
+    return plan;
+  }
+};
+
+H2O_CUDA_TEST(Graphs, AppStepsWithCapturesReplayToo) {
+  H2O_REQUIRE_CUDA();
+  auto model = tiny_model();
+  CudaTuning eager = test::test_tuning(), graphs = eager;
+  eager.graphs = false;
+  graphs.graphs = true;
+  auto with = cuda(model, 0, graphs), without = cuda(model, 0, eager);
+  const Backend* with_ptr = with.get();
+  EngineOptions o;
+  o.policies = three_policies();
+  o.max_new_tokens = 40;
+  o.batched = true;
+  Engine a(model, std::move(with), make_byte_tokenizer(512), o), b(model, std::move(without), make_byte_tokenizer(512), o);
+  a.start_stream(turns(1));
+  b.start_stream(turns(1));
+  const AppLikeSchedule schedule;
+  while (!a.done()) {
+    const StepRecord ra = a.step(&schedule), rb = b.step(&schedule);
+    ASSERT_EQ(ra.sessions.size(), rb.sessions.size());
+    for (size_t s = 0; s < ra.sessions.size(); ++s) {
+      const SessionRecord &x = ra.sessions[s], &y = rb.sessions[s];
+      ASSERT_EQ(x.token, y.token) << "step " << ra.step;
+      ASSERT_EQ(x.attention.size(), y.attention.size()) << "step " << ra.step;
+      for (size_t c = 0; c < x.attention.size(); ++c) {
+        EXPECT_EQ(x.attention[c].key_positions, y.attention[c].key_positions) << "step " << ra.step;
+        EXPECT_EQ(x.attention[c].probs, y.attention[c].probs) << "step " << ra.step;
+        for (size_t h = 0; h < x.attention[c].top_share.size(); ++h)  // NaN where a row has no share
+          if (!std::isnan(y.attention[c].top_share[h])) EXPECT_EQ(x.attention[c].top_share[h], y.attention[c].top_share[h]);
+      }
+      ASSERT_EQ(x.layer_states.size(), 1u);
+      EXPECT_EQ(x.layer_states[0].positions, y.layer_states[0].positions) << "step " << ra.step;
+      EXPECT_EQ(x.layer_states[0].scores, y.layer_states[0].scores) << "step " << ra.step;
+    }
+  }
+  EXPECT_GT(cuda_backend_stats(*with_ptr).graph_replays, 20);
+}
+
 H2O_CUDA_TEST(Graphs, TimingAndDeviceName) {
   H2O_REQUIRE_CUDA();
   auto model = tiny_model();

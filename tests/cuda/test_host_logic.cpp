@@ -317,18 +317,6 @@ TEST(CudaHostWeights, ConversionRoundsToNearestEven) {
   }
 }
 
-TEST(CudaHostWeights, PrecisionNames) {
-  EXPECT_EQ(parse_precision("f32"), DType::F32);
-  EXPECT_EQ(parse_precision("f16"), DType::F16);
-  EXPECT_EQ(parse_precision("bf16"), DType::BF16);
-  try {
-    parse_precision("int8");
-    FAIL() << "int8 accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--precision"), std::string::npos) << e.what();
-  }
-}
-
 TEST(CudaHostCapture, LayoutTrimsAsEveryBackendAndDoesNotOverlap) {
   ModelDims d;
   d.layers = 3;

@@ -323,8 +323,8 @@ H2O_CUDA_TEST_P(Kernels, RmsnormSwigluEmbedMatchTheCpu) {
   DeviceArray<float> dx(x, s.get()), dw(w, s.get()), dgu(gate_up, s.get());
   DeviceArray<float> normed(x.size(), s.get()), swi(size_t(rows) * hidden, s.get()), picked(size_t(2) * dim, s.get());
   DeviceArray<int> map(std::vector<int>{2, 0}, s.get());
-  rmsnorm(DType::F32, dx.get(), dw.get(), normed.get(), nullptr, rows, dim, 1e-5f, threads(), s.get());
-  rmsnorm(DType::F32, dx.get(), dw.get(), picked.get(), map.get(), 2, dim, 1e-5f, threads(), s.get());
+  rmsnorm(DType::F32, dx.get(), dw.get(), normed.get(), nullptr, rows, dim, 1e-5f, s.get());
+  rmsnorm(DType::F32, dx.get(), dw.get(), picked.get(), map.get(), 2, dim, 1e-5f, s.get());
   swiglu(DType::F32, dgu.get(), swi.get(), rows, hidden, threads(), s.get());
   std::vector<float> expect(x.size());
   cpu::rmsnorm(expect.data(), x.data(), w.data(), rows, dim, 1e-5f);

@@ -10,6 +10,7 @@
 #include "core/model/model.h"
 #include "core/model/type_mix.h"
 #include "core/policy/policy.h"
+#include "kernels/weight_convert.h"
 #include "tests/cuda/cuda_test_support.h"
 
 using namespace h2o;
@@ -37,8 +38,10 @@ double relative_error(const std::vector<float>& a, const std::vector<float>& ref
   return std::sqrt(num / den);
 }
 
-// The model with every tensor dequantised exactly to float32, in buffers it owns.
-std::shared_ptr<const Model> float32_copy(const Model& m) {
+// The model with every tensor dequantised exactly to float32, in buffers it
+// owns; with `via_f16`, each matrix's values rounded to f16 on the way (what
+// native precision holds of the block types it converts to f16).
+std::shared_ptr<const Model> float32_copy(const Model& m, bool via_f16 = false) {
   auto out = std::make_shared<Model>(m);
   auto widen = [&](Tensor& t) {
     if (t.data == nullptr || t.dtype == DType::F32) return;
@@ -46,6 +49,8 @@ std::shared_ptr<const Model> float32_copy(const Model& m) {
     for (int64_t r = 0; r < t.rows; ++r)
       convert_to_f32(static_cast<const char*>(t.data) + r * t.row_bytes(), t.dtype, size_t(t.cols),
                      wide->data() + r * t.cols);
+    if (via_f16 && t.rows > 1)
+      for (float& v : *wide) v = f16_to_f32(f32_to_f16(v));
     t.data = wide->data();
     t.dtype = DType::F32;
     out->owned.push_back(wide);
@@ -76,9 +81,10 @@ std::unique_ptr<Backend> cuda(std::shared_ptr<const Model> model, const std::str
 // `reference` is the model the CPU runs (by default the same one): an exact
 // float32 model whose weights equal what the device holds.
 void compare_decode(const PolicyConfig& policy, int steps, std::shared_ptr<const Model> model = tiny_model(),
-                    std::shared_ptr<const Model> reference = nullptr, const CudaTuning& tuning = test::test_tuning()) {
+                    std::shared_ptr<const Model> reference = nullptr, const CudaTuning& tuning = test::test_tuning(),
+                    const std::string& precision = "f32") {
   auto cpu = make_cpu_backend(reference ? reference : model, 1);
-  auto gpu = cuda(model, "f32", tuning);
+  auto gpu = cuda(model, precision, tuning);
   auto a = cpu->new_cache(policy), b = gpu->new_cache(policy);
   CapturePlan plan;
   for (int l = 0; l < model->config.n_layers; ++l) plan.layer_states.push_back(l);
@@ -218,7 +224,12 @@ H2O_CUDA_TEST(Parity, RopeScaling) {
 }
 
 // A quantised model is dequantised exactly on upload: with f32 storage the
-// device runs what the CPU runs on the model's float32 dequantisation.
+// device runs what the CPU runs on the model's float32 dequantisation. At
+// native precision (the default for such a file) the device keeps the blocks
+// and dequantises them in registers to the same values (matvec_quant.cu), so
+// the same bound holds: only the order of f32 additions differs. q4_k_m mixes
+// Q4_K and Q6_K in one fused Q|K|V (layer 1); q5_0 becomes f16 on the device
+// (the CPU then runs the f16-rounded values).
 H2O_CUDA_TEST(Parity, QuantisedWeightsDequantisedOnUpload) {
   H2O_REQUIRE_CUDA();
   for (const char* type : {"q8_0", "q4_k_m"}) {
@@ -228,6 +239,35 @@ H2O_CUDA_TEST(Parity, QuantisedWeightsDequantisedOnUpload) {
     const auto exact = float32_copy(*quantised);
     compare_decode(make("h2o", false), 40, quantised, exact);
   }
+  // stories260K in q8_0: its down projection (rows of 172) is f16 in the file, f32 on the device.
+  const std::pair<const char*, std::string> files[] = {{"test-256", "q8_0"},   {"test-256", "q4_0"},
+                                                       {"test-256", "q4_k_m"}, {"test-256", "q5_k_m"},
+                                                       {"test-256", "q6_k"},   {"test-256", "q5_0"},
+                                                       {"stories260K", "q8_0"}};
+  for (const auto& [shape, type] : files) {
+    SCOPED_TRACE(std::string(shape) + " " + type);
+    const auto quantised = make_synthetic({shape, 11, parse_type_mix(type, "test"), 0, 0});
+    const auto exact = float32_copy(*quantised, type == "q5_0");
+    compare_decode(make("h2o", false), 8, quantised, exact, test::test_tuning(), "native");
+  }
+}
+
+// At native precision a pass reads each matrix in the file's own bytes:
+// weight_bytes() is what weight_convert.h predicts from the types and
+// shapes, the embedding and padding counted only in what the device holds.
+H2O_CUDA_TEST(Parity, NativeWeightBytes) {
+  H2O_REQUIRE_CUDA();
+  const auto quantised = make_synthetic({"test-256", 11, parse_type_mix("q4_k_m", "test"), 0, 0});
+  const kern::WeightBytes expected = kern::weight_bytes(*quantised, kern::resolve_precision("", *quantised));
+  for (const char* precision : {"", "native"}) {
+    auto gpu = cuda(quantised, precision);
+    EXPECT_EQ(gpu->weight_bytes(), expected.pass) << precision;
+    EXPECT_EQ(cuda_backend_stats(*gpu).weight_device_bytes, expected.device) << precision;
+    EXPECT_NE(gpu->describe().find("native q4_k + q6_k weights, f32 activations, f32 KV"), std::string::npos)
+        << gpu->describe();
+  }
+  // f16 on upload: 2 bytes an element, more than three times Q4_K_M's.
+  EXPECT_GT(cuda(quantised, "f16")->weight_bytes(), 3 * expected.pass);
 }
 
 namespace {
@@ -235,9 +275,9 @@ namespace {
 // Every policy in one forward pass, with prefill chunks (some past the
 // budget) then decode steps, on both backends: logits, kept sets, evictions.
 void compare_batched(const std::vector<PolicyConfig>& policies, const std::vector<int>& chunks, int decode_steps,
-                     const std::string& precision = "f32") {
-  auto model = tiny_model(5);
-  auto cpu = make_cpu_backend(model, 1);
+                     const std::string& precision = "f32", std::shared_ptr<const Model> model = tiny_model(5),
+                     std::shared_ptr<const Model> reference = nullptr) {
+  auto cpu = make_cpu_backend(reference ? reference : model, 1);
   auto gpu = cuda(model, precision);
   std::vector<std::unique_ptr<SessionCache>> a, b;
   for (const auto& p : policies) a.push_back(cpu->new_cache(p)), b.push_back(gpu->new_cache(p));
@@ -269,7 +309,7 @@ void compare_batched(const std::vector<PolicyConfig>& policies, const std::vecto
     for (size_t i = 0; i < policies.size(); ++i) {
       const std::string what = policies[i].describe() + " step " + std::to_string(step);
       ASSERT_EQ(la[i].size(), lb[i].size()) << what;
-      if (precision == "f32") {
+      if (precision == "f32" || precision == "native") {  // native: f32 on the CPU's dequantised values
         ASSERT_LT(relative_error(lb[i], la[i]), 1e-5) << what;
       } else {
         // The tolerance against the CPU backend on the same rounded weights.
@@ -319,6 +359,14 @@ H2O_CUDA_TEST(Parity, EveryPolicyInOneBatchWithPrefillChunks) {
   H2O_REQUIRE_CUDA();
   // Chunks of 17 and 30 rows: the second crosses the budget (24) in one step.
   compare_batched(every_policy(), {17, 30, 5}, 30);
+}
+
+// Native precision through prefill chunks (dequantised slabs, then the
+// library GEMM) and batched decode steps (matvec_quant at 5 rows).
+H2O_CUDA_TEST(Parity, NativeQuantisedPrefillAndBatchedDecode) {
+  H2O_REQUIRE_CUDA();
+  const auto quantised = make_synthetic({"test-256", 5, parse_type_mix("q4_k_m", "test"), 0, 0});
+  compare_batched(every_policy(), {17, 30}, 4, "native", quantised, float32_copy(*quantised));
 }
 
 // f16 and bf16 weights against the CPU backend on the same rounded weights.

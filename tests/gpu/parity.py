@@ -3,7 +3,7 @@
 
 Builds each case's command exactly as tests/app/test_reference_greedy.cpp does
 (`generate --model M [--tokenizer T] --prompt-ids ... --max-new-tokens N
---prefill-chunk 1 --print-ids --policy ... --backend B`, and `--threads 2` for
+--prefill-chunk 1 --print-ids --policy ... --slack 0 --backend B`, and `--threads 2` for
 the cpu backend alone: a device backend has no CPU threads to set, and
 cuda-sim refuses more than one), and compares the printed ids with the
 reference. Appends a Markdown table to
@@ -59,6 +59,7 @@ def build_args(cli, assets, model, tokenizer, ref, case, backend, extra):
     args += ["--prompt-ids", ",".join(str(i) for i in ref["prompt_ids"]),
              "--max-new-tokens", str(steps), "--prefill-chunk", "1", "--print-ids"]
     args += policy_flags(case)
+    args += ["--slack", "0"]  # the references are exact: a GPU's default slack would cut later
     args += ["--backend", backend] + (["--threads", "2"] if backend == "cpu" else []) + extra
     return args, steps
 

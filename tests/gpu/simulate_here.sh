@@ -10,7 +10,7 @@
 # run_on_device.sh): parity through the CUDA backend's own code in the SIMT emulation,
 # bench on tiny shapes, the peer on its test doubles; what needs the device itself
 # (nvidia-smi, the probe's run, the device suites, compute-sanitizer) is reported
-# "skipped (simulated)". All five stages take about N minutes here (2 cores).
+# "skipped (simulated)".
 #
 # Hidden (bind-mounted over, in this process's namespace only): the headers, CMake
 # config files, .pc folders, static GTest libraries, SentencePiece libraries, GoogleTest

@@ -238,6 +238,23 @@ TEST(StudioSetup, SplitsOneBudgetIntoThreePolicies) {
   EXPECT_THROW(studio_policies(c), Error);
 }
 
+// Slack "auto" (-1, the default) is the backend's: exact on the CPU, kDeviceSlack on a GPU; a number
+// given is kept on either.
+TEST(StudioSetup, AutoSlackIsTheBackendsDefault) {
+  EXPECT_EQ(default_slack("cpu"), 0);
+  EXPECT_EQ(default_slack("cuda"), kDeviceSlack);
+  EXPECT_EQ(default_slack("cuda-sim"), kDeviceSlack);
+  StudioConfig c;
+  EXPECT_EQ(c.slack, -1);
+  c.policies = {"h2o"};
+  EXPECT_EQ(studio_policies(c)[0].slack, 0);
+  c.backend = "cuda";
+  EXPECT_EQ(studio_policies(c)[0].slack, kDeviceSlack);
+  EXPECT_NE(studio_policies(c)[0].describe().find("slack=" + std::to_string(kDeviceSlack)), std::string::npos);
+  c.slack = 0;
+  EXPECT_EQ(studio_policies(c)[0].slack, 0);
+}
+
 TEST(Recording, StepRoundTripsExactlyIncludingPartialUtf8) {
   StepRecord r;
   r.step = 7;

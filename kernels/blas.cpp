@@ -1,0 +1,70 @@
+// Blas's rule (blas.h), the same on the GPU and in the SIMT emulation: which
+// kernel multiplies each part of a matrix. Only library_gemm differs between
+// the two (blas_cublas.cpp, kernels/simt/blas_emu.cpp).
+#include <algorithm>
+#include <string>
+
+#include "core/base/error.h"
+#include "core/model/quant.h"
+#include "kernels/blas.h"
+#include "kernels/weight_convert.h"
+
+namespace H2O_KERN_NS {
+namespace {
+constexpr int kDequantThreads = 128;  // dequantize_rows' block size: one thread per piece of a row
+}  // namespace
+
+int DeviceMatrix::rows() const {
+  int n = 0;
+  for (int i = 0; i < parts; ++i) n += part[i].rows;
+  return n;
+}
+
+int64_t DeviceMatrix::bytes() const {
+  int64_t n = 0;
+  for (int i = 0; i < parts; ++i) n += int64_t(part[i].rows) * int64_t(row_bytes(part[i].type, cols));
+  return n;
+}
+
+size_t dequant_scratch_bytes(const DeviceMatrix& w) {
+  size_t most = 0;
+  for (int i = 0; i < w.parts; ++i)
+    if (is_block_format(w.part[i].type)) most = std::max(most, size_t(w.part[i].rows) * size_t(w.cols) * 4);
+  return std::min(most, kDequantSlabBytes);
+}
+
+void Blas::gemm(float* out, const void* x, const void* w, DType type, int rows, int in, int out_features,
+                bool accumulate) {
+  part_gemm(out, out_features, x, type, {type, w, out_features}, in, rows, accumulate);
+}
+
+void Blas::gemm(float* out, const void* x, DType x_type, const DeviceMatrix& w, int rows, bool accumulate) {
+  const int ldo = w.rows();
+  for (int i = 0, first = 0; i < w.parts; first += w.part[i].rows, ++i)
+    part_gemm(out + first, ldo, x, x_type, w.part[i], w.cols, rows, accumulate);
+}
+
+void Blas::part_gemm(float* out, int ldo, const void* x, DType x_type, const MatrixPart& w, int in, int rows,
+                     bool accumulate) {
+  if (rows == 0 || w.rows == 0) return;
+  if (w.type == x_type) {
+    if (rows > matvec_rows_) return library_gemm(out, ldo, x, w.data, w.type, rows, in, w.rows, accumulate);
+    if (ldo != w.rows) throw Error("blas: a float part of a matrix of several parts (a bug; please report)");
+    return matvec(w.type, out, x, w.data, rows, in, w.rows, accumulate, stream_);
+  }
+  if (x_type != DType::F32 || !is_block_format(w.type))
+    throw Error(std::string("blas: ") + dtype_name(w.type) + " weights with " + dtype_name(x_type) +
+                " inputs (a bug; please report)");
+  const auto* xf = static_cast<const float*>(x);
+  if (rows <= matvec_rows_) return matvec_quant(w.type, out, ldo, xf, w.data, rows, in, w.rows, accumulate, stream_);
+  // Many rows: slabs of the weights widened to f32, each multiplied by the library.
+  const int slab = int(std::min<size_t>(size_t(w.rows), scratch_bytes_ / (size_t(in) * 4)));
+  if (slab < 1) throw Error("blas: no scratch for block-format weights (a bug; please report)");
+  for (int first = 0; first < w.rows; first += slab) {
+    const int n = std::min(slab, w.rows - first);
+    dequantize_rows(w.type, w.data, in, nullptr, first, n, static_cast<float*>(scratch_), in, kDequantThreads, stream_);
+    library_gemm(out + first, ldo, x, scratch_, DType::F32, rows, in, n, accumulate);
+  }
+}
+
+}  // namespace H2O_KERN_NS

@@ -1,0 +1,192 @@
+// The block-format kernels (`--precision native`) against the CPU's
+// dequantisation of the same bytes (core/model/quant.h): dequantize_rows bit
+// for bit, matvec_quant (1..8 rows) and Blas's slabs (more rows) against a
+// float64 sum of the CPU-dequantised weights, a matrix of several types as a
+// fused Q|K|V of a Q4_K_M file holds them. Blocks are random bytes with
+// finite scales, so every code, scale and min bit pattern turns up.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "core/model/quant.h"
+#include "kernels/blas.h"
+#include "kernels/device_buffer.h"
+#include "kernels/launch.h"
+#include "kernels/weight_convert.h"
+#include "tests/cuda/cuda_test_support.h"
+#include "tests/cuda/device_array.h"
+
+using namespace h2o;
+using namespace h2o::kern;
+using test::DeviceArray;
+using test::TestStream;
+
+namespace {
+
+const DType kFormats[] = {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::F16};
+
+uint16_t small_half(std::mt19937& rng) { return f32_to_f16(float(rng() % 1000 + 1) / 16384.0f); }
+
+// `rows` rows of `cols` elements of `type`: random code bytes, finite scales (and f16 values in [-1, 1]).
+std::vector<uint8_t> random_rows(std::mt19937& rng, DType type, int rows, int cols) {
+  std::vector<uint8_t> bytes(size_t(rows) * row_bytes(type, cols));
+  for (uint8_t& b : bytes) b = uint8_t(rng());
+  const size_t n = bytes.size() / block_bytes(type);
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t* b = bytes.data() + i * block_bytes(type);
+    switch (type) {
+      case DType::Q8_0: reinterpret_cast<BlockQ8_0*>(b)->d = small_half(rng); break;
+      case DType::Q4_0: reinterpret_cast<BlockQ4_0*>(b)->d = small_half(rng); break;
+      case DType::Q4_K: reinterpret_cast<BlockQ4_K*>(b)->d = small_half(rng), reinterpret_cast<BlockQ4_K*>(b)->dmin = small_half(rng); break;
+      case DType::Q5_K: reinterpret_cast<BlockQ5_K*>(b)->d = small_half(rng), reinterpret_cast<BlockQ5_K*>(b)->dmin = small_half(rng); break;
+      case DType::Q6_K: reinterpret_cast<BlockQ6_K*>(b)->d = small_half(rng); break;
+      default: {  // F16
+        const uint16_t h = f32_to_f16(float(int(rng() % 2001) - 1000) / 1000.0f);
+        std::memcpy(b, &h, 2);
+      }
+    }
+  }
+  return bytes;
+}
+
+// The CPU's values of every row.
+std::vector<float> dequantised(const std::vector<uint8_t>& bytes, DType type, int rows, int cols) {
+  std::vector<float> out(size_t(rows) * cols);
+  for (int r = 0; r < rows; ++r)
+    dequantize_row(type, bytes.data() + size_t(r) * row_bytes(type, cols), out.data() + size_t(r) * cols, cols);
+  return out;
+}
+
+// Device bytes padded as uploads pad them (kMatrixTailBytes).
+struct DeviceBytes {
+  gpu::DeviceBuffer buffer;
+  DeviceBytes(const std::vector<uint8_t>& host, gpu::Stream s) : buffer(host.size() + kMatrixTailBytes) {
+    gpu::copy_to_device(buffer.get(), host.data(), host.size(), s);
+    gpu::synchronize(s);
+  }
+};
+
+std::vector<float> random_x(std::mt19937& rng, int n) {
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = float(int(rng() % 20001) - 10000) / 10000.0f;
+  return x;
+}
+
+// out[r][o] against sum_i w[o][i] x[r][i] in float64 (+ start), within the
+// f32 rounding of any summation order of `in` terms (sum |w x| 2^-24 per term).
+void expect_products(const std::vector<float>& got, int ldo, const std::vector<float>& w, const std::vector<float>& x,
+                     const std::vector<float>& start, int rows, int in, int out, const std::string& what) {
+  for (int r = 0; r < rows; ++r)
+    for (int o = 0; o < out; ++o) {
+      const size_t e = size_t(r) * ldo + o;
+      double sum = start.empty() ? 0.0 : start[e], magnitude = std::fabs(sum);
+      for (int i = 0; i < in; ++i) {
+        const double p = double(w[size_t(o) * in + i]) * x[size_t(r) * in + i];
+        sum += p;
+        magnitude += std::fabs(p);
+      }
+      ASSERT_NEAR(got[e], sum, (in / 8 + 12) * std::ldexp(1.0, -24) * magnitude)
+          << what << " rows " << rows << " row " << r << " output " << o;
+    }
+}
+
+}  // namespace
+
+// dequantize_rows gives the CPU's values bit for bit, for rows picked by id
+// (the embedding: repeats, any order) and for a run of rows from `first`.
+H2O_CUDA_TEST(MatvecQuant, DequantisedRowsAreTheCpuValues) {
+  H2O_REQUIRE_CUDA();
+  TestStream s;
+  std::mt19937 rng(61);
+  const int rows = 9, cols = 512;
+  for (DType type : kFormats) {
+    const std::vector<uint8_t> host = random_rows(rng, type, rows, cols);
+    const std::vector<float> cpu = dequantised(host, type, rows, cols);
+    const DeviceBytes w(host, s.get());
+    const std::vector<int> ids = {8, 0, 3, 3, 7};
+    DeviceArray<int> d_ids(ids, s.get());
+    DeviceArray<float> picked(ids.size() * cols, s.get()), run(size_t(4) * (cols + 8), s.get());
+    dequantize_rows(type, w.buffer.get(), cols, d_ids.get(), 0, int(ids.size()), picked.get(), cols, 64, s.get());
+    dequantize_rows(type, w.buffer.get(), cols, nullptr, 5, 4, run.get(), cols + 8, 64, s.get());
+    const auto got = picked.read(), got_run = run.read();
+    for (size_t r = 0; r < ids.size(); ++r)
+      ASSERT_EQ(0, std::memcmp(&got[r * cols], &cpu[size_t(ids[r]) * cols], cols * 4)) << dtype_name(type) << " row " << r;
+    for (int r = 0; r < 4; ++r)
+      ASSERT_EQ(0, std::memcmp(&got_run[size_t(r) * (cols + 8)], &cpu[size_t(5 + r) * cols], cols * 4))
+          << dtype_name(type) << " run row " << r;
+  }
+}
+
+// matvec_quant for 1..8 rows, with and without the residual add, into an
+// output of a wider stride (the columns past `out` untouched), and Blas's
+// path for more rows: dequantised slabs (5 rows each here) then the library
+// GEMM. 13 outputs: a warp with fewer than 4 rows; 512 inputs: 16 pieces.
+H2O_CUDA_TEST(MatvecQuant, MatchesFloat64OfTheCpuValues) {
+  H2O_REQUIRE_CUDA();
+  TestStream s;
+  std::mt19937 rng(67);
+  const int in = 512, out = 13, ldo = out + 3, many = kMatvecMaxRows + 3;
+  const std::vector<float> x = random_x(rng, many * in);
+  DeviceArray<float> dx(x, s.get());
+  for (DType type : kFormats) {
+    const std::vector<uint8_t> host = random_rows(rng, type, out, in);
+    const std::vector<float> w = dequantised(host, type, out, in);
+    const DeviceBytes dw(host, s.get());
+    std::vector<float> start(size_t(many) * ldo);
+    for (float& v : start) v = float(int(rng() % 2001) - 1000) / 100.0f;
+    for (int rows = 1; rows <= kMatvecMaxRows; ++rows)
+      for (bool accumulate : {false, true}) {
+        DeviceArray<float> o(start, s.get());
+        matvec_quant(type, o.get(), ldo, dx.get(), dw.buffer.get(), rows, in, out, accumulate, s.get());
+        const auto got = o.read();
+        const std::string what = std::string(dtype_name(type)) + (accumulate ? " accumulate" : "");
+        expect_products(got, ldo, w, x, accumulate ? start : std::vector<float>{}, rows, in, out, what);
+        for (int r = 0; r < many; ++r)
+          for (int c = 0; c < ldo; ++c)
+            if (r >= rows || c >= out) {
+              ASSERT_EQ(got[size_t(r) * ldo + c], start[size_t(r) * ldo + c]) << what << " wrote outside";
+            }
+      }
+    Blas blas(s.get(), kMatvecMaxRows, size_t(5) * in * 4);
+    DeviceMatrix m;
+    m.cols = in;
+    m.part[m.parts++] = {type, dw.buffer.get(), out};
+    DeviceArray<float> o(start, s.get());
+    blas.gemm(o.get(), dx.get(), DType::F32, m, many, true);
+    expect_products(o.read(), out, w, x, start, many, in, out, std::string(dtype_name(type)) + " slabs");
+  }
+}
+
+// A matrix of three runs of different types (a Q4_K_M layer's Q|K|V: Q4_K q
+// and k, Q6_K v; here with an f16 run too), multiplied by Blas into one
+// output: each run's columns, at 3 rows (matvec_quant) and 11 (slabs).
+H2O_CUDA_TEST(MatvecQuant, MatrixOfSeveralTypes) {
+  H2O_REQUIRE_CUDA();
+  TestStream s;
+  std::mt19937 rng(71);
+  const int in = 256;
+  const DType types[] = {DType::Q4_K, DType::Q6_K, DType::F16};
+  const int part_rows[] = {8, 5, 6};
+  std::vector<DeviceBytes> parts;
+  std::vector<float> w;
+  DeviceMatrix m;
+  m.cols = in;
+  for (int p = 0; p < 3; ++p) {
+    const std::vector<uint8_t> host = random_rows(rng, types[p], part_rows[p], in);
+    const std::vector<float> values = dequantised(host, types[p], part_rows[p], in);
+    w.insert(w.end(), values.begin(), values.end());
+    parts.emplace_back(host, s.get());
+    m.part[m.parts++] = {types[p], parts.back().buffer.get(), part_rows[p]};
+  }
+  const int out = m.rows();
+  ASSERT_EQ(m.bytes(), int64_t(8 * row_bytes(DType::Q4_K, in) + 5 * row_bytes(DType::Q6_K, in) + 6 * in * 2));
+  Blas blas(s.get(), kMatvecMaxRows, dequant_scratch_bytes(m));
+  for (int rows : {3, 11}) {
+    const std::vector<float> x = random_x(rng, rows * in);
+    DeviceArray<float> dx(x, s.get()), o(size_t(rows) * out, s.get());
+    blas.gemm(o.get(), dx.get(), DType::F32, m, rows, false);
+    expect_products(o.read(), out, w, x, {}, rows, in, out, "mixed");
+  }
+}
