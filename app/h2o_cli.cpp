@@ -29,6 +29,7 @@
 #include "core/base/text_file.h"
 #include "core/model/gguf_writer.h"
 #include "core/policy/budget_ratio.h"
+#include "core/policy/config_name.h"
 #include "core/runtime/engine.h"
 #include "core/studio/assets.h"
 #include "core/studio/run_log.h"
@@ -365,7 +366,7 @@ int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
 // ---- eval ---------------------------------------------------------------------
 
 struct EvalFlags {
-  std::string text, ids, budgets = "32,64,128,256", ratios, out, csv;
+  std::string text, ids, budgets = "32,64,128,256", ratios, configs, out, csv;
   int max_tokens = 4096;
 };
 
@@ -391,10 +392,11 @@ std::vector<int> eval_tokens(const EvalFlags& ef, const Loaded& in) {
   return tokens;
 }
 
-// One session of eval's table: its policy, and the ratio that sized it ("" for an absolute budget).
+// One session of eval's table: its policy, and the ratio or configuration
+// name that sized it ("" for an absolute budget).
 struct EvalRow {
   PolicyConfig policy;
-  std::string ratio;
+  std::string sized_by;
 };
 
 // make_policy, with an error that says which ratio of how many tokens asked for it.
@@ -408,17 +410,19 @@ PolicyConfig policy_from_ratio(const std::string& kind, const PolicySettings& ba
 }
 
 // The full cache, then every (budget, policy) of --budgets, every (ratio,
-// policy) of --ratios / --budget-ratio, and H2O sized by --heavy-ratio /
-// --recent-ratio; ratios are fractions of the `scored` tokens. Each budget is
-// split by the policy around the --sinks given. --budgets' default list runs
-// only when no ratio is asked for.
+// policy) of --ratios / --budget-ratio, H2O sized by --heavy-ratio /
+// --recent-ratio, and each configuration of --configs; ratios are fractions
+// of the `scored` tokens. Each budget is split by the policy around the
+// --sinks given. --budgets' default list runs only when neither ratios nor
+// configurations are asked for.
 std::vector<EvalRow> eval_rows(const Flags& f, const EvalFlags& ef, int64_t scored) {
   std::vector<EvalRow> rows = {{PolicyConfig{}, ""}};
   const BudgetRatios ratios = ratios_of(f);
   std::vector<double> sweep = ef.ratios.empty() ? std::vector<double>{} : parse_ratio_list(ef.ratios, "--ratios");
   if (ratios.budget) sweep.push_back(*ratios.budget);
   const bool parts = ratios.heavy || ratios.recent;
-  const bool absolute = f.sub->count("--budgets") > 0 || (sweep.empty() && !parts);
+  const std::vector<std::string> configs = split_list(ef.configs);
+  const bool absolute = f.sub->count("--budgets") > 0 || (sweep.empty() && !parts && configs.empty());
   const std::vector<int> budgets =
       absolute ? parse_flag_ints(ef.budgets, "--budgets", "budget", 1, kMaxCacheTokens) : std::vector<int>{};
   std::vector<std::string> kinds;
@@ -456,24 +460,29 @@ std::vector<EvalRow> eval_rows(const Flags& f, const EvalFlags& ef, int64_t scor
                                       label),
                     label});
   }
+  for (const std::string& name : configs) {
+    const PolicyConfig policy = policy_from_config_name(name, slack_of(f), f.rolling);
+    if (!policy.evicts()) rows[0].sized_by = name;  // baseline is the full cache the table starts with
+    else rows.push_back({policy, name});
+  }
   return rows;
 }
 
 void print_eval_table(const Engine& engine, const std::vector<EvalRow>& rows, const std::string& model_path,
                       std::ostream& csv) {
-  csv << "model,tokens,policy,budget,ratio,perplexity,top1_agreement,mean_kl_vs_full\n";
-  std::cout << "| policy | budget | ratio | perplexity | top-1 agreement | KL(full‖policy) |\n"
+  csv << "model,tokens,policy,budget,sized_by,perplexity,top1_agreement,mean_kl_vs_full\n";
+  std::cout << "| policy | budget | sized by | perplexity | top-1 agreement | KL(full‖policy) |\n"
                "|---|---:|---|---:|---:|---:|\n";
   for (size_t i = 0; i < engine.sessions().size(); ++i) {
     const auto& s = engine.sessions()[i];
     const auto& t = s->totals();
     const PolicyConfig& p = s->policy();
     const std::string budget = p.evicts() ? std::to_string(p.budget()) : "all";
-    std::cout << "| " << p.describe() << " | " << budget << " | " << rows[i].ratio << " | " << std::fixed
+    std::cout << "| " << p.describe() << " | " << budget << " | " << rows[i].sized_by << " | " << std::fixed
               << std::setprecision(3) << t.perplexity() << " | " << std::setprecision(4) << t.agreement() << " | "
               << std::setprecision(4) << t.mean_kl() << " |\n";
     csv << csv_field(model_path) << ',' << t.scored << ',' << csv_field(p.describe()) << ',' << budget << ','
-        << csv_field(rows[i].ratio) << ',' << t.perplexity() << ',' << t.agreement() << ',' << t.mean_kl() << '\n';
+        << csv_field(rows[i].sized_by) << ',' << t.perplexity() << ',' << t.agreement() << ',' << t.mean_kl() << '\n';
   }
 }
 
@@ -694,6 +703,9 @@ int main(int argc, char** argv) {
   eval->add_option("--budgets", ef.budgets, "comma-separated budgets (default 32,64,128,256 when no ratio is given)");
   eval->add_option("--ratios", ef.ratios,
                    "comma-separated budgets as fractions q of the scored tokens N: floor(q N) each, beside --budgets");
+  eval->add_option("--configs", ef.configs,
+                   "seed 004's configurations: baseline, streaming_<sinks>_<capacity>, h2o_<sinks>_<recent>_<capacity>, "
+                   "tova_<sinks>_<capacity> (comma-separated)");
   eval->add_option("--max-tokens", ef.max_tokens, "score at most this many tokens (0: all)");
   eval->add_option("--out", ef.out, "log folder (default runs/eval-<time>)");
   eval->add_option("--csv", ef.csv, "the table as CSV (default <out>/eval.csv)");

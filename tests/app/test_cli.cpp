@@ -159,13 +159,34 @@ TEST(CliEval, RatiosAreFractionsOfTheScoredTokens) {
   const auto rows = read_csv(dir / "run" / "eval.csv");
   // full, 2 ratios x 2 policies, H2O by its two ratios; --budgets' default list is not run beside ratios.
   ASSERT_EQ(rows.size(), 7u);
-  const int budget = column(rows[0], "budget"), ratio = column(rows[0], "ratio"), policy = column(rows[0], "policy");
+  const int budget = column(rows[0], "budget"), ratio = column(rows[0], "sized_by"), policy = column(rows[0], "policy");
   // 200 scored tokens: floor(0.1 * 200) = 20, floor(0.25 * 200) = 50.
   EXPECT_EQ(rows[2][budget], "20");
   EXPECT_EQ(rows[2][ratio], "0.1");
   EXPECT_EQ(rows[5][budget], "50");
   EXPECT_EQ(rows[6][policy], "h2o(sinks=0,heavy=20,recent=10)");
   EXPECT_EQ(rows[6][ratio], "heavy 0.1, recent 0.05");
+}
+
+TEST(CliEval, TheSeedsConfigurationNames) {
+  const fs::path dir = temp_dir("eval-configs");
+  const CliResult s = run_cli("sample --model synthetic:stories260K --tokens 120 --temperature 1 --seed 5 --out " +
+                              (dir / "ids.txt").string());
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const CliResult e = run_cli("eval --model synthetic:stories260K --ids " + (dir / "ids.txt").string() +
+                              " --configs baseline,streaming_4_32,h2o_4_8_32 --out " + (dir / "run").string());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const auto rows = read_csv(dir / "run" / "eval.csv");
+  ASSERT_EQ(rows.size(), 4u);  // header, baseline (the full cache), the two configurations
+  const int sized_by = column(rows[0], "sized_by"), policy = column(rows[0], "policy");
+  EXPECT_EQ(rows[1][sized_by], "baseline");
+  EXPECT_EQ(rows[1][policy], "full");
+  EXPECT_EQ(rows[2][policy], "streaming(sinks=4,window=28)");
+  EXPECT_EQ(rows[3][policy], "h2o(sinks=4,heavy=20,recent=8)");
+  EXPECT_EQ(rows[3][sized_by], "h2o_4_8_32");
+  expect_one_line_error(run_cli("eval --model synthetic:stories260K --ids " + (dir / "ids.txt").string() +
+                                " --configs h2o_8_256 --out " + (dir / "bad").string()),
+                        "--configs: 'h2o_8_256' is not a configuration name");
 }
 
 TEST(CliGenerate, RatiosAreFractionsOfThePrompt) {
