@@ -28,6 +28,8 @@
 #include "core/base/system_limits.h"
 #include "core/base/text_file.h"
 #include "core/model/gguf_writer.h"
+#include "core/policy/budget_ratio.h"
+#include "core/policy/config_name.h"
 #include "core/runtime/engine.h"
 #include "core/studio/assets.h"
 #include "core/studio/run_log.h"
@@ -57,6 +59,7 @@ struct Flags {
   std::string backend = "cpu", precision;
   int threads = 0;
   int64_t kv_limit_mib = 0;
+  double heavy_ratio = 0, recent_ratio = 0, budget_ratio = 0;  // read only where given
   float temperature = 0.0f, top_p = 1.0f;
   std::string seed = "42";
   int max_new_tokens = 128, prefill_chunk = 64;
@@ -94,6 +97,43 @@ void add_run_flags(CLI::App* sub, Flags& f) {
   sub->add_option("--max-new-tokens", f.max_new_tokens, "tokens generated per turn");
   sub->add_option("--prefill-chunk", f.prefill_chunk, "prompt tokens per forward pass");
   sub->add_flag("--batched", f.batched, "run all policies in one forward pass (weights read once)");
+}
+
+// Budgets as fractions of the input (generate, eval; stream refuses them).
+void add_ratio_flags(CLI::App* sub, Flags& f) {
+  sub->add_option("--heavy-ratio", f.heavy_ratio,
+                  "H2O's heavy part as a fraction h of the input's N tokens: floor(h N), sinks 0 unless given");
+  sub->add_option("--recent-ratio", f.recent_ratio, "H2O's recent part as a fraction r: max(1, floor(r N))");
+  sub->add_option("--budget-ratio", f.budget_ratio, "the budget as a fraction q: floor(q N), split as --budget is");
+}
+
+// The ratio flags given, checked: each in (0, 1], and none beside the absolute flag it replaces.
+BudgetRatios ratios_of(const Flags& f) {
+  BudgetRatios r;
+  if (f.given("--heavy-ratio")) r.heavy = f.heavy_ratio;
+  if (f.given("--recent-ratio")) r.recent = f.recent_ratio;
+  if (f.given("--budget-ratio")) r.budget = f.budget_ratio;
+  validate_ratios(r);
+  for (const auto& [ratio, absolute] : {std::pair{"--heavy-ratio", "--heavy"}, std::pair{"--recent-ratio", "--recent"},
+                                        std::pair{"--budget-ratio", "--budget"}})
+    if (f.given(ratio) && f.given(absolute)) fail(ratio, std::string("give it or ") + absolute + ", not both");
+  if ((r.heavy || r.recent) && f.given("--budget"))
+    fail(r.heavy ? "--heavy-ratio" : "--recent-ratio", "give the parts as ratios or --budget, not both");
+  return r;
+}
+
+// The first ratio flag given, for the commands that take none ("" if none).
+std::string ratio_flag_given(const Flags& f) {
+  for (const char* flag : {"--heavy-ratio", "--recent-ratio", "--budget-ratio"})
+    if (f.given(flag)) return flag;
+  return "";
+}
+
+// --heavy-ratio / --recent-ratio only size a kind that has those parts (H2O).
+void refuse_parts_the_kind_lacks(const std::string& kind, const BudgetRatios& r) {
+  const PolicyConfig shape = PolicyConfig::named(kind);
+  if (r.heavy && !shape.has("heavy")) fail("--heavy-ratio", "the " + kind + " policy has no heavy part (h2o has)");
+  if (r.recent && !shape.has("recent")) fail("--recent-ratio", "the " + kind + " policy has no recent part (h2o has)");
 }
 
 uint64_t seed(const Flags& f) { return parse_flag_uint(f.seed, "--seed", UINT64_MAX); }
@@ -213,6 +253,9 @@ struct StreamFlags {
 
 int run_stream(Flags& f, const StreamFlags& sf, const char* argv0, const std::string& command_line) {
   if (sf.questions < 0) fail("--questions", "must be >= 0 (0: all), got " + std::to_string(sf.questions));
+  if (const std::string flag = ratio_flag_given(f); !flag.empty())
+    fail(flag, "stream has no input length to take a fraction of (an endless stream): give --budget or the "
+               "policy's parts");
   Loaded in = load_inputs(f, argv0);
   if (f.prompts.empty()) f.prompts = default_inputs(find_assets_dir(argv0)).prompts;
   std::vector<Turn> turns = f.prompts.empty() ? builtin_prompts() : load_mt_bench(f.prompts, sf.questions);
@@ -288,8 +331,13 @@ int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
   } else {
     turn.ids = encode_with_bos(*in.tokenizer, gf.prompt);
   }
-  Engine engine(in.model, make_backend(in.model, backend_options(f)), in.tokenizer,
-                engine_options(f, {make_policy(policy_unit(f.policy).name, policy_settings(f))}));
+  // Ratios are fractions of the prompt, BOS included.
+  const std::string kind(policy_unit(f.policy).name);
+  const BudgetRatios ratios = ratios_of(f);
+  refuse_parts_the_kind_lacks(kind, ratios);
+  const PolicyConfig policy = make_policy(kind, apply_ratios(policy_settings(f), ratios, int64_t(turn.ids.size())));
+  if (ratios.any()) std::cerr << "policy: " << policy.describe() << " (from " << turn.ids.size() << " prompt tokens)\n";
+  Engine engine(in.model, make_backend(in.model, backend_options(f)), in.tokenizer, engine_options(f, {policy}));
   engine.start_stream({turn});
   stop_on_signals();
   EngineSource source(engine);
@@ -318,7 +366,7 @@ int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
 // ---- eval ---------------------------------------------------------------------
 
 struct EvalFlags {
-  std::string text, ids, budgets = "32,64,128,256", out, csv;
+  std::string text, ids, budgets = "32,64,128,256", ratios, configs, out, csv;
   int max_tokens = 4096;
 };
 
@@ -344,11 +392,39 @@ std::vector<int> eval_tokens(const EvalFlags& ef, const Loaded& in) {
   return tokens;
 }
 
-// The full cache plus every (policy, budget) pair; each budget is split by
-// the policy around the --sinks given.
-std::vector<PolicyConfig> eval_policies(const Flags& f, const EvalFlags& ef) {
-  std::vector<PolicyConfig> policies = {PolicyConfig{}};
-  const std::vector<int> budgets = parse_flag_ints(ef.budgets, "--budgets", "budget", 1, kMaxCacheTokens);
+// One session of eval's table: its policy, and the ratio or configuration
+// name that sized it ("" for an absolute budget).
+struct EvalRow {
+  PolicyConfig policy;
+  std::string sized_by;
+};
+
+// make_policy, with an error that says which ratio of how many tokens asked for it.
+PolicyConfig policy_from_ratio(const std::string& kind, const PolicySettings& base, const BudgetRatios& r,
+                               int64_t scored, const std::string& flag, const std::string& label) {
+  try {
+    return make_policy(kind, apply_ratios(base, r, scored));
+  } catch (const Error& e) {
+    fail(flag, label + " of " + std::to_string(scored) + " scored tokens: " + e.what());
+  }
+}
+
+// The full cache, then every (budget, policy) of --budgets, every (ratio,
+// policy) of --ratios / --budget-ratio, H2O sized by --heavy-ratio /
+// --recent-ratio, and each configuration of --configs; ratios are fractions
+// of the `scored` tokens. Each budget is split by the policy around the
+// --sinks given. --budgets' default list runs only when neither ratios nor
+// configurations are asked for.
+std::vector<EvalRow> eval_rows(const Flags& f, const EvalFlags& ef, int64_t scored) {
+  std::vector<EvalRow> rows = {{PolicyConfig{}, ""}};
+  const BudgetRatios ratios = ratios_of(f);
+  std::vector<double> sweep = ef.ratios.empty() ? std::vector<double>{} : parse_ratio_list(ef.ratios, "--ratios");
+  if (ratios.budget) sweep.push_back(*ratios.budget);
+  const bool parts = ratios.heavy || ratios.recent;
+  const std::vector<std::string> configs = split_list(ef.configs);
+  const bool absolute = f.sub->count("--budgets") > 0 || (sweep.empty() && !parts && configs.empty());
+  const std::vector<int> budgets =
+      absolute ? parse_flag_ints(ef.budgets, "--budgets", "budget", 1, kMaxCacheTokens) : std::vector<int>{};
   std::vector<std::string> kinds;
   for (const auto& p : parse_policies(f, f.policies))
     if (p.evicts()) kinds.emplace_back(p.name());
@@ -365,24 +441,48 @@ std::vector<PolicyConfig> eval_policies(const Flags& f, const EvalFlags& ef) {
   }
   for (int b : budgets)
     for (const std::string& kind : kinds) {
-      settings.budget = b;
-      policies.push_back(make_policy(kind, settings));
+      PolicySettings s = settings;
+      s.budget = b;
+      rows.push_back({make_policy(kind, s), ""});
     }
-  return policies;
+  for (double q : sweep)
+    for (const std::string& kind : kinds) {
+      BudgetRatios one;
+      one.budget = q;
+      rows.push_back({policy_from_ratio(kind, settings, one, scored, "--ratios", format_ratio(q)), format_ratio(q)});
+    }
+  if (parts) {
+    BudgetRatios hr = ratios;
+    const std::string label = (hr.heavy ? "heavy " + format_ratio(*hr.heavy) : std::string()) +
+                              (hr.heavy && hr.recent ? ", " : "") +
+                              (hr.recent ? "recent " + format_ratio(*hr.recent) : std::string());
+    rows.push_back({policy_from_ratio("h2o", settings, hr, scored, hr.heavy ? "--heavy-ratio" : "--recent-ratio",
+                                      label),
+                    label});
+  }
+  for (const std::string& name : configs) {
+    const PolicyConfig policy = policy_from_config_name(name, slack_of(f), f.rolling);
+    if (!policy.evicts()) rows[0].sized_by = name;  // baseline is the full cache the table starts with
+    else rows.push_back({policy, name});
+  }
+  return rows;
 }
 
-void print_eval_table(const Engine& engine, const std::string& model_path, std::ostream& csv) {
-  csv << "model,tokens,policy,budget,perplexity,top1_agreement,mean_kl_vs_full\n";
-  std::cout << "| policy | budget | perplexity | top-1 agreement | KL(full‖policy) |\n|---|---:|---:|---:|---:|\n";
-  for (const auto& s : engine.sessions()) {
+void print_eval_table(const Engine& engine, const std::vector<EvalRow>& rows, const std::string& model_path,
+                      std::ostream& csv) {
+  csv << "model,tokens,policy,budget,sized_by,perplexity,top1_agreement,mean_kl_vs_full\n";
+  std::cout << "| policy | budget | sized by | perplexity | top-1 agreement | KL(full‖policy) |\n"
+               "|---|---:|---|---:|---:|---:|\n";
+  for (size_t i = 0; i < engine.sessions().size(); ++i) {
+    const auto& s = engine.sessions()[i];
     const auto& t = s->totals();
     const PolicyConfig& p = s->policy();
     const std::string budget = p.evicts() ? std::to_string(p.budget()) : "all";
-    std::cout << "| " << p.describe() << " | " << budget << " | " << std::fixed << std::setprecision(3)
-              << t.perplexity() << " | " << std::setprecision(4) << t.agreement() << " | " << std::setprecision(4)
-              << t.mean_kl() << " |\n";
+    std::cout << "| " << p.describe() << " | " << budget << " | " << rows[i].sized_by << " | " << std::fixed
+              << std::setprecision(3) << t.perplexity() << " | " << std::setprecision(4) << t.agreement() << " | "
+              << std::setprecision(4) << t.mean_kl() << " |\n";
     csv << csv_field(model_path) << ',' << t.scored << ',' << csv_field(p.describe()) << ',' << budget << ','
-        << t.perplexity() << ',' << t.agreement() << ',' << t.mean_kl() << '\n';
+        << csv_field(rows[i].sized_by) << ',' << t.perplexity() << ',' << t.agreement() << ',' << t.mean_kl() << '\n';
   }
 }
 
@@ -397,7 +497,10 @@ int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string
   inputs.push_back({ef.ids.empty() ? "--text" : "--ids", ef.ids.empty() ? ef.text : ef.ids});
   refuse_outputs_over_inputs({{"--csv", table_path}}, inputs);
   const std::vector<int> tokens = eval_tokens(ef, in);
-  const std::vector<PolicyConfig> policies = eval_policies(f, ef);
+  // Each token but the last is scored as the prediction of the next: ratios are fractions of those.
+  const std::vector<EvalRow> rows = eval_rows(f, ef, int64_t(tokens.size()) - 1);
+  std::vector<PolicyConfig> policies;
+  for (const EvalRow& row : rows) policies.push_back(row.policy);
   Engine engine(in.model, make_backend(in.model, backend_options(f)), in.tokenizer, engine_options(f, policies));
   engine.start_forced(tokens);
   RunLog log(out, engine,
@@ -417,7 +520,7 @@ int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string
     if (!r) break;
     report_stops(engine, *r);
   }
-  print_eval_table(engine, in.model->path, table);
+  print_eval_table(engine, rows, in.model->path, table);
   log.close(run_status(engine));
   std::cerr << (interrupted() ? "interrupted; partial results: " : "") << "wrote " << table_path
             << " and the run log in " << out << "\n";
@@ -586,6 +689,7 @@ int main(int argc, char** argv) {
   StreamFlags sf;
   auto* stream = app.add_subcommand("stream", "MT-Bench side by side through several policies, with logs");
   add_run_flags(stream, f);
+  add_ratio_flags(stream, f);  // refused with one line: a stream has no length
   stream->add_option("--policies", f.policies, "comma-separated, any of: " + policy_names());
   stream->add_option("--prompts", f.prompts, "FastChat question.jsonl (default: the assets' mt_bench.jsonl)");
   stream->add_option("--questions", sf.questions, "stop after this many questions (0: all)");
@@ -599,6 +703,7 @@ int main(int argc, char** argv) {
   GenerateFlags gf;
   auto* generate = app.add_subcommand("generate", "one policy, one prompt");
   add_run_flags(generate, f);
+  add_ratio_flags(generate, f);
   generate->add_option("--prompt", gf.prompt, "prompt text (BOS is added)");
   generate->add_option("--prompt-ids", gf.prompt_ids, "prompt as token ids: 1,2,3 (fed as is)");
   generate->add_flag("--print-ids", gf.print_ids, "print the generated ids, space-separated");
@@ -606,10 +711,16 @@ int main(int argc, char** argv) {
   EvalFlags ef;
   auto* eval = app.add_subcommand("eval", "teacher-forced perplexity, top-1 agreement and KL against full");
   add_run_flags(eval, f);
+  add_ratio_flags(eval, f);
   eval->add_option("--policies", f.policies, "policies compared with full at each budget");
   eval->add_option("--text", ef.text, "text file (encoded with the tokenizer, BOS first)");
   eval->add_option("--ids", ef.ids, "file of token ids");
-  eval->add_option("--budgets", ef.budgets, "comma-separated budgets");
+  eval->add_option("--budgets", ef.budgets, "comma-separated budgets (default 32,64,128,256 when no ratio is given)");
+  eval->add_option("--ratios", ef.ratios,
+                   "comma-separated budgets as fractions q of the scored tokens N: floor(q N) each, beside --budgets");
+  eval->add_option("--configs", ef.configs,
+                   "seed 004's configurations: baseline, streaming_<sinks>_<capacity>, h2o_<sinks>_<recent>_<capacity>, "
+                   "tova_<sinks>_<capacity> (comma-separated)");
   eval->add_option("--max-tokens", ef.max_tokens, "score at most this many tokens (0: all)");
   eval->add_option("--out", ef.out, "log folder (default runs/eval-<time>)");
   eval->add_option("--csv", ef.csv, "the table as CSV (default <out>/eval.csv)");

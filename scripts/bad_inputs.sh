@@ -729,6 +729,15 @@ run_case "eval --budgets 0" bad E --budgets 0
 run_case "eval --max-tokens -1" bad E --max-tokens -1
 run_case "eval --max-tokens 1" bad E --max-tokens 1
 run_case "eval --budgets 99999999999" bad E --budgets 99999999999
+run_case "--heavy-ratio 0" bad G --heavy-ratio 0
+run_case "--budget-ratio 1.5" bad G --budget-ratio 1.5
+run_case "--budget-ratio with --budget" bad G --budget-ratio 0.5 --budget 10
+run_case "--heavy-ratio with --policy streaming" bad G --policy streaming --heavy-ratio 0.5
+run_case "stream --recent-ratio (a stream has no length)" bad S --recent-ratio 0.1
+run_case "eval --ratios 0.1,x" bad E --ratios 0.1,x
+run_case "eval --ratios 0 " bad E --ratios 0
+run_case "eval --configs h2o_8_256 (a part missing)" bad E --configs h2o_8_256
+run_case "eval --configs streaming_8_8 (no room)" bad E --configs streaming_8_8
 run_case "sample --tokens 1" bad P --tokens 1 --out @OUT@
 run_case "unknown policy in --policies" bad S --policies full,lru
 run_case "unknown --policy" bad G --policy lru

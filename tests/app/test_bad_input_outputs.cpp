@@ -121,12 +121,22 @@ TEST_F(CliOutputs, AnEarlierRunIsNeverReplaced) {
 TEST_F(CliOutputs, AFolderInUseByALiveRunIsRefused) {
   const fs::path d = temp_dir("cli-outputs-busy");
   const fs::path out = d / "run";
+  // Enough turns that the first run is still going when the second starts,
+  // however fast the tiny model streams the assets' 80 questions.
+  const fs::path prompts = d / "many.jsonl";
+  {
+    std::ofstream p(prompts);
+    for (int q = 0; q < 5000; ++q)
+      p << R"({"question_id": )" << q << R"(, "category": "busy", "turns": ["Tell me a long story.", "Go on."]})"
+        << "\n";
+  }
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int null = ::open("/dev/null", O_WRONLY);
     ::dup2(null, 1), ::dup2(null, 2);
     ::execl(H2O_CLI_PATH, H2O_CLI_PATH, "stream", "--quiet", "--threads", "1", "--max-new-tokens", "100000", "--model",
-            (dir_ / "tiny.bin").c_str(), "--out", out.c_str(), static_cast<char*>(nullptr));
+            (dir_ / "tiny.bin").c_str(), "--prompts", prompts.c_str(), "--out", out.c_str(),
+            static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ASSERT_GT(pid, 0);

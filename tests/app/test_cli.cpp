@@ -147,6 +147,62 @@ TEST(CliEval, SampledIdsThenTable) {
   EXPECT_TRUE(fs::exists(dir / "run" / "tokens.csv"));
 }
 
+TEST(CliEval, RatiosAreFractionsOfTheScoredTokens) {
+  const fs::path dir = temp_dir("eval-ratios");
+  const CliResult s = run_cli("sample --model synthetic:stories260K --tokens 201 --temperature 1 --seed 5 --out " +
+                              (dir / "ids.txt").string());
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const CliResult e = run_cli("eval --model synthetic:stories260K --ids " + (dir / "ids.txt").string() +
+                              " --policies streaming,h2o --ratios 0.1,0.25 --heavy-ratio 0.1 --recent-ratio 0.05 --out " +
+                              (dir / "run").string());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const auto rows = read_csv(dir / "run" / "eval.csv");
+  // full, 2 ratios x 2 policies, H2O by its two ratios; --budgets' default list is not run beside ratios.
+  ASSERT_EQ(rows.size(), 7u);
+  const int budget = column(rows[0], "budget"), ratio = column(rows[0], "sized_by"), policy = column(rows[0], "policy");
+  // 200 scored tokens: floor(0.1 * 200) = 20, floor(0.25 * 200) = 50.
+  EXPECT_EQ(rows[2][budget], "20");
+  EXPECT_EQ(rows[2][ratio], "0.1");
+  EXPECT_EQ(rows[5][budget], "50");
+  EXPECT_EQ(rows[6][policy], "h2o(sinks=0,heavy=20,recent=10)");
+  EXPECT_EQ(rows[6][ratio], "heavy 0.1, recent 0.05");
+}
+
+TEST(CliEval, TheSeedsConfigurationNames) {
+  const fs::path dir = temp_dir("eval-configs");
+  const CliResult s = run_cli("sample --model synthetic:stories260K --tokens 120 --temperature 1 --seed 5 --out " +
+                              (dir / "ids.txt").string());
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const CliResult e = run_cli("eval --model synthetic:stories260K --ids " + (dir / "ids.txt").string() +
+                              " --configs baseline,streaming_4_32,h2o_4_8_32 --out " + (dir / "run").string());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const auto rows = read_csv(dir / "run" / "eval.csv");
+  ASSERT_EQ(rows.size(), 4u);  // header, baseline (the full cache), the two configurations
+  const int sized_by = column(rows[0], "sized_by"), policy = column(rows[0], "policy");
+  EXPECT_EQ(rows[1][sized_by], "baseline");
+  EXPECT_EQ(rows[1][policy], "full");
+  EXPECT_EQ(rows[2][policy], "streaming(sinks=4,window=28)");
+  EXPECT_EQ(rows[3][policy], "h2o(sinks=4,heavy=20,recent=8)");
+  EXPECT_EQ(rows[3][sized_by], "h2o_4_8_32");
+  expect_one_line_error(run_cli("eval --model synthetic:stories260K --ids " + (dir / "ids.txt").string() +
+                                " --configs h2o_8_256 --out " + (dir / "bad").string()),
+                        "--configs: 'h2o_8_256' is not a configuration name");
+}
+
+TEST(CliGenerate, RatiosAreFractionsOfThePrompt) {
+  // 10 prompt ids: floor(0.3 * 10) = 3 heavy, max(1, floor(0.05 * 10)) = 1 recent, no sinks.
+  const CliResult r = run_cli("generate --model synthetic:stories260K --prompt-ids 1,2,3,4,5,6,7,8,9,10 "
+                              "--max-new-tokens 2 --policy h2o --heavy-ratio 0.3 --recent-ratio 0.05");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("policy: h2o(sinks=0,heavy=3,recent=1) (from 10 prompt tokens)"), std::string::npos) << r.err;
+  const std::string base = "generate --model synthetic:stories260K --prompt-ids 1,2,3 --max-new-tokens 2 ";
+  expect_one_line_error(run_cli(base + "--heavy-ratio 0"), "--heavy-ratio: must be a fraction");
+  expect_one_line_error(run_cli(base + "--budget-ratio 0.1"), "--budget-ratio: 0.1 of 3 tokens");
+  expect_one_line_error(run_cli(base + "--policy streaming --recent-ratio 0.5"), "--recent-ratio: the streaming");
+  expect_one_line_error(run_cli("stream --model synthetic:stories260K --budget-ratio 0.5"),
+                        "--budget-ratio: stream has no input length");
+}
+
 TEST(CliErrors, MissingModelFile) {
   expect_one_line_error(run_cli("info --model /no/such/model.bin"), "/no/such/model.bin");
 }
