@@ -32,6 +32,10 @@ struct BpeVocab {
   // piece. A merge that involves a special token's text is dropped, so that
   // encode() can never produce a special token.
   std::vector<std::pair<std::string, std::string>> merges;
+  // Or the same as GGUF writes them, "a b" (exactly one space): used instead of
+  // `merges` when not empty, and split only as the tokenizer reads them, so a
+  // 280k-merge vocabulary is never held twice.
+  std::vector<std::string> merge_lines;
   // Pre-tokenizer regexes (PCRE2 syntax), applied in turn; and a name for describe().
   std::vector<std::string> patterns;
   std::string pre_name;
@@ -55,6 +59,8 @@ std::unique_ptr<Tokenizer> make_bpe_tokenizer(const BpeVocab& vocab, const std::
 // (Llama-3: BOS added, whole-word pieces taken whole, as llama.cpp does),
 // qwen2 (single digits), gpt-2. Throws Error("<what>: ...") naming the key.
 BpeVocab bpe_vocab_from_gguf(const EmbeddedVocab& vocab, int bos_id, int eos_id, const std::string& what);
+// The same, taking the vocabulary's strings instead of copying them (loading a tokenizer file).
+BpeVocab bpe_vocab_from_gguf(EmbeddedVocab&& vocab, int bos_id, int eos_id, const std::string& what);
 
 // The regexes of a pre-tokenizer by its llama.cpp name, if known.
 std::optional<std::vector<std::string>> pretokenizer_patterns(const std::string& name);
