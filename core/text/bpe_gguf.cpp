@@ -38,6 +38,22 @@ std::string known_names() {
   return names;
 }
 
+// Moves the merge lines into one buffer, freeing each line as it goes, so
+// the two forms are never both held whole.
+void pack_merges(std::vector<std::string>& lines, BpeVocab& out, const std::string& what) {
+  size_t total = 0;
+  for (const std::string& line : lines) total += line.size();
+  if (total > UINT32_MAX) fail(what, "its merges exceed 4 GiB of text");
+  out.merge_bytes.reserve(total);
+  out.merge_ends.reserve(lines.size());
+  for (std::string& line : lines) {
+    out.merge_bytes += line;
+    out.merge_ends.push_back(static_cast<uint32_t>(out.merge_bytes.size()));
+    std::string().swap(line);
+  }
+  std::vector<std::string>().swap(lines);
+}
+
 }  // namespace
 
 const std::string& gpt2_pattern() { return kGpt2Pattern; }
@@ -66,7 +82,7 @@ BpeVocab bpe_vocab_from_gguf(EmbeddedVocab&& vocab, int bos_id, int eos_id, cons
   BpeVocab out;
   out.pieces = std::move(vocab.pieces);
   out.types = std::move(vocab.types);
-  out.merge_lines = std::move(vocab.merges);  // make_bpe_tokenizer checks each line
+  pack_merges(vocab.merges, out, what);  // make_bpe_tokenizer checks each line
   out.patterns = {*pre->second.pattern};
   out.pre_name = vocab.pre;
   out.ignore_merges = pre->second.llama3;

@@ -212,14 +212,18 @@ std::pair<std::string_view, std::string_view> split_merge(std::string_view line,
 // Merges by the ids they join. The merged piece is looked up through one
 // reused buffer, not `left + right`: that was an allocation per merge.
 void BpeTokenizer::add_merges(const BpeVocab& vocab, const std::string& source) {
-  const bool lines = !vocab.merge_lines.empty();
-  const size_t count = lines ? vocab.merge_lines.size() : vocab.merges.size();
+  const bool lines = !vocab.merge_ends.empty();
+  const size_t count = lines ? vocab.merge_ends.size() : vocab.merges.size();
+  const auto line = [&](size_t i) {
+    const size_t from = i == 0 ? 0 : vocab.merge_ends[i - 1];
+    return std::string_view(vocab.merge_bytes).substr(from, vocab.merge_ends[i] - from);
+  };
   if (count > size_t(INT32_MAX)) fail(source, "its vocabulary has more merges than ranks can number");
   merges_ = MergeTable(count);
   std::string joined;
   for (size_t rank = 0; rank < count; ++rank) {
     // Named views, not a structured binding: clang 14 cannot capture those.
-    const auto halves = lines ? split_merge(vocab.merge_lines[rank], rank, source)
+    const auto halves = lines ? split_merge(line(rank), rank, source)
                               : std::pair<std::string_view, std::string_view>(vocab.merges[rank]);
     const std::string_view left = halves.first, right = halves.second;
     // -1: a special token's text. Such a merge is dropped: special pieces are

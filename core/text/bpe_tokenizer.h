@@ -7,6 +7,7 @@
 // The vocabulary comes from a GGUF whose tokenizer.ggml.model is "gpt2"
 // (bpe_vocab_from_gguf) or from a Hugging Face tokenizer.json
 // (hf_tokenizer_json.h); both fill a BpeVocab and make_bpe_tokenizer checks it.
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,10 +33,12 @@ struct BpeVocab {
   // piece. A merge that involves a special token's text is dropped, so that
   // encode() can never produce a special token.
   std::vector<std::pair<std::string, std::string>> merges;
-  // Or the same as GGUF writes them, "a b" (exactly one space): used instead of
-  // `merges` when not empty, and split only as the tokenizer reads them, so a
-  // 280k-merge vocabulary is never held twice.
-  std::vector<std::string> merge_lines;
+  // Or the same as GGUF writes them, "a b" (exactly one space), packed: line i
+  // is merge_bytes[merge_ends[i - 1], merge_ends[i]). Used instead of `merges`
+  // when not empty, and split only as the tokenizer reads them: a string per
+  // merge (280k for Llama-3) cost more memory than the whole file.
+  std::string merge_bytes;
+  std::vector<uint32_t> merge_ends;
   // Pre-tokenizer regexes (PCRE2 syntax), applied in turn; and a name for describe().
   std::vector<std::string> patterns;
   std::string pre_name;
