@@ -101,7 +101,7 @@ class BpeTokenizer final : public Tokenizer {
   // What each id prints as (raw bytes): id i is text_bytes_[text_offsets_[i], text_offsets_[i + 1]).
   // One buffer, not a string per piece: loading is dominated by allocations otherwise.
   std::string text_bytes_;
-  std::vector<size_t> text_offsets_{0};
+  std::vector<uint32_t> text_offsets_{0};
   // Normal pieces only: what merges and whole-word lookups can produce, so
   // encode() never yields a special token, whatever its text.
   PieceTable piece_ids_;
@@ -157,7 +157,8 @@ BpeTokenizer::BpeTokenizer(const BpeVocab& vocab, const std::string& source)
     // Control tokens have no surface text; user-defined ones print as written.
     if (type == kPieceUserDefined) text_bytes_ += piece;
     else if (type != kPieceControl) append_byte_level_as_bytes(piece, text_bytes_);
-    text_offsets_.push_back(text_bytes_.size());
+    if (text_bytes_.size() > UINT32_MAX) fail(source, "its pieces exceed 4 GiB of text");
+    text_offsets_.push_back(static_cast<uint32_t>(text_bytes_.size()));
   }
   if (eot_ < 0)
     for (const char* text : kEotTexts)

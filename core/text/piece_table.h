@@ -40,7 +40,7 @@ class PieceTable {
   std::string bytes_;
   std::vector<uint32_t> offsets_{0};  // entry i is bytes_[offsets_[i], offsets_[i + 1])
   std::vector<int> ids_;
-  std::vector<Slot> slots_;  // a power of two, at most half full
+  std::vector<Slot> slots_;  // a power of two, at most 3/4 full
 };
 
 }  // namespace h2o::text
