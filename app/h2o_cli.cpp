@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "app/cli_support.h"
+#include "app/encode_progress.h"
 #include "core/backends/make_backend.h"
 #include "core/base/error.h"
 #include "core/base/format.h"
@@ -381,7 +382,9 @@ std::vector<int> eval_tokens(const EvalFlags& ef, const Loaded& in) {
     const std::string text = read_text_file(ef.text);
     if (text.empty() || text == "\xEF\xBB\xBF")
       fail(ef.text, text.empty() ? "is empty: no text to score" : "holds only a UTF-8 byte-order mark: no text to score");
-    tokens = encode_with_bos(*in.tokenizer, text);
+    if (in.tokenizer->adds_bos()) tokens.push_back(in.tokenizer->bos_id());
+    const std::vector<int> ids = cli::encode_with_progress(*in.tokenizer, text, "eval");
+    tokens.insert(tokens.end(), ids.begin(), ids.end());
   } else {
     fail("eval", "give --text FILE or --ids FILE");
   }
@@ -588,7 +591,8 @@ int run_tokenize(CLI::App* sub, const TokenizeFlags& tf) {
   const auto tokenizer = load_tokenizer(tf.tokenizer);
   std::vector<int> ids;
   if (!tf.no_bos && tokenizer->adds_bos()) ids.push_back(tokenizer->bos_id());
-  const auto encoded = tf.specials ? tokenizer->encode_with_specials(text) : tokenizer->encode(text);
+  const auto encoded =
+      tf.specials ? tokenizer->encode_with_specials(text) : cli::encode_with_progress(*tokenizer, text, "tokenize");
   ids.insert(ids.end(), encoded.begin(), encoded.end());
   for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
   std::cout << "\n";

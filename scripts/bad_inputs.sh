@@ -25,7 +25,7 @@ export LC_ALL=C.UTF-8
 cli=${H2O_CLI:-build/app/h2o-cli}
 assets=${H2O_ASSETS:-../shared/assets}
 [ -x "$cli" ] || { echo "bad_inputs.sh: no executable h2o-cli at $cli (set H2O_CLI)" >&2; exit 2; }
-for f in kjv-1M.bin kjv-tok2k.model stories260K.bin tokenizer.model mt_bench.jsonl; do
+for f in kjv-1M.bin kjv-tok2k.model stories260K.bin tokenizer.model mt_bench.jsonl tinystories-valid-sample.txt; do
   [ -f "$assets/$f" ] || { echo "bad_inputs.sh: $assets/$f is missing (set H2O_ASSETS)" >&2; exit 2; }
 done
 cli=$(cd "$(dirname "$cli")" && pwd)/$(basename "$cli")
@@ -249,6 +249,12 @@ put("negative.ids", "1 -2\n")
 put("one.ids", "5\n")
 put("empty.txt", "")
 put("bom.txt", b"\xef\xbb\xbf")
+
+# Long inputs (README, "Reliability"): one 8 MB word of random letters, and
+# 50 MB of ordinary text (the TinyStories sample over and over).
+put("word-8m.txt", "".join(rng.choices("abcdefghij", k=8_000_000)))
+story = asset("tinystories-valid-sample.txt")
+put("text-50m.txt", (story * (50_000_000 // len(story) + 1))[:50_000_000])
 
 put("a-file", "a regular file, not a folder\n")
 os.makedirs(os.path.join(d, "empty-folder"))
@@ -684,6 +690,12 @@ run_case "tokenize: tokenizer.json of a WordPiece model" bad - tokenize --tokeni
 run_case "control: tokenizer.json starting with a UTF-8 BOM" valid - tokenize --tokenizer "$in/bom-tokenizer.json" hehe
 run_case "tokenize: neither TEXT nor --text-file" bad - tokenize --tokenizer "$A/kjv-tok2k.model"
 run_case "tokenize: --text-file missing" bad - tokenize --tokenizer "$A/kjv-tok2k.model" --text-file "$in/nope.txt"
+# long inputs: bounded work (O(n log n) merges), a progress line, under the 60 s timeout
+if [ -f "$A/vocab/ggml-vocab-llama-bpe.gguf" ] && [ -f "$A/vocab/ggml-vocab-llama-spm.gguf" ]; then
+  run_case "control: one 8 MB word, byte-level BPE (Llama-3)" valid - tokenize --tokenizer "$A/vocab/ggml-vocab-llama-bpe.gguf" --text-file "$in/word-8m.txt"
+  run_case "control: one 8 MB word, SentencePiece (Llama-2 GGUF)" valid - tokenize --tokenizer "$A/vocab/ggml-vocab-llama-spm.gguf" --text-file "$in/word-8m.txt"
+  run_case "control: 50 MB of text, byte-level BPE (Llama-3)" valid - tokenize --tokenizer "$A/vocab/ggml-vocab-llama-bpe.gguf" --text-file "$in/text-50m.txt"
+fi
 # prompts JSONL
 run_case "prompts: malformed JSON on line 1" bad S --prompts "$in/malformed-first.jsonl"
 run_case "prompts: malformed JSON on line 2, all questions read" bad S --prompts "$in/malformed.jsonl" --questions 0

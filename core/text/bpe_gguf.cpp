@@ -38,15 +38,20 @@ std::string known_names() {
   return names;
 }
 
-// "a b" -> {"a", "b"}: exactly one space, a piece on each side. Byte-level
-// pieces write a space as "Ġ", so a merge line has no other space.
-std::pair<std::string, std::string> split_merge(const std::string& line, size_t index, const std::string& what) {
-  const size_t space = line.find(' ');
-  if (space == std::string::npos || space == 0 || space + 1 == line.size() ||
-      line.find(' ', space + 1) != std::string::npos)
-    fail(what, "tokenizer.ggml.merges[" + std::to_string(index) + "] " + quote_text(line) +
-                   " is not two pieces separated by one space");
-  return {line.substr(0, space), line.substr(space + 1)};
+// Moves the merge lines into one buffer, freeing each line as it goes, so
+// the two forms are never both held whole.
+void pack_merges(std::vector<std::string>& lines, BpeVocab& out, const std::string& what) {
+  size_t total = 0;
+  for (const std::string& line : lines) total += line.size();
+  if (total > UINT32_MAX) fail(what, "its merges exceed 4 GiB of text");
+  out.merge_bytes.reserve(total);
+  out.merge_ends.reserve(lines.size());
+  for (std::string& line : lines) {
+    out.merge_bytes += line;
+    out.merge_ends.push_back(static_cast<uint32_t>(out.merge_bytes.size()));
+    std::string().swap(line);
+  }
+  std::vector<std::string>().swap(lines);
 }
 
 }  // namespace
@@ -60,6 +65,11 @@ std::optional<std::vector<std::string>> pretokenizer_patterns(const std::string&
 }
 
 BpeVocab bpe_vocab_from_gguf(const EmbeddedVocab& vocab, int bos_id, int eos_id, const std::string& what) {
+  EmbeddedVocab copy = vocab;
+  return bpe_vocab_from_gguf(std::move(copy), bos_id, eos_id, what);
+}
+
+BpeVocab bpe_vocab_from_gguf(EmbeddedVocab&& vocab, int bos_id, int eos_id, const std::string& what) {
   if (vocab.pre.empty())
     fail(what, "its gpt2 vocabulary has no tokenizer.ggml.pre, so how to split text into words is unknown (supported: " +
                    known_names() + ")");
@@ -70,10 +80,9 @@ BpeVocab bpe_vocab_from_gguf(const EmbeddedVocab& vocab, int bos_id, int eos_id,
   if (vocab.merges.empty()) fail(what, "its gpt2 vocabulary has no merges (tokenizer.ggml.merges)");
 
   BpeVocab out;
-  out.pieces = vocab.pieces;
-  out.types = vocab.types;
-  out.merges.reserve(vocab.merges.size());
-  for (size_t i = 0; i < vocab.merges.size(); ++i) out.merges.push_back(split_merge(vocab.merges[i], i, what));
+  out.pieces = std::move(vocab.pieces);
+  out.types = std::move(vocab.types);
+  pack_merges(vocab.merges, out, what);  // make_bpe_tokenizer checks each line
   out.patterns = {*pre->second.pattern};
   out.pre_name = vocab.pre;
   out.ignore_merges = pre->second.llama3;
@@ -82,7 +91,7 @@ BpeVocab bpe_vocab_from_gguf(const EmbeddedVocab& vocab, int bos_id, int eos_id,
   out.eot_id = vocab.eot_id;
   // llama.cpp: BOS for Llama-3 unless the file says otherwise, none for the others.
   out.add_bos = vocab.add_bos.value_or(pre->second.llama3);
-  out.chat_template = vocab.chat_template;
+  out.chat_template = std::move(vocab.chat_template);
   return out;
 }
 

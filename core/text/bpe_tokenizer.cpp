@@ -9,11 +9,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <queue>
-#include <unordered_map>
 
 #include "core/base/error.h"
 #include "core/text/byte_unicode.h"
+#include "core/text/merge_table.h"
 #include "core/text/nfc.h"
+#include "core/text/piece_table.h"
 #include "core/text/pretokenizer.h"
 #include "core/text/special_tokens.h"
 
@@ -32,13 +33,11 @@ std::string id_placeholder(int id) {
 
 bool is_special(int type) { return type == kPieceControl || type == kPieceUserDefined; }
 
-uint64_t pair_key(int left, int right) { return (uint64_t(uint32_t(left)) << 32) | uint32_t(right); }
-
 class BpeTokenizer final : public Tokenizer {
  public:
   BpeTokenizer(const BpeVocab& vocab, const std::string& source);
 
-  int vocab_size() const override { return static_cast<int>(texts_.size()); }
+  int vocab_size() const override { return static_cast<int>(text_offsets_.size()) - 1; }
   int bos_id() const override { return bos_; }
   int eos_id() const override { return eos_; }
   int eot_id() const override { return eot_; }
@@ -61,9 +60,11 @@ class BpeTokenizer final : public Tokenizer {
   int special_id(const std::string& text) const override { return specials_.find(text); }
 
   // Byte-level BPE has no dummy-prefix space to drop, so `previous` is unused.
+  std::optional<Cut> next_cut(std::string_view text, size_t from) const override;
+
   std::string piece_text(int id, int /*previous*/) const override {
     if (id < 0 || id >= vocab_size()) return id_placeholder(id);
-    return texts_[static_cast<size_t>(id)];
+    return std::string(text_of(id));
   }
 
   std::string describe() const override {
@@ -71,10 +72,6 @@ class BpeTokenizer final : public Tokenizer {
   }
 
  private:
-  struct Merge {
-    int rank;
-    int merged;
-  };
   struct Candidate {
     int rank;
     int left;  // position of the left symbol in the word
@@ -89,22 +86,31 @@ class BpeTokenizer final : public Tokenizer {
 
   void encode_word(std::string_view word, std::vector<int>& ids) const;
 
+  std::string_view text_of(int id) const {
+    const size_t from = text_offsets_[size_t(id)], to = text_offsets_[size_t(id) + 1];
+    return std::string_view(text_bytes_).substr(from, to - from);
+  }
+  void add_merges(const BpeVocab& vocab, const std::string& source);
+
   const Merge* find_merge(int left, int right) const {
-    const auto it = merges_.find(pair_key(left, right));
-    return it == merges_.end() ? nullptr : &it->second;
+    return merges_.find(left, right);
   }
 
   std::string source_;
   std::string pre_name_;
-  std::vector<std::string> texts_;  // what each id prints as: raw bytes
+  // What each id prints as (raw bytes): id i is text_bytes_[text_offsets_[i], text_offsets_[i + 1]).
+  // One buffer, not a string per piece: loading is dominated by allocations otherwise.
+  std::string text_bytes_;
+  std::vector<uint32_t> text_offsets_{0};
   // Normal pieces only: what merges and whole-word lookups can produce, so
   // encode() never yields a special token, whatever its text.
-  std::unordered_map<std::string, int> piece_ids_;
-  std::unordered_map<uint64_t, Merge> merges_;
+  PieceTable piece_ids_;
+  MergeTable merges_;
   int byte_ids_[256] = {};
   SpecialTokens specials_;
   std::unique_ptr<Pretokenizer> pretokenizer_;
   bool ignore_merges_ = false;
+  bool known_pattern_ = false;  // one of the three patterns next_cut reasons about
   bool nfc_ = false;
   bool add_bos_ = false;
   std::string chat_template_;
@@ -138,15 +144,21 @@ BpeTokenizer::BpeTokenizer(const BpeVocab& vocab, const std::string& source)
   eos_ = vocab.eos_id;
   eot_ = vocab.eot_id;
 
-  texts_.reserve(n);
-  piece_ids_.reserve(n);
+  size_t piece_bytes = 0;
+  for (const std::string& piece : vocab.pieces) piece_bytes += piece.size();
+  text_bytes_.reserve(piece_bytes);
+  text_offsets_.reserve(n + 1);
+  piece_ids_.reserve(n, piece_bytes);
   for (size_t id = 0; id < n; ++id) {
     const std::string& piece = vocab.pieces[id];
     const int type = type_of(id);
     if (is_special(type)) specials_.add(piece, static_cast<int>(id));
-    else piece_ids_.emplace(piece, static_cast<int>(id));  // the first of duplicate pieces keeps the text
+    else piece_ids_.add(piece, static_cast<int>(id));  // the first of duplicate pieces keeps the text
     // Control tokens have no surface text; user-defined ones print as written.
-    texts_.push_back(type == kPieceControl ? std::string() : type == kPieceUserDefined ? piece : byte_level_to_bytes(piece));
+    if (type == kPieceUserDefined) text_bytes_ += piece;
+    else if (type != kPieceControl) append_byte_level_as_bytes(piece, text_bytes_);
+    if (text_bytes_.size() > UINT32_MAX) fail(source, "its pieces exceed 4 GiB of text");
+    text_offsets_.push_back(static_cast<uint32_t>(text_bytes_.size()));
   }
   if (eot_ < 0)
     for (const char* text : kEotTexts)
@@ -157,45 +169,84 @@ BpeTokenizer::BpeTokenizer(const BpeVocab& vocab, const std::string& source)
 
   // Every byte needs a piece, or some text could not be encoded at all.
   for (int b = 0; b < 256; ++b) {
-    const auto it = piece_ids_.find(byte_to_utf8(static_cast<uint8_t>(b)));
-    if (it == piece_ids_.end()) {
+    const int id = piece_ids_.find(byte_to_utf8(static_cast<uint8_t>(b)));
+    if (id < 0) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02X", b);
       fail(source, std::string("its vocabulary has no piece for byte ") + hex + " (" +
                        quote_text(byte_to_utf8(static_cast<uint8_t>(b))) + "): not a byte-level BPE vocabulary");
     }
-    byte_ids_[b] = it->second;
+    byte_ids_[b] = id;
   }
+  add_merges(vocab, source);
+  pretokenizer_ = std::make_unique<Pretokenizer>(vocab.patterns, source);
+  for (const char* name : {"llama-bpe", "qwen2", "gpt-2"})
+    known_pattern_ = known_pattern_ || vocab.patterns == pretokenizer_patterns(name);
+}
 
-  if (vocab.merges.size() > size_t(INT32_MAX)) fail(source, "its vocabulary has more merges than ranks can number");
-  merges_.reserve(vocab.merges.size());
-  for (size_t rank = 0; rank < vocab.merges.size(); ++rank) {
-    // Named references, not a structured binding: clang 14 cannot capture those.
-    const std::string& left = vocab.merges[rank].first;
-    const std::string& right = vocab.merges[rank].second;
+// A newline followed by an ASCII letter always separates two words under the
+// Llama-3, Qwen2 and GPT-2 patterns: no alternative takes a letter after a
+// newline (the optional prefix of a letter run excludes \r and \n, and the
+// whitespace and punctuation runs stop before letters). Merges stay inside
+// words, so the two sides encode apart exactly as together.
+std::optional<Tokenizer::Cut> BpeTokenizer::next_cut(std::string_view text, size_t from) const {
+  if (!known_pattern_) return std::nullopt;
+  for (size_t at = from < 1 ? 1 : from; at < text.size(); ++at) {
+    const char c = text[at];
+    if (text[at - 1] == '\n' && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) return Cut{at, at};
+  }
+  return std::nullopt;
+}
+
+// "a b" -> {"a", "b"}: exactly one space, a piece on each side. Byte-level
+// pieces write a space as "Ġ", so a merge line has no other space.
+std::pair<std::string_view, std::string_view> split_merge(std::string_view line, size_t index,
+                                                          const std::string& source) {
+  const size_t space = line.find(' ');
+  if (space == std::string_view::npos || space == 0 || space + 1 == line.size() ||
+      line.find(' ', space + 1) != std::string_view::npos)
+    fail(source, "tokenizer.ggml.merges[" + std::to_string(index) + "] " + quote_text(line) +
+                     " is not two pieces separated by one space");
+  return {line.substr(0, space), line.substr(space + 1)};
+}
+
+// Merges by the ids they join. The merged piece is looked up through one
+// reused buffer, not `left + right`: that was an allocation per merge.
+void BpeTokenizer::add_merges(const BpeVocab& vocab, const std::string& source) {
+  const bool lines = !vocab.merge_ends.empty();
+  const size_t count = lines ? vocab.merge_ends.size() : vocab.merges.size();
+  const auto line = [&](size_t i) {
+    const size_t from = i == 0 ? 0 : vocab.merge_ends[i - 1];
+    return std::string_view(vocab.merge_bytes).substr(from, vocab.merge_ends[i] - from);
+  };
+  if (count > size_t(INT32_MAX)) fail(source, "its vocabulary has more merges than ranks can number");
+  merges_ = MergeTable(count);
+  std::string joined;
+  for (size_t rank = 0; rank < count; ++rank) {
+    // Named views, not a structured binding: clang 14 cannot capture those.
+    const auto halves = lines ? split_merge(line(rank), rank, source)
+                              : std::pair<std::string_view, std::string_view>(vocab.merges[rank]);
+    const std::string_view left = halves.first, right = halves.second;
     // -1: a special token's text. Such a merge is dropped: special pieces are
     // never symbols of a word, and one must not come out of user text.
-    const auto piece_id = [&](const std::string& piece) {
-      const auto it = piece_ids_.find(piece);
-      if (it != piece_ids_.end()) return it->second;
+    const auto piece_id = [&](std::string_view piece) {
+      if (const int id = piece_ids_.find(piece); id >= 0) return id;
       if (specials_.find(piece) >= 0) return -1;
       fail(source, "merge " + std::to_string(rank) + " (" + quote_text(left) + " " + quote_text(right) + ") names " +
                        quote_text(piece) + ", which is not in the vocabulary");
     };
-    const int l = piece_id(left), r = piece_id(right), merged = piece_id(left + right);
+    joined.assign(left).append(right);
+    const int l = piece_id(left), r = piece_id(right), merged = piece_id(joined);
     // A later duplicate of a merge never applies: the first rank wins.
-    if (l >= 0 && r >= 0 && merged >= 0) merges_.emplace(pair_key(l, r), Merge{static_cast<int>(rank), merged});
+    if (l >= 0 && r >= 0 && merged >= 0) merges_.add(l, r, Merge{static_cast<int>(rank), merged});
   }
-
-  pretokenizer_ = std::make_unique<Pretokenizer>(vocab.patterns, source);
 }
 
 void BpeTokenizer::encode_word(std::string_view word, std::vector<int>& ids) const {
   if (word.empty()) return;
   if (ignore_merges_) {
-    const auto it = piece_ids_.find(bytes_to_byte_level(word));
-    if (it != piece_ids_.end()) {
-      ids.push_back(it->second);
+    if (const int id = piece_ids_.find(bytes_to_byte_level(word)); id >= 0) {
+      ids.push_back(id);
       return;
     }
   }

@@ -7,6 +7,7 @@
 // The vocabulary comes from a GGUF whose tokenizer.ggml.model is "gpt2"
 // (bpe_vocab_from_gguf) or from a Hugging Face tokenizer.json
 // (hf_tokenizer_json.h); both fill a BpeVocab and make_bpe_tokenizer checks it.
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +33,12 @@ struct BpeVocab {
   // piece. A merge that involves a special token's text is dropped, so that
   // encode() can never produce a special token.
   std::vector<std::pair<std::string, std::string>> merges;
+  // Or the same as GGUF writes them, "a b" (exactly one space), packed: line i
+  // is merge_bytes[merge_ends[i - 1], merge_ends[i]). Used instead of `merges`
+  // when not empty, and split only as the tokenizer reads them: a string per
+  // merge (280k for Llama-3) cost more memory than the whole file.
+  std::string merge_bytes;
+  std::vector<uint32_t> merge_ends;
   // Pre-tokenizer regexes (PCRE2 syntax), applied in turn; and a name for describe().
   std::vector<std::string> patterns;
   std::string pre_name;
@@ -55,6 +62,8 @@ std::unique_ptr<Tokenizer> make_bpe_tokenizer(const BpeVocab& vocab, const std::
 // (Llama-3: BOS added, whole-word pieces taken whole, as llama.cpp does),
 // qwen2 (single digits), gpt-2. Throws Error("<what>: ...") naming the key.
 BpeVocab bpe_vocab_from_gguf(const EmbeddedVocab& vocab, int bos_id, int eos_id, const std::string& what);
+// The same, taking the vocabulary's strings instead of copying them (loading a tokenizer file).
+BpeVocab bpe_vocab_from_gguf(EmbeddedVocab&& vocab, int bos_id, int eos_id, const std::string& what);
 
 // The regexes of a pre-tokenizer by its llama.cpp name, if known.
 std::optional<std::vector<std::string>> pretokenizer_patterns(const std::string& name);

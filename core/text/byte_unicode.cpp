@@ -59,6 +59,11 @@ std::string bytes_to_byte_level(std::string_view bytes) {
 std::string byte_level_to_bytes(std::string_view text) {
   std::string out;
   out.reserve(text.size());
+  append_byte_level_as_bytes(text, out);
+  return out;
+}
+
+void append_byte_level_as_bytes(std::string_view text, std::string& out) {
   for (size_t i = 0; i < text.size();) {
     const auto c0 = static_cast<uint8_t>(text[i]);
     // The alphabet is ASCII and two-byte sequences; anything else is kept as is.
@@ -80,7 +85,6 @@ std::string byte_level_to_bytes(std::string_view text) {
     out.push_back(static_cast<char>(c0));
     ++i;
   }
-  return out;
 }
 
 }  // namespace h2o::text

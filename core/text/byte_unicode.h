@@ -23,5 +23,7 @@ std::string bytes_to_byte_level(std::string_view bytes);
 // Byte-level text -> the raw bytes it stands for. Characters outside the
 // alphabet (and invalid UTF-8) are kept as they are, so no text is lost.
 std::string byte_level_to_bytes(std::string_view text);
+// The same, appended to `out` (no string per call: used for whole vocabularies).
+void append_byte_level_as_bytes(std::string_view text, std::string& out);
 
 }  // namespace h2o::text

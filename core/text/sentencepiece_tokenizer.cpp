@@ -233,6 +233,19 @@ class SentencePieceTokenizer final : public Tokenizer {
     return text;
   }
 
+  // Only for vocabularies the engine wrote the model of (GGUF: identity
+  // normalizer, whitespace kept) with a dummy prefix, and none of whose pieces
+  // has a word mark after another character: there "x y" is "x" then "▁y",
+  // and "y" alone gets that same "▁y" from the dummy prefix.
+  std::optional<Cut> next_cut(std::string_view text, size_t from) const override {
+    if (!space_cuts_) return std::nullopt;
+    const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+    for (size_t at = from < 1 ? 1 : from; at + 1 < text.size(); ++at)
+      if (text[at] == ' ' && letter(text[at - 1]) && letter(text[at + 1])) return Cut{at, at + 1};
+    return std::nullopt;
+  }
+  void allow_space_cuts() { space_cuts_ = true; }
+
   std::string describe() const override {
     return "sentencepiece:" + source_ + " (" + std::to_string(vocab_size()) + " pieces)";
   }
@@ -247,6 +260,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::string chat_template_;
   std::vector<std::string> texts_;
   text::SpecialTokens specials_;
+  bool space_cuts_ = false;
 };
 
 // ---------------------------------------------------------------------------
@@ -335,6 +349,16 @@ std::string serialize_model(const EmbeddedVocab& vocab, int bos_id, int eos_id) 
   return model.bytes();
 }
 
+// Whether a word mark (U+2581) follows some other character in a piece, as
+// in "a▁b": then a cut at a space could split what one piece would cover.
+bool mark_inside_a_piece(const EmbeddedVocab& vocab) {
+  static const std::string mark = "\xE2\x96\x81";
+  for (const std::string& piece : vocab.pieces)
+    for (size_t at = piece.find(mark, 1); at != std::string::npos; at = piece.find(mark, at + 1))
+      if (at < mark.size() || piece.compare(at - mark.size(), mark.size(), mark) != 0) return true;
+  return false;
+}
+
 // Refuses what SentencePiece would load but the engine cannot use.
 void check_special_ids(int bos, int eos, const std::string& path) {
   if (bos < 0) fail(path, "SentencePiece model has no BOS piece, which the engine needs to start a prompt");
@@ -376,8 +400,10 @@ std::unique_ptr<Tokenizer> sentencepiece_from_vocab(const EmbeddedVocab& vocab, 
   if (!status.ok())
     fail(what, "its embedded vocabulary is not a usable SentencePiece model (" + status_text(status) + ")");
   if (vocab.eot_id >= sp->GetPieceSize()) fail(what, "end-of-turn id " + std::to_string(vocab.eot_id) + " is out of range");
-  return std::make_unique<SentencePieceTokenizer>(std::move(sp), bos_id, eos_id, what, vocab.add_bos.value_or(true),
-                                                  vocab.eot_id, vocab.chat_template);
+  auto tokenizer = std::make_unique<SentencePieceTokenizer>(std::move(sp), bos_id, eos_id, what,
+                                                            vocab.add_bos.value_or(true), vocab.eot_id, vocab.chat_template);
+  if (vocab.add_space_prefix && !mark_inside_a_piece(vocab)) tokenizer->allow_space_cuts();
+  return tokenizer;
 }
 
 }  // namespace h2o

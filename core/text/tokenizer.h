@@ -3,8 +3,11 @@
 // vocabulary a GGUF file carries) and byte-level BPE (Llama-3, Qwen2: from a
 // GGUF's "gpt2" vocabulary or a Hugging Face tokenizer.json) for real models,
 // and a byte tokenizer for synthetic models run without a tokenizer file.
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model/model.h"
@@ -54,7 +57,29 @@ class Tokenizer {
   // The model's own chat template (Jinja) as its files carry it (GGUF's
   // tokenizer.chat_template, tokenizer_config.json's chat_template), or "".
   virtual std::string chat_template() const { return ""; }
+
+  // Where a long text may be cut so that its two sides, encoded apart, give
+  // exactly the ids of the whole: the first such place at or after `from`, as
+  // the end of the left side and the start of the right one (which may skip a
+  // space that SentencePiece's dummy prefix puts back). None where the
+  // tokenizer cannot be sure; then a text is encoded in one piece.
+  struct Cut {
+    size_t left_end = 0, right_begin = 0;
+  };
+  virtual std::optional<Cut> next_cut(std::string_view text, size_t from) const {
+    (void)text;
+    (void)from;
+    return std::nullopt;
+  }
 };
+
+// encode(), a part of about `part_bytes` at a time (cut where next_cut allows),
+// so that a 50 MB text needs memory for one part's words at a time and a
+// caller can say how far it got: `progress(bytes done, bytes in all)` after
+// each part. The ids are the same as encode(text)'s.
+using EncodeProgress = std::function<void(size_t done, size_t total)>;
+std::vector<int> encode_in_parts(const Tokenizer& tokenizer, std::string_view text, const EncodeProgress& progress,
+                                 size_t part_bytes = size_t(256) << 10);
 
 // BOS (when the vocabulary adds one: Tokenizer::adds_bos) and the ids of
 // `text`: how a stream or a scored text begins.

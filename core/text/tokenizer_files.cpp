@@ -36,7 +36,10 @@ FileKind file_kind(const std::string& path) {
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   switch (file_kind(path)) {
     case FileKind::kGguf: {
-      const GgufVocab v = load_gguf_vocab(path);
+      GgufVocab v = load_gguf_vocab(path);
+      // Byte-level BPE takes the strings over rather than copying 10^5 of them.
+      if (v.vocab.model == "gpt2")
+        return text::make_bpe_tokenizer(text::bpe_vocab_from_gguf(std::move(v.vocab), v.bos_id, v.eos_id, path), path);
       return tokenizer_from_vocab(v.vocab, v.bos_id, v.eos_id, path);
     }
     case FileKind::kJson:
