@@ -425,7 +425,7 @@ std::vector<EvalRow> eval_rows(const Flags& f, const EvalFlags& ef, int64_t scor
   if (ratios.budget) sweep.push_back(*ratios.budget);
   const bool parts = ratios.heavy || ratios.recent;
   const std::vector<std::string> configs = split_list(ef.configs);
-  const bool absolute = f.sub->count("--budgets") > 0 || (sweep.empty() && !parts && configs.empty());
+  const bool absolute = f.given("--budgets") || (sweep.empty() && !parts && configs.empty());
   const std::vector<int> budgets =
       absolute ? parse_flag_ints(ef.budgets, "--budgets", "budget", 1, kMaxCacheTokens) : std::vector<int>{};
   std::vector<std::string> kinds;
@@ -455,16 +455,14 @@ std::vector<EvalRow> eval_rows(const Flags& f, const EvalFlags& ef, int64_t scor
       rows.push_back({policy_from_ratio(kind, settings, one, scored, "--ratios", format_ratio(q)), format_ratio(q)});
     }
   if (parts) {
-    BudgetRatios hr = ratios;
-    const std::string label = (hr.heavy ? "heavy " + format_ratio(*hr.heavy) : std::string()) +
-                              (hr.heavy && hr.recent ? ", " : "") +
-                              (hr.recent ? "recent " + format_ratio(*hr.recent) : std::string());
-    rows.push_back({policy_from_ratio("h2o", settings, hr, scored, hr.heavy ? "--heavy-ratio" : "--recent-ratio",
-                                      label),
-                    label});
+    const std::string label = (ratios.heavy ? "heavy " + format_ratio(*ratios.heavy) : std::string()) +
+                              (ratios.heavy && ratios.recent ? ", " : "") +
+                              (ratios.recent ? "recent " + format_ratio(*ratios.recent) : std::string());
+    const char* flag = ratios.heavy ? "--heavy-ratio" : "--recent-ratio";
+    rows.push_back({policy_from_ratio("h2o", settings, ratios, scored, flag, label), label});
   }
   for (const std::string& name : configs) {
-    const PolicyConfig policy = policy_from_config_name(name, slack_of(f), f.rolling);
+    const PolicyConfig policy = policy_from_config_name(name, settings.slack, settings.rolling);
     if (!policy.evicts()) rows[0].sized_by = name;  // baseline is the full cache the table starts with
     else rows.push_back({policy, name});
   }

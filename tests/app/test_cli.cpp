@@ -51,6 +51,13 @@ void expect_one_line_error(const CliResult& r, const std::string& needle) {
   EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
 }
 
+// `tokens` ids sampled from synthetic stories260K into `ids`: eval's input where no tokenizer is needed.
+void sample_ids(const fs::path& ids, int tokens, int seed) {
+  const CliResult s = run_cli("sample --model synthetic:stories260K --tokens " + std::to_string(tokens) +
+                              " --temperature 1 --seed " + std::to_string(seed) + " --out " + ids.string());
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+}
+
 }  // namespace
 
 TEST(CliStream, TenMtBenchQuestionsKvFlatForBoundedGrowingForFull) {
@@ -130,9 +137,7 @@ TEST(CliGenerate, SeededSamplingIsReproducible) {
 
 TEST(CliEval, SampledIdsThenTable) {
   const fs::path dir = temp_dir("eval");
-  const CliResult s = run_cli("sample --model synthetic:stories260K --tokens 300 --temperature 1 --seed 3 --out " +
-                              (dir / "ids.txt").string());
-  ASSERT_EQ(s.exit_code, 0) << s.err;
+  ASSERT_NO_FATAL_FAILURE(sample_ids(dir / "ids.txt", 300, 3));
   const CliResult e = run_cli("eval --model synthetic:stories260K --ids " + (dir / "ids.txt").string() +
                               " --budgets 16,32 --out " + (dir / "run").string());
   ASSERT_EQ(e.exit_code, 0) << e.err;
@@ -149,9 +154,7 @@ TEST(CliEval, SampledIdsThenTable) {
 
 TEST(CliEval, RatiosAreFractionsOfTheScoredTokens) {
   const fs::path dir = temp_dir("eval-ratios");
-  const CliResult s = run_cli("sample --model synthetic:stories260K --tokens 201 --temperature 1 --seed 5 --out " +
-                              (dir / "ids.txt").string());
-  ASSERT_EQ(s.exit_code, 0) << s.err;
+  ASSERT_NO_FATAL_FAILURE(sample_ids(dir / "ids.txt", 201, 5));
   const CliResult e = run_cli("eval --model synthetic:stories260K --ids " + (dir / "ids.txt").string() +
                               " --policies streaming,h2o --ratios 0.1,0.25 --heavy-ratio 0.1 --recent-ratio 0.05 --out " +
                               (dir / "run").string());
@@ -170,9 +173,7 @@ TEST(CliEval, RatiosAreFractionsOfTheScoredTokens) {
 
 TEST(CliEval, TheSeedsConfigurationNames) {
   const fs::path dir = temp_dir("eval-configs");
-  const CliResult s = run_cli("sample --model synthetic:stories260K --tokens 120 --temperature 1 --seed 5 --out " +
-                              (dir / "ids.txt").string());
-  ASSERT_EQ(s.exit_code, 0) << s.err;
+  ASSERT_NO_FATAL_FAILURE(sample_ids(dir / "ids.txt", 120, 5));
   const CliResult e = run_cli("eval --model synthetic:stories260K --ids " + (dir / "ids.txt").string() +
                               " --configs baseline,streaming_4_32,h2o_4_8_32 --out " + (dir / "run").string());
   ASSERT_EQ(e.exit_code, 0) << e.err;

@@ -6,7 +6,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <sstream>
 #include <string>
 
@@ -14,8 +13,10 @@
 #include "core/base/error.h"
 #include "core/base/safe_output.h"
 #include "tests/assets.h"
+#include "tests/error_helpers.h"
 
 using namespace h2o;
+using h2o::test::error_of;
 namespace fs = std::filesystem;
 
 namespace {
@@ -30,15 +31,6 @@ std::string read_text(const fs::path& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 }  // namespace

@@ -4,26 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 #include <limits>
 
 #include "core/base/error.h"
 #include "core/policy/budget_ratio.h"
 
+#include "tests/error_helpers.h"
+
 using namespace h2o;
-
-namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
+using h2o::test::error_of;
 
 TEST(BudgetRatio, HeavyAndRecentAreFloorsOfTheLengthWithNoSinks) {
   BudgetRatios r;
@@ -73,7 +62,9 @@ TEST(BudgetRatio, RatiosOutsideZeroToOneAndTwoSizingsAreOneLineNamingTheFlag) {
   EXPECT_EQ(with(&BudgetRatios::recent, 1.5), "--recent-ratio: must be a fraction of the input in (0, 1], got 1.5");
   EXPECT_EQ(with(&BudgetRatios::budget, -0.1), "--budget-ratio: must be a fraction of the input in (0, 1], got -0.1");
   EXPECT_NE(with(&BudgetRatios::budget, std::numeric_limits<double>::quiet_NaN()), "");
-  EXPECT_EQ(with(&BudgetRatios::budget, 1.0), "");
+  BudgetRatios whole;
+  whole.budget = 1.0;
+  EXPECT_NO_THROW(validate_ratios(whole));
   BudgetRatios both;
   both.budget = 0.5;
   both.heavy = 0.1;

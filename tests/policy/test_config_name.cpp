@@ -2,25 +2,14 @@
 // errors of names that do not parse or leave no room.
 #include <gtest/gtest.h>
 
-#include <functional>
 
 #include "core/base/error.h"
 #include "core/policy/config_name.h"
 
+#include "tests/error_helpers.h"
+
 using namespace h2o;
-
-namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
+using h2o::test::error_of;
 
 TEST(ConfigName, TheSeedsFourConfigurations) {
   EXPECT_EQ(policy_from_config_name("baseline", 0, false).describe(), "full");

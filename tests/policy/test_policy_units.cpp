@@ -3,7 +3,6 @@
 // the registry.
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -11,20 +10,10 @@
 #include "core/policy/fate.h"
 #include "core/policy/policy.h"
 
+#include "tests/error_helpers.h"
+
 using namespace h2o;
-
-namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
+using h2o::test::error_of;
 
 TEST(PolicyUnits, EveryKindIsRegisteredWithItsOwnNameTitleAndColour) {
   std::set<std::string> names, colours;

@@ -13,7 +13,7 @@
 #include "core/text/pretokenizer.h"
 #include "core/text/special_tokens.h"
 #include "core/text/tokenizer.h"
-#include "tests/text/error_helpers.h"
+#include "tests/error_helpers.h"
 
 namespace h2o {
 namespace {

@@ -11,7 +11,7 @@
 #include "tests/text/bpe_writers.h"
 #include "core/text/pretokenizer.h"
 #include "core/text/tokenizer.h"
-#include "tests/text/error_helpers.h"
+#include "tests/error_helpers.h"
 
 namespace h2o {
 namespace {

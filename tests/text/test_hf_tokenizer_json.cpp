@@ -17,7 +17,7 @@
 #include "core/text/nfc.h"
 #include "core/text/pretokenizer.h"
 #include "core/text/tokenizer.h"
-#include "tests/text/error_helpers.h"
+#include "tests/error_helpers.h"
 
 namespace h2o {
 namespace {
