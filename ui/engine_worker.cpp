@@ -328,8 +328,10 @@ void EngineWorker::play() {
 }
 
 void EngineWorker::pause() {
-  setRunning(false);
+  // The paused frame goes out before runningChanged(false): once the window
+  // hears that the run paused, the frame it shows is the last one.
   publish(true);
+  setRunning(false);
 }
 
 void EngineWorker::stepOnce() {
