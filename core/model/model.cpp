@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -13,8 +14,11 @@ namespace h2o {
 
 int64_t ModelConfig::parameter_count() const {
   const int64_t d = dim, h = hidden_dim, kv = kv_dim(), q = int64_t(n_heads) * head_dim();
-  const int64_t per_layer = 2 * d + d * q + 2 * d * kv + q * d + 3 * d * h + (attention_bias ? q + 2 * kv : 0);
-  return int64_t(vocab_size) * d + n_layers * per_layer + d;
+  const int64_t norms = norm == NormKind::Layer ? 2 * d : d;  // weight, and bias for LayerNorm
+  const int64_t ffn_matrices = ffn == FfnKind::SwiGlu ? 3 : 2;
+  const int64_t per_layer = 2 * norms + d * q + 2 * d * kv + q * d + ffn_matrices * d * h + (attention_bias ? q + 2 * kv : 0) +
+                            (output_bias ? d + h + d : 0);
+  return int64_t(vocab_size) * d + n_layers * per_layer + norms;
 }
 
 void ModelConfig::validate(const std::string& what) const {
@@ -32,6 +36,9 @@ void ModelConfig::validate(const std::string& what) const {
   if (n_heads % n_kv_heads != 0)
     fail(what, "n_heads " + std::to_string(n_heads) + " is not a multiple of n_kv_heads " + std::to_string(n_kv_heads));
   if (head_dim() % 2 != 0) fail(what, "head_dim " + std::to_string(head_dim()) + " is odd (RoPE rotates pairs)");
+  if (rotary_dims < 0 || rotary_dims > head_dim() || rotary_dims % 2 != 0)
+    fail(what, "the rotary part of a head (" + std::to_string(rotary_dims) + " of " + std::to_string(head_dim()) +
+                   " dimensions) is not a whole number of pairs within the head");
   if (!(rope_theta > 0)) fail(what, "rope_theta must be positive");
   if (!(norm_eps > 0)) fail(what, "norm_eps must be positive");
   // Keep every tensor's element count well inside int64 and the process.
@@ -46,19 +53,19 @@ void ModelConfig::validate(const std::string& what) const {
   if (!(s.factor >= 1.0f)) fail(what, "RoPE scaling factor must be at least 1");
   if (s.type == "llama3" && (s.original_context <= 0 || !(s.high_freq_factor > s.low_freq_factor)))
     fail(what, "llama3 RoPE scaling needs original_max_position_embeddings and high_freq_factor > low_freq_factor");
-  if (!s.freq_factors.empty() && int(s.freq_factors.size()) != head_dim() / 2)
+  if (!s.freq_factors.empty() && int(s.freq_factors.size()) != rotated_dims() / 2)
     fail(what, "rope_freqs has " + std::to_string(s.freq_factors.size()) + " factors for " +
-                   std::to_string(head_dim() / 2) + " rotated pairs");
+                   std::to_string(rotated_dims() / 2) + " rotated pairs");
   for (float f : s.freq_factors)
     if (!(f > 0)) fail(what, "rope_freqs holds a factor that is not positive");
 }
 
 std::vector<double> ModelConfig::rope_frequencies() const {
-  const int pairs = head_dim() / 2;
+  const int rotated_pairs = rotated_dims() / 2;
   const RopeScaling& s = rope_scaling;
-  std::vector<double> freqs(static_cast<size_t>(pairs));
-  for (int i = 0; i < pairs; ++i) {
-    double f = std::pow(double(rope_theta), -2.0 * i / head_dim());
+  std::vector<double> freqs(static_cast<size_t>(head_dim() / 2), 0.0);  // past the rotary part: angle 0, cos 1, sin 0
+  for (int i = 0; i < rotated_pairs; ++i) {
+    double f = std::pow(double(rope_theta), -2.0 * i / rotated_dims());
     if (s.type == "linear") {
       f /= s.factor;
     } else if (s.type == "llama3") {
@@ -86,11 +93,15 @@ int64_t Tensor::row_bytes() const { return int64_t(h2o::row_bytes(dtype, cols));
 std::vector<const Tensor*> Model::all_tensors() const {
   std::vector<const Tensor*> out{&weights.token_embedding};
   for (const auto& l : weights.layers) {
-    for (const Tensor* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w1, &l.w2, &l.w3}) out.push_back(t);
-    for (const Tensor* t : {&l.bq, &l.bk, &l.bv})
+    // The gate is absent from a GELU MLP.
+    for (const Tensor* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w1, &l.w2, &l.w3})
+      if (t != &l.w1 || t->data) out.push_back(t);
+    // The biases only where the model has them.
+    for (const Tensor* t : {&l.bq, &l.bk, &l.bv, &l.bo, &l.b2, &l.b3, &l.attn_norm_bias, &l.ffn_norm_bias})
       if (t->data) out.push_back(t);
   }
   out.push_back(&weights.final_norm);
+  if (weights.final_norm_bias.data) out.push_back(&weights.final_norm_bias);
   if (!shared_classifier()) out.push_back(&weights.classifier);
   return out;
 }
@@ -122,10 +133,12 @@ DType Model::weight_dtype() const {
   return weights.layers.empty() ? weights.token_embedding.dtype : weights.layers[0].wq.dtype;
 }
 
-std::shared_ptr<std::vector<uint8_t>> interleave_rope_rows(const uint8_t* src, size_t row_bytes, int n_heads, int head_dim) {
+std::shared_ptr<std::vector<uint8_t>> interleave_rope_rows(const uint8_t* src, size_t row_bytes, int n_heads, int head_dim,
+                                                           int rotated) {
   auto buf = std::make_shared<std::vector<uint8_t>>(size_t(n_heads) * size_t(head_dim) * row_bytes);
+  std::memcpy(buf->data(), src, buf->size());  // the rows past the rotary part stay where they are
   uint8_t* dst = buf->data();
-  const int half = head_dim / 2;
+  const int half = (rotated > 0 ? rotated : head_dim) / 2;
   for (int h = 0; h < n_heads; ++h) {
     const size_t base = size_t(h) * size_t(head_dim);
     for (int i = 0; i < half; ++i) {

@@ -1,5 +1,6 @@
 #pragma once
-// A loaded Llama-architecture model: its shape and views of its weight tensors.
+// A loaded decoder-only model (the Llama family, Qwen2 and GPT-NeoX): its
+// shape and views of its weight tensors.
 //
 // Weights are memory-mapped from the file when they are stored in a usable
 // layout; otherwise (synthetic models, layouts that need permuting) the model
@@ -28,8 +29,15 @@ struct RopeScaling {
   std::vector<float> freq_factors; // per pair, divides the frequency (GGUF's rope_freqs tensor); empty: none
 };
 
+// How a block normalises its input: RMSNorm with a weight (Llama), or
+// LayerNorm with a weight and a bias (GPT-NeoX).
+enum class NormKind { Rms, Layer };
+// The feed-forward block: SwiGLU (gate w1, up w3, down w2; Llama) or a GELU
+// MLP with biases (up w3 + b3, GELU, down w2 + b2; GPT-NeoX).
+enum class FfnKind { SwiGlu, Gelu };
+
 struct ModelConfig {
-  std::string architecture = "llama";  // llama, mistral or qwen2 (what the file said; the pass differs only below)
+  std::string architecture = "llama";  // llama, mistral, qwen2 or gptneox (what the file said; the pass differs only below)
   int dim = 0;
   int hidden_dim = 0;
   int n_layers = 0;
@@ -41,11 +49,22 @@ struct ModelConfig {
   float norm_eps = 1e-5f;
   int bos_id = 1;
   int eos_id = 2;
-  bool attention_bias = false;  // q, k and v projections add a bias (Qwen2)
+  bool attention_bias = false;  // q, k and v projections add a bias (Qwen2, GPT-NeoX)
+  bool output_bias = false;     // the attention output (bo) and both MLP matrices (b3, b2) add a bias (GPT-NeoX)
+  NormKind norm = NormKind::Rms;
+  FfnKind ffn = FfnKind::SwiGlu;
+  // x + attn(norm1(x)) + ffn(norm2(x)) from the same x (GPT-NeoX's
+  // use_parallel_residual), instead of one block after the other.
+  bool parallel_residual = false;
+  // Leading dimensions of each head that RoPE rotates (GPT-NeoX's
+  // rotary_pct); 0: all of them. The rest keep frequency 0, an exact identity.
+  int rotary_dims = 0;
   RopeScaling rope_scaling;
 
   int head_dim() const { return dim / n_heads; }
-  // The angle per position of each rotated pair i: theta^(-2i/head_dim), scaled.
+  int rotated_dims() const { return rotary_dims > 0 ? rotary_dims : head_dim(); }
+  // The angle per position of each pair i of a head: theta^(-2i/rotated_dims),
+  // scaled; 0 for the pairs past rotated_dims (never rotated).
   std::vector<double> rope_frequencies() const;
   int kv_dim() const { return n_kv_heads * head_dim(); }
   int group_size() const { return n_heads / n_kv_heads; }  // query heads per KV head
@@ -79,12 +98,15 @@ struct LayerWeights {
   Tensor w2;         // down [dim, hidden]
   Tensor w3;         // up   [hidden, dim]
   Tensor bq, bk, bv; // biases [q_dim], [kv_dim], [kv_dim]: only with attention_bias
+  Tensor bo, b2, b3; // biases [dim], [dim], [hidden]: only with output_bias
+  Tensor attn_norm_bias, ffn_norm_bias;  // [dim]: only with NormKind::Layer
 };
 
 struct ModelWeights {
   Tensor token_embedding;  // [vocab, dim]
   std::vector<LayerWeights> layers;
   Tensor final_norm;  // [dim]
+  Tensor final_norm_bias;  // [dim]: only with NormKind::Layer
   Tensor classifier;  // [vocab, dim]; may alias token_embedding
 };
 
@@ -136,10 +158,12 @@ struct Model {
 };
 
 // Rows of each of `n_heads` heads reordered from the half-split RoPE order
-// (Hugging Face, GGUF's NEOX-style Qwen2: row i pairs with row i + head_dim/2)
-// to interleaved pairs (2i, 2i+1), which every backend rotates. Rows are
-// `row_bytes` apart and independent, whatever their element type.
-std::shared_ptr<std::vector<uint8_t>> interleave_rope_rows(const uint8_t* src, size_t row_bytes, int n_heads, int head_dim);
+// (Hugging Face, GGUF's NEOX-style Qwen2 and GPT-NeoX: row i pairs with row
+// i + rotated/2) to interleaved pairs (2i, 2i+1), which every backend rotates;
+// rows past `rotated` (partial rotary; 0: the whole head) stay where they are.
+// Rows are `row_bytes` apart and independent, whatever their element type.
+std::shared_ptr<std::vector<uint8_t>> interleave_rope_rows(const uint8_t* src, size_t row_bytes, int n_heads, int head_dim,
+                                                           int rotated = 0);
 
 // A model of this shape that came from `path` in `format`; the loader sets its tensors.
 std::shared_ptr<Model> new_model(const ModelConfig& config, const std::string& path, const std::string& format);
