@@ -5,13 +5,15 @@
 // outputs back once (chosen tokens, evicted positions, forced-mode scores,
 // trimmed captures, layer states): one synchronisation per step.
 //
-// The pass: embed; per layer RMSNorm, one fused Q|K|V projection over every
-// session's rows, RoPE + append to each cache, split-K attention with the
-// score accumulation, output projection + residual (one GEMM with beta = 1),
-// RMSNorm, fused gate|up projection, SwiGLU, down projection + residual; then
-// the final norm of the rows to classify, the classifier, the next-token
-// choice, forced-mode scores, captures, and the cut of every cache that is
-// due, all on the device.
+// The pass: embed; per layer RMSNorm (LayerNorm with a bias for GPT-NeoX),
+// one fused Q|K|V projection over every session's rows (+ biases), RoPE +
+// append to each cache, split-K attention with the score accumulation,
+// output projection + residual (one GEMM with beta = 1, + bias), the second
+// norm, fused gate|up projection and SwiGLU (or up + bias and GELU), down
+// projection + residual (+ bias) — the second norm before the output
+// projection under GPT-NeoX's parallel residual; then the final norm of the
+// rows to classify, the classifier, the next-token choice, forced-mode
+// scores, captures, and the cut of every cache that is due, all on the device.
 #include "kernels/cuda_backend.h"
 
 #include <algorithm>
@@ -53,6 +55,17 @@ kern::ModelDims dims_of(const ModelConfig& c) {
   d.qkv_stride = d.q_dim + 2 * d.kv_dim;
   d.norm_eps = c.norm_eps;
   return d;  // rope_freq: uploaded by the backend
+}
+
+// What the pass runs (enqueue_layer): the norms, feed-forward blocks and
+// biases it knows; anything else is refused here rather than run as Llama.
+void check_supported(const ModelConfig& c) {
+  if (c.norm != NormKind::Rms && c.norm != NormKind::Layer)
+    throw Error("cuda backend: the model's norm kind is not supported (RMSNorm or LayerNorm)");
+  if (c.ffn != FfnKind::SwiGlu && c.ffn != FfnKind::Gelu)
+    throw Error("cuda backend: the model's feed-forward kind is not supported (SwiGLU or the GELU MLP)");
+  if (c.ffn == FfnKind::SwiGlu && c.output_bias)
+    throw Error("cuda backend: output and MLP biases with SwiGLU are not supported (only with the GELU MLP)");
 }
 
 // The KV cache's element type: f32 with f32 weights (the exact path), else
@@ -122,6 +135,13 @@ class CudaBackend final : public Backend {
   void cover_rope_slots(int slots);
   void embed(const int* tokens, float* x, int rows);
   void enqueue_pass(const StepArgs& a);
+  // The pass's named steps (enqueue_pass), each a few launches.
+  void mark(const char* op, int64_t bytes = 0);
+  void normalize(const float* x, const float* weight, const float* bias, void* out, const int* row_map, int rows);
+  void project_into_residual(const void* in, const kern::DeviceMatrix& w, const float* bias, int rows, const char* op);
+  void enqueue_layer(const StepArgs& a, int layer);
+  void enqueue_attention(const StepArgs& a, int layer);
+  void enqueue_ffn(const kern::DeviceLayerWeights& w, int rows);
   void run_graphed(const StepArgs& a, const kern::GraphKey& key);
   void enqueue_forced(const StepArgs& a, std::span<ForwardItem> items, const std::vector<CudaCache*>& caches,
                       const kern::StepPlan& plan);
@@ -164,6 +184,7 @@ CudaBackend::CudaBackend(std::shared_ptr<const Model> model, const BackendOption
       kv_(kv_storage_for(storage_)),
       tuning_(tuning),
       graphs_(size_t(std::max(tuning.graph_capacity, 1)), [](gpu::Graph g) { gpu::destroy_graph(g); }) {
+  check_supported(cfg_);
   if (tuning_.threads < 32 || tuning_.threads > 1024 || tuning_.threads % 32 != 0)
     throw Error("cuda backend: block size " + std::to_string(tuning_.threads) + " is not a multiple of 32 in [32, 1024]");
   if (tuning_.matvec_rows < 0 || tuning_.matvec_rows > kern::kMatvecMaxRows)
@@ -244,6 +265,96 @@ void CudaBackend::embed(const int* tokens, float* x, int rows) {
     kern::embed(table.type, tokens, table.data, x, rows, dims_.dim, tuning_.threads, stream_->stream);
 }
 
+// After each operation, while --op-times measures: its name and the fewest bytes it must move.
+void CudaBackend::mark(const char* op, int64_t bytes) {
+  if (ops_) ops_->mark(op, bytes);
+}
+
+// The norm a block begins with, of rows of x (row_map: which, or null for
+// the first `rows`) into the storage type: RMSNorm (Llama, Qwen2) or
+// LayerNorm with its bias (GPT-NeoX).
+void CudaBackend::normalize(const float* x, const float* weight, const float* bias, void* out, const int* row_map,
+                            int rows) {
+  const gpu::Stream s = stream_->stream;
+  if (cfg_.norm == NormKind::Layer) {
+    kern::layernorm(storage_, x, weight, bias, out, row_map, rows, dims_.dim, dims_.norm_eps, s);
+    mark("layernorm");
+  } else {
+    kern::rmsnorm(storage_, x, weight, out, row_map, rows, dims_.dim, dims_.norm_eps, s);
+    mark("rmsnorm");
+  }
+}
+
+// x += w · in (+ bias): a projection whose output joins the residual stream
+// (the GEMM's beta = 1), then its bias where the model has one (GPT-NeoX's
+// attention output and down projection), added to the sum in f32.
+void CudaBackend::project_into_residual(const void* in, const kern::DeviceMatrix& w, const float* bias, int rows,
+                                        const char* op) {
+  blas_->gemm(x_.as<float>(), in, storage_, w, rows, true);
+  mark(op, w.bytes());
+  if (!bias) return;
+  kern::bias_add(x_.as<float>(), bias, rows, dims_.dim, tuning_.threads, stream_->stream);
+  mark("bias_add");
+}
+
+// One layer. Sequential (Llama): x += attn(norm1(x)), then x += ffn(norm2(x)).
+// Parallel residual (GPT-NeoX): x += attn(norm1(x)) + ffn(norm2(x)), both
+// norms of the same x, so the second norm runs before the attention output
+// joins x. It can reuse xb_: the Q|K|V projection has read norm1's rows.
+void CudaBackend::enqueue_layer(const StepArgs& a, int layer) {
+  const kern::DeviceLayerWeights& w = weights_->layers()[size_t(layer)];
+  const float* x = x_.as<float>();
+  normalize(x, w.attn_norm, w.attn_norm_bias, xb_.get(), nullptr, a.rows);
+  enqueue_attention(a, layer);
+  if (cfg_.parallel_residual) normalize(x, w.ffn_norm, w.ffn_norm_bias, xb_.get(), nullptr, a.rows);
+  project_into_residual(att_.get(), w.wo, w.bo, a.rows, "gemm o");
+  if (!cfg_.parallel_residual) normalize(x, w.ffn_norm, w.ffn_norm_bias, xb_.get(), nullptr, a.rows);
+  enqueue_ffn(w, a.rows);
+}
+
+// Attention of the normed rows in xb_: the Q|K|V projection (+ biases), RoPE
+// and the append to each cache, split-K attention and its scores, the output
+// heads into att_.
+void CudaBackend::enqueue_attention(const StepArgs& a, int layer) {
+  const gpu::Stream s = stream_->stream;
+  const kern::ModelDims& d = dims_;
+  const kern::DeviceLayerWeights& w = weights_->layers()[size_t(layer)];
+  const int T = a.rows;
+  blas_->gemm(qkv_.as<float>(), xb_.get(), storage_, w.wqkv, T, false);
+  mark("gemm q|k|v", w.wqkv.bytes());
+  if (w.bqkv) {
+    kern::bias_add(qkv_.as<float>(), w.bqkv, T, d.qkv_stride, tuning_.threads, s);
+    mark("bias_add");
+  }
+  kern::rope_append(kv_, qkv_.as<float>(), a.item_desc, a.row_item, T, layer, d, s);
+  mark("rope_append");
+  kern::attention_partial(kv_, qkv_.as<float>(), a.item_desc, a.tile_desc, a.tiles, a.tile_queries, layer, d,
+                          a.attention, s);
+  mark("attention_partial", a.kv_bytes_per_layer);
+  kern::attention_combine(storage_, a.item_desc, a.row_item, T, d, a.attention, att_.get(), s);
+  mark("attention_combine");
+  kern::attention_scores(a.item_desc, a.items, a.attention.key_stride, layer, d, a.attention, a.capture_slots,
+                         tuning_.threads, s);
+  mark("attention_scores");
+}
+
+// The feed-forward block of the normed rows in xb_, into x: SwiGLU (gate|up
+// fused, silu(gate) * up) or the GELU MLP (up + b3, GELU, down + b2).
+void CudaBackend::enqueue_ffn(const kern::DeviceLayerWeights& w, int rows) {
+  const gpu::Stream s = stream_->stream;
+  const bool gelu = cfg_.ffn == FfnKind::Gelu;
+  blas_->gemm(gate_up_.as<float>(), xb_.get(), storage_, w.w13, rows, false);
+  mark(gelu ? "gemm up" : "gemm gate|up", w.w13.bytes());
+  if (gelu) {
+    kern::gelu(storage_, gate_up_.as<float>(), w.b3, hidden_.get(), rows, dims_.hidden, tuning_.threads, s);
+    mark("gelu");
+  } else {
+    kern::swiglu(storage_, gate_up_.as<float>(), hidden_.get(), rows, dims_.hidden, tuning_.threads, s);
+    mark("swiglu");
+  }
+  project_into_residual(hidden_.get(), w.w2, w.b2, rows, "gemm down");
+}
+
 // Everything a step runs on the device after its inputs are up: the layers,
 // the classifier and the choice, and the cut. The same calls are captured
 // into a graph for decode steps.
@@ -251,48 +362,12 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
   const gpu::Stream s = stream_->stream;
   const int T = a.rows, threads = tuning_.threads;
   const kern::ModelDims& d = dims_;
-  // After each operation, while --op-times measures: its name and the fewest bytes it must move.
-  const auto mark = [&](const char* op, int64_t bytes = 0) {
-    if (ops_) ops_->mark(op, bytes);
-  };
   float* x = x_.as<float>();
   embed(a.tokens, x, T);
   mark("embed");
-  for (int l = 0; l < d.layers; ++l) {
-    const kern::DeviceLayerWeights& w = weights_->layers()[size_t(l)];
-    kern::rmsnorm(storage_, x, w.attn_norm, xb_.get(), nullptr, T, d.dim, d.norm_eps, s);
-    mark("rmsnorm");
-    blas_->gemm(qkv_.as<float>(), xb_.get(), storage_, w.wqkv, T, false);
-    mark("gemm q|k|v", w.wqkv.bytes());
-    if (w.bqkv) {
-      kern::bias_add(qkv_.as<float>(), w.bqkv, T, d.qkv_stride, threads, s);
-      mark("bias_add");
-    }
-    kern::rope_append(kv_, qkv_.as<float>(), a.item_desc, a.row_item, T, l, d, s);
-    mark("rope_append");
-    kern::attention_partial(kv_, qkv_.as<float>(), a.item_desc, a.tile_desc, a.tiles, a.tile_queries, l, d,
-                            a.attention, s);
-    mark("attention_partial", a.kv_bytes_per_layer);
-    kern::attention_combine(storage_, a.item_desc, a.row_item, T, d, a.attention, att_.get(), s);
-    mark("attention_combine");
-    kern::attention_scores(a.item_desc, a.items, a.attention.key_stride, l, d, a.attention, a.capture_slots, threads,
-                           s);
-    mark("attention_scores");
-    blas_->gemm(x, att_.get(), storage_, w.wo, T, true);
-    mark("gemm o", w.wo.bytes());
-    kern::rmsnorm(storage_, x, w.ffn_norm, xb_.get(), nullptr, T, d.dim, d.norm_eps, s);
-    mark("rmsnorm");
-    blas_->gemm(gate_up_.as<float>(), xb_.get(), storage_, w.w13, T, false);
-    mark("gemm gate|up", w.w13.bytes());
-    kern::swiglu(storage_, gate_up_.as<float>(), hidden_.get(), T, d.hidden, threads, s);
-    mark("swiglu");
-    blas_->gemm(x, hidden_.get(), storage_, w.w2, T, true);
-    mark("gemm down", w.w2.bytes());
-  }
+  for (int l = 0; l < d.layers; ++l) enqueue_layer(a, l);
   if (a.classified > 0) {
-    kern::rmsnorm(storage_, x, weights_->final_norm(), classify_in_.get(), a.classify, a.classified, d.dim,
-                  d.norm_eps, s);
-    mark("rmsnorm");
+    normalize(x, weights_->final_norm(), weights_->final_norm_bias(), classify_in_.get(), a.classify, a.classified);
     blas_->gemm(logits_.as<float>(), classify_in_.get(), storage_, weights_->classifier(), a.classified, false);
     mark("gemm classifier", weights_->classifier().bytes());
     kern::sample(logits_.as<float>(), a.choose, a.items, d.vocab, sample_scratch_.as<double>(), threads, s);

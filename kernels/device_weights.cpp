@@ -3,9 +3,18 @@
 #include <algorithm>
 #include <map>
 
+#include "core/base/error.h"
 #include "core/model/quant.h"
 
 namespace H2O_KERN_NS {
+namespace {
+
+void require_present(const Tensor& t, const char* what) {
+  if (!t.data || t.numel() <= 0)
+    throw Error(std::string("cuda backend: the model's shape has a ") + what + " but the model holds none");
+}
+
+}  // namespace
 
 DeviceWeights::DeviceWeights(const Model& model, const Precision& precision, gpu::Stream stream)
     : precision_(precision), stream_(stream), model_tied_(model.shared_classifier()) {
@@ -15,14 +24,16 @@ DeviceWeights::DeviceWeights(const Model& model, const Precision& precision, gpu
     DeviceLayerWeights d;
     d.attn_norm = upload_vectors({&l.attn_norm});
     d.wqkv = upload_matrix({&l.wq, &l.wk, &l.wv});
-    if (model.config.attention_bias) d.bqkv = upload_vectors({&l.bq, &l.bk, &l.bv});
     d.wo = upload_matrix({&l.wo});
     d.ffn_norm = upload_vectors({&l.ffn_norm});
-    d.w13 = upload_matrix({&l.w1, &l.w3});
+    // A GELU MLP has no gate: its "gate|up" product is the up projection alone.
+    d.w13 = model.config.ffn == FfnKind::Gelu ? upload_matrix({&l.w3}) : upload_matrix({&l.w1, &l.w3});
     d.w2 = upload_matrix({&l.w2});
+    upload_layer_biases(model, l, d);
     layers_.push_back(d);
   }
   final_norm_ = upload_vectors({&w.final_norm});
+  if (model.config.norm == NormKind::Layer) final_norm_bias_ = upload_required(w.final_norm_bias, "final norm bias");
   if (!model_tied_) classifier_ = upload_matrix({&w.classifier});
   gpu::synchronize(stream_);
   // A pass reads every layer matrix, the norms and biases, and the classifier.
@@ -83,6 +94,28 @@ DeviceMatrix DeviceWeights::upload_matrix(std::initializer_list<const Tensor*> p
     first = end;
   }
   return m;
+}
+
+void DeviceWeights::upload_layer_biases(const Model& model, const LayerWeights& l, DeviceLayerWeights& d) {
+  const ModelConfig& c = model.config;
+  if (c.attention_bias) {
+    for (const Tensor* t : {&l.bq, &l.bk, &l.bv}) require_present(*t, "q/k/v bias");
+    d.bqkv = upload_vectors({&l.bq, &l.bk, &l.bv});
+  }
+  if (c.output_bias) {
+    d.bo = upload_required(l.bo, "attention output bias");
+    d.b3 = upload_required(l.b3, "up projection bias");
+    d.b2 = upload_required(l.b2, "down projection bias");
+  }
+  if (c.norm == NormKind::Layer) {
+    d.attn_norm_bias = upload_required(l.attn_norm_bias, "attention norm bias");
+    d.ffn_norm_bias = upload_required(l.ffn_norm_bias, "feed-forward norm bias");
+  }
+}
+
+const float* DeviceWeights::upload_required(const Tensor& t, const char* what) {
+  require_present(t, what);
+  return upload_vectors({&t});
 }
 
 const float* DeviceWeights::upload_vectors(std::initializer_list<const Tensor*> parts) {

@@ -17,9 +17,12 @@
 namespace H2O_KERN_NS {
 
 struct DeviceLayerWeights {
-  DeviceMatrix wqkv, wo, w13, w2;
+  DeviceMatrix wqkv, wo, w2;
+  DeviceMatrix w13;  // gate|up for SwiGLU; up alone for the GELU MLP (no gate)
   const float *attn_norm = nullptr, *ffn_norm = nullptr;
-  const float* bqkv = nullptr;  // q|k|v biases (Qwen2); null without
+  const float *attn_norm_bias = nullptr, *ffn_norm_bias = nullptr;  // LayerNorm (GPT-NeoX); null for RMSNorm
+  const float* bqkv = nullptr;  // q|k|v biases (Qwen2, GPT-NeoX); null without
+  const float *bo = nullptr, *b3 = nullptr, *b2 = nullptr;  // output, up and down biases (GPT-NeoX); null without
 };
 
 class DeviceWeights {
@@ -31,6 +34,7 @@ class DeviceWeights {
   const DeviceMatrix& classifier() const { return model_tied_ ? embedding_ : classifier_; }
   const std::vector<DeviceLayerWeights>& layers() const { return layers_; }
   const float* final_norm() const { return final_norm_; }
+  const float* final_norm_bias() const { return final_norm_bias_; }  // LayerNorm only; else null
   // What one pass reads and what the weights hold, as allocated (weight_bytes(model, precision) predicts both).
   const WeightBytes& bytes() const { return bytes_; }
   // The slab scratch Blas needs for products of many rows (dequant_scratch_bytes).
@@ -41,6 +45,10 @@ class DeviceWeights {
  private:
   DeviceMatrix upload_matrix(std::initializer_list<const Tensor*> parts);
   const float* upload_vectors(std::initializer_list<const Tensor*> parts);
+  // A vector the model's shape says is there (a bias, a LayerNorm bias): one
+  // that is missing is an error here, not a null read by every pass.
+  const float* upload_required(const Tensor& t, const char* what);
+  void upload_layer_biases(const Model& model, const LayerWeights& l, DeviceLayerWeights& d);
   void* upload_bytes(const std::vector<char>& host);
 
   Precision precision_;
@@ -50,6 +58,7 @@ class DeviceWeights {
   bool model_tied_ = false;
   std::vector<DeviceLayerWeights> layers_;
   const float* final_norm_ = nullptr;
+  const float* final_norm_bias_ = nullptr;
   WeightBytes bytes_;
   size_t scratch_ = 0;
   std::string label_;

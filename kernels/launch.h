@@ -20,6 +20,10 @@ void embed(DType dtype, const int* tokens, const void* table, float* x, int rows
 // sized to the row.
 void rmsnorm(DType dtype, const float* x, const float* weight, void* out, const int* row_map, int rows, int dim,
              float eps, gpu::Stream stream);
+// out[r] = (x[row_map ? row_map[r] : r] - mean) / sqrt(var + eps) * weight + bias, in the storage
+// type: GPT-NeoX's LayerNorm (layernorm.cu); a block sized to the row, as rmsnorm.
+void layernorm(DType dtype, const float* x, const float* weight, const float* bias, void* out, const int* row_map,
+               int rows, int dim, float eps, gpu::Stream stream);
 
 // rows[r][c] += bias[c], f32 rows of `width` (bias_add.cu).
 void bias_add(float* rows, const float* bias, int row_count, int width, int threads, gpu::Stream stream);
@@ -80,6 +84,10 @@ void dequantize_rows(DType type, const void* w, int cols, const int* ids, int fi
 
 // out = silu(gate) * up from the fused [gate | up] projection rows (swiglu.cu).
 void swiglu(DType dtype, const float* gate_up, void* out, int rows, int hidden, int threads, gpu::Stream stream);
+// out = gelu(up + bias) (exact erf GELU) from the up projection's rows of `hidden`; `bias` may be
+// null (gelu.cu).
+void gelu(DType dtype, const float* up, const float* bias, void* out, int rows, int hidden, int threads,
+          gpu::Stream stream);
 
 // Cuts every (layer, KV head) of the items whose `cut` is set, by their rule:
 // top-k by score among the middle slots, stable compaction from the first

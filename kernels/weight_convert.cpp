@@ -79,12 +79,18 @@ WeightBytes weight_bytes(const Model& model, const Precision& precision) {
   for (const LayerWeights& l : w.layers) {
     matrix({&l.wq, &l.wk, &l.wv}, true);
     matrix({&l.wo}, true);
-    matrix({&l.w1, &l.w3}, true);
+    if (model.config.ffn == FfnKind::Gelu)
+      matrix({&l.w3}, true);  // no gate
+    else
+      matrix({&l.w1, &l.w3}, true);
     matrix({&l.w2}, true);
     vectors({&l.attn_norm, &l.ffn_norm});
     if (model.config.attention_bias) vectors({&l.bq, &l.bk, &l.bv});
+    if (model.config.output_bias) vectors({&l.bo, &l.b3, &l.b2});
+    if (model.config.norm == NormKind::Layer) vectors({&l.attn_norm_bias, &l.ffn_norm_bias});
   }
   vectors({&w.final_norm});
+  if (model.config.norm == NormKind::Layer) vectors({&w.final_norm_bias});
   if (!model.shared_classifier()) matrix({&w.classifier}, true);
   return out;
 }
