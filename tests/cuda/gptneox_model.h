@@ -8,14 +8,21 @@
 // parity helpers take).
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "core/model/dtype.h"
 #include "core/model/model.h"
+#include "core/model/type_mix.h"
 
 namespace h2o::test {
 
-inline std::shared_ptr<const Model> tiny_gptneox(bool parallel_residual, uint64_t seed = 7) {
-  auto m = std::make_shared<Model>(*make_synthetic({"stories260K", seed, DType::F32, 0, 0}));
+// `shape` and `types`: a synthetic shape's matrices in a float type or a
+// quantised mix (the added vectors are f32 whatever the mix).
+inline std::shared_ptr<const Model> tiny_gptneox(bool parallel_residual, uint64_t seed = 7,
+                                                 const std::string& shape = "stories260K",
+                                                 const TypeMix& types = DType::F32) {
+  auto m = std::make_shared<Model>(*make_synthetic({shape, seed, types, 0, 0}));
   ModelConfig& c = m->config;
   c.architecture = "gptneox";
   c.norm = NormKind::Layer;
@@ -56,6 +63,26 @@ inline std::shared_ptr<const Model> tiny_gptneox(bool parallel_residual, uint64_
   m->weights.final_norm_bias = vector(dim, 0.0f, 0.1f);
   c.validate("tiny gptneox");
   return m;
+}
+
+// The model with every tensor widened to float32 in buffers it owns (a
+// quantised matrix dequantised exactly): what a float64 reference reads.
+inline std::shared_ptr<const Model> widened_to_f32(const Model& m) {
+  auto out = std::make_shared<Model>(m);
+  auto widen = [&](const Tensor* view) {
+    Tensor& t = const_cast<Tensor&>(*view);  // `view` points into *out
+    if (t.data == nullptr || t.dtype == DType::F32) return;
+    auto wide = std::make_shared<std::vector<float>>(size_t(t.numel()));
+    for (int64_t r = 0; r < t.rows; ++r)
+      convert_to_f32(static_cast<const char*>(t.data) + r * t.row_bytes(), t.dtype, size_t(t.cols),
+                     wide->data() + r * t.cols);
+    t.data = wide->data();
+    t.dtype = DType::F32;
+    out->owned.push_back(wide);
+  };
+  for (const Tensor* t : out->all_tensors()) widen(t);
+  if (m.shared_classifier()) out->weights.classifier = out->weights.token_embedding;
+  return out;
 }
 
 }  // namespace h2o::test

@@ -13,6 +13,7 @@
 #include <span>
 
 #include "core/model/dtype.h"
+#include "core/model/type_mix.h"
 #include "core/policy/kept_set.h"
 #include "core/policy/policy.h"
 #include "core/runtime/sampler.h"
@@ -202,14 +203,17 @@ void expect_same_caches(NeoxReference& ref, const std::vector<LayerState>& state
 // rows; more than 8 take the library GEMM), then one token a step. Every
 // row's logits within `tolerance` (relative) of the float64 pass, every
 // layer's kept positions and scores the reference's. The worst error goes
-// into the test's properties.
+// into the test's properties. `exact`: the model the reference reads, where
+// the device's is quantised (its float32 dequantisation).
 void compare_with_reference(std::shared_ptr<const Model> model, const std::vector<PolicyConfig>& policies,
                             const std::vector<int>& chunks, int decode_steps, const CudaTuning& tuning,
-                            double tolerance = 1e-4) {
-  auto gpu = cuda(model, tuning);
+                            const std::string& precision = "f32", std::shared_ptr<const Model> exact = nullptr) {
+  constexpr double tolerance = 1e-4;  // f32 against float64, as tests/cpu/test_forward_reference.cpp
+  auto gpu = cuda(model, tuning, precision);
+  if (!exact) exact = model;
   std::vector<std::unique_ptr<SessionCache>> caches;
   std::vector<NeoxReference> refs;
-  for (const PolicyConfig& p : policies) caches.push_back(gpu->new_cache(p)), refs.emplace_back(*model, p);
+  for (const PolicyConfig& p : policies) caches.push_back(gpu->new_cache(p)), refs.emplace_back(*exact, p);
   CapturePlan plan;
   for (int l = 0; l < model->config.n_layers; ++l) plan.layer_states.push_back(l);
   std::vector<int> steps = chunks;
@@ -327,6 +331,21 @@ H2O_CUDA_TEST(GptNeox, GreedyDecodeFromGraphs) {
   EXPECT_GT(cuda_backend_stats(*gpu).graph_replays, 30);
 }
 
+// Quantised matrices kept in their blocks on the device (--precision
+// native): the same bound against the float64 pass on their float32
+// dequantisation. A prefill chunk of 10 rows multiplies dequantised slabs,
+// the decode steps matvec_quant; q4_k_m mixes Q4_K and Q6_K in one Q|K|V.
+H2O_CUDA_TEST(GptNeox, NativeQuantisedWeights) {
+  H2O_REQUIRE_CUDA();
+  for (const char* type : {"q8_0", "q4_k_m"}) {
+    SCOPED_TRACE(type);
+    const auto quantised = test::tiny_gptneox(true, 17, "test-256", parse_type_mix(type, "test"));
+    ASSERT_FALSE(is_float(quantised->weight_dtype()));
+    compare_with_reference(quantised, {make("h2o", false)}, {10}, 16, test::test_tuning(), "native",
+                           test::widened_to_f32(*quantised));
+  }
+}
+
 // f16 and bf16 weights: the logits within the bounds of the float64
 // pass on the same weights (the device rounds them and its inputs; the
 // reference does not, so the bound is the rounding's).
@@ -338,6 +357,7 @@ H2O_CUDA_TEST(GptNeox, HalfPrecisionWeights) {
     auto cache = gpu->new_cache(PolicyConfig{});
     NeoxReference ref(*model, PolicyConfig{});
     int token = 1;
+    double worst = 0;
     for (int step = 0; step < 20; ++step) {
       std::vector<float> logits;
       ForwardItem item;
@@ -346,10 +366,12 @@ H2O_CUDA_TEST(GptNeox, HalfPrecisionWeights) {
       item.logits = &logits;
       gpu->forward(std::span<ForwardItem>(&item, 1));
       const std::vector<double> expected = ref.feed(std::span<const int>(&token, 1)).back();
-      EXPECT_LT(relative_error(logits, expected), std::string(precision) == "f16" ? 5e-3 : 3e-2)
-          << precision << " step " << step;
+      const double err = relative_error(logits, expected);
+      worst = std::max(worst, err);
+      EXPECT_LT(err, std::string(precision) == "f16" ? 5e-3 : 3e-2) << precision << " step " << step;
       token = (token * 37 + 11) % model->config.vocab_size;
     }
+    std::printf("    %s: worst relative error of the logits against float64: %.3g\n", precision, worst);
   }
 }
 
