@@ -353,6 +353,59 @@ H2O_CUDA_TEST_P(Kernels, RmsnormSwigluEmbedMatchTheCpu) {
   }
 }
 
+// GPT-NeoX's LayerNorm against double, at a short row (one warp) and a long
+// one (warps meeting in the block reduction), on rows whose mean is large
+// against their spread (where E[x²] - mean² would cancel), with a row map;
+// and the GELU MLP's activation with and without its up bias.
+H2O_CUDA_TEST_P(Kernels, LayernormGeluMatchDouble) {
+  TestStream s;
+  std::mt19937 rng(41);
+  std::normal_distribution<float> normal;
+  for (const int dim : {70, 1100}) {
+    SCOPED_TRACE(dim);
+    const int rows = 3;
+    std::vector<float> x(size_t(rows) * dim), w(static_cast<size_t>(dim)), b(static_cast<size_t>(dim));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = normal(rng) + (i < size_t(dim) ? 40.0f : 0.0f);
+    for (float& e : w) e = normal(rng);
+    for (float& e : b) e = normal(rng);
+    DeviceArray<float> dx(x, s.get()), dw(w, s.get()), db(b, s.get());
+    DeviceArray<float> normed(x.size(), s.get());
+    DeviceArray<uint16_t> half(x.size(), s.get());
+    DeviceArray<int> map(std::vector<int>{2, 0, 1}, s.get());
+    layernorm(DType::F32, dx.get(), dw.get(), db.get(), normed.get(), map.get(), rows, dim, 1e-5f, s.get());
+    layernorm(DType::F16, dx.get(), dw.get(), db.get(), half.get(), nullptr, rows, dim, 1e-5f, s.get());
+    const auto got = normed.read();
+    const auto got_half = half.read();
+    for (int r = 0; r < rows; ++r) {
+      const float* in = x.data() + size_t(r) * dim;
+      double mean = 0, var = 0;
+      for (int i = 0; i < dim; ++i) mean += in[i];
+      mean /= dim;
+      for (int i = 0; i < dim; ++i) var += (in[i] - mean) * (in[i] - mean);
+      const double scale = 1.0 / std::sqrt(var / dim + 1e-5);
+      const int mapped = r == 0 ? 1 : r == 1 ? 2 : 0;  // output row of source row r under the map {2, 0, 1}
+      for (int i = 0; i < dim; ++i) {
+        const double expect = (in[i] - mean) * scale * w[size_t(i)] + b[size_t(i)];
+        ASSERT_NEAR(got[size_t(mapped) * dim + i], expect, 2e-5 * (std::fabs(expect) + 1)) << "row " << r;
+        ASSERT_NEAR(f16_to_f32(got_half[size_t(r) * dim + i]), expect, 1e-3 * (std::fabs(expect) + 1)) << "row " << r;
+      }
+    }
+  }
+  const int rows = 2, hidden = 50;
+  std::vector<float> up(size_t(rows) * hidden), bias(static_cast<size_t>(hidden));
+  for (float& e : up) e = 2 * normal(rng);
+  for (float& e : bias) e = normal(rng);
+  DeviceArray<float> dup(up, s.get()), dbias(bias, s.get()), act(up.size(), s.get()), plain(up.size(), s.get());
+  gelu(DType::F32, dup.get(), dbias.get(), act.get(), rows, hidden, threads(), s.get());
+  gelu(DType::F32, dup.get(), nullptr, plain.get(), rows, hidden, threads(), s.get());
+  const auto got = act.read(), got_plain = plain.read();
+  const auto exact = [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); };
+  for (size_t e = 0; e < up.size(); ++e) {
+    ASSERT_NEAR(got[e], exact(double(up[e]) + bias[e % size_t(hidden)]), 1e-6);
+    ASSERT_NEAR(got_plain[e], exact(up[e]), 1e-6);
+  }
+}
+
 H2O_CUDA_INSTANTIATE(BlockSizes, Kernels, ::testing::Values(32, 128),
                          [](const auto& info) { return "Threads" + std::to_string(info.param); });
 
