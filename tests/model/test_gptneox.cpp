@@ -116,6 +116,22 @@ TEST(GptNeox, GgufRoundTripF32AndQ8_0) {
   fs::remove_all(dir);
 }
 
+// use_parallel_residual false: the sequential form, as GPT-NeoX's config allows.
+TEST(GptNeox, GgufSequentialResidual) {
+  const auto dir = temp_dir("gptneox-sequential");
+  auto sequential = std::make_shared<Model>(*pythia());
+  sequential->config.parallel_residual = false;
+  const std::string path = (dir / "sequential.gguf").string();
+  write_gguf(*sequential, path, TypeMix(DType::F32));
+  const auto loaded = load_gguf(path);
+  EXPECT_FALSE(loaded->config.parallel_residual);
+  const auto tokens = some_tokens(12, sequential->config.vocab_size);
+  const auto logits = all_logits(loaded, tokens);
+  EXPECT_EQ(all_logits(sequential, tokens), logits);
+  EXPECT_NE(all_logits(pythia(), tokens), logits);  // the residual form matters
+  fs::remove_all(dir);
+}
+
 // A valid gptneox file, then edited in place: the bytes of `from` become `to` (same length).
 std::string edited_gguf(const fs::path& dir, const std::string& name, const std::string& from, const std::string& to) {
   const fs::path path = dir / name;
