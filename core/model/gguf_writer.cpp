@@ -138,47 +138,24 @@ void write_part(const Part& p, DType type, int head_dim, int rotated, Put&& put)
   }
 }
 
-}  // namespace
+// The tensors to write, named as llama.cpp names them, each with its type.
+class TensorPlan {
+ public:
+  TensorPlan(const ModelConfig& c, const TypeMix& types)
+      // llama.cpp rotates Qwen2 and GPT-NeoX in NEOX order: their files keep HF's rows.
+      : c_(c), types_(types), halves_(c.architecture == "qwen2" || c.architecture == "gptneox") {}
 
-void write_gguf(const Model& model, const std::string& path, const TypeMix& types) {
-  const ModelConfig& c = model.config;
-  const std::string& arch = c.architecture;
-  // llama.cpp rotates Qwen2 and GPT-NeoX in NEOX order: their files keep HF's rows.
-  const bool halves = arch == "qwen2" || arch == "gptneox";
-  const ModelWeights& w = model.weights;
-
-  // The tensors, named as llama.cpp names them, each with its type.
-  std::vector<Planned> plan;
-  auto add_parts = [&](const std::string& name, std::vector<Part> parts, TensorRole role, int layer) {
+  void add_parts(const std::string& name, std::vector<Part> parts, TensorRole role, int layer) {
     // Norms and biases as llama.cpp writes them: F32.
-    const DType type = role == TensorRole::Vector ? DType::F32 : types.type_for(role, layer, c.n_layers, parts[0].source->cols);
-    plan.push_back({name, std::move(parts), type});
-  };
-  auto add = [&](const std::string& name, const Tensor& t, TensorRole role, int layer, bool rope = false) {
-    add_parts(name, {{&t, rope && halves}}, role, layer);
-  };
-  add("token_embd.weight", w.token_embedding, model.shared_classifier() ? TensorRole::Classifier : TensorRole::Embedding, 0);
-  if (arch == "gptneox") {
-    for (int l = 0; l < c.n_layers; ++l) {
-      const LayerWeights& L = w.layers[size_t(l)];
-      const std::string p = "blk." + std::to_string(l) + ".";
-      add(p + "attn_norm.weight", L.attn_norm, TensorRole::Vector, l);
-      add(p + "attn_norm.bias", L.attn_norm_bias, TensorRole::Vector, l);
-      // Fused as llama.cpp's converter writes it: [Q; K; V], each in RoPE's half-split order.
-      add_parts(p + "attn_qkv.weight", {{&L.wq, true}, {&L.wk, true}, {&L.wv}}, TensorRole::AttnQ, l);
-      add_parts(p + "attn_qkv.bias", {{&L.bq, true}, {&L.bk, true}, {&L.bv}}, TensorRole::Vector, l);
-      add(p + "attn_output.weight", L.wo, TensorRole::AttnOut, l);
-      add(p + "attn_output.bias", L.bo, TensorRole::Vector, l);
-      add(p + "ffn_norm.weight", L.ffn_norm, TensorRole::Vector, l);
-      add(p + "ffn_norm.bias", L.ffn_norm_bias, TensorRole::Vector, l);
-      add(p + "ffn_up.weight", L.w3, TensorRole::FfnUp, l);
-      add(p + "ffn_up.bias", L.b3, TensorRole::Vector, l);
-      add(p + "ffn_down.weight", L.w2, TensorRole::FfnDown, l);
-      add(p + "ffn_down.bias", L.b2, TensorRole::Vector, l);
-    }
+    const DType type =
+        role == TensorRole::Vector ? DType::F32 : types_.type_for(role, layer, c_.n_layers, parts[0].source->cols);
+    tensors.push_back({name, std::move(parts), type});
   }
-  for (int l = 0; l < c.n_layers && arch != "gptneox"; ++l) {
-    const LayerWeights& L = w.layers[size_t(l)];
+  void add(const std::string& name, const Tensor& t, TensorRole role, int layer, bool rope = false) {
+    add_parts(name, {{&t, rope && halves_}}, role, layer);
+  }
+
+  void llama_layer(const LayerWeights& L, int l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     add(p + "attn_norm.weight", L.attn_norm, TensorRole::Vector, l);
     add(p + "attn_q.weight", L.wq, TensorRole::AttnQ, l, true);
@@ -195,14 +172,53 @@ void write_gguf(const Model& model, const std::string& path, const TypeMix& type
     add(p + "ffn_down.weight", L.w2, TensorRole::FfnDown, l);
     add(p + "ffn_up.weight", L.w3, TensorRole::FfnUp, l);
   }
-  add("output_norm.weight", w.final_norm, TensorRole::Vector, 0);
-  if (w.final_norm_bias.data) add("output_norm.bias", w.final_norm_bias, TensorRole::Vector, 0);
-  if (!model.shared_classifier()) add("output.weight", w.classifier, TensorRole::Classifier, 0);
+
+  void neox_layer(const LayerWeights& L, int l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    add(p + "attn_norm.weight", L.attn_norm, TensorRole::Vector, l);
+    add(p + "attn_norm.bias", L.attn_norm_bias, TensorRole::Vector, l);
+    // Fused as llama.cpp's converter writes it: [Q; K; V], each in RoPE's half-split order.
+    add_parts(p + "attn_qkv.weight", {{&L.wq, true}, {&L.wk, true}, {&L.wv}}, TensorRole::AttnQ, l);
+    add_parts(p + "attn_qkv.bias", {{&L.bq, true}, {&L.bk, true}, {&L.bv}}, TensorRole::Vector, l);
+    add(p + "attn_output.weight", L.wo, TensorRole::AttnOut, l);
+    add(p + "attn_output.bias", L.bo, TensorRole::Vector, l);
+    add(p + "ffn_norm.weight", L.ffn_norm, TensorRole::Vector, l);
+    add(p + "ffn_norm.bias", L.ffn_norm_bias, TensorRole::Vector, l);
+    add(p + "ffn_up.weight", L.w3, TensorRole::FfnUp, l);
+    add(p + "ffn_up.bias", L.b3, TensorRole::Vector, l);
+    add(p + "ffn_down.weight", L.w2, TensorRole::FfnDown, l);
+    add(p + "ffn_down.bias", L.b2, TensorRole::Vector, l);
+  }
+
+  std::vector<Planned> tensors;
+
+ private:
+  const ModelConfig& c_;
+  const TypeMix& types_;
+  bool halves_;
+};
+
+}  // namespace
+
+void write_gguf(const Model& model, const std::string& path, const TypeMix& types) {
+  const ModelConfig& c = model.config;
+  const std::string& arch = c.architecture;
+  const ModelWeights& w = model.weights;
+
+  TensorPlan plan(c, types);
+  plan.add("token_embd.weight", w.token_embedding, model.shared_classifier() ? TensorRole::Classifier : TensorRole::Embedding, 0);
+  for (int l = 0; l < c.n_layers; ++l) {
+    if (arch == "gptneox") plan.neox_layer(w.layers[size_t(l)], l);
+    else plan.llama_layer(w.layers[size_t(l)], l);
+  }
+  plan.add("output_norm.weight", w.final_norm, TensorRole::Vector, 0);
+  if (w.final_norm_bias.data) plan.add("output_norm.bias", w.final_norm_bias, TensorRole::Vector, 0);
+  if (!model.shared_classifier()) plan.add("output.weight", w.classifier, TensorRole::Classifier, 0);
   Tensor freqs;  // Llama 3.1's per-pair divisors, as llama.cpp's converter writes them
   const RopeScaling& scaling = c.rope_scaling;
   if (!scaling.freq_factors.empty()) {
     freqs = {scaling.freq_factors.data(), DType::F32, 1, int64_t(scaling.freq_factors.size())};
-    add("rope_freqs.weight", freqs, TensorRole::Vector, 0);
+    plan.add("rope_freqs.weight", freqs, TensorRole::Vector, 0);
   }
   if (scaling.type == "llama3")
     fail(path, "llama3 RoPE scaling has no GGUF key (llama.cpp stores it as rope_freqs factors)");
@@ -229,7 +245,7 @@ void write_gguf(const Model& model, const std::string& path, const TypeMix& type
   // Tensor infos: dims fastest-varying first, data offsets packed at the alignment.
   Header infos;
   uint64_t next = 0;
-  for (Planned& p : plan) {
+  for (Planned& p : plan.tensors) {
     p.offset = next;
     next += (p.bytes() + kAlignment - 1) / kAlignment * kAlignment;
     infos.text(p.name);
@@ -254,14 +270,14 @@ void write_gguf(const Model& model, const std::string& path, const TypeMix& type
   };
   put("GGUF", 4);
   const uint32_t version = 3;
-  const uint64_t tensor_count = plan.size();
+  const uint64_t tensor_count = plan.tensors.size();
   put(&version, 4);
   put(&tensor_count, 8);
   put(&h.kv_count, 8);
   put(h.bytes.data(), h.bytes.size());
   put(infos.bytes.data(), infos.bytes.size());
   pad();
-  for (const Planned& p : plan) {
+  for (const Planned& p : plan.tensors) {
     for (const Part& part : p.parts) write_part(part, p.type, c.head_dim(), c.rotated_dims(), put);
     pad();
   }
