@@ -260,6 +260,21 @@ put("a-file", "a regular file, not a folder\n")
 os.makedirs(os.path.join(d, "empty-folder"))
 PY
 
+# GPT-NeoX files from this project's own writer, then edited in place: a bias
+# renamed away, and rope.dimension_count (4 of a 16-wide head) made 5: half a pair.
+"$cli" convert --model synthetic:pythia-test --type f32 --out "$in/pythia.gguf" </dev/null >/dev/null 2>&1 &&
+  python3 - "$in" <<'PY' || { echo "bad_inputs.sh: could not write the GPT-NeoX files" >&2; exit 1; }
+import os, struct, sys
+d = sys.argv[1]
+data = open(os.path.join(d, "pythia.gguf"), "rb").read()
+def edited(name, old, new):
+    assert data.count(old) == 1 and len(old) == len(new), old
+    open(os.path.join(d, name), "wb").write(data.replace(old, new))
+edited("pythia-no-bias.gguf", b"blk.1.ffn_up.bias", b"blk.1.ffn_up.bixs")
+key = b"gptneox.rope.dimension_count" + struct.pack("<I", 4)
+edited("pythia-odd-rotary.gguf", key + struct.pack("<I", 4), key + struct.pack("<I", 5))
+PY
+
 # ---- running one case ----------------------------------------------------------
 
 KJV=(--model "$A/kjv-1M.bin" --tokenizer "$A/kjv-tok2k.model")
@@ -662,6 +677,9 @@ run_case "GGUF: Q8_0 tensor data cut short" bad M "$in/q8_0-truncated.gguf"
 run_case "GGUF: a Q4_0 tensor retyped Q8_0 (overlaps the next)" bad M "$in/q4_0-retyped-q8_0.gguf"
 run_case "GGUF: two tensors at one offset" bad M "$in/same-offset.gguf"
 run_case "GGUF: a Q4_K tensor retyped Q4_0 (same size)" bad M "$in/q4_k-retyped-q4_0.gguf"
+run_case "control: a GPT-NeoX GGUF from convert, intact" valid - info --model "$in/pythia.gguf"
+run_case "GGUF: a GPT-NeoX file missing a bias (blk.1.ffn_up.bias)" bad M "$in/pythia-no-bias.gguf"
+run_case "GGUF: a GPT-NeoX rotary part of 5 dimensions (half a pair)" bad M "$in/pythia-odd-rotary.gguf"
 # safetensors
 run_case "control: the generator's tiny safetensors, intact" valid - info --model "$in/hf/valid.safetensors"
 run_case "safetensors: header length larger than the file" bad M "$in/hf/header-too-long.safetensors"

@@ -23,8 +23,10 @@ namespace {
 
 struct Layer {
   const float *attn_norm, *ffn_norm;
-  cpu::Matrix wq, wk, wv, wo, w1, w2, w3;
+  cpu::Matrix wq, wk, wv, wo, w1, w2, w3;  // w1 (the gate): SwiGLU only
   const float *bq, *bk, *bv;  // null without attention biases
+  const float *bo, *b2, *b3;  // null without output biases
+  const float *attn_norm_bias, *ffn_norm_bias;  // null for RMSNorm
 };
 
 // One attention capture being filled: the untrimmed rows of each captured
@@ -48,10 +50,13 @@ class CpuBackend final : public Backend {
     embedding_ = weights_.matrix(w.token_embedding, /*projected=*/model_->shared_classifier());
     for (const LayerWeights& l : w.layers)
       layers_.push_back({weights_.vector(l.attn_norm), weights_.vector(l.ffn_norm), weights_.matrix(l.wq),
-                         weights_.matrix(l.wk), weights_.matrix(l.wv), weights_.matrix(l.wo), weights_.matrix(l.w1),
-                         weights_.matrix(l.w2), weights_.matrix(l.w3), weights_.vector(l.bq), weights_.vector(l.bk),
-                         weights_.vector(l.bv)});
+                         weights_.matrix(l.wk), weights_.matrix(l.wv), weights_.matrix(l.wo),
+                         l.w1.data ? weights_.matrix(l.w1) : cpu::Matrix{}, weights_.matrix(l.w2),
+                         weights_.matrix(l.w3), weights_.vector(l.bq), weights_.vector(l.bk), weights_.vector(l.bv),
+                         weights_.vector(l.bo), weights_.vector(l.b2), weights_.vector(l.b3),
+                         weights_.vector(l.attn_norm_bias), weights_.vector(l.ffn_norm_bias)});
     final_norm_ = weights_.vector(w.final_norm);
+    final_norm_bias_ = weights_.vector(w.final_norm_bias);
     classifier_ = model_->shared_classifier() ? embedding_ : weights_.matrix(w.classifier);
   }
 
@@ -93,6 +98,13 @@ class CpuBackend final : public Backend {
   };
   std::vector<LogitRows> classify(std::span<ForwardItem> items, const std::vector<Span>& spans);
   void finish(ForwardItem& item, CpuCache& cache, const Span& span, const LogitRows& rows);
+  // out = the model's norm of T rows of x: RMSNorm, or LayerNorm with `bias`.
+  void norm(float* out, const float* x, const float* weight, const float* bias, int T) const;
+  // The residual after the attention output (in xb_): one block after the
+  // other, or both blocks from the same x (parallel residual).
+  void add_blocks(const Layer& w, int T);
+  // The feed-forward block of T rows, from the normed rows in xb_ to its output in xb_.
+  void feed_forward(const Layer& w, int T);
 
   std::shared_ptr<const Model> model_;
   const ModelConfig& cfg_;
@@ -102,12 +114,14 @@ class CpuBackend final : public Backend {
   cpu::Matrix embedding_;
   std::vector<Layer> layers_;
   const float* final_norm_ = nullptr;
+  const float* final_norm_bias_ = nullptr;  // LayerNorm only
   cpu::Matrix classifier_;
   std::vector<double> rope_freqs_;  // per rotated pair
   std::shared_ptr<KvMemoryAccount> kv_;  // shared with every cache made here
 
   // Activations of the current batch (T rows), the rows being classified and their logits.
   std::vector<float> x_, xb_, q_, k_, v_, att_out_, hb_, hb2_, rows_, logits_;
+  std::vector<float> attn_proj_;  // parallel residual: the attention block's output while the MLP runs
   cpu::ProjectScratch acts_;  // activations as the typed kernels read them
 };
 
@@ -171,10 +185,10 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
   for (int l = 0; l < cfg_.n_layers; ++l) {
     const Layer& w = layers_[size_t(l)];
     // Attention block: norm, Q/K/V projections of every row at once.
-    cpu::rmsnorm(xb_.data(), x_.data(), w.attn_norm, T, dim, cfg_.norm_eps);
+    norm(xb_.data(), x_.data(), w.attn_norm, w.attn_norm_bias, T);
     const cpu::Product qkv[] = {{q_.data(), &w.wq}, {k_.data(), &w.wk}, {v_.data(), &w.wv}};
     cpu::project(qkv, xb_.data(), T, pool_, acts_);
-    if (w.bq) {  // Qwen2's projection biases
+    if (w.bq) {  // Qwen2's and GPT-NeoX's projection biases
       cpu::add_bias(q_.data(), w.bq, T, q_dim);
       cpu::add_bias(k_.data(), w.bk, T, kv_dim);
       cpu::add_bias(v_.data(), w.bv, T, kv_dim);
@@ -195,26 +209,16 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
     if (work >= cpu::kParallelMinWork) pool_.parallel_for(tasks, 1, heads);
     else heads(0, tasks);
 
-    // Output projection and residual.
+    // Output projection, then the feed-forward block and the residuals.
     cpu::project(xb_.data(), att_out_.data(), T, w.wo, pool_, acts_);
-    for (size_t j = 0; j < x_.size(); ++j) x_[j] += xb_[j];
-
-    // Feed-forward block: norm, SwiGLU, down projection and residual.
-    cpu::rmsnorm(xb_.data(), x_.data(), w.ffn_norm, T, dim, cfg_.norm_eps);
-    const cpu::Product gate_up[] = {{hb_.data(), &w.w1}, {hb2_.data(), &w.w3}};
-    cpu::project(gate_up, xb_.data(), T, pool_, acts_);
-    for (size_t j = 0; j < size_t(T) * hidden; ++j) {
-      const float g = hb_[j];
-      hb_[j] = g / (1.0f + std::exp(-g)) * hb2_[j];
-    }
-    cpu::project(xb_.data(), hb_.data(), T, w.w2, pool_, acts_);
-    for (size_t j = 0; j < x_.size(); ++j) x_[j] += xb_[j];
+    if (w.bo) cpu::add_bias(xb_.data(), w.bo, T, dim);
+    add_blocks(w, T);
   }
 
   // Final norm, every item's logits in one pass over the classifier, then
   // each item's bookkeeping and outputs. Forced-mode reference rows are
   // stored by every item first, then scored.
-  cpu::rmsnorm(x_.data(), x_.data(), final_norm_, T, dim, cfg_.norm_eps);
+  norm(x_.data(), x_.data(), final_norm_, final_norm_bias_, T);
   const std::vector<LogitRows> logit_rows = classify(items, spans);
   for (size_t i = 0; i < items.size(); ++i) {
     std::vector<EvictionEvent> merged;
@@ -236,6 +240,47 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
     score_forced_rows(caches[i]->logprobs, compare ? std::span<const double>(reference->logprobs) : std::span<const double>(),
                       cfg_.vocab_size, item.forced->next, *item.scores);
   }
+}
+
+void CpuBackend::norm(float* out, const float* x, const float* weight, const float* bias, int T) const {
+  if (cfg_.norm == NormKind::Layer) cpu::layernorm(out, x, weight, bias, T, cfg_.dim, cfg_.norm_eps);
+  else cpu::rmsnorm(out, x, weight, T, cfg_.dim, cfg_.norm_eps);
+}
+
+void CpuBackend::add_blocks(const Layer& w, int T) {
+  if (!cfg_.parallel_residual) {
+    for (size_t j = 0; j < x_.size(); ++j) x_[j] += xb_[j];
+    norm(xb_.data(), x_.data(), w.ffn_norm, w.ffn_norm_bias, T);
+    feed_forward(w, T);
+    for (size_t j = 0; j < x_.size(); ++j) x_[j] += xb_[j];
+    return;
+  }
+  // x + attn(norm1(x)) + mlp(norm2(x)): the MLP reads the x the attention
+  // block read, so the attention output waits aside (a swap, no copy).
+  attn_proj_.swap(xb_);
+  xb_.resize(x_.size());
+  norm(xb_.data(), x_.data(), w.ffn_norm, w.ffn_norm_bias, T);
+  feed_forward(w, T);
+  // Summed as llama.cpp and Hugging Face do: (mlp + attn) + x.
+  for (size_t j = 0; j < x_.size(); ++j) x_[j] += xb_[j] + attn_proj_[j];
+}
+
+void CpuBackend::feed_forward(const Layer& w, int T) {
+  const size_t n = size_t(T) * cfg_.hidden_dim;
+  if (cfg_.ffn == FfnKind::SwiGlu) {
+    const cpu::Product gate_up[] = {{hb_.data(), &w.w1}, {hb2_.data(), &w.w3}};
+    cpu::project(gate_up, xb_.data(), T, pool_, acts_);
+    for (size_t j = 0; j < n; ++j) {
+      const float g = hb_[j];
+      hb_[j] = g / (1.0f + std::exp(-g)) * hb2_[j];
+    }
+  } else {  // GELU MLP: up + b3, GELU
+    cpu::project(hb_.data(), xb_.data(), T, w.w3, pool_, acts_);
+    if (w.b3) cpu::add_bias(hb_.data(), w.b3, T, cfg_.hidden_dim);
+    cpu::gelu(hb_.data(), n);
+  }
+  cpu::project(xb_.data(), hb_.data(), T, w.w2, pool_, acts_);
+  if (w.b2) cpu::add_bias(xb_.data(), w.b2, T, cfg_.dim);
 }
 
 std::vector<CpuBackend::LogitRows> CpuBackend::classify(std::span<ForwardItem> items, const std::vector<Span>& spans) {

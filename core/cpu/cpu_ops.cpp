@@ -169,6 +169,26 @@ void rmsnorm(float* out, const float* x, const float* weight, int rows, int n, f
   }
 }
 
+void layernorm(float* out, const float* x, const float* weight, const float* bias, int rows, int n, float eps) {
+  for (int t = 0; t < rows; ++t) {
+    const float* xr = x + size_t(t) * n;
+    float* yr = out + size_t(t) * n;
+    // Two passes (mean, then squared deviations): no cancellation when the
+    // mean is large against the spread, as in a residual stream.
+    double sum = 0;
+    for (int i = 0; i < n; ++i) sum += xr[i];
+    const double mean = sum / n;
+    double ss = 0;
+    for (int i = 0; i < n; ++i) ss += (xr[i] - mean) * (xr[i] - mean);
+    const float scale = float(1.0 / std::sqrt(ss / n + eps)), shift = float(mean);
+    for (int i = 0; i < n; ++i) yr[i] = weight[i] * (scale * (xr[i] - shift)) + bias[i];
+  }
+}
+
+void gelu(float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * float(M_SQRT1_2)));
+}
+
 void softmax(float* x, int n) {
   float max = x[0];
   for (int i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;

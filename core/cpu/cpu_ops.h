@@ -28,6 +28,11 @@ void weighted_rows(float* out, const float* weights, const float* rows, int n_ro
 void matmul(float* out, const float* x, const float* w, int rows, int in, int out_features, ThreadPool& pool);
 // out = x / rms(x) * weight, per row of length n.
 void rmsnorm(float* out, const float* x, const float* weight, int rows, int n, float eps);
+// out = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias, per row of
+// length n (GPT-NeoX's LayerNorm; statistics in double, as rmsnorm's).
+void layernorm(float* out, const float* x, const float* weight, const float* bias, int rows, int n, float eps);
+// In place: x = x * Phi(x), the exact (erf) GELU of Hugging Face's "gelu".
+void gelu(float* x, size_t n);
 // In place: softmax over x[0..n).
 void softmax(float* x, int n);
 // Adds bias[0..n) to each of `rows` rows of x.

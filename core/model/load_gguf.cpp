@@ -1,7 +1,8 @@
 // GGUF (llama.cpp's model format), versions 2 and 3, little-endian, for
-// Llama (and Mistral) and Qwen2 models stored as F32, F16, BF16 or any of
-// the quantised types core/model/quant.h knows; weights stay in the file's
-// type, memory-mapped (only Qwen2's Q/K rows are copied, to interleave them).
+// Llama (and Mistral), Qwen2 and GPT-NeoX models stored as F32, F16, BF16 or
+// any of the quantised types core/model/quant.h knows; weights stay in the
+// file's type, memory-mapped (only Qwen2's and GPT-NeoX's Q/K rows are
+// copied, to interleave them).
 //
 // Layout: "GGUF", version u32, tensor_count u64, kv_count u64, then kv_count
 // metadata entries, tensor_count tensor infos, padding to the alignment, and
@@ -120,9 +121,14 @@ class GgufParser {
 
   ModelConfig read_config() const;
   Tensor tensor(const std::string& name, int64_t rows, int64_t cols, bool required = true);
-  // Q/K rows (or bias elements) in the order every backend rotates: a Qwen2
-  // file keeps RoPE's half-split order, so those are copied interleaved.
+  // A float vector (norm weight or bias); GPT-NeoX's are all required.
+  Tensor float_vector(const std::string& name, int64_t n);
+  // Q/K rows (or bias elements) in the order every backend rotates: Qwen2 and
+  // GPT-NeoX files keep RoPE's half-split order, so those are copied interleaved.
   static Tensor rope_rows(Tensor t, int n_heads, Model& model);
+  // The tensors of one Llama / Qwen2 layer, and of one GPT-NeoX layer.
+  void read_llama_layer(const std::string& prefix, int layer, Model& model);
+  void read_neox_layer(const std::string& prefix, int layer, Model& model);
   // `rows`: the model's embedding rows, which the pieces must not outnumber.
   EmbeddedVocab read_vocab(std::optional<int> rows, int bos_id, int eos_id) const;
   std::vector<std::string> string_array(const std::string& key) const;
@@ -364,14 +370,22 @@ std::string GgufParser::get_string(const std::string& key) const {
 
 ModelConfig GgufParser::read_config() const {
   const std::string arch = find("general.architecture") ? get_string("general.architecture") : "";
-  if (arch != "llama" && arch != "qwen2")
-    error(arch.empty() ? "missing general.architecture (expected llama or qwen2)"
-                       : "architecture " + arch + " is not supported (llama or qwen2; Mistral files say llama)");
+  if (arch != "llama" && arch != "qwen2" && arch != "gptneox")
+    error(arch.empty() ? "missing general.architecture (expected llama, qwen2 or gptneox)"
+                       : "architecture " + arch + " is not supported (llama, qwen2 or gptneox; Mistral files say llama)");
   // Every model key is prefixed by the architecture's name.
   const auto key = [&](const char* name) { return arch + "." + name; };
   ModelConfig c;
   c.architecture = arch;
-  c.attention_bias = arch == "qwen2";  // Qwen2 biases q, k and v
+  const bool neox = arch == "gptneox";
+  c.attention_bias = arch == "qwen2" || neox;  // Qwen2 and GPT-NeoX bias q, k and v
+  if (neox) {  // LayerNorm, a GELU MLP, biases on every projection
+    c.norm = NormKind::Layer;
+    c.ffn = FfnKind::Gelu;
+    c.output_bias = true;
+    // llama.cpp requires the key; Hugging Face's default is parallel.
+    c.parallel_residual = get_bool(key("use_parallel_residual"), true);
+  }
   c.dim = get_int(key("embedding_length"), std::nullopt);
   c.hidden_dim = get_int(key("feed_forward_length"), std::nullopt);
   c.n_layers = get_int(key("block_count"), std::nullopt);
@@ -379,7 +393,7 @@ ModelConfig GgufParser::read_config() const {
   c.n_kv_heads = get_int(key("attention.head_count_kv"), c.n_heads);
   c.max_seq_len = get_int(key("context_length"), std::nullopt);
   c.rope_theta = get_float(key("rope.freq_base"), 10000.0f);
-  c.norm_eps = get_float(key("attention.layer_norm_rms_epsilon"), 1e-5f);
+  c.norm_eps = get_float(key(neox ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"), 1e-5f);
   c.bos_id = get_int("tokenizer.ggml.bos_token_id", 1);
   c.eos_id = get_int("tokenizer.ggml.eos_token_id", 2);
   if (find(key("rope.scaling.type"))) {
@@ -401,8 +415,12 @@ ModelConfig GgufParser::read_config() const {
   if (find(key("vocab_size")) && get_int(key("vocab_size"), 0) != c.vocab_size)
     error(key("vocab_size") + " " + std::to_string(get_int(key("vocab_size"), 0)) +
           " disagrees with token_embd.weight rows " + std::to_string(c.vocab_size));
+  // GPT-NeoX rotates only the first rope.dimension_count of each head
+  // (validate refuses a count that is not whole pairs within the head).
+  if (neox && find(key("rope.dimension_count"))) c.rotary_dims = get_int(key("rope.dimension_count"), 0);
+  if (c.rotary_dims == c.head_dim()) c.rotary_dims = 0;
   c.validate(file_.path());
-  if (find(key("rope.dimension_count")) && get_int(key("rope.dimension_count"), 0) != c.head_dim())
+  if (!neox && find(key("rope.dimension_count")) && get_int(key("rope.dimension_count"), 0) != c.head_dim())
     error(key("rope.dimension_count") + " " + std::to_string(get_int(key("rope.dimension_count"), 0)) +
           " differs from the head dimension " + std::to_string(c.head_dim()) + " (partial RoPE is not supported)");
   // Each layer has at least 9 tensors: a block count the file cannot hold is
@@ -454,11 +472,18 @@ Tensor GgufParser::tensor(const std::string& name, int64_t rows, int64_t cols, b
   return t;
 }
 
+Tensor GgufParser::float_vector(const std::string& name, int64_t n) {
+  const Tensor t = tensor(name, 1, n);
+  if (!is_float(t.dtype)) error("tensor " + name + " is quantised (" + quant_type_name(t.dtype) + "); vectors must be floats");
+  return t;
+}
+
 Tensor GgufParser::rope_rows(Tensor t, int n_heads, Model& model) {
-  if (model.config.architecture != "qwen2") return t;
+  const ModelConfig& c = model.config;
+  if (c.architecture != "qwen2" && c.architecture != "gptneox") return t;
   const bool vector = t.rows == 1;  // a bias: each element is a "row" (biases are checked to be floats)
   const size_t unit = vector ? size_t(dtype_size(t.dtype)) : size_t(t.row_bytes());
-  auto copy = interleave_rope_rows(static_cast<const uint8_t*>(t.data), unit, n_heads, model.config.head_dim());
+  auto copy = interleave_rope_rows(static_cast<const uint8_t*>(t.data), unit, n_heads, c.head_dim(), c.rotary_dims);
   t.data = copy->data();
   model.owned.push_back(std::move(copy));
   return t;
@@ -515,6 +540,11 @@ EmbeddedVocab GgufParser::read_vocab(std::optional<int> rows, int bos_id, int eo
   // Byte-level BPE: merges and pre-tokenizer; tokenizer_from_vocab says what is missing.
   if (find("tokenizer.ggml.merges")) vocab.merges = string_array("tokenizer.ggml.merges");
   if (find("tokenizer.ggml.pre")) vocab.pre = get_string("tokenizer.ggml.pre");
+  // GPT-NeoX vocabularies written before the key existed (llama.cpp's own
+  // ggml-vocab-gpt-neox.gguf) have none; llama.cpp's converter calls them "mpt".
+  if (vocab.pre.empty() && vocab.model == "gpt2" && find("general.architecture") &&
+      get_string("general.architecture") == "gptneox")
+    vocab.pre = "mpt";
   vocab.eot_id = get_int("tokenizer.ggml.eot_token_id", -1);
   vocab.pad_id = get_int("tokenizer.ggml.padding_token_id", -1);
   if (find("tokenizer.ggml.add_bos_token")) vocab.add_bos = get_bool("tokenizer.ggml.add_bos_token", true);
@@ -545,6 +575,69 @@ GgufVocab GgufParser::parse_vocab() {
   return out;
 }
 
+void GgufParser::read_llama_layer(const std::string& p, int l, Model& model) {
+  const ModelConfig& c = model.config;
+  const int64_t d = c.dim, hid = c.hidden_dim, q = int64_t(c.n_heads) * c.head_dim(), kv = c.kv_dim();
+  LayerWeights& lw = model.weights.layers[size_t(l)];
+  lw.attn_norm = tensor(p + "attn_norm.weight", 1, d);
+  // llama.cpp's converter permuted Llama's Q/K rows to interleaved pairs;
+  // Qwen2's stay in the half-split (NEOX) order, and are interleaved here.
+  lw.wq = rope_rows(tensor(p + "attn_q.weight", q, d), c.n_heads, model);
+  lw.wk = rope_rows(tensor(p + "attn_k.weight", kv, d), c.n_kv_heads, model);
+  lw.wv = tensor(p + "attn_v.weight", kv, d);
+  if (c.attention_bias) {
+    lw.bq = tensor(p + "attn_q.bias", 1, q);
+    lw.bk = tensor(p + "attn_k.bias", 1, kv);
+    lw.bv = tensor(p + "attn_v.bias", 1, kv);
+    for (const Tensor* b : {&lw.bq, &lw.bk, &lw.bv})
+      if (!is_float(b->dtype)) error("layer " + std::to_string(l) + " has a quantised attention bias");
+    lw.bq = rope_rows(lw.bq, c.n_heads, model);
+    lw.bk = rope_rows(lw.bk, c.n_kv_heads, model);
+  }
+  lw.wo = tensor(p + "attn_output.weight", d, q);
+  lw.ffn_norm = tensor(p + "ffn_norm.weight", 1, d);
+  lw.w1 = tensor(p + "ffn_gate.weight", hid, d);
+  lw.w2 = tensor(p + "ffn_down.weight", d, hid);
+  lw.w3 = tensor(p + "ffn_up.weight", hid, d);
+}
+
+// Rows [first, first + rows) of a matrix, or elements of a vector: a view
+// (quantised rows are whole blocks, so any row starts a block).
+Tensor slice(const Tensor& t, int64_t first, int64_t count) {
+  Tensor s = t;
+  const bool vector = t.rows == 1;
+  s.data = static_cast<const uint8_t*>(t.data) + first * (vector ? int64_t(dtype_size(t.dtype)) : t.row_bytes());
+  (vector ? s.cols : s.rows) = count;
+  return s;
+}
+
+// GPT-NeoX as llama.cpp's converter writes it: q, k and v fused into
+// attn_qkv, rows [Q of every head; K; V] (the converter undid Hugging Face's
+// per-head interleave), each head in RoPE's half-split order.
+void GgufParser::read_neox_layer(const std::string& p, int l, Model& model) {
+  const ModelConfig& c = model.config;
+  const int64_t d = c.dim, hid = c.hidden_dim, q = int64_t(c.n_heads) * c.head_dim(), kv = c.kv_dim();
+  LayerWeights& lw = model.weights.layers[size_t(l)];
+  lw.attn_norm = float_vector(p + "attn_norm.weight", d);
+  lw.attn_norm_bias = float_vector(p + "attn_norm.bias", d);
+  const Tensor qkv = tensor(p + "attn_qkv.weight", q + 2 * kv, d);
+  const Tensor qkv_bias = float_vector(p + "attn_qkv.bias", q + 2 * kv);
+  lw.wq = rope_rows(slice(qkv, 0, q), c.n_heads, model);
+  lw.wk = rope_rows(slice(qkv, q, kv), c.n_kv_heads, model);
+  lw.wv = slice(qkv, q + kv, kv);
+  lw.bq = rope_rows(slice(qkv_bias, 0, q), c.n_heads, model);
+  lw.bk = rope_rows(slice(qkv_bias, q, kv), c.n_kv_heads, model);
+  lw.bv = slice(qkv_bias, q + kv, kv);
+  lw.wo = tensor(p + "attn_output.weight", d, q);
+  lw.bo = float_vector(p + "attn_output.bias", d);
+  lw.ffn_norm = float_vector(p + "ffn_norm.weight", d);
+  lw.ffn_norm_bias = float_vector(p + "ffn_norm.bias", d);
+  lw.w3 = tensor(p + "ffn_up.weight", hid, d);
+  lw.b3 = float_vector(p + "ffn_up.bias", hid);
+  lw.w2 = tensor(p + "ffn_down.weight", d, hid);
+  lw.b2 = float_vector(p + "ffn_down.bias", d);
+}
+
 std::shared_ptr<const Model> GgufParser::parse(std::shared_ptr<const MappedFile> keep_alive) {
   read_preamble();
   read_metadata();
@@ -558,36 +651,18 @@ std::shared_ptr<const Model> GgufParser::parse(std::shared_ptr<const MappedFile>
   model->path = file_.path();
   model->format = "gguf";
   const ModelConfig& c = model->config;
-  const int64_t d = c.dim, hid = c.hidden_dim, q = int64_t(c.n_heads) * c.head_dim(), kv = c.kv_dim();
+  const int64_t d = c.dim;
 
   ModelWeights& w = model->weights;
   w.token_embedding = tensor("token_embd.weight", c.vocab_size, d);
   w.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    LayerWeights& lw = w.layers[l];
-    lw.attn_norm = tensor(p + "attn_norm.weight", 1, d);
-    // llama.cpp's converter permuted Llama's Q/K rows to interleaved pairs;
-    // Qwen2's stay in the half-split (NEOX) order, and are interleaved here.
-    lw.wq = rope_rows(tensor(p + "attn_q.weight", q, d), c.n_heads, *model);
-    lw.wk = rope_rows(tensor(p + "attn_k.weight", kv, d), c.n_kv_heads, *model);
-    lw.wv = tensor(p + "attn_v.weight", kv, d);
-    if (c.attention_bias) {
-      lw.bq = tensor(p + "attn_q.bias", 1, q);
-      lw.bk = tensor(p + "attn_k.bias", 1, kv);
-      lw.bv = tensor(p + "attn_v.bias", 1, kv);
-      for (const Tensor* b : {&lw.bq, &lw.bk, &lw.bv})
-        if (!is_float(b->dtype)) error("layer " + std::to_string(l) + " has a quantised attention bias");
-      lw.bq = rope_rows(lw.bq, c.n_heads, *model);
-      lw.bk = rope_rows(lw.bk, c.n_kv_heads, *model);
-    }
-    lw.wo = tensor(p + "attn_output.weight", d, q);
-    lw.ffn_norm = tensor(p + "ffn_norm.weight", 1, d);
-    lw.w1 = tensor(p + "ffn_gate.weight", hid, d);
-    lw.w2 = tensor(p + "ffn_down.weight", d, hid);
-    lw.w3 = tensor(p + "ffn_up.weight", hid, d);
+    if (c.architecture == "gptneox") read_neox_layer(p, l, *model);
+    else read_llama_layer(p, l, *model);
   }
   w.final_norm = tensor("output_norm.weight", 1, d);
+  if (c.norm == NormKind::Layer) w.final_norm_bias = float_vector("output_norm.bias", d);
   // Llama 3.1's RoPE scaling, as the converter stores it: one divisor per rotated pair.
   if (tensors_.count("rope_freqs.weight")) {
     const Tensor f = tensor("rope_freqs.weight", 1, c.head_dim() / 2);

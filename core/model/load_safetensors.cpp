@@ -1,5 +1,6 @@
-// Hugging Face Llama checkpoints: config.json plus weights in one
-// model.safetensors or in shards listed by model.safetensors.index.json.
+// Hugging Face Llama, Mistral, Qwen2 and GPT-NeoX (Pythia) checkpoints:
+// config.json plus weights in one model.safetensors or in shards listed by
+// model.safetensors.index.json.
 //
 // A safetensors file is a u64 little-endian header length N, N bytes of JSON
 // describing each tensor (dtype, shape, [begin, end) relative to the data),
@@ -169,14 +170,55 @@ RopeScaling read_rope_scaling(const json& j, const std::string& file) {
   return s;
 }
 
+// GPT-NeoX's config.json: LayerNorm, a GELU MLP, biases everywhere, RoPE on
+// the first rotary_pct of each head, parallel residual unless it says not.
+HfConfig read_neox_config(const ConfigReader& r, const std::string& file) {
+  if (auto act = r.string("hidden_act"); act && *act != "gelu")
+    fail(file, "hidden_act " + *act + " is not supported (GPT-NeoX models here use gelu)");
+  if (!r.boolean("attention_bias", true)) fail(file, "attention_bias false is not supported for gpt_neox (its projections are biased)");
+  HfConfig out;
+  ModelConfig& c = out.config;
+  c.architecture = "gptneox";
+  c.norm = NormKind::Layer;
+  c.ffn = FfnKind::Gelu;
+  c.attention_bias = c.output_bias = true;
+  c.parallel_residual = r.boolean("use_parallel_residual", true);
+  c.dim = r.integer("hidden_size", std::nullopt);
+  c.hidden_dim = r.integer("intermediate_size", std::nullopt);
+  c.n_layers = r.integer("num_hidden_layers", std::nullopt);
+  c.n_heads = r.integer("num_attention_heads", std::nullopt);
+  c.n_kv_heads = c.n_heads;
+  c.vocab_size = r.integer("vocab_size", std::nullopt);
+  c.max_seq_len = r.integer("max_position_embeddings", std::nullopt);
+  // Older configs say rotary_emb_base, newer ones rope_theta.
+  c.rope_theta = r.number("rope_theta", r.number("rotary_emb_base", 10000.0f));
+  c.norm_eps = r.number("layer_norm_eps", 1e-5f);
+  c.bos_id = r.token_id("bos_token_id", 0);
+  c.eos_id = r.token_id("eos_token_id", 0);
+  if (r.present("rope_scaling")) fail(file, "rope_scaling on a gpt_neox model is not supported");
+  out.tie_embeddings = r.boolean("tie_word_embeddings", false);
+  // As llama.cpp's converter and Hugging Face compute it: int(rotary_pct * head_dim).
+  const float pct = r.number("rotary_pct", 0.25f);
+  if (!(pct > 0 && pct <= 1)) fail(file, "rotary_pct " + std::to_string(pct) + " is not in (0, 1]");
+  if (c.n_heads > 0 && c.dim % c.n_heads == 0) {
+    c.rotary_dims = int(pct * float(c.dim / c.n_heads));
+    if (c.rotary_dims == c.dim / c.n_heads) c.rotary_dims = 0;
+  }
+  c.validate(file);
+  return out;
+}
+
 HfConfig read_config(const std::string& file) {
   const json j = read_json_file(file);
   if (!j.is_object()) fail(file, "config.json should hold a JSON object");
   const ConfigReader r(j, file);
   // Refuse variants whose forward pass differs from these rather than run them wrong.
-  const std::string type = r.string("model_type").value_or("llama");
+  auto arch = j.find("architectures");
+  const bool neox_class = arch != j.end() && arch->is_array() && !arch->empty() && arch->front() == "GPTNeoXForCausalLM";
+  const std::string type = r.string("model_type").value_or(neox_class ? "gpt_neox" : "llama");
+  if (type == "gpt_neox") return read_neox_config(r, file);
   if (type != "llama" && type != "mistral" && type != "qwen2")
-    fail(file, "model_type " + type + " is not supported (llama, mistral or qwen2)");
+    fail(file, "model_type " + type + " is not supported (llama, mistral, qwen2 or gpt_neox)");
   if (auto act = r.string("hidden_act"); act && *act != "silu")
     fail(file, "hidden_act " + *act + " is not supported (these models use silu)");
   // Llama's attention_bias also biases o_proj, which the forward pass has no place for.
@@ -341,6 +383,31 @@ class Assembler {
     return t;
   }
 
+  // GPT-NeoX's fused query_key_value weight (cols > 0) or bias (cols 0):
+  // rows per head [q, k, v] x head_dim, each head's q and k in the half-split
+  // RoPE order over the first `rotated`. Copied into q, k and v, q and k
+  // interleaved, into parts[0..3).
+  void split_qkv(const std::string& name, int n_heads, int head_dim, int rotated, int64_t cols, Tensor* parts) {
+    const int64_t rows = 3 * int64_t(n_heads) * head_dim;
+    auto [shard, entry] = find(name, cols > 0 ? std::vector<int64_t>{rows, cols} : std::vector<int64_t>{rows});
+    const size_t row_bytes = size_t(std::max<int64_t>(cols, 1)) * dtype_size(entry.dtype);
+    const uint8_t* src = shard.file->data() + shard.data_start + entry.begin;
+    for (int part = 0; part < 3; ++part) {
+      std::vector<uint8_t> gathered(size_t(n_heads) * head_dim * row_bytes);
+      for (int h = 0; h < n_heads; ++h)
+        std::memcpy(&gathered[size_t(h) * head_dim * row_bytes], src + (size_t(h) * 3 + part) * head_dim * row_bytes,
+                    size_t(head_dim) * row_bytes);
+      auto buf = part < 2 ? interleave_rope_rows(gathered.data(), row_bytes, n_heads, head_dim, rotated)
+                          : std::make_shared<std::vector<uint8_t>>(std::move(gathered));
+      model_.owned.push_back(buf);
+      Tensor& t = parts[part];
+      t.dtype = entry.dtype;
+      t.rows = cols > 0 ? int64_t(n_heads) * head_dim : 1;
+      t.cols = cols > 0 ? cols : int64_t(n_heads) * head_dim;
+      t.data = buf->data();
+    }
+  }
+
   // q_proj / k_proj and their biases (cols 0: a vector), in Hugging Face's
   // half-split RoPE order: copied with each head's rows interleaved.
   Tensor unpermuted(const std::string& name, int n_heads, int head_dim, int64_t cols) {
@@ -401,6 +468,38 @@ class Assembler {
   std::map<std::string, std::shared_ptr<Shard>> where_;   // tensor name -> its shard
 };
 
+// GPT-NeoX's tensors (gpt_neox.*, embed_out).
+void assemble_neox(Assembler& a, Model& model, bool tied) {
+  const ModelConfig& c = model.config;
+  const int64_t d = c.dim, hid = c.hidden_dim;
+  ModelWeights& w = model.weights;
+  w.token_embedding = a.view("gpt_neox.embed_in.weight", {c.vocab_size, d});
+  w.layers.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "gpt_neox.layers." + std::to_string(l) + ".";
+    LayerWeights& lw = w.layers[size_t(l)];
+    lw.attn_norm = a.view(p + "input_layernorm.weight", {d});
+    lw.attn_norm_bias = a.view(p + "input_layernorm.bias", {d});
+    Tensor matrices[3], biases[3];
+    a.split_qkv(p + "attention.query_key_value.weight", c.n_heads, c.head_dim(), c.rotary_dims, d, matrices);
+    a.split_qkv(p + "attention.query_key_value.bias", c.n_heads, c.head_dim(), c.rotary_dims, 0, biases);
+    lw.wq = matrices[0], lw.wk = matrices[1], lw.wv = matrices[2];
+    lw.bq = biases[0], lw.bk = biases[1], lw.bv = biases[2];
+    lw.wo = a.view(p + "attention.dense.weight", {d, d});
+    lw.bo = a.view(p + "attention.dense.bias", {d});
+    lw.ffn_norm = a.view(p + "post_attention_layernorm.weight", {d});
+    lw.ffn_norm_bias = a.view(p + "post_attention_layernorm.bias", {d});
+    lw.w3 = a.view(p + "mlp.dense_h_to_4h.weight", {hid, d});
+    lw.b3 = a.view(p + "mlp.dense_h_to_4h.bias", {hid});
+    lw.w2 = a.view(p + "mlp.dense_4h_to_h.weight", {d, hid});
+    lw.b2 = a.view(p + "mlp.dense_4h_to_h.bias", {d});
+  }
+  w.final_norm = a.view("gpt_neox.final_layer_norm.weight", {d});
+  w.final_norm_bias = a.view("gpt_neox.final_layer_norm.bias", {d});
+  const bool shared = tied || !a.has("embed_out.weight");
+  w.classifier = shared ? w.token_embedding : a.view("embed_out.weight", {c.vocab_size, d});
+}
+
 }  // namespace
 
 std::shared_ptr<const Model> load_safetensors(const std::string& path) {
@@ -421,6 +520,10 @@ std::shared_ptr<const Model> load_safetensors(const std::string& path) {
     fail(paths.config, "num_hidden_layers " + std::to_string(c.n_layers) + " needs more tensors than the weights' " +
                            std::to_string(a.tensor_count()));
 
+  if (c.architecture == "gptneox") {
+    assemble_neox(a, *model, hf.tie_embeddings);
+    return model;
+  }
   ModelWeights& w = model->weights;
   w.token_embedding = a.view("model.embed_tokens.weight", {c.vocab_size, d});
   w.layers.resize(c.n_layers);

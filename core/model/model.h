@@ -184,7 +184,8 @@ std::shared_ptr<const Model> load_safetensors(const std::string& path);
 
 // Random weights at a named real shape, fixed seed. Names: stories260K,
 // stories15M, stories42M, stories110M, tinyllama-1.1b, llama2-7b, qwen2-260K,
-// qwen2-0.5b (Qwen2's biases and RoPE base); an optional
+// qwen2-0.5b (Qwen2's biases and RoPE base), pythia-test, pythia-70m,
+// pythia-410m, pythia-1.4b, pythia-2.8b (GPT-NeoX); an optional
 // vocabulary override (e.g. 32000 to pair with tokenizer.model).
 struct SyntheticSpec {
   std::string shape = "stories15M";

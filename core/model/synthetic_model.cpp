@@ -1,4 +1,4 @@
-// Random-weight models at the shapes of real Llama checkpoints, for
+// Random-weight models at the shapes of real Llama, Qwen2 and Pythia checkpoints, for
 // benchmarks and tests where no weights file is at hand (or the real one is
 // far too large to ship). The weights are a pure function of (shape, seed,
 // dtype, vocab, context): chunks of each tensor are generated from their own
@@ -30,6 +30,9 @@ struct Shape {
   const char* architecture = "llama";
   float rope_theta = 10000.0f;
   bool attention_bias = false;
+  // GPT-NeoX (Pythia): LayerNorm, GELU MLP, biases everywhere, parallel
+  // residual, RoPE on the first rotary_dims of each head (0: all of them).
+  int rotary_dims = 0;
 };
 
 constexpr Shape kShapes[] = {
@@ -44,6 +47,13 @@ constexpr Shape kShapes[] = {
     // Qwen2's forward pass (q/k/v biases, theta 1e6) at a test size, and at Qwen2-0.5B's real shape.
     {"qwen2-260K", 64, 172, 3, 8, 2, 512, 512, 1e-6f, true, "qwen2", 1e6f, true},
     {"qwen2-0.5b", 896, 4864, 24, 14, 2, 151936, 32768, 1e-6f, true, "qwen2", 1e6f, true},
+    // GPT-NeoX at a test size (rotary: 2 of 8 pairs, Pythia's 25 %; rows of
+    // 32 for Q8_0), and at Pythia's real shapes; Pythia's classifier is untied.
+    {"pythia-test", 64, 256, 3, 4, 4, 512, 512, 1e-5f, false, "gptneox", 10000.0f, true, 4},
+    {"pythia-70m", 512, 2048, 6, 8, 8, 50304, 2048, 1e-5f, false, "gptneox", 10000.0f, true, 16},
+    {"pythia-410m", 1024, 4096, 24, 16, 16, 50304, 2048, 1e-5f, false, "gptneox", 10000.0f, true, 16},
+    {"pythia-1.4b", 2048, 8192, 24, 16, 16, 50304, 2048, 1e-5f, false, "gptneox", 10000.0f, true, 32},
+    {"pythia-2.8b", 2560, 10240, 32, 32, 32, 50304, 2048, 1e-5f, false, "gptneox", 10000.0f, true, 20},
 };
 
 const Shape* find_shape(const std::string& name) {
@@ -164,6 +174,14 @@ ModelConfig synthetic_shape(const std::string& name) {
   c.attention_bias = s.attention_bias;
   c.bos_id = 1;
   c.eos_id = 2;
+  if (c.architecture == "gptneox") {
+    c.norm = NormKind::Layer;
+    c.ffn = FfnKind::Gelu;
+    c.output_bias = true;
+    c.parallel_residual = true;
+    c.rotary_dims = s.rotary_dims;
+    c.bos_id = c.eos_id = 0;  // GPT-NeoX's tokenizer: <|endoftext|> is id 0 and both
+  }
   return c;
 }
 
@@ -241,6 +259,9 @@ std::shared_ptr<const Model> build_synthetic(const SyntheticSpec& spec, bool wei
   };
   auto norm = [&](Tensor& t) { add(t, TensorRole::Vector, layer, 1, d, 1.0f, 0.1f); };
   auto bias = [&](Tensor& t, int64_t n) { add(t, TensorRole::Vector, layer, 1, n, 0.0f, 0.5f); };
+  // LayerNorm shifts and output biases: small, so they matter without swamping the signal.
+  auto small_bias = [&](Tensor& t, int64_t n) { add(t, TensorRole::Vector, layer, 1, n, 0.0f, 0.1f); };
+  const bool layer_norm = c.norm == NormKind::Layer;
 
   // A tied embedding doubles as the classifier, so it gets the classifier's
   // scale (unit-variance logits); an untied one gets O(1) entries.
@@ -250,17 +271,22 @@ std::shared_ptr<const Model> build_synthetic(const SyntheticSpec& spec, bool wei
   for (layer = 0; layer < c.n_layers; ++layer) {
     LayerWeights& l = w.layers[size_t(layer)];
     norm(l.attn_norm);
+    if (layer_norm) small_bias(l.attn_norm_bias, d);
     matrix(l.wq, TensorRole::AttnQ, q, d);
     matrix(l.wk, TensorRole::AttnK, kv, d);
     matrix(l.wv, TensorRole::AttnV, kv, d);
     if (c.attention_bias) bias(l.bq, q), bias(l.bk, kv), bias(l.bv, kv);
     matrix(l.wo, TensorRole::AttnOut, d, q);
+    if (c.output_bias) small_bias(l.bo, d);
     norm(l.ffn_norm);
-    matrix(l.w1, TensorRole::FfnGate, hid, d);
+    if (layer_norm) small_bias(l.ffn_norm_bias, d);
+    if (c.ffn == FfnKind::SwiGlu) matrix(l.w1, TensorRole::FfnGate, hid, d);
     matrix(l.w2, TensorRole::FfnDown, d, hid);
     matrix(l.w3, TensorRole::FfnUp, hid, d);
+    if (c.output_bias) small_bias(l.b2, d), small_bias(l.b3, hid);
   }
   norm(w.final_norm);
+  if (layer_norm) small_bias(w.final_norm_bias, d);
   if (!shape.shared_classifier) matrix(w.classifier, TensorRole::Classifier, c.vocab_size, d);
 
   if (!weights) {  // a distinct byte per tensor, so that a tied classifier still shows as tied

@@ -28,6 +28,8 @@ const std::map<std::string, PreTokenizer>& known_pretokenizers() {
       {"llama-bpe", {&kLlama3Pattern, true}}, {"llama3", {&kLlama3Pattern, true}},
       {"llama-v3", {&kLlama3Pattern, true}},  {"qwen2", {&kQwen2Pattern, false}},
       {"gpt-2", {&kGpt2Pattern, false}},
+      // GPT-NeoX's and OLMo's names for the same split (llama.cpp treats them as gpt-2).
+      {"mpt", {&kGpt2Pattern, false}},    {"olmo", {&kGpt2Pattern, false}},
   };
   return known;
 }

@@ -33,6 +33,9 @@ std::string id_placeholder(int id) {
 
 bool is_special(int type) { return type == kPieceControl || type == kPieceUserDefined; }
 
+// Bytes no valid UTF-8 text holds: overlong lead bytes and leads past U+10FFFF.
+bool never_in_utf8(uint8_t b) { return b == 0xC0 || b == 0xC1 || b >= 0xF5; }
+
 class BpeTokenizer final : public Tokenizer {
  public:
   BpeTokenizer(const BpeVocab& vocab, const std::string& source);
@@ -85,6 +88,16 @@ class BpeTokenizer final : public Tokenizer {
   }
 
   void encode_word(std::string_view word, std::vector<int>& ids) const;
+  // The piece of one byte; throws for a byte the vocabulary has none for.
+  int byte_id(uint8_t b) const {
+    if (byte_ids_[b] < 0) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", b);
+      fail(source_, std::string("the text holds byte ") + hex +
+                        ", which valid UTF-8 never does and this vocabulary has no piece for");
+    }
+    return byte_ids_[b];
+  }
 
   std::string_view text_of(int id) const {
     const size_t from = text_offsets_[size_t(id)], to = text_offsets_[size_t(id) + 1];
@@ -167,10 +180,12 @@ BpeTokenizer::BpeTokenizer(const BpeVocab& vocab, const std::string& source)
         break;
       }
 
-  // Every byte needs a piece, or some text could not be encoded at all.
+  // Every byte needs a piece, or some text could not be encoded at all; but
+  // the bytes valid UTF-8 never holds may lack one (GPT-NeoX's vocabulary
+  // has none): text holding them is refused when it is encoded.
   for (int b = 0; b < 256; ++b) {
     const int id = piece_ids_.find(byte_to_utf8(static_cast<uint8_t>(b)));
-    if (id < 0) {
+    if (id < 0 && !never_in_utf8(static_cast<uint8_t>(b))) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02X", b);
       fail(source, std::string("its vocabulary has no piece for byte ") + hex + " (" +
@@ -252,13 +267,13 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int>& ids) con
   }
   const int n = static_cast<int>(word.size());
   if (n == 1) {
-    ids.push_back(byte_ids_[static_cast<uint8_t>(word[0])]);
+    ids.push_back(byte_id(static_cast<uint8_t>(word[0])));
     return;
   }
   // One symbol per byte, linked left to right; a merged-away symbol has id -1.
   std::vector<int> id(static_cast<size_t>(n)), prev(static_cast<size_t>(n)), next(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
-    id[i] = byte_ids_[static_cast<uint8_t>(word[static_cast<size_t>(i)])];
+    id[i] = byte_id(static_cast<uint8_t>(word[static_cast<size_t>(i)]));
     prev[i] = i - 1;
     next[i] = i + 1 < n ? i + 1 : -1;
   }

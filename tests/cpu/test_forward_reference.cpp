@@ -31,7 +31,7 @@ class ReferenceModel {
     for (int i = 0; i < dim; ++i) x[i] = m_.weights.token_embedding.f32()[size_t(token) * dim + i];
     for (int l = 0; l < c_.n_layers; ++l) {
       const LayerWeights& w = m_.weights.layers[l];
-      auto xb = rmsnorm(x, w.attn_norm);
+      auto xb = norm(x, w.attn_norm, w.attn_norm_bias);
       auto q = matvec(w.wq, xb), k = matvec(w.wk, xb), v = matvec(w.wv, xb);
       if (c_.attention_bias) add(q, w.bq), add(k, w.bk), add(v, w.bv);
       std::vector<double> att_out(size_t(c_.n_heads) * hd, 0.0);
@@ -71,15 +71,18 @@ class ReferenceModel {
         cache = std::move(kept);
       }
       auto o = matvec(w.wo, att_out);
-      for (int i = 0; i < dim; ++i) x[i] += o[i];
-      xb = rmsnorm(x, w.ffn_norm);
-      auto h1 = matvec(w.w1, xb), h3 = matvec(w.w3, xb);
-      for (size_t i = 0; i < h1.size(); ++i) h1[i] = h1[i] / (1 + std::exp(-h1[i])) * h3[i];
-      auto down = matvec(w.w2, h1);
-      for (int i = 0; i < dim; ++i) x[i] += down[i];
+      if (c_.output_bias) add(o, w.bo);
+      if (c_.parallel_residual) {  // both blocks read the same x
+        const auto down = ffn(w, norm(x, w.ffn_norm, w.ffn_norm_bias));
+        for (int i = 0; i < dim; ++i) x[i] += o[i] + down[i];
+      } else {
+        for (int i = 0; i < dim; ++i) x[i] += o[i];
+        const auto down = ffn(w, norm(x, w.ffn_norm, w.ffn_norm_bias));
+        for (int i = 0; i < dim; ++i) x[i] += down[i];
+      }
     }
     ++t_;
-    return matvec(m_.weights.classifier, rmsnorm(x, m_.weights.final_norm));
+    return matvec(m_.weights.classifier, norm(x, m_.weights.final_norm, m_.weights.final_norm_bias));
   }
 
   int cache_size(int l, int g) { return int(caches_[{l, g}].size()); }
@@ -94,6 +97,31 @@ class ReferenceModel {
       for (int64_t i = 0; i < w.cols; ++i) out[o] += double(w.f32()[o * w.cols + i]) * x[i];
     return out;
   }
+  // SwiGLU, or GPT-NeoX's GELU MLP (exact erf GELU) with its biases.
+  std::vector<double> ffn(const LayerWeights& w, const std::vector<double>& xb) const {
+    if (c_.ffn == FfnKind::Gelu) {
+      auto h = matvec(w.w3, xb);
+      add(h, w.b3);
+      for (double& e : h) e = 0.5 * e * (1 + std::erf(e / std::sqrt(2.0)));
+      auto down = matvec(w.w2, h);
+      add(down, w.b2);
+      return down;
+    }
+    auto h1 = matvec(w.w1, xb), h3 = matvec(w.w3, xb);
+    for (size_t i = 0; i < h1.size(); ++i) h1[i] = h1[i] / (1 + std::exp(-h1[i])) * h3[i];
+    return matvec(w.w2, h1);
+  }
+  std::vector<double> norm(const std::vector<double>& x, const Tensor& w, const Tensor& bias) const {
+    if (c_.norm == NormKind::Rms) return rmsnorm(x, w);
+    double mean = 0, var = 0;
+    for (double e : x) mean += e;
+    mean /= double(x.size());
+    for (double e : x) var += (e - mean) * (e - mean);
+    const double s = 1.0 / std::sqrt(var / double(x.size()) + c_.norm_eps);
+    std::vector<double> out(x.size());
+    for (size_t i = 0; i < x.size(); ++i) out[i] = (x[i] - mean) * s * w.f32()[i] + bias.f32()[i];
+    return out;
+  }
   std::vector<double> rmsnorm(const std::vector<double>& x, const Tensor& w) const {
     double ss = 0;
     for (double e : x) ss += e * e;
@@ -104,8 +132,11 @@ class ReferenceModel {
   }
   // Pair i's frequency, written out here from the definitions (HF's
   // _compute_llama3_parameters for llama3) rather than taken from the code under test.
+  // Partial rotary (GPT-NeoX): only the first rotated_dims turn.
   double frequency(int i, int hd) const {
-    double f = std::pow(double(c_.rope_theta), -2.0 * i / hd);
+    const int rotated = c_.rotary_dims > 0 ? c_.rotary_dims : hd;
+    if (2 * i >= rotated) return 0;
+    double f = std::pow(double(c_.rope_theta), -2.0 * i / rotated);
     const RopeScaling& s = c_.rope_scaling;
     if (s.type == "linear") return f / s.factor;
     if (s.type != "llama3") return f;
@@ -191,6 +222,19 @@ TEST(ForwardReference, Qwen2BiasesMatchFloat64) {
   ASSERT_TRUE(qwen2->config.attention_bias);
   compare_with_reference(make("h2o", false), 60, qwen2);
   compare_with_reference(make("streaming", true), 60, qwen2);
+}
+
+// GPT-NeoX: LayerNorm with biases, GELU MLP, output biases, RoPE on a
+// quarter of each head, parallel residual; and the sequential form.
+TEST(ForwardReference, GptNeoxMatchesFloat64) {
+  const auto neox = make_synthetic({"pythia-test", 3, DType::F32, 0, 0});
+  ASSERT_TRUE(neox->config.parallel_residual);
+  ASSERT_EQ(neox->config.rotary_dims, 4);
+  compare_with_reference(make("h2o", false), 60, neox);
+  compare_with_reference(make("tova", true), 60, neox);
+  auto sequential = std::make_shared<Model>(*neox);
+  sequential->config.parallel_residual = false;
+  compare_with_reference(make("streaming", false), 60, sequential);
 }
 
 // Llama 3.1's RoPE scaling (and plain linear scaling) past a short "original" context.

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/gguf_writer.h"
 #include "core/text/tokenizer.h"
 #include "tests/model_writers.h"
 #include "tests/text/bpe_writers.h"
@@ -54,6 +55,41 @@ void llama2c(const fs::path& dir) {
   put(dir, "header-only.bin", header_only);
 }
 
+// A micro GPT-NeoX (dim 8, 1 layer, 2 heads of 4 with 2 rotary dimensions,
+// hidden 8, vocab 8) through the project's own GGUF writer: fused attn_qkv,
+// every bias, the gptneox keys, as llama.cpp's converter writes them.
+void micro_gptneox(const fs::path& dir) {
+  Model m;
+  ModelConfig& c = m.config;
+  c.architecture = "gptneox";
+  c.dim = c.hidden_dim = c.vocab_size = c.max_seq_len = 8;
+  c.n_layers = 1;
+  c.n_heads = c.n_kv_heads = 2;
+  c.rotary_dims = 2;
+  c.norm = NormKind::Layer;
+  c.ffn = FfnKind::Gelu;
+  c.attention_bias = c.output_bias = c.parallel_residual = true;
+  c.bos_id = c.eos_id = 0;
+  m.path = "micro-gptneox";
+  auto values = std::make_shared<std::vector<float>>(1024);
+  for (size_t i = 0; i < values->size(); ++i) (*values)[i] = float(int(i * 37 % 17) - 8) / 16.0f;
+  size_t used = 0;
+  const auto take = [&](Tensor& t, int64_t rows, int64_t cols) {
+    t = {values->data() + used, DType::F32, rows, cols};
+    used += size_t(rows * cols);
+  };
+  ModelWeights& w = m.weights;
+  w.layers.resize(1);
+  LayerWeights& l = w.layers[0];
+  take(w.token_embedding, 8, 8);
+  for (Tensor* v : {&l.attn_norm, &l.attn_norm_bias, &l.bq, &l.bk, &l.bv, &l.bo, &l.ffn_norm, &l.ffn_norm_bias, &l.b2,
+                    &l.b3, &w.final_norm, &w.final_norm_bias})
+    take(*v, 1, 8);
+  for (Tensor* matrix : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w2, &l.w3, &w.classifier}) take(*matrix, 8, 8);
+  m.owned.push_back(values);
+  write_gguf(m, (dir / "micro-gptneox.gguf").string(), TypeMix(DType::F32));
+}
+
 void gguf(const fs::path& dir) {
   const ModelArrays shared = random_arrays(micro_config(), 3, false);
   const ModelArrays separate = random_arrays(micro_config(), 4, true);
@@ -78,6 +114,7 @@ void gguf(const fs::path& dir) {
   GgufWriter same_offset = llama_gguf(random_arrays(wide, 8, true), {DType::Q4_0, false});
   same_offset.tensor("blk.0.attn_q.weight")->offset = 0;
   put(dir, "two-tensors-one-offset.gguf", same_offset.build());
+  micro_gptneox(dir);
 }
 
 std::vector<uint8_t> safetensors_bytes(const ModelArrays& m, DType dtype) {

@@ -999,7 +999,7 @@ TEST(Synthetic, Stories15MParameterCount) {
 
 TEST(Synthetic, ShapesTable) {
   const auto names = synthetic_shape_names();
-  ASSERT_EQ(names.size(), 9u);  // six Llama shapes, a test shape for the K-quants, two Qwen2
+  ASSERT_EQ(names.size(), 14u);  // six Llama shapes, a test shape for the K-quants, two Qwen2, five Pythia
   for (const auto& name : names) {
     SCOPED_TRACE(name);
     EXPECT_NO_THROW(synthetic_shape(name).validate(name));

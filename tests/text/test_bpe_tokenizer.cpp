@@ -266,6 +266,19 @@ TEST(BpeBadVocabulary, ByteWithoutAPiece) {
   expect_one_line(vocab_error(v), "bad.gguf", "no piece for byte 0x41");
 }
 
+// GPT-NeoX's vocabulary has no pieces for the bytes valid UTF-8 never holds
+// (0xC0, 0xC1, 0xF5-0xFF): it loads, and only text holding one is refused.
+TEST(BpeBadVocabulary, BytesNeverInUtf8MayLackAPiece) {
+  REQUIRE_PCRE2();
+  auto v = tiny_bpe_vocab();
+  v.pieces[0xC0] = "never-0xC0";
+  v.pieces[0xFF] = "never-0xFF";
+  const auto tok = tokenizer_from_vocab(v, kTinyBos, kTinyEos, "neox.gguf");
+  EXPECT_FALSE(tok->encode("caf\xc3\xa9 ok").empty());
+  expect_one_line(error_of([&] { tok->encode("a\xC0" "b"); }), "neox.gguf", "byte 0xC0");
+  expect_one_line(error_of([&] { tok->encode("\xFF"); }), "neox.gguf", "byte 0xFF");
+}
+
 TEST(BpeBadVocabulary, SpecialIdsOutOfRange) {
   REQUIRE_PCRE2();
   expect_one_line(vocab_error(tiny_bpe_vocab(), 5000), "bad.gguf", "BOS id 5000");
