@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <numbers>
 
 #include "core/base/error.h"
 
@@ -77,11 +78,24 @@ void show_text(cairo_t* cr, const std::string& text, double x, double y, double 
   cairo_show_text(cr, text.c_str());
 }
 
+void stroke_line(cairo_t* cr, double x0, double y0, double x1, double y1) {
+  cairo_move_to(cr, x0, y0);
+  cairo_line_to(cr, x1, y1);
+  cairo_stroke(cr);
+}
+
+void dot(cairo_t* cr, double x, double y) {
+  cairo_arc(cr, x, y, 3.5, 0, 2 * std::numbers::pi);
+  cairo_fill(cr);
+}
+
 struct Frame {
   Axis x, y;
   double left = kLeft, right = kWidth - kRight, top = kTop, bottom = kHeight - kBottom;
   double px(double v) const { return left + x.fraction(v) * (right - left); }
   double py(double v) const { return bottom - y.fraction(v) * (bottom - top); }
+  // A log axis has no place for zero or below; NaN marks a point not measured.
+  bool shows(double value) const { return std::isfinite(value) && (!y.log || value > 0); }
 };
 
 void draw_axes(cairo_t* cr, const Frame& f, const LinePlot& plot) {
@@ -89,13 +103,13 @@ void draw_axes(cairo_t* cr, const Frame& f, const LinePlot& plot) {
   cairo_set_line_width(cr, 1);
   for (double v : ticks(f.y)) {  // light grid lines, labelled on the left
     cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
-    cairo_move_to(cr, f.left, f.py(v)), cairo_line_to(cr, f.right, f.py(v)), cairo_stroke(cr);
+    stroke_line(cr, f.left, f.py(v), f.right, f.py(v));
     cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
     show_text(cr, tick_label(v), f.left - 6, f.py(v), 1, 0.5);
   }
   for (double v : ticks(f.x)) {
     cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
-    cairo_move_to(cr, f.px(v), f.top), cairo_line_to(cr, f.px(v), f.bottom), cairo_stroke(cr);
+    stroke_line(cr, f.px(v), f.top, f.px(v), f.bottom);
     cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
     show_text(cr, tick_label(v), f.px(v), f.bottom + 6, 0.5, 0);
   }
@@ -105,7 +119,7 @@ void draw_axes(cairo_t* cr, const Frame& f, const LinePlot& plot) {
   show_text(cr, plot.x_title, (f.left + f.right) / 2, kHeight - 12, 0.5, 1);
   cairo_save(cr);
   cairo_translate(cr, 18, (f.top + f.bottom) / 2);
-  cairo_rotate(cr, -M_PI / 2);
+  cairo_rotate(cr, -std::numbers::pi / 2);
   show_text(cr, plot.y_title, 0, 0, 0.5, 0.5);
   cairo_restore(cr);
   cairo_set_font_size(cr, 16);
@@ -125,18 +139,17 @@ void draw_lines(cairo_t* cr, const Frame& f, const LinePlot& plot) {
     set_color(cr, i);
     bool open = false;
     for (size_t k = 0; k < line.x.size() && k < line.y.size(); ++k) {
-      const bool shown = std::isfinite(line.y[k]) && (!f.y.log || line.y[k] > 0);
-      if (!shown) { open = false; continue; }
+      if (!f.shows(line.y[k])) {
+        open = false;
+        continue;
+      }
       if (open) cairo_line_to(cr, f.px(line.x[k]), f.py(line.y[k]));
       else cairo_move_to(cr, f.px(line.x[k]), f.py(line.y[k]));
       open = true;
     }
     cairo_stroke(cr);
     for (size_t k = 0; k < line.x.size() && k < line.y.size(); ++k)
-      if (std::isfinite(line.y[k]) && (!f.y.log || line.y[k] > 0)) {
-        cairo_arc(cr, f.px(line.x[k]), f.py(line.y[k]), 3.5, 0, 2 * M_PI);
-        cairo_fill(cr);
-      }
+      if (f.shows(line.y[k])) dot(cr, f.px(line.x[k]), f.py(line.y[k]));
   }
 }
 
@@ -147,8 +160,8 @@ void draw_legend(cairo_t* cr, const LinePlot& plot) {
     const double y = kTop + 10 + 22 * double(i);
     set_color(cr, i);
     cairo_set_line_width(cr, 2);
-    cairo_move_to(cr, x, y), cairo_line_to(cr, x + 24, y), cairo_stroke(cr);
-    cairo_arc(cr, x + 12, y, 3.5, 0, 2 * M_PI), cairo_fill(cr);
+    stroke_line(cr, x, y, x + 24, y);
+    dot(cr, x + 12, y);
     cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
     show_text(cr, plot.lines[i].name, x + 32, y, 0, 0.5);
   }
