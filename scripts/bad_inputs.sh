@@ -805,7 +805,7 @@ echo "Command prefixes: \$A = $A; in/ = the generated bad inputs; out/ = the cas
 for k in S SK M E EI G P; do
   echo "- \`\$$k\` = \`$(shorten "${BASE[$k]//@OUT@/out/run}")\`"
 done
-echo "- Unless a case sets them: \`--threads 1\`; stream \`--questions 1 --max-new-tokens 2\`; generate \`--max-new-tokens 2\`; eval \`--max-tokens 16\`; sample \`--tokens 8\`."
+echo "- Unless a case sets them: \`--threads 1\`; stream \`--questions 1 --max-new-tokens 2\`; generate \`--max-new-tokens 2\`; eval \`--max-tokens 16\` (not beside \`--lengths\`, which refuses it); sample \`--tokens 8\`."
 echo
 if [ ${#suspicious[@]} -gt 0 ]; then
   echo "Looks wrong (${#suspicious[@]}):"
