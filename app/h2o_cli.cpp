@@ -20,6 +20,8 @@
 
 #include "app/cli_support.h"
 #include "app/encode_progress.h"
+#include "app/eval_lengths.h"
+#include "app/eval_table.h"
 #include "core/backends/make_backend.h"
 #include "core/base/error.h"
 #include "core/base/format.h"
@@ -35,12 +37,14 @@
 #include "core/studio/assets.h"
 #include "core/studio/run_log.h"
 #include "core/studio/run_loop.h"
+#include "core/studio/scoring_meter.h"
 #include "core/text/token_ids.h"
 
 namespace {
 
 using namespace h2o;
 using cli::interrupted_exit_code;
+using cli::LengthReport;
 
 // Ctrl-C (SIGINT), a polite kill (SIGTERM) and a closed terminal (SIGHUP)
 // stop a run at the next step boundary, so its files are closed whole and
@@ -367,13 +371,14 @@ int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
 // ---- eval ---------------------------------------------------------------------
 
 struct EvalFlags {
-  std::string text, ids, budgets = "32,64,128,256", ratios, configs, out, csv;
+  std::string text, ids, budgets = "32,64,128,256", ratios, configs, out, csv, lengths;
   int max_tokens = 4096;
 };
 
 // The tokens eval scores: the --ids file, or the --text file encoded with BOM
-// first; at least 2 (each token is scored as the prediction of the next).
-std::vector<int> eval_tokens(const EvalFlags& ef, const Loaded& in) {
+// first; at least 2 (each token is scored as the prediction of the next), at
+// most `limit` (0: all).
+std::vector<int> eval_tokens(const EvalFlags& ef, const Loaded& in, int64_t limit) {
   std::vector<int> tokens;
   const std::string& file = ef.ids.empty() ? ef.text : ef.ids;
   if (!ef.ids.empty()) {
@@ -391,7 +396,7 @@ std::vector<int> eval_tokens(const EvalFlags& ef, const Loaded& in) {
   if (tokens.size() < 2)
     fail(file, "gives " + std::to_string(tokens.size()) +
                    " token; eval scores each token as the prediction of the next and needs at least 2");
-  if (ef.max_tokens > 0 && int(tokens.size()) > ef.max_tokens) tokens.resize(ef.max_tokens);
+  if (limit > 0 && int64_t(tokens.size()) > limit) tokens.resize(size_t(limit));
   return tokens;
 }
 
@@ -469,39 +474,65 @@ std::vector<EvalRow> eval_rows(const Flags& f, const EvalFlags& ef, int64_t scor
   return rows;
 }
 
-void print_eval_table(const Engine& engine, const std::vector<EvalRow>& rows, const std::string& model_path,
-                      std::ostream& csv) {
-  csv << "model,tokens,policy,budget,sized_by,perplexity,top1_agreement,mean_kl_vs_full\n";
-  std::cout << "| policy | budget | sized by | perplexity | top-1 agreement | KL(full‖policy) |\n"
-               "|---|---:|---|---:|---:|---:|\n";
-  for (size_t i = 0; i < engine.sessions().size(); ++i) {
-    const auto& s = engine.sessions()[i];
-    const auto& t = s->totals();
-    const PolicyConfig& p = s->policy();
-    const std::string budget = p.evicts() ? std::to_string(p.budget()) : "all";
-    std::cout << "| " << p.describe() << " | " << budget << " | " << rows[i].sized_by << " | " << std::fixed
-              << std::setprecision(3) << t.perplexity() << " | " << std::setprecision(4) << t.agreement() << " | "
-              << std::setprecision(4) << t.mean_kl() << " |\n";
-    csv << csv_field(model_path) << ',' << t.scored << ',' << csv_field(p.describe()) << ',' << budget << ','
-        << csv_field(rows[i].sized_by) << ',' << t.perplexity() << ',' << t.agreement() << ',' << t.mean_kl() << '\n';
+// --lengths, checked before anything loads: one run over the longest length
+// measures every shorter one, which holds while every budget is absolute.
+std::vector<int64_t> eval_lengths(const Flags& f, const EvalFlags& ef) {
+  if (ef.lengths.empty()) return {};
+  const std::vector<int64_t> lengths = cli::parse_lengths(ef.lengths);
+  if (f.given("--max-tokens")) fail("--lengths", "give it or --max-tokens, not both (the longest length is the run's)");
+  const std::string ratio = !ef.ratios.empty() ? "--ratios" : ratio_flag_given(f);
+  if (!ratio.empty())
+    fail("--lengths", "not with " + ratio + ": a ratio sizes the cache by the scored length, so each length would "
+                      "need its own cache; give --budgets or --configs");
+  return lengths;
+}
+
+// The stress test's files in the run folder, opened before the run (so an
+// unwritable one fails before any work) and published with the logs.
+struct LengthOutputs {
+  std::ostream* csv = nullptr;
+  std::ostream *png = nullptr, *pdf = nullptr;  // null where this build draws no plots
+};
+
+LengthOutputs open_length_outputs(RunLog& log, const std::string& out) {
+  LengthOutputs o;
+  o.csv = &log.add_output(out + "/lengths.csv");
+  if (cli::can_plot()) {
+    o.png = &log.add_output(out + "/lengths.png");
+    o.pdf = &log.add_output(out + "/lengths.pdf");
+  } else {
+    std::cerr << "eval: no plot: this h2o-cli was built without cairo (libcairo2-dev); lengths.csv has the numbers\n";
   }
+  return o;
+}
+
+void report_lengths(const LengthReport& report, const LengthOutputs& o) {
+  cli::print_length_table(report);
+  cli::write_length_csv(report, *o.csv);
+  if (o.png) cli::write_length_plot(report, *o.png, *o.pdf);
 }
 
 int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string& command_line) {
   if (ef.max_tokens < 0 || ef.max_tokens == 1)
     fail("--max-tokens", "must be 0 (all) or at least 2 (each token is scored as the prediction of the next), got " +
                              std::to_string(ef.max_tokens));
+  const std::vector<int64_t> lengths = eval_lengths(f, ef);
   Loaded in = load_inputs(f, argv0);
   const std::string out = ef.out.empty() ? default_out_dir("eval") : ef.out;
   const std::string table_path = ef.csv.empty() ? out + "/eval.csv" : ef.csv;
   std::vector<FlagPath> inputs = cli::model_inputs(f.model, *in.model, in.tokenizer_path);
   inputs.push_back({ef.ids.empty() ? "--text" : "--ids", ef.ids.empty() ? ef.text : ef.ids});
   refuse_outputs_over_inputs({{"--csv", table_path}}, inputs);
-  const std::vector<int> tokens = eval_tokens(ef, in);
+  const std::vector<int> tokens = eval_tokens(ef, in, lengths.empty() ? ef.max_tokens : lengths.back());
+  if (!lengths.empty() && int64_t(tokens.size()) < lengths.back())
+    fail("--lengths", "length " + std::to_string(lengths.back()) + " is more than the " +
+                          std::to_string(tokens.size()) + " tokens of " + (ef.ids.empty() ? ef.text : ef.ids) +
+                          (ef.ids.empty() ? " (BOS included)" : ""));
   // Each token but the last is scored as the prediction of the next: ratios are fractions of those.
   const std::vector<EvalRow> rows = eval_rows(f, ef, int64_t(tokens.size()) - 1);
   std::vector<PolicyConfig> policies;
-  for (const EvalRow& row : rows) policies.push_back(row.policy);
+  std::vector<std::string> sized_by;
+  for (const EvalRow& row : rows) policies.push_back(row.policy), sized_by.push_back(row.sized_by);
   Engine engine(in.model, make_backend(in.model, backend_options(f)), in.tokenizer, engine_options(f, policies));
   engine.start_forced(tokens);
   RunLog log(out, engine,
@@ -510,18 +541,22 @@ int run_eval(Flags& f, const EvalFlags& ef, const char* argv0, const std::string
               .hash_files = true, .started = {}, .fresh_folder = true});
   // Opened before the run, so an unwritable --csv fails before any work; published with the logs.
   std::ostream& table = log.add_output(table_path);
+  const LengthOutputs length_outputs = lengths.empty() ? LengthOutputs{} : open_length_outputs(log, out);
   std::cerr << "eval: " << tokens.size() << " tokens, " << policies.size() << " sessions on "
             << engine.backend().describe() << "\n";
   stop_on_signals();
   EngineSource source(engine);
   RunLoop loop(source);
+  ScoringMeter meter(policies.size(), lengths);
   loop.add_sink(log);
+  loop.add_sink(meter);
   while (!interrupted()) {
     const std::optional<StepRecord> r = loop.step();
     if (!r) break;
     report_stops(engine, *r);
   }
-  print_eval_table(engine, rows, in.model->path, table);
+  cli::print_eval_table(engine, meter, sized_by, in.model->path, table);
+  if (!lengths.empty()) report_lengths({engine, meter, sized_by, in.model->path}, length_outputs);
   log.close(run_status(engine));
   std::cerr << (interrupted() ? "interrupted; partial results: " : "") << "wrote " << table_path
             << " and the run log in " << out << "\n";
@@ -728,6 +763,9 @@ int main(int argc, char** argv) {
                    "seed 004's configurations: baseline, streaming_<sinks>_<capacity>, h2o_<sinks>_<recent>_<capacity>, "
                    "tova_<sinks>_<capacity> (comma-separated)");
   eval->add_option("--max-tokens", ef.max_tokens, "score at most this many tokens (0: all)");
+  eval->add_option("--lengths", ef.lengths,
+                   "stress test: perplexity over the first N tokens at each N (increasing, comma-separated), a "
+                   "verdict per session, lengths.csv and a plot (lengths.png, lengths.pdf)");
   eval->add_option("--out", ef.out, "log folder (default runs/eval-<time>)");
   eval->add_option("--csv", ef.csv, "the table as CSV (default <out>/eval.csv)");
 

@@ -373,7 +373,7 @@ run_case() {
   case $sub in
     stream) add --questions 1; add --max-new-tokens 2 ;;
     generate) add --max-new-tokens 2 ;;
-    eval) add --max-tokens 16 ;;
+    eval) [[ $joined == *" --lengths "* ]] || add --max-tokens 16 ;;  # --lengths refuses --max-tokens beside it
     sample) add --tokens 8 ;;
   esac
 
@@ -768,6 +768,14 @@ run_case "eval --ratios 0.1,x" bad E --ratios 0.1,x
 run_case "eval --ratios 0 " bad E --ratios 0
 run_case "eval --configs h2o_8_256 (a part missing)" bad E --configs h2o_8_256
 run_case "eval --configs streaming_8_8 (no room)" bad E --configs streaming_8_8
+run_case "eval --lengths 0" bad E --lengths 0
+run_case "eval --lengths 8,-5 (negative)" bad E --lengths 8,-5
+run_case "eval --lengths 8,x (not a number)" bad E --lengths 8,x
+run_case "eval --lengths 16,8 (not increasing)" bad E --lengths 16,8
+run_case "eval --lengths 99999999 (above 2^24)" bad E --lengths 99999999
+run_case "eval --lengths past the ids file" bad E --lengths 8,100000
+run_case "eval --lengths with --ratios" bad E --lengths 8,16 --ratios 0.5
+run_case "eval --lengths with --max-tokens" bad E --lengths 8,16 --max-tokens 16
 run_case "sample --tokens 1" bad P --tokens 1 --out @OUT@
 run_case "unknown policy in --policies" bad S --policies full,lru
 run_case "unknown --policy" bad G --policy lru
@@ -815,7 +823,7 @@ echo "Command prefixes: \$A = $A; in/ = the generated bad inputs; out/ = the cas
 for k in S SK M E EI G P; do
   echo "- \`\$$k\` = \`$(shorten "${BASE[$k]//@OUT@/out/run}")\`"
 done
-echo "- Unless a case sets them: \`--threads 1\`; stream \`--questions 1 --max-new-tokens 2\`; generate \`--max-new-tokens 2\`; eval \`--max-tokens 16\`; sample \`--tokens 8\`."
+echo "- Unless a case sets them: \`--threads 1\`; stream \`--questions 1 --max-new-tokens 2\`; generate \`--max-new-tokens 2\`; eval \`--max-tokens 16\` (not beside \`--lengths\`, which refuses it); sample \`--tokens 8\`."
 echo
 if [ ${#suspicious[@]} -gt 0 ]; then
   echo "Looks wrong (${#suspicious[@]}):"

@@ -145,10 +145,20 @@ TEST(CliEval, SampledIdsThenTable) {
   ASSERT_EQ(rows.size(), 6u);  // header, full, 2 budgets x 2 policies
   EXPECT_EQ(rows[1][column(rows[0], "top1_agreement")], "1");
   EXPECT_EQ(rows[1][column(rows[0], "mean_kl_vs_full")], "0");
+  const int kv = column(rows[0], "peak_kv_live_bytes");
   for (size_t i = 2; i < rows.size(); ++i) {
     EXPECT_GT(std::stod(rows[i][column(rows[0], "mean_kl_vs_full")]), 0.0);
     EXPECT_EQ(std::stoi(rows[i][column(rows[0], "tokens")]), 299);
+    // 300 tokens, past every budget: a bounded cache peaks below the full one.
+    EXPECT_LT(std::stoll(rows[i][kv]), std::stoll(rows[1][kv])) << rows[i][column(rows[0], "policy")];
   }
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_GT(std::stod(rows[i][column(rows[0], "tokens_per_s")]), 0.0);
+    EXPECT_GE(std::stoll(rows[i][column(rows[0], "peak_kv_allocated_bytes")]), std::stoll(rows[i][kv]));
+    EXPECT_GT(std::stoll(rows[i][column(rows[0], "process_peak_rss_bytes")]), std::stoll(rows[1][kv]));
+  }
+  EXPECT_NE(e.out.find("| tokens/s | peak KV |"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("Process peak RSS"), std::string::npos) << e.out;
   EXPECT_TRUE(fs::exists(dir / "run" / "tokens.csv"));
 }
 
@@ -188,6 +198,63 @@ TEST(CliEval, TheSeedsConfigurationNames) {
   expect_one_line_error(run_cli("eval --model synthetic:stories260K --ids " + (dir / "ids.txt").string() +
                                 " --configs h2o_8_256 --out " + (dir / "bad").string()),
                         "--configs: 'h2o_8_256' is not a configuration name");
+}
+
+std::string file_start(const fs::path& path, size_t bytes) {
+  std::ifstream in(path, std::ios::binary);
+  std::string start(bytes, '\0');
+  in.read(start.data(), std::streamsize(bytes));
+  return start.substr(0, size_t(in.gcount()));
+}
+
+TEST(CliEval, LengthsStressTestWritesTableCsvAndPlot) {
+  const fs::path dir = temp_dir("eval-lengths");
+  ASSERT_NO_FATAL_FAILURE(sample_ids(dir / "ids.txt", 200, 5));
+  const CliResult e = run_cli("eval --model synthetic:stories260K --ids " + (dir / "ids.txt").string() +
+                              " --configs baseline,streaming_4_32,h2o_4_8_32 --lengths 50,200 --out " +
+                              (dir / "run").string());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  // The whole run is the longest length: eval's own table scores its 199 predictions.
+  EXPECT_EQ(read_csv(dir / "run" / "eval.csv")[1][1], "199");
+  const auto rows = read_csv(dir / "run" / "lengths.csv");
+  ASSERT_EQ(rows.size(), 7u);  // header, 3 configurations x 2 lengths
+  const auto& h = rows[0];
+  EXPECT_EQ(rows[1][column(h, "sized_by")], "baseline");
+  EXPECT_EQ(rows[1][column(h, "length")], "50");
+  EXPECT_EQ(rows[1][column(h, "scored")], "49");
+  EXPECT_EQ(rows[2][column(h, "length")], "200");
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_GT(std::stod(rows[i][column(h, "perplexity")]), 1.0);
+    EXPECT_GT(std::stod(rows[i][column(h, "tokens_per_s")]), 0.0);
+    const std::string verdict = rows[i][column(h, "verdict")];
+    EXPECT_TRUE(verdict == "stable" || verdict == "broken past the trained context") << verdict;
+  }
+  // At 200 tokens the 32-token caches hold less than the full one.
+  const int kv = column(h, "peak_kv_live_bytes");
+  EXPECT_LT(std::stoll(rows[4][kv]), std::stoll(rows[2][kv]));
+  EXPECT_NE(e.out.find("| policy | N = 50 | N = 200 | peak KV at N = 200 | verdict |"), std::string::npos) << e.out;
+#ifdef H2O_WITH_PLOT
+  EXPECT_EQ(file_start(dir / "run" / "lengths.png", 8), "\x89PNG\r\n\x1a\n");
+  EXPECT_EQ(file_start(dir / "run" / "lengths.pdf", 4), "%PDF");
+#else
+  GTEST_SKIP() << "built without cairo: no plot";
+#endif
+}
+
+TEST(CliEval, BadLengths) {
+  const fs::path dir = temp_dir("eval-bad-lengths");
+  ASSERT_NO_FATAL_FAILURE(sample_ids(dir / "ids.txt", 40, 5));
+  const std::string base =
+      "eval --model synthetic:stories260K --ids " + (dir / "ids.txt").string() + " --out " + (dir / "run").string();
+  expect_one_line_error(run_cli(base + " --lengths 0"), "--lengths: length 0 is below 2");
+  expect_one_line_error(run_cli(base + " --lengths 10,-5"), "--lengths: length -5 is below 2");
+  expect_one_line_error(run_cli(base + " --lengths 10,x"), "--lengths: 'x' is not a length");
+  expect_one_line_error(run_cli(base + " --lengths 20,10"), "--lengths: lengths must increase");
+  expect_one_line_error(run_cli(base + " --lengths 99999999"), "--lengths: length 99999999 is above 16777216");
+  expect_one_line_error(run_cli(base + " --lengths 10,50"), "--lengths: length 50 is more than the 40 tokens");
+  expect_one_line_error(run_cli(base + " --lengths 10 --ratios 0.5"), "--lengths: not with --ratios");
+  expect_one_line_error(run_cli(base + " --lengths 10 --max-tokens 20"), "--lengths: give it or --max-tokens");
+  EXPECT_FALSE(fs::exists(dir / "run"));
 }
 
 TEST(CliGenerate, RatiosAreFractionsOfThePrompt) {
