@@ -9,15 +9,21 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <span>
 
 #include "core/model/dtype.h"
+#include "core/model/gguf_writer.h"
 #include "core/model/type_mix.h"
 #include "core/policy/kept_set.h"
 #include "core/policy/policy.h"
+#include "core/runtime/forced_scoring.h"
 #include "core/runtime/sampler.h"
 #include "kernels/weight_convert.h"
+#include "tests/assets.h"
 #include "tests/cuda/cuda_test_support.h"
 #include "tests/cuda/gptneox_model.h"
 
@@ -398,4 +404,45 @@ H2O_CUDA_TEST(GptNeox, MissingOrUnsupportedPartsAreRefused) {
   auto swiglu_biased = std::make_shared<Model>(*make_synthetic({"stories260K", 7, DType::F32, 0, 0}));
   swiglu_biased->config.output_bias = true;
   EXPECT_THROW(cuda(swiglu_biased, test::test_tuning()), Error);
+}
+
+// The llama.cpp numbers tests/model/test_gptneox.cpp holds the CPU backend
+// to (tests/data/gptneox_llamacpp_nll.json: pythia-test written as GGUF,
+// llama.cpp's per-token NLLs), here through the device: the F32 file, read
+// back by the GGUF loader, fed as one chunk.
+H2O_CUDA_TEST(GptNeox, MatchesLlamaCppNlls) {
+  H2O_REQUIRE_CUDA();
+  std::ifstream in(std::string(H2O_TEST_DATA) + "/gptneox_llamacpp_nll.json");
+  ASSERT_TRUE(in) << "tests/data/gptneox_llamacpp_nll.json";
+  const nlohmann::json data = nlohmann::json::parse(in);
+  const std::vector<int> tokens = data.at("tokens").get<std::vector<int>>();
+  const std::vector<double> theirs = data.at("files").at("f32").at("nll").get<std::vector<double>>();
+  const auto dir = test::temp_dir("gptneox-cuda-parity");
+  const std::string path = (dir / "f32.gguf").string();
+  write_gguf(*make_synthetic({"pythia-test", 1234, DType::F32, data.at("vocab").get<int>(), 0}), path, TypeMix(DType::F32));
+  const auto model = load_gguf(path);
+  auto gpu = cuda(model, test::cpu_projection_tuning());
+  auto cache = gpu->new_cache(PolicyConfig{});
+  std::vector<float> logits;
+  ForwardItem item;
+  item.cache = cache.get();
+  item.tokens = tokens;
+  item.all_logits = true;
+  item.logits = &logits;
+  gpu->forward(std::span<ForwardItem>(&item, 1));
+  const size_t vocab = size_t(model->config.vocab_size);
+  ASSERT_EQ(logits.size(), tokens.size() * vocab);
+  ASSERT_EQ(theirs.size() + 1, tokens.size());
+  double mean = 0, worst = 0;
+  for (size_t t = 0; t + 1 < tokens.size(); ++t) {
+    std::vector<double> row;
+    log_softmax_rows(&logits[t * vocab], 1, int(vocab), row);
+    const double delta = std::abs(-row[size_t(tokens[t + 1])] - theirs[t]);
+    mean += delta / double(theirs.size());
+    worst = std::max(worst, delta);
+  }
+  ::testing::Test::RecordProperty("mean_abs_delta_nll", std::to_string(mean));
+  EXPECT_LE(mean, 0.01);
+  EXPECT_LE(worst, 0.05);
+  std::filesystem::remove_all(dir);
 }

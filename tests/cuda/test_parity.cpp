@@ -199,6 +199,17 @@ H2O_CUDA_TEST(Parity, TovaRollingWithSlack) {
   compare_policy(make("tova", true, 3), 70);
 }
 
+// GPT-NeoX (LayerNorm with biases, GELU MLP, partial rotary, parallel
+// residual): the device equals the CPU backend, as for Llama, through the
+// matvec kernel and under each policy's cuts.
+H2O_CUDA_TEST(Parity, GptNeoxEqualsTheCpuBackend) {
+  H2O_REQUIRE_CUDA();
+  const auto pythia = load_model("synthetic:pythia-test");
+  compare_decode(make("full", false), 30, pythia);
+  for (const char* policy : {"streaming", "h2o", "tova"}) compare_policy(make(policy, false), 60, pythia);
+  compare_policy(make("h2o", true), 60, pythia);
+}
+
 // Qwen2's pass: q/k/v biases, theta 1e6, tied embeddings.
 H2O_CUDA_TEST(Parity, Qwen2Biases) {
   H2O_REQUIRE_CUDA();
