@@ -29,4 +29,14 @@ void score_forced_rows(std::span<const double> logp, std::span<const double> ref
   }
 }
 
+std::vector<double> next_token_nlls(std::span<const float> logits, std::span<const int> tokens, int vocab) {
+  if (tokens.size() < 2) return {};
+  const std::span<const int> next = tokens.subspan(1);
+  std::vector<double> logp;
+  log_softmax_rows(logits.data(), int(next.size()), vocab, logp);
+  ForcedScores scores;
+  score_forced_rows(logp, {}, vocab, next, scores);
+  return scores.nll;
+}
+
 }  // namespace h2o

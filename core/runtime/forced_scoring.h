@@ -23,4 +23,8 @@ void log_softmax_rows(const float* logits, int rows, int vocab, std::vector<doub
 void score_forced_rows(std::span<const double> logp, std::span<const double> reference, int vocab,
                        std::span<const int> next, ForcedScores& out);
 
+// -log p(tokens[t + 1]) from row t of `logits` (rows x vocab, a row per
+// token fed), for every token but the last: one sequence scored whole.
+std::vector<double> next_token_nlls(std::span<const float> logits, std::span<const int> tokens, int vocab);
+
 }  // namespace h2o

@@ -29,6 +29,18 @@ CudaTuning test_tuning();
 // and the other CudaEmuParity tests; on the GPU, in every test.
 CudaTuning cpu_projection_tuning();
 
+// The CUDA backend under test, on whichever device this binary runs: weights
+// at `precision` ("": the file's own, as in BackendOptions), KV memory
+// limited to `kv_limit_bytes` (0: no limit).
+inline std::unique_ptr<Backend> cuda_backend(std::shared_ptr<const Model> model, const CudaTuning& tuning,
+                                             const std::string& precision = "f32", int64_t kv_limit_bytes = 0) {
+  BackendOptions o;
+  o.kind = "cuda";
+  o.precision = precision;
+  o.kv_limit_bytes = kv_limit_bytes;
+  return make_cuda_backend(std::move(model), o, tuning);
+}
+
 }  // namespace h2o::test
 
 #define H2O_CUDA_CAT2(a, b) a##b

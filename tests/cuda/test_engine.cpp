@@ -27,10 +27,7 @@ std::shared_ptr<const Model> tiny_model() { return make_synthetic({"stories260K"
 
 std::unique_ptr<Backend> cuda(std::shared_ptr<const Model> model, int64_t kv_limit = 0,
                               CudaTuning tuning = test::cpu_projection_tuning()) {
-  BackendOptions o;
-  o.kind = "cuda";
-  o.kv_limit_bytes = kv_limit;
-  return make_cuda_backend(std::move(model), o, tuning);
+  return test::cuda_backend(std::move(model), tuning, "", kv_limit);  // "": the file's own precision
 }
 
 std::vector<PolicyConfig> three_policies() {

@@ -184,13 +184,6 @@ PolicyConfig make(const std::string& kind, bool rolling, int slack = 0) {
   return make_policy(kind, s);
 }
 
-std::unique_ptr<Backend> cuda(std::shared_ptr<const Model> model, const CudaTuning& tuning,
-                              const std::string& precision = "f32") {
-  BackendOptions o;
-  o.kind = "cuda";
-  o.precision = precision;
-  return make_cuda_backend(std::move(model), o, tuning);
-}
 
 // The device's kept positions and scores of every layer against the reference's.
 void expect_same_caches(NeoxReference& ref, const std::vector<LayerState>& states, const std::string& what) {
@@ -215,7 +208,7 @@ void compare_with_reference(std::shared_ptr<const Model> model, const std::vecto
                             const std::vector<int>& chunks, int decode_steps, const CudaTuning& tuning,
                             const std::string& precision = "f32", std::shared_ptr<const Model> exact = nullptr) {
   constexpr double tolerance = 1e-4;  // f32 against float64, as tests/cpu/test_forward_reference.cpp
-  auto gpu = cuda(model, tuning, precision);
+  auto gpu = test::cuda_backend(model, tuning, precision);
   if (!exact) exact = model;
   std::vector<std::unique_ptr<SessionCache>> caches;
   std::vector<NeoxReference> refs;
@@ -309,7 +302,7 @@ H2O_CUDA_TEST(GptNeox, BatchedSessionsWithPrefill) {
 H2O_CUDA_TEST(GptNeox, GreedyDecodeFromGraphs) {
   H2O_REQUIRE_CUDA();
   const auto model = test::tiny_gptneox(true, 11);
-  auto gpu = cuda(model, test::cpu_projection_tuning());
+  auto gpu = test::cuda_backend(model, test::cpu_projection_tuning());
   const PolicyConfig policy = make("h2o", false);
   auto cache = gpu->new_cache(policy);
   NeoxReference ref(*model, policy);
@@ -359,7 +352,7 @@ H2O_CUDA_TEST(GptNeox, HalfPrecisionWeights) {
   H2O_REQUIRE_CUDA();
   const auto model = test::tiny_gptneox(true, 13);
   for (const char* precision : {"f16", "bf16"}) {
-    auto gpu = cuda(model, test::cpu_projection_tuning(), precision);
+    auto gpu = test::cuda_backend(model, test::cpu_projection_tuning(), precision);
     auto cache = gpu->new_cache(PolicyConfig{});
     NeoxReference ref(*model, PolicyConfig{});
     int token = 1;
@@ -388,7 +381,7 @@ H2O_CUDA_TEST(GptNeox, WeightBytes) {
   const auto model = test::tiny_gptneox(false);
   for (const char* precision : {"f32", "f16"}) {
     const kern::WeightBytes expected = kern::weight_bytes(*model, kern::resolve_precision(precision, *model));
-    auto gpu = cuda(model, test::cpu_projection_tuning(), precision);
+    auto gpu = test::cuda_backend(model, test::cpu_projection_tuning(), precision);
     EXPECT_EQ(gpu->weight_bytes(), expected.pass) << precision;
     EXPECT_EQ(cuda_backend_stats(*gpu).weight_device_bytes, expected.device) << precision;
   }
@@ -400,10 +393,10 @@ H2O_CUDA_TEST(GptNeox, MissingOrUnsupportedPartsAreRefused) {
   H2O_REQUIRE_CUDA();
   auto no_bias = std::make_shared<Model>(*test::tiny_gptneox(false));
   no_bias->weights.final_norm_bias = Tensor{};
-  EXPECT_THROW(cuda(no_bias, test::test_tuning()), Error);
+  EXPECT_THROW(test::cuda_backend(no_bias, test::test_tuning()), Error);
   auto swiglu_biased = std::make_shared<Model>(*make_synthetic({"stories260K", 7, DType::F32, 0, 0}));
   swiglu_biased->config.output_bias = true;
-  EXPECT_THROW(cuda(swiglu_biased, test::test_tuning()), Error);
+  EXPECT_THROW(test::cuda_backend(swiglu_biased, test::test_tuning()), Error);
 }
 
 // The llama.cpp numbers tests/model/test_gptneox.cpp holds the CPU backend
@@ -421,7 +414,7 @@ H2O_CUDA_TEST(GptNeox, MatchesLlamaCppNlls) {
   const std::string path = (dir / "f32.gguf").string();
   write_gguf(*make_synthetic({"pythia-test", 1234, DType::F32, data.at("vocab").get<int>(), 0}), path, TypeMix(DType::F32));
   const auto model = load_gguf(path);
-  auto gpu = cuda(model, test::cpu_projection_tuning());
+  auto gpu = test::cuda_backend(model, test::cpu_projection_tuning());
   auto cache = gpu->new_cache(PolicyConfig{});
   std::vector<float> logits;
   ForwardItem item;
@@ -430,15 +423,13 @@ H2O_CUDA_TEST(GptNeox, MatchesLlamaCppNlls) {
   item.all_logits = true;
   item.logits = &logits;
   gpu->forward(std::span<ForwardItem>(&item, 1));
-  const size_t vocab = size_t(model->config.vocab_size);
-  ASSERT_EQ(logits.size(), tokens.size() * vocab);
-  ASSERT_EQ(theirs.size() + 1, tokens.size());
+  ASSERT_EQ(logits.size(), tokens.size() * size_t(model->config.vocab_size));
+  const std::vector<double> ours = next_token_nlls(logits, tokens, model->config.vocab_size);
+  ASSERT_EQ(ours.size(), theirs.size());
   double mean = 0, worst = 0;
-  for (size_t t = 0; t + 1 < tokens.size(); ++t) {
-    std::vector<double> row;
-    log_softmax_rows(&logits[t * vocab], 1, int(vocab), row);
-    const double delta = std::abs(-row[size_t(tokens[t + 1])] - theirs[t]);
-    mean += delta / double(theirs.size());
+  for (size_t t = 0; t < ours.size(); ++t) {
+    const double delta = std::abs(ours[t] - theirs[t]);
+    mean += delta / double(ours.size());
     worst = std::max(worst, delta);
   }
   ::testing::Test::RecordProperty("mean_abs_delta_nll", std::to_string(mean));

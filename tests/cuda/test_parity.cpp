@@ -70,10 +70,7 @@ std::shared_ptr<const Model> float32_copy(const Model& m, bool via_f16 = false) 
 
 std::unique_ptr<Backend> cuda(std::shared_ptr<const Model> model, const std::string& precision = "f32",
                               const CudaTuning& tuning = test::test_tuning()) {
-  BackendOptions o;
-  o.kind = "cuda";
-  o.precision = precision;
-  return make_cuda_backend(std::move(model), o, tuning);
+  return test::cuda_backend(std::move(model), tuning, precision);
 }
 
 // Feeds the same token stream to both backends one token at a time and
@@ -356,9 +353,12 @@ std::shared_ptr<const Model> rounded_model(DType t) {
   };
   const ModelWeights& w = src->weights;
   m->weights.token_embedding = round(w.token_embedding);
-  for (const LayerWeights& l : w.layers)
-    m->weights.layers.push_back({round(l.attn_norm), round(l.wq), round(l.wk), round(l.wv), round(l.wo),
-                                 round(l.ffn_norm), round(l.w1), round(l.w2), round(l.w3), Tensor{}, Tensor{}, Tensor{}});
+  for (const LayerWeights& l : w.layers) {
+    LayerWeights& r = m->weights.layers.emplace_back();  // no biases: a Llama model
+    for (auto member : {&LayerWeights::attn_norm, &LayerWeights::wq, &LayerWeights::wk, &LayerWeights::wv, &LayerWeights::wo,
+                        &LayerWeights::ffn_norm, &LayerWeights::w1, &LayerWeights::w2, &LayerWeights::w3})
+      r.*member = round(l.*member);
+  }
   m->weights.final_norm = round(w.final_norm);
   m->weights.classifier = src->shared_classifier() ? m->weights.token_embedding : round(w.classifier);
   return m;

@@ -37,17 +37,9 @@ std::vector<float> all_logits(std::shared_ptr<const Model> model, const std::vec
   return logits;
 }
 
-// -log p(tokens[t + 1] | tokens[..t]) for every t but the last.
+// -log p(tokens[t + 1] | tokens[..t]) for every t but the last, scored as eval scores.
 std::vector<double> nlls(std::shared_ptr<const Model> model, const std::vector<int>& tokens) {
-  const std::vector<float> logits = all_logits(model, tokens);
-  const int vocab = model->config.vocab_size;
-  std::vector<double> out;
-  for (size_t t = 0; t + 1 < tokens.size(); ++t) {
-    std::vector<double> row;
-    log_softmax_rows(&logits[t * size_t(vocab)], 1, vocab, row);
-    out.push_back(-row[size_t(tokens[t + 1])]);
-  }
-  return out;
+  return next_token_nlls(all_logits(model, tokens), tokens, model->config.vocab_size);
 }
 
 std::vector<int> some_tokens(int n, int vocab) {
