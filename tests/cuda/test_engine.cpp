@@ -384,8 +384,11 @@ H2O_CUDA_TEST(Graphs, AppStepsWithCapturesReplayToo) {
       for (size_t c = 0; c < x.attention.size(); ++c) {
         EXPECT_EQ(x.attention[c].key_positions, y.attention[c].key_positions) << "step " << ra.step;
         EXPECT_EQ(x.attention[c].probs, y.attention[c].probs) << "step " << ra.step;
-        for (size_t h = 0; h < x.attention[c].top_share.size(); ++h)  // NaN where a row has no share
-          if (!std::isnan(y.attention[c].top_share[h])) EXPECT_EQ(x.attention[c].top_share[h], y.attention[c].top_share[h]);
+        for (size_t h = 0; h < x.attention[c].top_share.size(); ++h) {  // NaN where a row has no share
+          if (!std::isnan(y.attention[c].top_share[h])) {
+            EXPECT_EQ(x.attention[c].top_share[h], y.attention[c].top_share[h]);
+          }
+        }
       }
       ASSERT_EQ(x.layer_states.size(), 1u);
       EXPECT_EQ(x.layer_states[0].positions, y.layer_states[0].positions) << "step " << ra.step;
