@@ -669,7 +669,7 @@ int run_info(Flags& f, const char* argv0) {
             << "vocabulary  " << c.vocab_size << " (BOS " << c.bos_id << ", EOS " << c.eos_id << "), classifier "
             << (m.shared_classifier() ? "shared with the embedding" : "separate") << "\n"
             << "context     " << c.max_seq_len << " trained, " << rope.str() << ", norm eps " << c.norm_eps << "\n"
-            << "parameters  " << c.parameter_count() << "\n"
+            << "parameters  " << c.parameter_count() + (m.shared_classifier() ? 0 : m.weights.classifier.numel()) << "\n"
             << "kv bytes    " << int64_t(c.n_layers) * c.kv_dim() * 2 * 4 << " per cached token (f32)\n"
             << "tokenizer   " << in.tokenizer->describe() << "\n"
             << "template    " << chat.name << (in.tokenizer->chat_template().empty() ? " (the model names none)" : "")

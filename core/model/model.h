@@ -68,7 +68,7 @@ struct ModelConfig {
   std::vector<double> rope_frequencies() const;
   int kv_dim() const { return n_kv_heads * head_dim(); }
   int group_size() const { return n_heads / n_kv_heads; }  // query heads per KV head
-  int64_t parameter_count() const;
+  int64_t parameter_count() const;  // but a separate classifier's (tied or not: Model knows)
   // Throws Error("<what>: ...") if the shape is inconsistent.
   void validate(const std::string& what) const;
 };

@@ -271,6 +271,17 @@ TEST(CliGenerate, RatiosAreFractionsOfThePrompt) {
                         "--budget-ratio: stream has no input length");
 }
 
+// `info` on a GPT-NeoX shape: its block, and every parameter counted, the
+// separate classifier's too (Pythia-70M's real count).
+TEST(CliInfo, GptNeoxBlockAndTheWholeParameterCount) {
+  const CliResult r = run_cli("info --model synthetic:pythia-70m");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("gptneox"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("LayerNorm, GELU MLP, output biases, parallel residual, RoPE on 16 of 64 head dims"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("parameters  70426624\n"), std::string::npos) << r.out;
+}
+
 TEST(CliErrors, MissingModelFile) {
   expect_one_line_error(run_cli("info --model /no/such/model.bin"), "/no/such/model.bin");
 }
