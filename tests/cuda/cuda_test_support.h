@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "core/policy/policy.h"
 #include "core/runtime/backend.h"
 #include "kernels/cuda_backend.h"
 
@@ -39,6 +40,18 @@ inline std::unique_ptr<Backend> cuda_backend(std::shared_ptr<const Model> model,
   o.precision = precision;
   o.kv_limit_bytes = kv_limit_bytes;
   return make_cuda_backend(std::move(model), o, tuning);
+}
+
+// A policy the device suites cut often: budget 24 with 4 sinks (H2O: 8 of
+// them heavy hitters), positions rolled or not, `slack` tokens of slack.
+inline PolicyConfig small_policy(const std::string& kind, bool rolling, int slack = 0) {
+  PolicySettings s;
+  s.budget = 24;
+  s.given = {{"sinks", 4}};
+  if (kind == "h2o") s.given["heavy"] = 8;
+  s.rolling = rolling;
+  s.slack = slack;
+  return make_policy(kind, s);
 }
 
 }  // namespace h2o::test

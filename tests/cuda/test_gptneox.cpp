@@ -174,16 +174,6 @@ double relative_error(std::span<const float> a, const std::vector<double>& ref) 
   return std::sqrt(num / den);
 }
 
-PolicyConfig make(const std::string& kind, bool rolling, int slack = 0) {
-  PolicySettings s;
-  s.budget = 24;
-  s.given = {{"sinks", 4}};
-  if (kind == "h2o") s.given["heavy"] = 8;
-  s.rolling = rolling;
-  s.slack = slack;
-  return make_policy(kind, s);
-}
-
 
 // The device's kept positions and scores of every layer against the reference's.
 void expect_same_caches(NeoxReference& ref, const std::vector<LayerState>& states, const std::string& what) {
@@ -263,18 +253,18 @@ void compare_decode(std::shared_ptr<const Model> model, const PolicyConfig& poli
 // doing every projection (the emulation runs it too, as FullCacheLogits).
 H2O_CUDA_TEST(GptNeox, SequentialResidualFullCache) {
   H2O_REQUIRE_CUDA();
-  compare_decode(test::tiny_gptneox(false), make("full", false), 30, test::test_tuning());
+  compare_decode(test::tiny_gptneox(false), test::small_policy("full", false), 30, test::test_tuning());
 }
 H2O_CUDA_TEST(GptNeox, ParallelResidualFullCache) {
   H2O_REQUIRE_CUDA();
-  compare_decode(test::tiny_gptneox(true), make("full", false), 30, test::test_tuning());
+  compare_decode(test::tiny_gptneox(true), test::small_policy("full", false), 30, test::test_tuning());
 }
 
 // H2O's kept sets and scores: the cut does not care about the architecture.
 H2O_CUDA_TEST(GptNeox, H2OSequentialAndParallel) {
   H2O_REQUIRE_CUDA();
-  compare_decode(test::tiny_gptneox(false, 3), make("h2o", false), 60);
-  compare_decode(test::tiny_gptneox(true, 3), make("h2o", false), 60);
+  compare_decode(test::tiny_gptneox(false, 3), test::small_policy("h2o", false), 60);
+  compare_decode(test::tiny_gptneox(true, 3), test::small_policy("h2o", false), 60);
 }
 
 // Every policy under both position modes (rolling re-rotates the kept keys
@@ -283,16 +273,17 @@ H2O_CUDA_TEST(GptNeox, EveryPolicyAndPositionMode) {
   H2O_REQUIRE_CUDA();
   const auto model = test::tiny_gptneox(true, 5);
   for (const bool rolling : {false, true})
-    for (const char* kind : {"streaming", "h2o", "tova"}) compare_decode(model, make(kind, rolling), 50);
-  compare_decode(model, make("h2o", true, 4), 50);
+    for (const char* kind : {"streaming", "h2o", "tova"}) compare_decode(model, test::small_policy(kind, rolling), 50);
+  compare_decode(model, test::small_policy("h2o", true, 4), 50);
 }
 
 // Sessions of every kind in one pass, with prefill chunks (12 rows: the
 // library GEMM) before decode steps.
 H2O_CUDA_TEST(GptNeox, BatchedSessionsWithPrefill) {
   H2O_REQUIRE_CUDA();
-  const std::vector<PolicyConfig> policies = {PolicyConfig{}, make("streaming", false), make("h2o", true),
-                                              make("tova", false), make("h2o", false, 4)};
+  const std::vector<PolicyConfig> policies = {PolicyConfig{}, test::small_policy("streaming", false),
+                                              test::small_policy("h2o", true), test::small_policy("tova", false),
+                                              test::small_policy("h2o", false, 4)};
   compare_with_reference(test::tiny_gptneox(true, 9), policies, {12, 3}, 30, test::test_tuning());
   compare_with_reference(test::tiny_gptneox(false, 9), policies, {12}, 20, test::cpu_projection_tuning());
 }
@@ -303,7 +294,7 @@ H2O_CUDA_TEST(GptNeox, GreedyDecodeFromGraphs) {
   H2O_REQUIRE_CUDA();
   const auto model = test::tiny_gptneox(true, 11);
   auto gpu = test::cuda_backend(model, test::cpu_projection_tuning());
-  const PolicyConfig policy = make("h2o", false);
+  const PolicyConfig policy = test::small_policy("h2o", false);
   auto cache = gpu->new_cache(policy);
   NeoxReference ref(*model, policy);
   TokenChoice greedy;
@@ -340,7 +331,7 @@ H2O_CUDA_TEST(GptNeox, NativeQuantisedWeights) {
     SCOPED_TRACE(type);
     const auto quantised = test::tiny_gptneox(true, 17, "test-256", parse_type_mix(type, "test"));
     ASSERT_FALSE(is_float(quantised->weight_dtype()));
-    compare_with_reference(quantised, {make("h2o", false)}, {10}, 16, test::test_tuning(), "native",
+    compare_with_reference(quantised, {test::small_policy("h2o", false)}, {10}, 16, test::test_tuning(), "native",
                            test::widened_to_f32(*quantised));
   }
 }

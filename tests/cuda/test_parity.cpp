@@ -19,16 +19,6 @@ namespace {
 
 std::shared_ptr<const Model> tiny_model(uint64_t seed = 7) { return make_synthetic({"stories260K", seed, DType::F32, 0, 0}); }
 
-PolicyConfig make(const std::string& kind, bool rolling, int slack = 0) {
-  PolicySettings s;
-  s.budget = 24;
-  s.given = {{"sinks", 4}};
-  if (kind == "h2o") s.given["heavy"] = 8;
-  s.rolling = rolling;
-  s.slack = slack;
-  return make_policy(kind, s);
-}
-
 double relative_error(const std::vector<float>& a, const std::vector<float>& ref) {
   double num = 0, den = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
@@ -131,7 +121,7 @@ void compare_policy(const PolicyConfig& policy, int steps, std::shared_ptr<const
 
 H2O_CUDA_TEST(Parity, FullCacheLogits) {
   H2O_REQUIRE_CUDA();
-  compare_decode(make("full", false), 40);
+  compare_decode(test::small_policy("full", false), 40);
 }
 // H2O_CUDA_MATVEC_ROWS, the benchmark's A/B: 0 puts every projection on
 // cuBLAS (the CPU matmul in the emulation), the same logits to f32 rounding;
@@ -165,35 +155,35 @@ H2O_CUDA_TEST(Parity, MatvecRowsFromTheEnvironment) {
 
 H2O_CUDA_TEST(Parity, StreamingOriginal) {
   H2O_REQUIRE_CUDA();
-  compare_policy(make("streaming", false), 60);
+  compare_policy(test::small_policy("streaming", false), 60);
 }
 H2O_CUDA_TEST(Parity, H2OOriginal) {
   H2O_REQUIRE_CUDA();
-  compare_policy(make("h2o", false), 60);
+  compare_policy(test::small_policy("h2o", false), 60);
 }
 H2O_CUDA_TEST(Parity, H2ORolling) {
   H2O_REQUIRE_CUDA();
-  compare_policy(make("h2o", true), 60);
+  compare_policy(test::small_policy("h2o", true), 60);
 }
 H2O_CUDA_TEST(Parity, TovaOriginal) {
   H2O_REQUIRE_CUDA();
-  compare_policy(make("tova", false), 60);
+  compare_policy(test::small_policy("tova", false), 60);
 }
 H2O_CUDA_TEST(Parity, StreamingRolling) {
   H2O_REQUIRE_CUDA();
-  compare_policy(make("streaming", true), 60);
+  compare_policy(test::small_policy("streaming", true), 60);
 }
 H2O_CUDA_TEST(Parity, TovaRolling) {
   H2O_REQUIRE_CUDA();
-  compare_policy(make("tova", true), 60);
+  compare_policy(test::small_policy("tova", true), 60);
 }
 H2O_CUDA_TEST(Parity, H2OWithSlack) {
   H2O_REQUIRE_CUDA();
-  compare_policy(make("h2o", false, 5), 70);
+  compare_policy(test::small_policy("h2o", false, 5), 70);
 }
 H2O_CUDA_TEST(Parity, TovaRollingWithSlack) {
   H2O_REQUIRE_CUDA();
-  compare_policy(make("tova", true, 3), 70);
+  compare_policy(test::small_policy("tova", true, 3), 70);
 }
 
 // GPT-NeoX (LayerNorm with biases, GELU MLP, partial rotary, parallel
@@ -202,9 +192,10 @@ H2O_CUDA_TEST(Parity, TovaRollingWithSlack) {
 H2O_CUDA_TEST(Parity, GptNeoxEqualsTheCpuBackend) {
   H2O_REQUIRE_CUDA();
   const auto pythia = load_model("synthetic:pythia-test");
-  compare_decode(make("full", false), 30, pythia);
-  for (const char* policy : {"streaming", "h2o", "tova"}) compare_policy(make(policy, false), 60, pythia);
-  compare_policy(make("h2o", true), 60, pythia);
+  compare_decode(test::small_policy("full", false), 30, pythia);
+  for (const char* policy : {"streaming", "h2o", "tova"})
+    compare_policy(test::small_policy(policy, false), 60, pythia);
+  compare_policy(test::small_policy("h2o", true), 60, pythia);
 }
 
 // Qwen2's pass: q/k/v biases, theta 1e6, tied embeddings.
@@ -212,8 +203,8 @@ H2O_CUDA_TEST(Parity, Qwen2Biases) {
   H2O_REQUIRE_CUDA();
   const auto qwen2 = make_synthetic({"qwen2-260K", 3, DType::F32, 0, 0});
   ASSERT_TRUE(qwen2->config.attention_bias);
-  compare_decode(make("h2o", false), 50, qwen2);
-  compare_decode(make("tova", true), 50, qwen2);
+  compare_decode(test::small_policy("h2o", false), 50, qwen2);
+  compare_decode(test::small_policy("tova", true), 50, qwen2);
 }
 
 // Llama 3.1's RoPE scaling and linear scaling: the device turns each pair by
@@ -226,8 +217,8 @@ H2O_CUDA_TEST(Parity, RopeScaling) {
     s.type = type;
     s.factor = 8;
     s.original_context = 64;  // the pairs span all three llama3 bands at head_dim 8
-    compare_policy(make("full", false), 30, scaled);
-    compare_policy(make("h2o", true), 50, scaled);
+    compare_policy(test::small_policy("full", false), 30, scaled);
+    compare_policy(test::small_policy("h2o", true), 50, scaled);
   }
 }
 
@@ -245,7 +236,7 @@ H2O_CUDA_TEST(Parity, QuantisedWeightsDequantisedOnUpload) {
     const auto quantised = make_synthetic({"test-256", 11, mix, 0, 0});
     ASSERT_FALSE(is_float(quantised->weight_dtype()));
     const auto exact = float32_copy(*quantised);
-    compare_decode(make("h2o", false), 40, quantised, exact);
+    compare_decode(test::small_policy("h2o", false), 40, quantised, exact);
   }
   // stories260K in q8_0: its down projection (rows of 172) is f16 in the file, f32 on the device.
   const std::pair<const char*, std::string> files[] = {{"test-256", "q8_0"},   {"test-256", "q4_0"},
@@ -256,7 +247,7 @@ H2O_CUDA_TEST(Parity, QuantisedWeightsDequantisedOnUpload) {
     SCOPED_TRACE(std::string(shape) + " " + type);
     const auto quantised = make_synthetic({shape, 11, parse_type_mix(type, "test"), 0, 0});
     const auto exact = float32_copy(*quantised, type == "q5_0");
-    compare_decode(make("h2o", false), 8, quantised, exact, test::test_tuning(), "native");
+    compare_decode(test::small_policy("h2o", false), 8, quantised, exact, test::test_tuning(), "native");
   }
 }
 
@@ -334,7 +325,8 @@ void compare_batched(const std::vector<PolicyConfig>& policies, const std::vecto
 }
 
 std::vector<PolicyConfig> every_policy() {
-  return {PolicyConfig{}, make("streaming", false), make("h2o", true), make("tova", false), make("h2o", false, 4)};
+  return {PolicyConfig{}, test::small_policy("streaming", false), test::small_policy("h2o", true),
+          test::small_policy("tova", false), test::small_policy("h2o", false, 4)};
 }
 
 // A copy of the model with every weight rounded to `t` and stored as f32:
@@ -403,7 +395,7 @@ H2O_CUDA_TEST(Parity, HalfPrecisionWithinTolerance) {
     // kept set follows its scores, which rounding moves: compared while the
     // two backends keep the same tokens (a part is a legitimate effect of the
     // precision, not an arithmetic error).
-    for (const PolicyConfig& p : {PolicyConfig{}, make("streaming", true), make("h2o", true)}) {
+    for (const PolicyConfig& p : {PolicyConfig{}, test::small_policy("streaming", true), test::small_policy("h2o", true)}) {
       auto a = cpu->new_cache(p), b = gpu->new_cache(p);
       int token = 1;
       double sum = 0;
@@ -449,7 +441,7 @@ H2O_CUDA_TEST(Parity, CapturesEqualTheCpuBackend) {
   auto model = tiny_model(9);
   auto cpu = make_cpu_backend(model, 1);
   auto gpu = cuda(model);
-  const PolicyConfig policy = make("h2o", false);
+  const PolicyConfig policy = test::small_policy("h2o", false);
   auto a = cpu->new_cache(policy), b = gpu->new_cache(policy);
   CapturePlan plan;
   plan.attention = {{1, kAllHeads, 3, 0, 0, 4},   // every head, 3 rows, all keys, top-4 share
@@ -514,7 +506,7 @@ H2O_CUDA_TEST(Parity, BadCaptureRequestsChangeNothing) {
   H2O_REQUIRE_CUDA();
   auto model = tiny_model();
   auto gpu = cuda(model);
-  auto cache = gpu->new_cache(make("h2o", false));
+  auto cache = gpu->new_cache(test::small_policy("h2o", false));
   const int token = 1;
   for (CapturePlan plan : {CapturePlan{{{9, kAllHeads, 1, 0, 0, 0}}, {}}, CapturePlan{{{0, 99, 1, 0, 0, 0}}, {}},
                            CapturePlan{{}, {7}}}) {
@@ -535,7 +527,7 @@ H2O_CUDA_TEST(Parity, BadCaptureRequestsChangeNothing) {
 H2O_CUDA_TEST(Parity, AFreshCacheReadsEmpty) {
   H2O_REQUIRE_CUDA();
   auto gpu = cuda(tiny_model());
-  auto cache = gpu->new_cache(make("h2o", true));
+  auto cache = gpu->new_cache(test::small_policy("h2o", true));
   const LayerState s = cache->read_layer(0);
   ASSERT_EQ(s.positions.size(), size_t(cache->kv_heads()));
   for (const auto& p : s.positions) EXPECT_TRUE(p.empty());
