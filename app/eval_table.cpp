@@ -29,23 +29,24 @@ void print_eval_table(const Engine& engine, const ScoringMeter& meter, const std
   const std::streamsize precision = std::cout.precision();
   print_shared_memory(engine);
   csv << "model,tokens,policy,budget,sized_by,perplexity,top1_agreement,mean_kl_vs_full,tokens_per_s,"
-         "peak_kv_live_bytes,peak_kv_allocated_bytes,process_peak_rss_bytes\n";
-  std::cout << "| policy | budget | sized by | perplexity | top-1 agreement | KL(full‖policy) | tokens/s | peak KV |\n"
-               "|---|---:|---|---:|---:|---:|---:|---:|\n";
+         "peak_kv_live_bytes,peak_kv_allocated_bytes,process_peak_rss_bytes,kv_precision\n";
+  std::cout << "| policy | budget | KV | sized by | perplexity | top-1 agreement | KL(full‖policy) | tokens/s | peak KV |\n"
+               "|---|---:|---|---|---:|---:|---:|---:|---:|\n";
   for (size_t i = 0; i < engine.sessions().size(); ++i) {
     const auto& s = engine.sessions()[i];
     const auto& t = s->totals();
     const SessionMeasure m = meter.total(i);
     const PolicyConfig& p = s->policy();
     const std::string budget = p.evicts() ? std::to_string(p.budget()) : "all";
-    std::cout << "| " << p.describe() << " | " << budget << " | " << sized_by[i] << " | " << std::fixed
+    const std::string kv = p.kv.native() ? engine.backend().name() == "cpu" ? "f32" : "native" : p.kv.label();
+    std::cout << "| " << p.describe() << " | " << budget << " | " << kv << " | " << sized_by[i] << " | " << std::fixed
               << std::setprecision(3) << t.perplexity() << " | " << std::setprecision(4) << t.agreement() << " | "
               << std::setprecision(4) << t.mean_kl() << " | " << std::setprecision(0) << m.tokens_per_s() << " | "
               << format_mib(m.peak_kv_live_bytes) << " |\n";
     csv << csv_field(model_path) << ',' << t.scored << ',' << csv_field(p.describe()) << ',' << budget << ','
         << csv_field(sized_by[i]) << ',' << t.perplexity() << ',' << t.agreement() << ',' << t.mean_kl() << ','
         << m.tokens_per_s() << ',' << m.peak_kv_live_bytes << ',' << m.peak_kv_allocated_bytes << ','
-        << m.process_peak_rss_bytes << '\n';
+        << m.process_peak_rss_bytes << ',' << kv << '\n';
   }
   std::cout.flags(flags);
   std::cout.precision(precision);

@@ -61,6 +61,8 @@ struct Flags {
   std::map<std::string, int> params;  // every policy parameter's flag (--sinks, --window, ...), by name
   int budget = 0, slack = 0;
   bool rolling = false;
+  std::string kv_bits;  // "": the backend's own cache type
+  int kv_group = KvPrecision{}.group, kv_residual = KvPrecision{}.residual;
   std::string backend = "cpu", precision;
   int threads = 0;
   int64_t kv_limit_mib = 0;
@@ -90,6 +92,11 @@ void add_run_flags(CLI::App* sub, Flags& f) {
                   "let the cache grow to budget+slack before cutting back to budget (default: 0 on the CPU, " +
                       std::to_string(kDeviceSlack) + " on a GPU; 0 is exact)");
   sub->add_flag("--position-rolling", f.rolling, "positions from cache slots instead of stream positions");
+  sub->add_option("--kv-bits", f.kv_bits,
+                  "KV precision K[,V]: 16, 8, 4 or 2 bits (KIVI; default: the backend's cache type); a policy "
+                  "list may also say it per entry, h2o@2bit");
+  sub->add_option("--kv-group", f.kv_group, "quantization group G: tokens of a key group, channels of a value group");
+  sub->add_option("--kv-residual", f.kv_residual, "the newest R tokens (a multiple of G) stay f16 until G more arrive");
   sub->add_option("--backend", f.backend, "cpu|cuda|cuda-sim (the CUDA backend's code through the SIMT emulation, on the CPU: slow, for checking)");
   sub->add_option("--precision", f.precision,
                   "CUDA weights: f32|f16|bf16|native (default: native for quantised files, else f32)");
@@ -178,6 +185,16 @@ int run_exit_code(const Engine& engine, const Flags& f) {
 // --slack where given, else the backend's default (0 on the CPU: exact).
 int slack_of(const Flags& f) { return f.given("--slack") ? f.slack : default_slack(f.backend); }
 
+// The KV precision of --kv-bits (one value; eval sweeps a list), --kv-group and --kv-residual.
+KvPrecision kv_precision(const Flags& f, const std::string& bits) {
+  KvPrecision kv = bits.empty() ? KvPrecision{} : parse_kv_bits(bits);
+  kv.group = f.kv_group;
+  kv.residual = f.kv_residual;
+  if (kv.native() && (f.given("--kv-group") || f.given("--kv-residual")))
+    fail(f.given("--kv-group") ? "--kv-group" : "--kv-residual", "give --kv-bits (or name@bits) too; alone it changes nothing");
+  return kv;
+}
+
 // What the flags say of policies: the parameters given, the budget, slack and rolling.
 PolicySettings policy_settings(const Flags& f) {
   PolicySettings s;
@@ -186,20 +203,23 @@ PolicySettings policy_settings(const Flags& f) {
     if (f.given(("--" + name).c_str())) s.given[name] = value;
   s.slack = slack_of(f);
   s.rolling = f.rolling;
+  if (f.kv_bits.find(',') != std::string::npos && split_list(f.kv_bits).size() > 2)
+    fail("--kv-bits", "'" + f.kv_bits + "': give K or K,V here (eval sweeps a list)");
+  s.kv = kv_precision(f, f.kv_bits);
   return s;
 }
 
-// The kinds named in a comma-separated list (`flag` names the list in errors).
-std::vector<std::string> policy_list(const std::string& list, const std::string& flag) {
-  std::vector<std::string> out;
-  for (const std::string& name : split_list(list)) out.emplace_back(policy_unit(name, flag).name);
+// The entries of a comma-separated list ("full,h2o,h2o@2bit"; `flag` names the list in errors).
+std::vector<PolicyEntry> policy_list(const std::string& list, const std::string& flag) {
+  std::vector<PolicyEntry> out;
+  for (const std::string& name : split_list(list)) out.push_back(parse_policy_entry(name, flag));
   if (out.empty()) fail(flag, "no policy given");
   return out;
 }
 
 std::vector<PolicyConfig> parse_policies(const Flags& f, const std::string& list) {
   std::vector<PolicyConfig> out;
-  for (const std::string& name : policy_list(list, "--policies")) out.push_back(make_policy(name, policy_settings(f)));
+  for (const PolicyEntry& entry : policy_list(list, "--policies")) out.push_back(make_policy(entry, policy_settings(f)));
   return out;
 }
 
@@ -337,10 +357,10 @@ int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
     turn.ids = encode_with_bos(*in.tokenizer, gf.prompt);
   }
   // Ratios are fractions of the prompt, BOS included.
-  const std::string kind(policy_unit(f.policy).name);
+  const PolicyEntry entry = parse_policy_entry(f.policy, "--policy");
   const BudgetRatios ratios = ratios_of(f);
-  refuse_parts_the_kind_lacks(kind, ratios);
-  const PolicyConfig policy = make_policy(kind, apply_ratios(policy_settings(f), ratios, int64_t(turn.ids.size())));
+  refuse_parts_the_kind_lacks(entry.kind, ratios);
+  const PolicyConfig policy = make_policy(entry, apply_ratios(policy_settings(f), ratios, int64_t(turn.ids.size())));
   if (ratios.any()) std::cerr << "policy: " << policy.describe() << " (from " << turn.ids.size() << " prompt tokens)\n";
   Engine engine(in.model, make_backend(in.model, backend_options(f)), in.tokenizer, engine_options(f, {policy}));
   engine.start_stream({turn});
@@ -417,12 +437,32 @@ PolicyConfig policy_from_ratio(const std::string& kind, const PolicySettings& ba
   }
 }
 
-// The full cache, then every (budget, policy) of --budgets, every (ratio,
-// policy) of --ratios / --budget-ratio, H2O sized by --heavy-ratio /
-// --recent-ratio, and each configuration of --configs; ratios are fractions
-// of the `scored` tokens. Each budget is split by the policy around the
-// --sinks given. --budgets' default list runs only when neither ratios nor
-// configurations are asked for.
+// eval's precisions: --kv-bits as a list to sweep (each 32 — the backend's
+// own type —, 16, 8, 4, 2 or k4v2), else the backend's own.
+std::vector<KvPrecision> eval_precisions(const Flags& f) {
+  if (f.kv_bits.empty()) return {kv_precision(f, "")};
+  std::vector<KvPrecision> out;
+  for (const std::string& item : split_list(f.kv_bits)) {
+    KvPrecision kv = kv_precision(f, "16");
+    if (item == "32") {  // the backend's own type, for a row of each policy beside the quantized ones
+      out.push_back(KvPrecision{});
+      continue;
+    }
+    const KvPrecision bits = item.starts_with('k') ? parse_kv_label(item, "--kv-bits") : parse_kv_bits(item);
+    kv.key_bits = bits.key_bits, kv.value_bits = bits.value_bits;
+    out.push_back(kv);
+  }
+  if (out.empty()) fail("--kv-bits", "no precision given");
+  return out;
+}
+
+// The full cache, then for each precision of --kv-bits (the full cache at it
+// first): every (budget, policy) of --budgets, every (ratio, policy) of
+// --ratios / --budget-ratio, H2O sized by --heavy-ratio / --recent-ratio, and
+// each configuration of --configs; ratios are fractions of the `scored`
+// tokens. Each budget is split by the policy around the --sinks given.
+// --budgets' default list runs only when neither ratios nor configurations
+// are asked for. A policy named with its own precision (h2o@2bit) runs at it alone.
 std::vector<EvalRow> eval_rows(const Flags& f, const EvalFlags& ef, int64_t scored) {
   std::vector<EvalRow> rows = {{PolicyConfig{}, ""}};
   const BudgetRatios ratios = ratios_of(f);
@@ -433,43 +473,61 @@ std::vector<EvalRow> eval_rows(const Flags& f, const EvalFlags& ef, int64_t scor
   const bool absolute = f.given("--budgets") || (sweep.empty() && !parts && configs.empty());
   const std::vector<int> budgets =
       absolute ? parse_flag_ints(ef.budgets, "--budgets", "budget", 1, kMaxCacheTokens) : std::vector<int>{};
-  std::vector<std::string> kinds;
-  for (const auto& p : parse_policies(f, f.policies))
-    if (p.evicts()) kinds.emplace_back(p.name());
+  std::vector<PolicyEntry> kinds;
+  for (const PolicyEntry& entry : policy_list(f.policies, "--policies"))
+    if (PolicyConfig::named(entry.kind).evicts()) kinds.push_back(entry);
   PolicySettings settings;
   if (f.given("--sinks")) settings.given["sinks"] = f.params.at("sinks");
   settings.slack = slack_of(f);
   settings.rolling = f.rolling;
-  for (const std::string& kind : kinds) {
-    const int sinks = make_policy(kind, settings).get("sinks");
+  for (const PolicyEntry& kind : kinds) {
+    const int sinks = make_policy(kind.kind, settings).get("sinks");
     for (int b : budgets)
       if (sinks >= b)
         fail("--budgets", "budget " + std::to_string(b) + " leaves no room for the newest token beside " +
                               std::to_string(sinks) + " sinks");
   }
-  for (int b : budgets)
-    for (const std::string& kind : kinds) {
-      PolicySettings s = settings;
-      s.budget = b;
-      rows.push_back({make_policy(kind, s), ""});
+  const std::vector<KvPrecision> precisions = eval_precisions(f);
+  for (const KvPrecision& kv : precisions) {
+    settings.kv = kv;
+    // A kind's entry at this precision: every kind without one of its own, the rest once.
+    std::vector<PolicyEntry> here;
+    for (const PolicyEntry& kind : kinds)
+      if (!kind.kv || &kv == &precisions.front()) here.push_back(kind);
+    if (!kv.native()) {
+      PolicyConfig full;
+      full.kv = kv;
+      full.validate();
+      rows.push_back({full, ""});
     }
-  for (double q : sweep)
-    for (const std::string& kind : kinds) {
-      BudgetRatios one;
-      one.budget = q;
-      rows.push_back({policy_from_ratio(kind, settings, one, scored, "--ratios", format_ratio(q)), format_ratio(q)});
+    for (int b : budgets)
+      for (const PolicyEntry& kind : here) {
+        PolicySettings s = settings;
+        s.budget = b;
+        rows.push_back({make_policy(kind, s), ""});
+      }
+    for (double q : sweep)
+      for (const PolicyEntry& kind : here) {
+        BudgetRatios one;
+        one.budget = q;
+        PolicyConfig policy = policy_from_ratio(kind.kind, settings, one, scored, "--ratios", format_ratio(q));
+        if (kind.kv) policy.kv.key_bits = kind.kv->key_bits, policy.kv.value_bits = kind.kv->value_bits;
+        rows.push_back({policy, format_ratio(q)});
+      }
+    if (parts) {
+      const std::string label = (ratios.heavy ? "heavy " + format_ratio(*ratios.heavy) : std::string()) +
+                                (ratios.heavy && ratios.recent ? ", " : "") +
+                                (ratios.recent ? "recent " + format_ratio(*ratios.recent) : std::string());
+      const char* flag = ratios.heavy ? "--heavy-ratio" : "--recent-ratio";
+      rows.push_back({policy_from_ratio("h2o", settings, ratios, scored, flag, label), label});
     }
-  if (parts) {
-    const std::string label = (ratios.heavy ? "heavy " + format_ratio(*ratios.heavy) : std::string()) +
-                              (ratios.heavy && ratios.recent ? ", " : "") +
-                              (ratios.recent ? "recent " + format_ratio(*ratios.recent) : std::string());
-    const char* flag = ratios.heavy ? "--heavy-ratio" : "--recent-ratio";
-    rows.push_back({policy_from_ratio("h2o", settings, ratios, scored, flag, label), label});
-  }
-  for (const std::string& name : configs) {
-    const PolicyConfig policy = policy_from_config_name(name, settings.slack, settings.rolling);
-    if (!policy.evicts()) rows[0].sized_by = name;  // baseline is the full cache the table starts with
-    else rows.push_back({policy, name});
+    for (const std::string& name : configs) {
+      PolicyConfig policy = policy_from_config_name(name, settings.slack, settings.rolling);
+      policy.kv = kv;
+      policy.validate();
+      if (!policy.evicts() && kv.native()) rows[0].sized_by = name;  // baseline is the full cache the table starts with
+      else if (policy.evicts()) rows.push_back({policy, name});
+    }
   }
   return rows;
 }

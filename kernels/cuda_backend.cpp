@@ -233,6 +233,10 @@ std::string CudaBackend::describe() const {
 
 std::unique_ptr<SessionCache> CudaBackend::new_cache(const PolicyConfig& policy) {
   policy.validate();
+  // The device cache keeps its own type (f16 or f32) until the quantized layout lands here too.
+  if (!policy.kv.native())
+    fail("--kv-bits", policy.kv.label() + " KV runs on the cpu backend only for now; the " + name() +
+                          " backend keeps its KV cache at " + dtype_name(kv_));
   return std::make_unique<CudaCache>(policy, dims_, kv_, stream_, account_);
 }
 

@@ -34,8 +34,14 @@ QColor policy_color(const PolicyConfig& policy) {
   // The units' colours are chosen for the dark background; a shade darker reads on white.
   return dark() ? c : c.darker(135);
 }
-QString policy_title(const PolicyConfig& policy) { return text(policy.unit().title); }
-QString short_policy_title(const PolicyConfig& policy) { return text(policy.unit().short_title); }
+// A policy at a KV precision of its own reads "H2O @2bit", so two panes of one kind stay apart.
+static QString precision_suffix(const PolicyConfig& policy) {
+  return policy.kv.native() ? QString() : " @" + QString::fromStdString(policy.kv.label());
+}
+QString policy_title(const PolicyConfig& policy) { return text(policy.unit().title) + precision_suffix(policy); }
+QString short_policy_title(const PolicyConfig& policy) {
+  return text(policy.unit().short_title) + precision_suffix(policy);
+}
 
 // The names every kind that keeps tokens by score gives them: "heavy hitter / attended now".
 static QString scored_roles() {

@@ -13,6 +13,7 @@
 #include "core/base/flush_denormals.h"
 #include "core/base/thread_pool.h"
 #include "core/cpu/cpu_cache.h"
+#include "core/cpu/low_bit_attention.h"
 #include "core/cpu/cpu_ops.h"
 #include "core/cpu/cpu_weights.h"
 #include "core/cpu/read_bandwidth.h"
@@ -383,13 +384,21 @@ void CpuBackend::attention(CpuCache& cache, const Span& span, const std::vector<
   for (int r = 0; r < rows; ++r) {
     const size_t row = size_t(span.first + r);
     const int slot = before + r;
-    float* k = &h.k[size_t(slot) * hd];
-    std::memcpy(k, &k_[row * kv_dim + size_t(g) * hd], hd * sizeof(float));
-    if (rolling) std::memcpy(&h.k_raw[size_t(slot) * hd], k, hd * sizeof(float));
-    rope_rotate(k, 1, hd, *angles[size_t(r)]);
-    std::memcpy(&h.v[size_t(slot) * hd], &v_[row * kv_dim + size_t(g) * hd], hd * sizeof(float));
+    const float* new_k = &k_[row * kv_dim + size_t(g) * hd];
+    const float* new_v = &v_[row * kv_dim + size_t(g) * hd];
     h.pos[size_t(slot)] = int32_t(cache.tokens_seen() + r);
     h.score[size_t(slot)] = 0.0f;
+    if (h.low_bit) {
+      std::vector<float> rotated(new_k, new_k + hd);
+      rope_rotate(rotated.data(), 1, hd, *angles[size_t(r)]);
+      h.low_bit->append(rotated.data(), new_k, new_v, h.pos[size_t(slot)]);
+      continue;
+    }
+    float* k = &h.k[size_t(slot) * hd];
+    std::memcpy(k, new_k, hd * sizeof(float));
+    if (rolling) std::memcpy(&h.k_raw[size_t(slot) * hd], k, hd * sizeof(float));
+    rope_rotate(k, 1, hd, *angles[size_t(r)]);
+    std::memcpy(&h.v[size_t(slot) * hd], new_v, hd * sizeof(float));
   }
   h.n = n;
   // TOVA's scores are the current step's alone; every other rule accumulates.
@@ -413,29 +422,50 @@ void CpuBackend::attention(CpuCache& cache, const Span& span, const std::vector<
       owned.push_back(std::move(o));
     }
 
-  std::vector<float> att(static_cast<size_t>(n));
-  for (int qh = g * group; qh < (g + 1) * group; ++qh) {
-    for (int r = 0; r < rows; ++r) {
-      const size_t row = size_t(span.first + r);
-      float* q = &q_[row * q_dim + size_t(qh) * hd];
-      rope_rotate(q, 1, hd, *angles[size_t(r)]);
-      const int visible = before + r + 1;  // causal within the chunk
-      cpu::dot_rows(att.data(), q, h.k.data(), visible, hd);
-      for (int j = 0; j < visible; ++j) att[size_t(j)] *= scale;
-      cpu::softmax(att.data(), visible);
-      cpu::weighted_rows(&att_out_[row * q_dim + size_t(qh) * hd], att.data(), h.v.data(), visible, hd);
-      if (!current_only || r == rows - 1)
-        for (int j = 0; j < visible; ++j) h.score[size_t(j)] += att[size_t(j)];
-      for (Owned& o : owned) {
-        if (r < o.first_row) continue;
-        const int sel = o.capture->request->head;
-        if (sel >= 0 && sel != qh) continue;
-        const size_t ch = size_t(sel == kAllHeads ? qh : sel == kGroupMean ? g : 0);
-        float* dst = &o.rows[ch][size_t(r - o.first_row) * n];
-        const float weight = sel == kGroupMean ? 1.0f / float(group) : 1.0f;
-        for (int j = 0; j < visible; ++j) dst[j] += weight * att[size_t(j)];
-      }
+  // A query row's attention, once computed: its scores and captures, in the
+  // (query head, row) order every backend sums them in.
+  const auto take = [&](int qh, int r, const float* a) {
+    const int visible = before + r + 1;
+    if (!current_only || r == rows - 1)
+      for (int j = 0; j < visible; ++j) h.score[size_t(j)] += a[j];
+    for (Owned& o : owned) {
+      if (r < o.first_row) continue;
+      const int sel = o.capture->request->head;
+      if (sel >= 0 && sel != qh) continue;
+      const size_t ch = size_t(sel == kAllHeads ? qh : sel == kGroupMean ? g : 0);
+      float* dst = &o.rows[ch][size_t(r - o.first_row) * n];
+      const float weight = sel == kGroupMean ? 1.0f / float(group) : 1.0f;
+      for (int j = 0; j < visible; ++j) dst[j] += weight * a[j];
     }
+  };
+  const auto query = [&](int qh, int r) { return &q_[size_t(span.first + r) * q_dim + size_t(qh) * hd]; };
+  const auto output = [&](int qh, int r) { return &att_out_[size_t(span.first + r) * q_dim + size_t(qh) * hd]; };
+  for (int qh = g * group; qh < (g + 1) * group; ++qh)
+    for (int r = 0; r < rows; ++r) rope_rotate(query(qh, r), 1, hd, *angles[size_t(r)]);
+
+  if (h.low_bit) {
+    // Codes are read back a tile at a time for every query row together.
+    // Kept per thread: a buffer this size, freed each call, would be mapped afresh (page faults) every time.
+    thread_local std::vector<float> att;
+    att.resize(std::max(att.size(), size_t(group) * rows * n));
+    const auto att_row = [&](int qh, int r) { return &att[(size_t(qh - g * group) * rows + r) * n]; };
+    std::vector<cpu::QueryRow> queries;
+    for (int qh = g * group; qh < (g + 1) * group; ++qh)
+      for (int r = 0; r < rows; ++r) queries.push_back({query(qh, r), att_row(qh, r), output(qh, r), before + r + 1});
+    cpu::low_bit_attention(*h.low_bit, hd, scale, queries);
+    for (int qh = g * group; qh < (g + 1) * group; ++qh)
+      for (int r = 0; r < rows; ++r) take(qh, r, att_row(qh, r));
+  } else {
+    std::vector<float> att(static_cast<size_t>(n));
+    for (int qh = g * group; qh < (g + 1) * group; ++qh)
+      for (int r = 0; r < rows; ++r) {
+        const int visible = before + r + 1;  // causal within the chunk
+        cpu::dot_rows(att.data(), query(qh, r), h.k.data(), visible, hd);
+        for (int j = 0; j < visible; ++j) att[size_t(j)] *= scale;
+        cpu::softmax(att.data(), visible);
+        cpu::weighted_rows(output(qh, r), att.data(), h.v.data(), visible, hd);
+        take(qh, r, att.data());
+      }
   }
 
   // Trim what was captured to the asked-for keys and measure its top-k share.

@@ -19,9 +19,11 @@ void CpuHeadCache::reserve(int rows, int head_dim, bool rolling) {
     buffer.reserve(n);
     buffer.resize(n);
   };
-  grow(k, size_t(cap) * head_dim);
-  grow(v, size_t(cap) * head_dim);
-  if (rolling) grow(k_raw, size_t(cap) * head_dim);
+  if (!low_bit) {
+    grow(k, size_t(cap) * head_dim);
+    grow(v, size_t(cap) * head_dim);
+    if (rolling) grow(k_raw, size_t(cap) * head_dim);
+  }
   grow(pos, size_t(cap));
   grow(score, size_t(cap));
 }
@@ -34,7 +36,12 @@ CpuCache::CpuCache(const PolicyConfig& policy, const ModelConfig& config, std::s
       head_dim_(config.head_dim()),
       rope_freqs_(config.rope_frequencies()),
       heads_(size_t(config.n_layers) * config.n_kv_heads),
-      account_(std::move(account)) {}
+      account_(std::move(account)) {
+  if (!policy_.kv.native()) {
+    policy_.kv.validate_for(head_dim_);
+    for (auto& h : heads_) h.low_bit = std::make_unique<LowBitHead>(policy_.kv, head_dim_, rule_.sinks, rule_.rolling);
+  }
+}
 
 CpuCache::~CpuCache() { account_->release(allocated_bytes()); }
 
@@ -50,6 +57,11 @@ LayerState CpuCache::read_layer(int layer) const {
 }
 
 int64_t CpuCache::live_bytes() const {
+  if (low_bit()) {
+    int64_t bytes = 0;
+    for (const auto& h : heads_) bytes += h.low_bit->live_bytes();
+    return bytes;
+  }
   int64_t tokens = 0;
   for (const auto& h : heads_) tokens += h.n;
   return tokens * head_dim_ * 2 * int64_t(sizeof(float));
@@ -57,11 +69,15 @@ int64_t CpuCache::live_bytes() const {
 
 int64_t CpuCache::allocated_bytes() const {
   int64_t bytes = 0;
-  for (const auto& h : heads_) bytes += int64_t(h.k.size() + h.v.size() + h.k_raw.size()) * int64_t(sizeof(float));
+  for (const auto& h : heads_) {
+    bytes += int64_t(h.k.size() + h.v.size() + h.k_raw.size()) * int64_t(sizeof(float));
+    if (h.low_bit) bytes += h.low_bit->allocated_bytes();
+  }
   return bytes;
 }
 
 void CpuCache::reserve_for(int rows) {
+  if (low_bit()) return reserve_low_bit(rows);
   const bool rolling = rule_.rolling;
   const int budget = rule_.budget;
   // Every head's new capacity first, so the account can refuse the growth as a whole.
@@ -105,46 +121,85 @@ void CpuCache::reserve_for(int rows) {
   }
 }
 
+void CpuCache::reserve_low_bit(int rows) {
+  const int limit = rule_.budget >= 0 ? rule_.budget + rule_.slack + rows : kMaxCacheTokens;
+  std::vector<LowBitHead::Growth> plans(heads_.size());
+  int64_t more = 0;
+  for (size_t i = 0; i < heads_.size(); ++i) {
+    plans[i] = heads_[i].low_bit->plan(rows, limit);
+    more += plans[i].bytes - heads_[i].low_bit->allocated_bytes();
+  }
+  if (more > 0) account_->grow(more);
+  try {
+    for (size_t i = 0; i < heads_.size(); ++i) {
+      CpuHeadCache& h = heads_[i];
+      h.low_bit->grow(plans[i]);
+      if (h.n + rows > h.cap) h.reserve(std::max({h.n + rows, h.cap + h.cap / 2, 64}), head_dim_, rule_.rolling);
+    }
+  } catch (...) {
+    account_->release(more);
+    throw;
+  }
+  if (rule_.rolling) {
+    int max_cap = 0;
+    for (const auto& h : heads_) max_cap = std::max(max_cap, h.cap);
+    while (int(slot_angles_.size()) < max_cap) slot_angles_.emplace_back(rope_freqs_, double(slot_angles_.size()));
+  }
+}
+
 void CpuCache::cut(int layer, int kv_head, std::vector<EvictionEvent>& events) {
   CpuHeadCache& h = head(layer, kv_head);
   const std::vector<int> kept =
       select_kept(rule_, std::span<const int32_t>(h.pos.data(), h.n), std::span<const float>(h.score.data(), h.n));
-  if (int(kept.size()) == h.n) return;
-  const size_t hd = size_t(head_dim_);
-  size_t next_kept = 0;
-  for (int slot = 0; slot < h.n; ++slot) {
-    if (next_kept < kept.size() && kept[next_kept] == slot) {
-      ++next_kept;
-    } else {
-      events.push_back({layer, kv_head, h.pos[slot]});
+  if (int(kept.size()) != h.n) {
+    size_t next_kept = 0;
+    for (int slot = 0; slot < h.n; ++slot) {
+      if (next_kept < kept.size() && kept[next_kept] == slot) {
+        ++next_kept;
+      } else {
+        events.push_back({layer, kv_head, h.pos[slot]});
+      }
     }
+    move_rows(h, kept);
+    h.n = int(kept.size());
   }
-  // Survivors move towards the front in slot order, so copying forward is
-  // safe; a run of consecutive survivors moves as one block (a cut usually
-  // evicts one slot, leaving one run to move).
+  if (h.low_bit) h.low_bit->flush();
+}
+
+// Survivors move towards the front in slot order, so copying forward is
+// safe; a run of consecutive survivors moves as one block (a cut usually
+// evicts one slot, leaving one run to move).
+void CpuCache::move_rows(CpuHeadCache& h, const std::vector<int>& kept) {
+  const size_t hd = size_t(head_dim_);
+  if (h.low_bit) h.low_bit->cut(kept);
   for (size_t dst = 0; dst < kept.size();) {
     const size_t src = size_t(kept[dst]);
     size_t run = 1;
     while (dst + run < kept.size() && size_t(kept[dst + run]) == src + run) ++run;
     if (src != dst) {
-      std::memmove(&h.v[dst * hd], &h.v[src * hd], run * hd * sizeof(float));
       std::memmove(&h.pos[dst], &h.pos[src], run * sizeof(int32_t));
       std::memmove(&h.score[dst], &h.score[src], run * sizeof(float));
-      if (rule_.rolling) {
-        // Each key now sits at a new slot: rotate its pre-RoPE copy there,
-        // once, so that rounding does not accumulate over many cuts.
-        std::memmove(&h.k_raw[dst * hd], &h.k_raw[src * hd], run * hd * sizeof(float));
-        for (size_t d = dst; d < dst + run; ++d) {
-          std::memcpy(&h.k[d * hd], &h.k_raw[d * hd], hd * sizeof(float));
-          rope_rotate(&h.k[d * hd], 1, head_dim_, slot_angles_[d]);
-        }
+      if (h.low_bit) {
+        // Rolling positions (f16 only): each moved key is rotated afresh at its new slot.
+        if (rule_.rolling)
+          for (size_t d = dst; d < dst + run; ++d) h.low_bit->rotate_key(int(d), slot_angles_[d]);
       } else {
-        std::memmove(&h.k[dst * hd], &h.k[src * hd], run * hd * sizeof(float));
+        std::memmove(&h.v[dst * hd], &h.v[src * hd], run * hd * sizeof(float));
+        if (rule_.rolling) {
+          // Each key now sits at a new slot: rotate its pre-RoPE copy there,
+          // once, so that rounding does not accumulate over many cuts.
+          std::memmove(&h.k_raw[dst * hd], &h.k_raw[src * hd], run * hd * sizeof(float));
+          for (size_t d = dst; d < dst + run; ++d) {
+            std::memcpy(&h.k[d * hd], &h.k_raw[d * hd], hd * sizeof(float));
+            rope_rotate(&h.k[d * hd], 1, head_dim_, slot_angles_[d]);
+          }
+        } else {
+          std::memmove(&h.k[dst * hd], &h.k[src * hd], run * hd * sizeof(float));
+        }
       }
     }
     dst += run;
   }
-  h.n = int(kept.size());
 }
 
 void CpuCache::end_forward(int rows, std::vector<EvictionEvent>&& events) {

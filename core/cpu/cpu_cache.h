@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/cpu/low_bit_head.h"
 #include "core/model/model.h"
 #include "core/model/rope.h"
 #include "core/runtime/backend.h"
@@ -22,8 +23,10 @@ struct CpuHeadCache {
   std::vector<float> k_raw;  // [cap][head_dim] before RoPE; rolling positions only
   std::vector<int32_t> pos;  // [cap] stream positions
   std::vector<float> score;  // [cap] accumulated attention (the current step's for ScoreKind::Current)
+  // At a reduced KV precision, the keys and values live here instead of k, v, k_raw.
+  std::unique_ptr<LowBitHead> low_bit;
 
-  void reserve(int rows, int head_dim, bool rolling);
+  void reserve(int rows, int head_dim, bool rolling);  // pos and score alone with low_bit
 };
 
 class CpuCache final : public SessionCache {
@@ -51,13 +54,15 @@ class CpuCache final : public SessionCache {
   const EvictionRule& rule() const { return rule_; }
   CpuHeadCache& head(int layer, int kv_head) { return heads_[size_t(layer) * kv_heads_ + kv_head]; }
   const CpuHeadCache& head(int layer, int kv_head) const { return heads_[size_t(layer) * kv_heads_ + kv_head]; }
+  bool low_bit() const { return !policy_.kv.native(); }
   // Makes room for `rows` more tokens in every head: every cache grows by
   // half as it fills (64 rows at least), a bounded one up to budget + slack +
   // rows and never past. Throws
   // Error, having changed nothing, when the account's limit forbids it.
   void reserve_for(int rows);
   // Applies the rule to one head after attention: compacts survivors and,
-  // under rolling positions, re-rotates the keys whose slot changed.
+  // under rolling positions, re-rotates the keys whose slot changed; at a
+  // quantized precision, then flushes the residual's full groups.
   void cut(int layer, int kv_head, std::vector<EvictionEvent>& events);
   void end_forward(int rows, std::vector<EvictionEvent>&& events);
   // Rolling positions: the angles of slot s (valid for every slot reserved).
@@ -78,6 +83,9 @@ class CpuCache final : public SessionCache {
   int64_t seen_ = 0;
   EvictionSummary evictions_;
   std::shared_ptr<KvMemoryAccount> account_;
+
+  void reserve_low_bit(int rows);
+  void move_rows(CpuHeadCache& h, const std::vector<int>& kept);
 };
 
 }  // namespace h2o

@@ -121,23 +121,34 @@ namespace {
 // weighted_rows over C sixteen-wide columns starting at rows' column 0: the
 // C sums stay in registers for the whole pass over the rows.
 template <int C>
-void weighted_columns(float* out, const float* weights, const float* rows, int n_rows, int n) {
+void weighted_columns(float* out, const float* weights, const float* rows, int n_rows, int n, bool onto_out) {
   v16 acc[C] = {};
+  if (onto_out) std::memcpy(acc, out, sizeof acc);
   for (int j = 0; j < n_rows; ++j)
     for (int c = 0; c < C; ++c) acc[c] += weights[j] * load16(rows + size_t(j) * n + 16 * c);
   std::memcpy(out, acc, sizeof acc);
 }
 }  // namespace
 
-void weighted_rows(float* out, const float* weights, const float* rows, int n_rows, int n) {
+namespace {
+void weighted_rows_onto(float* out, const float* weights, const float* rows, int n_rows, int n, bool onto_out) {
   int i = 0;
-  for (; i + 64 <= n; i += 64) weighted_columns<4>(out + i, weights, rows + i, n_rows, n);
-  for (; i + 16 <= n; i += 16) weighted_columns<1>(out + i, weights, rows + i, n_rows, n);
+  for (; i + 64 <= n; i += 64) weighted_columns<4>(out + i, weights, rows + i, n_rows, n, onto_out);
+  for (; i + 16 <= n; i += 16) weighted_columns<1>(out + i, weights, rows + i, n_rows, n, onto_out);
   for (; i < n; ++i) {
-    float acc = 0;
+    float acc = onto_out ? out[i] : 0.0f;
     for (int j = 0; j < n_rows; ++j) acc = mul_add(weights[j], rows[size_t(j) * n + i], acc);
     out[i] = acc;
   }
+}
+}  // namespace
+
+void weighted_rows(float* out, const float* weights, const float* rows, int n_rows, int n) {
+  weighted_rows_onto(out, weights, rows, n_rows, n, false);
+}
+
+void weighted_rows_add(float* out, const float* weights, const float* rows, int n_rows, int n) {
+  weighted_rows_onto(out, weights, rows, n_rows, n, true);
 }
 
 void matmul(float* out, const float* x, const float* w, int rows, int in, int out_features, ThreadPool& pool) {

@@ -24,6 +24,8 @@ void dot_rows(float* out, const float* q, const float* rows, int n_rows, int n);
 // in j order from zero, one fused multiply-add per term (attention's weighted
 // values), the sums held in registers across rows.
 void weighted_rows(float* out, const float* weights, const float* rows, int n_rows, int n);
+// The same, carried on from the sums already in out (rows taken a tile at a time).
+void weighted_rows_add(float* out, const float* weights, const float* rows, int n_rows, int n);
 // out[t][o] = sum_i w[o][i] * x[t][i] for t < rows; parallel over o.
 void matmul(float* out, const float* x, const float* w, int rows, int in, int out_features, ThreadPool& pool);
 // out = x / rms(x) * weight, per row of length n.

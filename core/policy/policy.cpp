@@ -59,6 +59,11 @@ std::string PolicyConfig::describe() const {
     inside += (inside.empty() ? "" : ",") + std::string(params[i].name) + "=" + std::to_string(values_[i]);
   if (evicts() && slack > 0) inside += ",slack=" + std::to_string(slack);
   if (rolling) inside += inside.empty() ? "rolling" : ",rolling";
+  if (!kv.native()) {
+    inside += (inside.empty() ? "kv=" : ",kv=") + kv.label();
+    if (kv.quantized() && kv.group != KvPrecision{}.group) inside += ",kv_group=" + std::to_string(kv.group);
+    if (kv.quantized() && kv.residual != KvPrecision{}.residual) inside += ",kv_residual=" + std::to_string(kv.residual);
+  }
   std::string out(name());
   return inside.empty() ? out : out + "(" + inside + ")";
 }
@@ -80,10 +85,12 @@ void PolicyConfig::validate() const {
   if (total > kMaxCacheTokens)
     fail(params.empty() ? "--slack" : "--budget",
          "the parts and the slack add up to " + std::to_string(total) + ", more than the" + most);
+  kv.validate(rolling);
 }
 
 bool PolicyConfig::operator==(const PolicyConfig& other) const {
-  return unit_ == other.unit_ && values_ == other.values_ && slack == other.slack && rolling == other.rolling;
+  return unit_ == other.unit_ && values_ == other.values_ && slack == other.slack && rolling == other.rolling &&
+         kv == other.kv;
 }
 
 PolicyConfig make_policy(std::string_view name, const PolicySettings& settings) {
@@ -115,8 +122,24 @@ PolicyConfig make_policy(std::string_view name, const PolicySettings& settings) 
   }
   policy.slack = settings.slack;
   policy.rolling = settings.rolling;
+  policy.kv = settings.kv;
   policy.validate();
   return policy;
+}
+
+PolicyEntry parse_policy_entry(std::string_view entry, const std::string& flag) {
+  const size_t at = entry.find('@');
+  PolicyEntry out{std::string(policy_unit(entry.substr(0, at), flag).name), std::nullopt};
+  if (at != std::string_view::npos) out.kv = parse_kv_label(entry.substr(at + 1), flag);
+  return out;
+}
+
+PolicyConfig make_policy(const PolicyEntry& entry, PolicySettings settings) {
+  if (entry.kv) {
+    settings.kv.key_bits = entry.kv->key_bits;
+    settings.kv.value_bits = entry.kv->value_bits;
+  }
+  return make_policy(entry.kind, settings);
 }
 
 }  // namespace h2o

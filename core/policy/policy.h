@@ -18,6 +18,8 @@
 #include <vector>
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/policy/kv_precision.h"
+
 namespace h2o {
 
 // The scores a policy cuts by.
@@ -100,11 +102,12 @@ class PolicyConfig {
 
   int slack = 0;         // let the cache grow to budget + slack before one cut back to budget
   bool rolling = false;  // positions from cache slots
+  KvPrecision kv;        // bits a cached key and value keep (default: the backend's own)
 
   EvictionRule rule() const;
   int budget() const { return rule().budget; }
   bool evicts() const { return rule().evicts(); }
-  // "h2o(sinks=4,heavy=28,recent=32,rolling)", "full"
+  // "h2o(sinks=4,heavy=28,recent=32,rolling)", "full", "h2o(sinks=4,heavy=28,recent=32,kv=2bit)"
   std::string describe() const;
   // Throws Error naming the flag of the first impossible value.
   void validate() const;
@@ -124,9 +127,21 @@ struct PolicySettings {
   std::map<std::string, int> given;  // explicit values by parameter name ("sinks", "window", ...)
   int slack = 0;
   bool rolling = false;
+  KvPrecision kv;
 };
 // The kind `name` with `settings` applied, validated. Throws Error naming the flag.
 PolicyConfig make_policy(std::string_view name, const PolicySettings& settings);
+
+// One entry of a policy list: a kind ("h2o"), or a kind at a KV precision of
+// its own ("h2o@2bit", "full@k4v2"), so one list may show a policy twice.
+struct PolicyEntry {
+  std::string kind;               // the kind's own name (aliases resolved)
+  std::optional<KvPrecision> kv;  // bits after '@' (group and residual from the settings)
+};
+// Throws Error naming `flag` for an unknown kind or precision.
+PolicyEntry parse_policy_entry(std::string_view entry, const std::string& flag);
+// The entry's kind with `settings`, its precision (if any) replacing settings.kv's bits.
+PolicyConfig make_policy(const PolicyEntry& entry, PolicySettings settings);
 
 // Every kind, in the order menus and flag lists show them.
 std::span<const PolicyUnit* const> policy_units();

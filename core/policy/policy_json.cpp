@@ -11,6 +11,9 @@ nlohmann::json policy_json(const PolicyConfig& p) {
   const auto params = p.unit().params;
   for (size_t i = 0; i < params.size(); ++i) j[params[i].name] = p.values()[i];
   if (p.evicts()) j.update({{"budget", p.budget()}, {"slack", p.slack}});
+  // Only where asked for, so a native-precision policy reads as it always did.
+  if (!p.kv.native())
+    j.update({{"kv_bits", {p.kv.key_bits, p.kv.value_bits}}, {"kv_group", p.kv.group}, {"kv_residual", p.kv.residual}});
   return j;
 }
 
@@ -24,6 +27,11 @@ PolicyConfig policy_from_json(const nlohmann::json& j) {
     if (j.contains(param.name)) p.set(param.name, j[param.name].get<int>());
   p.slack = j.value("slack", 0);
   p.rolling = j.value("rolling", false);
+  if (j.contains("kv_bits")) {
+    const auto bits = j["kv_bits"].get<std::vector<int>>();
+    if (bits.size() != 2) throw Error("policy: \"kv_bits\" must list the key's and the value's bits");
+    p.kv = {bits[0], bits[1], j.value("kv_group", KvPrecision{}.group), j.value("kv_residual", KvPrecision{}.residual)};
+  }
   p.validate();
   return p;
 }

@@ -1,0 +1,52 @@
+#pragma once
+// The arithmetic of a quantized KV cache, exactly as ../shared/docs/SEMANTICS.md
+// ("KV precision") fixes it, written once for every cache that stores codes:
+// a group's minimum m and step s rounded to f16, round-half-even codes, and the
+// planar packing of a row of codes.
+#include <cstdint>
+
+namespace h2o::kvq {
+
+// A group's numbers as IEEE half bits: x is read back as m + code * s.
+struct Scale {
+  uint16_t m = 0, s = 0;
+};
+
+// m = f16(lo), s = f16((hi - m) / (2^bits - 1)), each rounded to nearest even.
+Scale scale_of(float lo, float hi, int bits);
+// clamp(round_half_even((x - m) / s), 0, 2^bits - 1); 0 when s is 0.
+uint8_t code_of(float x, Scale scale, int bits);
+// m + code * s in f32, one rounding (a fused multiply-add).
+float read_back(uint8_t code, Scale scale);
+
+// Bytes of one row of n b-bit codes (b = 16: the row as f16).
+inline int row_bytes(int n, int bits) { return n * bits / 8; }
+// Planar packing of n codes (n a multiple of 8 / bits): with p = 8 / bits
+// codes a byte, byte j holds the codes of channels j, j + n/p, j + 2n/p, ...,
+// the first in the lowest bits, so a row unpacks with plain shifts over
+// consecutive bytes (vector-friendly on both backends).
+void pack_row(const uint8_t* codes, int n, int bits, uint8_t* out);
+void unpack_row(const uint8_t* packed, int n, int bits, uint8_t* codes);
+
+// out[0..n) = f32 of n f16 values.
+void f16_to_f32_row(const uint16_t* in, int n, float* out);
+// out[0..n) = f16 of n f32 values, rounded to nearest even.
+void f32_to_f16_row(const float* in, int n, uint16_t* out);
+
+// The quantization of one key group: G rows of n channels (row t at
+// rows + t * n), per channel. Writes n scales and G packed rows (row_bytes each).
+void quantize_key_group(const float* rows, int tokens, int n, int bits, Scale* scales, uint8_t* packed, int row_stride);
+// The quantization of one value row of n channels, per run of `group` channels:
+// writes n / group scales and its packed codes.
+void quantize_value_row(const float* row, int n, int group, int bits, Scale* scales, uint8_t* packed);
+
+// Read back one packed row of n codes under per-channel numbers widened to
+// f32: a key row under its group's, a value row under widen_scales' of its runs.
+void read_row(const uint8_t* packed, int n, int bits, const float* m, const float* s, float* out);
+// A value row under the scales of its runs of `group` channels (what
+// read_row gives with widen_scales' numbers, without widening them).
+void read_value_row(const uint8_t* packed, int n, int group, int bits, const Scale* scales, float* out);
+// m[c], s[c] of channel c < n from the scales of its run of `group` channels (scales[c / group]).
+void widen_scales(const Scale* scales, int n, int group, float* m, float* s);
+
+}  // namespace h2o::kvq

@@ -1,0 +1,77 @@
+#pragma once
+// One (layer, KV head) of a CPU cache at reduced precision (SEMANTICS.md, "KV
+// precision"; KIVI's layout). The slots, in stream order, fall in three runs:
+// the sinks (f16), the quantized tokens (key groups of at most G consecutive
+// slots, packed codes), and the residual (f16, the newest). Keys and values
+// are read back a few slots at a time into the caller's tile, so attention
+// never holds a dequantized copy of the cache.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/cpu/kv_quant.h"
+#include "core/model/rope.h"
+#include "core/policy/kv_precision.h"
+
+namespace h2o {
+
+class LowBitHead {
+ public:
+  LowBitHead(const KvPrecision& kv, int head_dim, int sinks, bool rolling);
+
+  int size() const { return sinks_ + quantized_ + residual_; }
+  int quantized() const { return quantized_; }
+  int groups() const { return int(group_size_.size()); }
+
+  // What room for `rows` more tokens costs: every run sized for the step's
+  // worst case (all rows in the residual, then flushed), grown by half and
+  // never past `limit` tokens a run. plan() books nothing; grow() applies it.
+  struct Growth {
+    int full = 0, quantized = 0, groups = 0;  // capacities, in tokens and key groups
+    int64_t bytes = 0;                        // allocated bytes after it
+  };
+  Growth plan(int rows, int limit) const;
+  void grow(const Growth& growth);
+
+  // Appends the newest token: its key after RoPE (and before, under rolling
+  // positions) and value, rounded to f16.
+  void append(const float* key, const float* raw_key, const float* value, int32_t position);
+  // out[i * head_dim ..] = the key (value) of slot first + i, as attention reads it back.
+  void read_keys(int first, int count, float* out);
+  void read_values(int first, int count, float* out);
+  // Keeps `kept` (ascending slots) in order; key groups shrink, never re-quantized.
+  void cut(std::span<const int> kept);
+  // While the residual holds R + G tokens or more, quantizes its oldest G as one group.
+  void flush();
+  // Rolling positions (f16 caches only): slot's key rotated afresh from its pre-RoPE copy.
+  void rotate_key(int slot, const RopeAngles& angles);
+
+  // Codes, two f16 numbers a group, and the f16 tokens at 2 bytes an element (SEMANTICS.md).
+  int64_t live_bytes() const;
+  int64_t allocated_bytes() const;
+
+ private:
+  int full_row(int slot) const { return slot < sinks_ ? slot : slot - quantized_; }
+  int key_row_bytes() const;
+  int value_row_bytes() const;
+  void read_quantized(int first, int count, bool keys, float* out);
+  void index_groups();
+
+  KvPrecision kv_;
+  int hd_, sink_positions_;
+  bool rolling_;
+  int sinks_ = 0, quantized_ = 0, residual_ = 0;  // tokens in each run
+  // The f16 runs: sinks, then residual, [row][hd].
+  std::vector<uint16_t> full_k_, full_v_, full_raw_;
+  int full_cap_ = 0;
+  // The quantized run: packed rows (f16 where that half keeps 16 bits), value
+  // scales per token and run of G channels, key scales per group and channel.
+  std::vector<uint8_t> quant_k_, quant_v_;
+  std::vector<kvq::Scale> value_scales_, key_scales_;
+  int quant_cap_ = 0, group_cap_ = 0;
+  std::vector<int> group_size_;   // members of each key group, oldest first
+  std::vector<int> group_first_;  // the group's first row in the quantized run
+  std::vector<float> m_, s_, tile_;  // read-back scratch: widened numbers, a group's rows
+};
+
+}  // namespace h2o

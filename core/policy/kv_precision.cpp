@@ -1,0 +1,85 @@
+#include "core/policy/kv_precision.h"
+
+#include <charconv>
+
+#include "core/base/error.h"
+
+namespace h2o {
+namespace {
+
+bool valid_bits(int b) { return b == 16 || b == 8 || b == 4 || b == 2; }
+
+int parse_bits(std::string_view text, const std::string& flag, std::string_view whole) {
+  int bits = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), bits);
+  if (ec != std::errc() || end != text.data() + text.size() || !valid_bits(bits))
+    fail(flag, "'" + std::string(whole) + "': bits must be 16, 8, 4 or 2 (K or K,V)");
+  return bits;
+}
+
+}  // namespace
+
+std::string KvPrecision::label() const {
+  if (native()) return "";
+  if (key_bits == value_bits) return std::to_string(key_bits) + "bit";
+  return "k" + std::to_string(key_bits) + "v" + std::to_string(value_bits);
+}
+
+void KvPrecision::validate(bool rolling) const {
+  if (native()) return;
+  if (!valid_bits(key_bits) || !valid_bits(value_bits))
+    fail("--kv-bits", "must be 16, 8, 4 or 2 bits (K or K,V), got " + std::to_string(key_bits) + "," +
+                          std::to_string(value_bits));
+  if (group < 1 || group > 4096) fail("--kv-group", "must be between 1 and 4096, got " + std::to_string(group));
+  if (residual < group || residual % group != 0 || residual > (1 << 20))
+    fail("--kv-residual", "must be a multiple of --kv-group (" + std::to_string(group) + ") and at least it, got " +
+                              std::to_string(residual));
+  if (rolling && quantized())
+    fail("--kv-bits", label() + " with --position-rolling: a quantized key cannot be re-rotated exactly; "
+                      "use 16 bits or stream positions");
+}
+
+void KvPrecision::validate_for(int head_dim) const {
+  if (!quantized()) return;  // f16 has no groups
+  if (head_dim % group != 0)
+    fail("--kv-group", std::to_string(group) + " does not divide the model's head_dim " + std::to_string(head_dim) +
+                           " (value groups run over channels)");
+  if (head_dim % 8 != 0)
+    fail("--kv-bits", "the model's head_dim " + std::to_string(head_dim) + " is not a multiple of 8, which packed codes need");
+}
+
+KvPrecision parse_kv_bits(std::string_view text, const std::string& flag) {
+  KvPrecision p;
+  const size_t comma = text.find(',');
+  p.key_bits = parse_bits(text.substr(0, comma), flag, text);
+  p.value_bits = comma == std::string_view::npos ? p.key_bits : parse_bits(text.substr(comma + 1), flag, text);
+  return p;
+}
+
+KvPrecision parse_kv_label(std::string_view label, const std::string& flag) {
+  const auto bad = [&]() -> KvPrecision {
+    fail(flag, "'@" + std::string(label) + "': say the KV precision as 16bit, 8bit, 4bit, 2bit or k4v2");
+  };
+  if (label == "f16") return parse_kv_bits("16", flag);
+  if (label.size() > 3 && label.substr(label.size() - 3) == "bit") {
+    const std::string_view digits = label.substr(0, label.size() - 3);
+    if (digits.find(',') != std::string_view::npos) bad();
+    try {
+      return parse_kv_bits(digits, flag);
+    } catch (const Error&) {
+      bad();
+    }
+  }
+  if (label.size() >= 4 && label[0] == 'k') {
+    const size_t v = label.find('v');
+    if (v == std::string_view::npos) bad();
+    try {
+      return parse_kv_bits(std::string(label.substr(1, v - 1)) + "," + std::string(label.substr(v + 1)), flag);
+    } catch (const Error&) {
+      bad();
+    }
+  }
+  bad();
+}
+
+}  // namespace h2o

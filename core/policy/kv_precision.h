@@ -1,0 +1,38 @@
+#pragma once
+// How many bits a cached key and value keep (../shared/docs/SEMANTICS.md, "KV
+// precision"): the backend's own cache type, f16, or KIVI's quantization to
+// 8, 4 or 2 bits — keys per channel over groups of G tokens, values per token
+// over groups of G channels, the sinks and the newest R..R+G-1 tokens in f16.
+// A policy carries one (PolicyConfig::kv), so any policy may run at any
+// precision, and the same policy at two precisions side by side.
+#include <string>
+#include <string_view>
+
+namespace h2o {
+
+struct KvPrecision {
+  static constexpr int kNative = 0;  // the backend's cache type (f32 on the CPU)
+  int key_bits = kNative;            // 0, 16, 8, 4 or 2
+  int value_bits = kNative;
+  int group = 32;                    // G: tokens of a key group, channels of a value group
+  int residual = 64;                 // R: the newest tokens kept exact (R..R+G-1 of them)
+
+  bool native() const { return key_bits == kNative && value_bits == kNative; }
+  // Either half below 16 bits: the cache quantizes groups as they leave the residual.
+  bool quantized() const { return (key_bits != kNative && key_bits < 16) || (value_bits != kNative && value_bits < 16); }
+  // "2bit", "k4v2", "16bit"; "" when native.
+  std::string label() const;
+  // Throws Error naming the flag (--kv-bits, --kv-group, --kv-residual) of
+  // the first impossible value; `rolling`: quantized keys cannot be re-rotated.
+  void validate(bool rolling) const;
+  // Throws Error naming --kv-group when G does not divide the model's head_dim.
+  void validate_for(int head_dim) const;
+  bool operator==(const KvPrecision&) const = default;
+};
+
+// "--kv-bits K[,V]" (one value: both): 16, 8, 4 or 2. Throws Error naming `flag`.
+KvPrecision parse_kv_bits(std::string_view text, const std::string& flag = "--kv-bits");
+// A pane name's suffix after '@': "2bit", "4bit", "8bit", "16bit"/"f16", "k4v2". Throws Error naming `flag`.
+KvPrecision parse_kv_label(std::string_view label, const std::string& flag);
+
+}  // namespace h2o
