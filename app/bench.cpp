@@ -30,7 +30,7 @@ namespace {
 struct Options {
   BackendOptions backend;
   std::string shapes = "stories15M,stories110M", model, dtype = "f32";
-  std::string policies = "full,streaming,h2o,tova", contexts = "256", slacks = "0";
+  std::string policies = "full,streaming,h2o,tova", contexts = "256", slacks = "0", kv_bits = "32";
   int budget = 64, sinks = 4, tokens = 128, repeats = 3, prefill_chunk = 64;
   bool batched = false, op_times = false;
 };
@@ -162,15 +162,17 @@ int run(const Options& o) {
   settings.budget = o.budget;
   settings.given["sinks"] = o.sinks;
   std::vector<PolicyConfig> policies;
-  // Each policy at each slack (the full cache has none: once).
+  // Each policy at each KV precision and slack (the full cache has no slack: once).
   for (const std::string& name : split_list(o.policies))
-    for (const std::string& slack : split_list(o.slacks)) {
-      settings.slack = std::atoi(slack.c_str());
-      if (settings.slack < 0 || slack.find_first_not_of("0123456789") != std::string::npos)
-        fail("--slacks", "each slack must be a whole number >= 0, got '" + slack + "'");
-      const PolicyConfig p = make_policy(name, settings);
-      if (p.evicts() || settings.slack == std::atoi(split_list(o.slacks).front().c_str())) policies.push_back(p);
-    }
+    for (const std::string& bits : split_list(o.kv_bits))
+      for (const std::string& slack : split_list(o.slacks)) {
+        settings.slack = std::atoi(slack.c_str());
+        if (settings.slack < 0 || slack.find_first_not_of("0123456789") != std::string::npos)
+          fail("--slacks", "each slack must be a whole number >= 0, got '" + slack + "'");
+        settings.kv = bits == "32" ? KvPrecision{} : parse_kv_bits(bits);
+        const PolicyConfig p = make_policy(parse_policy_entry(name, "--policies"), settings);
+        if (p.evicts() || settings.slack == std::atoi(split_list(o.slacks).front().c_str())) policies.push_back(p);
+      }
   if (policies.empty()) fail("--policies", "no policy given");
   if (o.tokens < 1 || o.repeats < 1) fail("--tokens", "--tokens and --repeats must be at least 1");
 
@@ -223,6 +225,8 @@ int main(int argc, char** argv) {
   app.add_option("--model", o.model, "a model file instead of synthetic shapes");
   app.add_option("--policies", o.policies, "comma-separated, any of: " + policy_names());
   app.add_option("--contexts", o.contexts, "tokens in each cache before timing, comma-separated");
+  app.add_option("--kv-bits", o.kv_bits,
+                 "KV precisions, comma-separated: each policy at each (32: the backend's own type; 16, 8, 4, 2)");
   app.add_option("--budget", o.budget, "tokens per KV head for the policies that evict");
   app.add_option("--sinks", o.sinks, "attention sinks");
   app.add_option("--slacks", o.slacks,

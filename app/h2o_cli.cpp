@@ -640,8 +640,10 @@ int run_sample(Flags& f, int count, const std::string& out_path, const char* arg
   Sampler sampler({f.temperature, f.top_p, seed(f)});
   std::vector<int> ids;
   stop_on_signals();
+  PolicyConfig full;  // the full cache, at --kv-bits where given
+  full.kv = policy_settings(f).kv;
   while (int(ids.size()) < count && !interrupted()) {
-    auto cache = backend->new_cache(PolicyConfig{});
+    auto cache = backend->new_cache(full);
     int token = in.tokenizer->bos_id();
     for (int n = 0; n < ctx && int(ids.size()) < count && !interrupted(); ++n) {
       ids.push_back(token);

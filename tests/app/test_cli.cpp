@@ -325,3 +325,53 @@ TEST(CliErrors, MalformedPromptsLeaveNoLogs) {
                         "q.jsonl:2");
   EXPECT_FALSE(fs::exists(out));
 }
+
+// KV precision (SEMANTICS.md): eval sweeps --kv-bits with a KV column; fewer
+// bits hold fewer bytes; a pane list names a precision per entry.
+TEST(CliKvPrecision, EvalSweepsBitsAndFewerBitsHoldFewerBytes) {
+  const fs::path dir = temp_dir("eval-kv");
+  ASSERT_NO_FATAL_FAILURE(sample_ids(dir / "ids.txt", 200, 5));
+  const CliResult e = run_cli("eval --model synthetic:test-256 --ids " + (dir / "ids.txt").string() +
+                              " --policies h2o --budgets 96 --kv-bits 32,16,4,2 --out " + (dir / "run").string());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const auto rows = read_csv(dir / "run" / "eval.csv");
+  ASSERT_EQ(rows.size(), 9u);  // header, full f32, h2o f32, then full and h2o at 16, 4 and 2 bits
+  const int kv = column(rows[0], "kv_precision"), bytes = column(rows[0], "peak_kv_live_bytes");
+  const int ppl = column(rows[0], "perplexity");
+  EXPECT_EQ(rows[1][kv], "f32");
+  EXPECT_EQ(rows[3][kv], "16bit");
+  EXPECT_EQ(rows[3][column(rows[0], "policy")], "full(kv=16bit)");
+  EXPECT_EQ(rows[7][kv], "2bit");
+  // The full cache: f16 holds half of f32; 4 and 2 bits less again (the residual stays f16).
+  EXPECT_EQ(std::stoll(rows[3][bytes]) * 2, std::stoll(rows[1][bytes]));
+  EXPECT_LT(std::stoll(rows[5][bytes]), std::stoll(rows[3][bytes]));
+  EXPECT_LT(std::stoll(rows[7][bytes]), std::stoll(rows[5][bytes]));
+  // f16 is nearly exact; 2 bits moves the perplexity.
+  EXPECT_NEAR(std::stod(rows[3][ppl]), std::stod(rows[1][ppl]), 1e-3 * std::stod(rows[1][ppl]));
+  EXPECT_NE(rows[7][ppl], rows[1][ppl]);
+  EXPECT_NE(e.out.find("| policy | budget | KV |"), std::string::npos) << e.out;
+}
+
+TEST(CliKvPrecision, OnePolicyAtTwoPrecisionsSideBySide) {
+  const fs::path dir = temp_dir("stream-kv");
+  const CliResult r = run_cli("stream --model synthetic:test-256 --quiet --questions 1 --max-new-tokens 48 "
+                              "--policies h2o,h2o@2bit --budget 96 --out " + (dir / "run").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("h2o(sinks=4,heavy=46,recent=46,kv=2bit)"), std::string::npos) << r.err;
+  std::ifstream in(dir / "run" / "manifest.json");
+  const auto manifest = nlohmann::json::parse(in);
+  ASSERT_EQ(manifest["policies"].size(), 2u);
+  EXPECT_FALSE(manifest["policies"][0].contains("kv_bits"));
+  EXPECT_EQ(manifest["policies"][1]["kv_bits"], nlohmann::json({2, 2}));
+  EXPECT_EQ(manifest["policies"][1]["kv_group"], 32);
+}
+
+TEST(CliKvPrecision, BenchRowsPerPrecisionAndTheDeviceRefusesIt) {
+  const CliResult r = run_program(H2O_BENCH_PATH, "--shapes test-256 --policies h2o --budget 32 --contexts 64 "
+                                                  "--tokens 4 --repeats 1 --kv-bits 32,4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| h2o(sinks=4,heavy=14,recent=14) |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| h2o(sinks=4,heavy=14,recent=14,kv=4bit) |"), std::string::npos) << r.out;
+  expect_one_line_error(run_cli("generate --model synthetic:test-256 --prompt-ids 1 --backend cuda-sim --kv-bits 4"),
+                        "--kv-bits: 4bit KV runs on the cpu backend only for now");
+}
