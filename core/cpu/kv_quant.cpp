@@ -7,7 +7,7 @@
 
 #include "core/model/dtype.h"
 
-#ifdef __F16C__
+#if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -43,6 +43,14 @@ void unpack_row(const uint8_t* packed, int n, int bits, uint8_t* codes) {
   const int per = 8 / bits, stride = n / per, mask = (1 << bits) - 1;
   for (int k = 0; k < per; ++k)
     for (int j = 0; j < stride; ++j) codes[j + k * stride] = uint8_t((packed[j] >> (k * bits)) & mask);
+}
+
+float half_to_float(uint16_t h) {
+#ifdef __F16C__
+  return _cvtsh_ss(h);
+#else
+  return f16_to_f32(h);
+#endif
 }
 
 // Eight at a time with the F16C instructions where the build targets them
@@ -108,9 +116,27 @@ inline V load(const void* p) {
 }
 
 inline f32x8 fma8(f32x8 a, f32x8 b, f32x8 c) {
+#if defined(__AVX2__) && defined(__FMA__)
+  return f32x8(_mm256_fmadd_ps(__m256(a), __m256(b), __m256(c)));
+#else
   f32x8 r;
   for (int i = 0; i < 8; ++i) r[i] = std::fma(a[i], b[i], c[i]);
   return r;
+#endif
+}
+
+// Eight codes of plane `shift / Bits` from eight packed bytes, as floats.
+template <int Bits>
+inline f32x8 codes8(const uint8_t* bytes, int shift) {
+  constexpr int mask = (1 << Bits) - 1;
+#ifdef __AVX2__
+  // One widening load (vpmovzxbd); the generic conversion below compiles to byte-by-byte inserts.
+  const __m256i wide = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(bytes)));
+  const __m256i codes = _mm256_and_si256(_mm256_srli_epi32(wide, shift), _mm256_set1_epi32(mask));
+  return f32x8(_mm256_cvtepi32_ps(codes));
+#else
+  return __builtin_convertvector((__builtin_convertvector(load<u8x8>(bytes), i32x8) >> shift) & mask, f32x8);
+#endif
 }
 
 // out[j] = code_j * s + m for the codes of plane k of bytes [first, end),
@@ -120,10 +146,9 @@ inline void read_plane(const uint8_t* packed, int first, int end, int k, const f
   constexpr int mask = (1 << Bits) - 1;
   int j = first;
   for (; j + 8 <= end; j += 8) {
-    const i32x8 codes = (__builtin_convertvector(load<u8x8>(packed + j), i32x8) >> (k * Bits)) & mask;
     const f32x8 sv = Step ? load<f32x8>(s + j) : f32x8{} + s[0];
     const f32x8 mv = Step ? load<f32x8>(m + j) : f32x8{} + m[0];
-    const f32x8 r = fma8(__builtin_convertvector(codes, f32x8), sv, mv);
+    const f32x8 r = fma8(codes8<Bits>(packed + j, k * Bits), sv, mv);
     std::memcpy(out + j, &r, sizeof r);
   }
   for (; j < end; ++j) out[j] = std::fma(float((packed[j] >> (k * Bits)) & mask), s[Step * j], m[Step * j]);
@@ -145,12 +170,109 @@ void read_value_row_bits(const uint8_t* packed, int n, int group, const Scale* s
     for (int j = 0; j < stride;) {  // the plane's channels k*stride + j, run by run of `group`
       const int c = k * stride + j, run = c / group;
       const int end = std::min(stride, j + (run + 1) * group - c);
-      const float m = f16_to_f32(scales[run].m), s = f16_to_f32(scales[run].s);
+      const float m = half_to_float(scales[run].m), s = half_to_float(scales[run].s);
       read_plane<Bits, 0>(packed, j, end, k, &m, &s, out + k * stride);
       j = end;
     }
 }
+template <int Bits>
+float dot_codes_bits(const uint8_t* packed, int n, const float* qs) {
+  constexpr int per = 8 / Bits, mask = (1 << Bits) - 1;
+  const int stride = n / per;
+  f32x8 acc = {};
+  float tail = 0;
+  for (int k = 0; k < per; ++k) {
+    const float* w = qs + k * stride;
+    int j = 0;
+    for (; j + 8 <= stride; j += 8) {
+      acc = fma8(codes8<Bits>(packed + j, k * Bits), load<f32x8>(w + j), acc);
+    }
+    for (; j < stride; ++j) tail = std::fma(float((packed[j] >> (k * Bits)) & mask), w[j], tail);
+  }
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+}
+
+template <int Bits>
+void add_codes_bits(const uint8_t* packed, int n, int group, const float* a, float* out) {
+  constexpr int per = 8 / Bits, mask = (1 << Bits) - 1;
+  const int stride = n / per;
+  for (int k = 0; k < per; ++k)
+    for (int j = 0; j < stride;) {  // run by run of `group` channels, one weight each
+      const int c = k * stride + j, run = c / group;
+      const int end = std::min(stride, j + (run + 1) * group - c);
+      float* o = out + k * stride;
+      const f32x8 w = f32x8{} + a[run];
+      for (; j + 8 <= end; j += 8) {
+        const f32x8 r = fma8(codes8<Bits>(packed + j, k * Bits), w, load<f32x8>(o + j));
+        std::memcpy(o + j, &r, sizeof r);
+      }
+      for (; j < end; ++j) o[j] = std::fma(float((packed[j] >> (k * Bits)) & mask), a[run], o[j]);
+    }
+}
+template <int Bits>
+void dot_code_rows_bits(const uint8_t* packed, int row_stride, int rows, int n, const float* qs, float qm,
+                        float* scores) {
+  for (int i = 0; i < rows; ++i) scores[i] = dot_codes_bits<Bits>(packed + size_t(i) * row_stride, n, qs) + qm;
+}
+
+template <int Bits>
+void add_value_rows_bits(const uint8_t* packed, int row_stride, int rows, int n, int group, const Scale* scales,
+                         const float* probs, float* out) {
+  const int runs = n / group;
+  float a[64], bias[64] = {};  // runs of at least 8 channels (head_dim <= 512)
+  for (int i = 0; i < rows; ++i) {
+    const Scale* sc = scales + size_t(i) * runs;
+    for (int r = 0; r < runs; ++r) {
+      a[r] = probs[i] * half_to_float(sc[r].s);
+      bias[r] = std::fma(probs[i], half_to_float(sc[r].m), bias[r]);
+    }
+    add_codes_bits<Bits>(packed + size_t(i) * row_stride, n, group, a, out);
+  }
+  for (int c = 0; c < n; ++c) out[c] += bias[c / group];
+}
 }  // namespace
+
+void dot_code_rows(const uint8_t* packed, int row_stride, int rows, int n, int bits, const float* qs, float qm,
+                   float* scores) {
+  switch (bits) {
+    case 8: return dot_code_rows_bits<8>(packed, row_stride, rows, n, qs, qm, scores);
+    case 4: return dot_code_rows_bits<4>(packed, row_stride, rows, n, qs, qm, scores);
+    default: return dot_code_rows_bits<2>(packed, row_stride, rows, n, qs, qm, scores);
+  }
+}
+
+void add_value_rows(const uint8_t* packed, int row_stride, int rows, int n, int group, int bits, const Scale* scales,
+                    const float* probs, float* out) {
+  if (n / group > 64) {  // very small runs: row by row through the general reader
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int i = 0; i < rows; ++i) {
+      read_value_row(packed + size_t(i) * row_stride, n, group, bits, scales + size_t(i) * (n / group), v.data());
+      for (int c = 0; c < n; ++c) out[c] = std::fma(probs[i], v[size_t(c)], out[c]);
+    }
+    return;
+  }
+  switch (bits) {
+    case 8: return add_value_rows_bits<8>(packed, row_stride, rows, n, group, scales, probs, out);
+    case 4: return add_value_rows_bits<4>(packed, row_stride, rows, n, group, scales, probs, out);
+    default: return add_value_rows_bits<2>(packed, row_stride, rows, n, group, scales, probs, out);
+  }
+}
+
+float dot_codes(const uint8_t* packed, int n, int bits, const float* qs) {
+  switch (bits) {
+    case 8: return dot_codes_bits<8>(packed, n, qs);
+    case 4: return dot_codes_bits<4>(packed, n, qs);
+    default: return dot_codes_bits<2>(packed, n, qs);
+  }
+}
+
+void add_codes(const uint8_t* packed, int n, int group, int bits, const float* a, float* out) {
+  switch (bits) {
+    case 8: return add_codes_bits<8>(packed, n, group, a, out);
+    case 4: return add_codes_bits<4>(packed, n, group, a, out);
+    default: return add_codes_bits<2>(packed, n, group, a, out);
+  }
+}
 
 void read_row(const uint8_t* packed, int n, int bits, const float* m, const float* s, float* out) {
   switch (bits) {
@@ -170,8 +292,8 @@ void read_value_row(const uint8_t* packed, int n, int group, int bits, const Sca
 
 void widen_scales(const Scale* scales, int n, int group, float* m, float* s) {
   for (int c = 0; c < n; ++c) {
-    m[c] = f16_to_f32(scales[c / group].m);
-    s[c] = f16_to_f32(scales[c / group].s);
+    m[c] = half_to_float(scales[c / group].m);
+    s[c] = half_to_float(scales[c / group].s);
   }
 }
 

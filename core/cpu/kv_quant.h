@@ -28,6 +28,8 @@ inline int row_bytes(int n, int bits) { return n * bits / 8; }
 void pack_row(const uint8_t* codes, int n, int bits, uint8_t* out);
 void unpack_row(const uint8_t* packed, int n, int bits, uint8_t* codes);
 
+// One f16 value as f32 (the F16C instruction where the build targets it).
+float half_to_float(uint16_t h);
 // out[0..n) = f32 of n f16 values.
 void f16_to_f32_row(const uint16_t* in, int n, float* out);
 // out[0..n) = f16 of n f32 values, rounded to nearest even.
@@ -46,6 +48,20 @@ void read_row(const uint8_t* packed, int n, int bits, const float* m, const floa
 // A value row under the scales of its runs of `group` channels (what
 // read_row gives with widen_scales' numbers, without widening them).
 void read_value_row(const uint8_t* packed, int n, int group, int bits, const Scale* scales, float* out);
+// Attention straight from codes (keys: q . (m + code s) = (q o s) . code + q . m,
+// the caller adding q . m once a group; values: p v = (p s) code + p m, the
+// caller adding p m once a run): the sum of qs[c] * code_c over one packed row,
+// and out[c] += a[c / group] * code_c.
+float dot_codes(const uint8_t* packed, int n, int bits, const float* qs);
+void add_codes(const uint8_t* packed, int n, int group, int bits, const float* a, float* out);
+// The same over `rows` consecutive packed rows (row_stride bytes apart), one
+// call for a run of them: scores[i] = dot_codes(row i) + qm; and out += each
+// row's probs[i] * (its value read back), its runs' scales taken from
+// scales[i * n / group ..] (the p m part included).
+void dot_code_rows(const uint8_t* packed, int row_stride, int rows, int n, int bits, const float* qs, float qm,
+                   float* scores);
+void add_value_rows(const uint8_t* packed, int row_stride, int rows, int n, int group, int bits, const Scale* scales,
+                    const float* probs, float* out);
 // m[c], s[c] of channel c < n from the scales of its run of `group` channels (scales[c / group]).
 void widen_scales(const Scale* scales, int n, int group, float* m, float* s);
 

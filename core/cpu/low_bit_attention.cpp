@@ -9,35 +9,49 @@
 namespace h2o::cpu {
 namespace {
 constexpr int kTileSlots = 32;  // 32 slots x 128 channels x 4 bytes: 16 KiB, half an L1
+
+// Calls fn(first, count, quantized) for tiles of at most kTileSlots slots
+// below `slots`, never straddling the quantized run's edges.
+template <class Fn>
+void for_each_tile(const LowBitHead& head, int slots, Fn fn) {
+  const int edges[] = {0, head.sinks(), head.sinks() + head.quantized(), slots};
+  for (int part = 0; part < 3; ++part) {
+    const int begin = std::min(edges[part], slots), end = std::min(edges[part + 1], slots);
+    for (int first = begin; first < end; first += kTileSlots) fn(first, std::min(kTileSlots, end - first), part == 1);
+  }
 }
+
+}  // namespace
 
 void low_bit_attention(LowBitHead& head, int head_dim, float scale, std::span<const QueryRow> rows) {
   int slots = 0;
   for (const QueryRow& q : rows) slots = std::max(slots, q.visible);
   std::vector<float> tile(size_t(kTileSlots) * head_dim);
-  // Scores: q . k over each tile of keys.
-  for (int first = 0; first < slots; first += kTileSlots) {
-    const int count = std::min(kTileSlots, slots - first);
-    head.read_keys(first, count, tile.data());
+  // Scores: q . k over each tile of keys, from the codes where they are quantized.
+  for_each_tile(head, slots, [&](int first, int count, bool quantized) {
+    if (!quantized) head.read_keys(first, count, tile.data());
     for (const QueryRow& q : rows) {
       const int seen = std::min(count, q.visible - first);
-      if (seen > 0) dot_rows(q.probs + first, q.query, tile.data(), seen, head_dim);
+      if (seen <= 0) continue;
+      if (quantized) head.score_quantized(first - head.sinks(), seen, q.query, q.probs + first);
+      else dot_rows(q.probs + first, q.query, tile.data(), seen, head_dim);
     }
-  }
+  });
   for (const QueryRow& q : rows) {
     for (int j = 0; j < q.visible; ++j) q.probs[j] *= scale;
     softmax(q.probs, q.visible);
     std::memset(q.out, 0, size_t(head_dim) * sizeof(float));
   }
   // Outputs: the probabilities' weighted sum of each tile of values.
-  for (int first = 0; first < slots; first += kTileSlots) {
-    const int count = std::min(kTileSlots, slots - first);
-    head.read_values(first, count, tile.data());
+  for_each_tile(head, slots, [&](int first, int count, bool quantized) {
+    if (!quantized) head.read_values(first, count, tile.data());
     for (const QueryRow& q : rows) {
       const int seen = std::min(count, q.visible - first);
-      if (seen > 0) weighted_rows_add(q.out, q.probs + first, tile.data(), seen, head_dim);
+      if (seen <= 0) continue;
+      if (quantized) head.add_quantized_values(first - head.sinks(), seen, q.probs + first, q.out);
+      else weighted_rows_add(q.out, q.probs + first, tile.data(), seen, head_dim);
     }
-  }
+  });
 }
 
 }  // namespace h2o::cpu

@@ -1,7 +1,8 @@
 #pragma once
-// Attention over a LowBitHead: the keys, then the values, read back one tile
-// of slots at a time and used by every query row of the step while the tile
-// sits in L1, so no dequantized copy of the cache is ever made.
+// Attention over a LowBitHead, a tile of 32 slots at a time for every query
+// row of the step while the tile sits in L1: the f16 slots read back, the
+// quantized ones used straight from their codes (kvq::dot_codes, add_codes),
+// so no dequantized copy of the cache is ever made.
 #include <span>
 
 #include "core/cpu/low_bit_head.h"

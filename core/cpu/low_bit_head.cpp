@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/cpu/cpu_ops.h"
 #include "core/model/dtype.h"
 
 namespace h2o {
@@ -140,6 +141,39 @@ void LowBitHead::read_quantized(int first, int count, bool keys, float* out) {
     for (; row < end; ++row)
       kvq::read_row(rows + size_t(row) * row_bytes, hd_, bits, m_.data(), s_.data(), out + size_t(row - first) * hd_);
   }
+}
+
+void LowBitHead::score_quantized(int first, int count, const float* q, float* scores) {
+  if (!low(kv_.key_bits)) {  // keys kept at 16 bits: read back, then dot
+    tile_.resize(std::max(tile_.size(), size_t(count) * hd_));
+    read_quantized(first, count, true, tile_.data());
+    for (int i = 0; i < count; ++i) scores[i] = cpu::dot(q, &tile_[size_t(i) * hd_], hd_);
+    return;
+  }
+  const int row_bytes = key_row_bytes();
+  weights_.resize(size_t(hd_));
+  int group = int(std::upper_bound(group_first_.begin(), group_first_.end(), first) - group_first_.begin()) - 1;
+  for (int row = first; row < first + count; ++group) {
+    const int end = std::min(first + count, group_first_[size_t(group)] + group_size_[size_t(group)]);
+    kvq::widen_scales(&key_scales_[size_t(group) * hd_], hd_, 1, m_.data(), s_.data());
+    for (int c = 0; c < hd_; ++c) weights_[size_t(c)] = q[c] * s_[size_t(c)];
+    const float qm = cpu::dot(q, m_.data(), hd_);
+    kvq::dot_code_rows(&quant_k_[size_t(row) * row_bytes], row_bytes, end - row, hd_, kv_.key_bits, weights_.data(),
+                       qm, scores + (row - first));
+    row = end;
+  }
+}
+
+void LowBitHead::add_quantized_values(int first, int count, const float* probs, float* out) {
+  if (!low(kv_.value_bits)) {  // values kept at 16 bits
+    tile_.resize(std::max(tile_.size(), size_t(count) * hd_));
+    read_quantized(first, count, false, tile_.data());
+    cpu::weighted_rows_add(out, probs, tile_.data(), count, hd_);
+    return;
+  }
+  const int runs = hd_ / kv_.group, row_bytes = value_row_bytes();
+  kvq::add_value_rows(&quant_v_[size_t(first) * row_bytes], row_bytes, count, hd_, kv_.group, kv_.value_bits,
+                      &value_scales_[size_t(first) * runs], probs, out);
 }
 
 void LowBitHead::cut(std::span<const int> kept) {

@@ -20,7 +20,8 @@ class LowBitHead {
   LowBitHead(const KvPrecision& kv, int head_dim, int sinks, bool rolling);
 
   int size() const { return sinks_ + quantized_ + residual_; }
-  int quantized() const { return quantized_; }
+  int sinks() const { return sinks_; }          // slots [0, sinks) are f16
+  int quantized() const { return quantized_; }  // slots [sinks, sinks + quantized) hold codes
   int groups() const { return int(group_size_.size()); }
 
   // What room for `rows` more tokens costs: every run sized for the step's
@@ -39,6 +40,11 @@ class LowBitHead {
   // out[i * head_dim ..] = the key (value) of slot first + i, as attention reads it back.
   void read_keys(int first, int count, float* out);
   void read_values(int first, int count, float* out);
+  // Attention straight from the codes of quantized rows [first, first + count)
+  // (rows of the quantized run, not slots): scores[i] = q . k of row first + i,
+  // and out += sum of probs[i] * v of row first + i.
+  void score_quantized(int first, int count, const float* q, float* scores);
+  void add_quantized_values(int first, int count, const float* probs, float* out);
   // Keeps `kept` (ascending slots) in order; key groups shrink, never re-quantized.
   void cut(std::span<const int> kept);
   // While the residual holds R + G tokens or more, quantizes its oldest G as one group.
@@ -72,6 +78,7 @@ class LowBitHead {
   std::vector<int> group_size_;   // members of each key group, oldest first
   std::vector<int> group_first_;  // the group's first row in the quantized run
   std::vector<float> m_, s_, tile_;  // read-back scratch: widened numbers, a group's rows
+  std::vector<float> weights_;  // fused attention scratch: q o s of a key group
 };
 
 }  // namespace h2o

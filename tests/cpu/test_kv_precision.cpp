@@ -254,3 +254,28 @@ TEST(KvPrecisionForward, EachPrecisionStaysNearTheF32CacheAndFewerBitsDriftMore)
     last = d;
   }
 }
+
+// Attention straight from codes equals attention over the read-back rows (up to float rounding).
+TEST(KvQuant, DotAndAddOverCodesEqualTheReadBackRows) {
+  const int n = 64, group = 16;
+  for (int bits : {8, 4, 2}) {
+    const std::vector<float> row = random_rows(n, 40u + bits), q = random_rows(n, 50u + bits);
+    std::vector<kvq::Scale> runs(n / group);
+    std::vector<uint8_t> packed(size_t(kvq::row_bytes(n, bits)));
+    kvq::quantize_value_row(row.data(), n, group, bits, runs.data(), packed.data());
+    std::vector<float> back(n), m(n), s(n), qs(n);
+    kvq::read_value_row(packed.data(), n, group, bits, runs.data(), back.data());
+    kvq::widen_scales(runs.data(), n, group, m.data(), s.data());
+    double want = 0, qm = 0;
+    for (int c = 0; c < n; ++c) want += double(q[size_t(c)]) * back[size_t(c)], qm += double(q[size_t(c)]) * m[size_t(c)];
+    for (int c = 0; c < n; ++c) qs[size_t(c)] = q[size_t(c)] * s[size_t(c)];
+    EXPECT_NEAR(kvq::dot_codes(packed.data(), n, bits, qs.data()) + qm, want, 1e-4 * (1 + std::abs(want))) << bits;
+    // out += p v: the code part here, p m per run after.
+    const float p = 0.375f;
+    std::vector<float> a(n / group), out(n, 1.0f);
+    for (int r = 0; r < n / group; ++r) a[size_t(r)] = p * f16_to_f32(runs[size_t(r)].s);
+    kvq::add_codes(packed.data(), n, group, bits, a.data(), out.data());
+    for (int c = 0; c < n; ++c)
+      EXPECT_NEAR(out[size_t(c)] + p * m[size_t(c)], 1.0f + p * back[size_t(c)], 1e-5) << bits << " " << c;
+  }
+}
