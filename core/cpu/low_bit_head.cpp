@@ -87,28 +87,21 @@ void LowBitHead::rotate_key(int slot, const RopeAngles& angles) {
   kvq::f32_to_f16_row(key, hd_, &full_k_[row]);
 }
 
-void LowBitHead::read_keys(int first, int count, float* out) {
-  for (int slot = first; slot < first + count;) {
-    if (slot >= sinks_ && slot < sinks_ + quantized_) {
-      const int n = std::min(first + count, sinks_ + quantized_) - slot;
-      read_quantized(slot - sinks_, n, true, out + size_t(slot - first) * hd_);
-      slot += n;
-      continue;
-    }
-    kvq::f16_to_f32_row(&full_k_[size_t(full_row(slot)) * hd_], hd_, out + size_t(slot - first) * hd_);
-    ++slot;
-  }
-}
+void LowBitHead::read_keys(int first, int count, float* out) { read_slots(first, count, true, out); }
+void LowBitHead::read_values(int first, int count, float* out) { read_slots(first, count, false, out); }
 
-void LowBitHead::read_values(int first, int count, float* out) {
+// Slots [first, first + count), keys or values: the quantized run in one
+// read, each f16 slot (sink or residual) widened on its own.
+void LowBitHead::read_slots(int first, int count, bool keys, float* out) {
+  const std::vector<uint16_t>& full = keys ? full_k_ : full_v_;
   for (int slot = first; slot < first + count;) {
     if (slot >= sinks_ && slot < sinks_ + quantized_) {
       const int n = std::min(first + count, sinks_ + quantized_) - slot;
-      read_quantized(slot - sinks_, n, false, out + size_t(slot - first) * hd_);
+      read_quantized(slot - sinks_, n, keys, out + size_t(slot - first) * hd_);
       slot += n;
       continue;
     }
-    kvq::f16_to_f32_row(&full_v_[size_t(full_row(slot)) * hd_], hd_, out + size_t(slot - first) * hd_);
+    kvq::f16_to_f32_row(&full[size_t(full_row(slot)) * hd_], hd_, out + size_t(slot - first) * hd_);
     ++slot;
   }
 }

@@ -60,6 +60,7 @@ class LowBitHead {
   int full_row(int slot) const { return slot < sinks_ ? slot : slot - quantized_; }
   int key_row_bytes() const;
   int value_row_bytes() const;
+  void read_slots(int first, int count, bool keys, float* out);
   void read_quantized(int first, int count, bool keys, float* out);
   void index_groups();
 
