@@ -139,6 +139,34 @@ inline f32x8 codes8(const uint8_t* bytes, int shift) {
 #endif
 }
 
+// Eight packed bytes widened to 32-bit lanes once, for all the planes they hold.
+inline i32x8 widen8(const uint8_t* bytes) {
+#ifdef __AVX2__
+  return i32x8(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(bytes))));
+#else
+  return __builtin_convertvector(load<u8x8>(bytes), i32x8);
+#endif
+}
+
+// Plane K of widened bytes as floats (the top plane needs no mask).
+template <int Bits, int K>
+inline f32x8 plane(i32x8 wide) {
+  constexpr int mask = (1 << Bits) - 1;
+  const i32x8 shifted = wide >> (K * Bits);
+  return __builtin_convertvector((K + 1) * Bits == 8 ? shifted : (shifted & mask), f32x8);
+}
+
+// Calls fn(plane k's eight codes as floats, k) for every plane of one widened block.
+template <int Bits, class Fn>
+inline void for_each_plane(i32x8 wide, Fn fn) {
+  fn(plane<Bits, 0>(wide), 0);
+  if constexpr (Bits <= 4) fn(plane<Bits, 1>(wide), 1);
+  if constexpr (Bits <= 2) {
+    fn(plane<Bits, 2>(wide), 2);
+    fn(plane<Bits, 3>(wide), 3);
+  }
+}
+
 // out[j] = code_j * s + m for the codes of plane k of bytes [first, end),
 // with m and s per channel (m + j, s + j) or one pair for all (Step = 0).
 template <int Bits, int Step>
@@ -175,23 +203,58 @@ void read_value_row_bits(const uint8_t* packed, int n, int group, const Scale* s
       j = end;
     }
 }
-template <int Bits>
-float dot_codes_bits(const uint8_t* packed, int n, const float* qs) {
-  constexpr int per = 8 / Bits, mask = (1 << Bits) - 1;
-  const int stride = n / per;
-  f32x8 acc = {};
-  float tail = 0;
-  for (int k = 0; k < per; ++k) {
-    const float* w = qs + k * stride;
-    int j = 0;
-    for (; j + 8 <= stride; j += 8) {
-      acc = fma8(codes8<Bits>(packed + j, k * Bits), load<f32x8>(w + j), acc);
-    }
-    for (; j < stride; ++j) tail = std::fma(float((packed[j] >> (k * Bits)) & mask), w[j], tail);
-  }
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+// The lane sums of eight vectors: out[r] = sum of acc[r]'s eight lanes.
+inline f32x8 lane_sums(const f32x8* acc) {
+#ifdef __AVX__
+  const __m256 t0 = _mm256_hadd_ps(__m256(acc[0]), __m256(acc[1])), t1 = _mm256_hadd_ps(__m256(acc[2]), __m256(acc[3]));
+  const __m256 t2 = _mm256_hadd_ps(__m256(acc[4]), __m256(acc[5])), t3 = _mm256_hadd_ps(__m256(acc[6]), __m256(acc[7]));
+  // Each 128-bit half of u0 (u1) now holds rows 0-3 (4-7) summed over that half's lanes.
+  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+  return f32x8(_mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31)));
+#else
+  f32x8 out;
+  for (int r = 0; r < 8; ++r) out[r] = ((acc[r][0] + acc[r][4]) + (acc[r][1] + acc[r][5])) + ((acc[r][2] + acc[r][6]) + (acc[r][3] + acc[r][7]));
+  return out;
+#endif
 }
 
+// The part of a row's dot product a vector loop leaves: channels past the last
+// whole eight of each plane.
+template <int Bits>
+float dot_tail(const uint8_t* row, int n, const float* qs) {
+  constexpr int per = 8 / Bits, mask = (1 << Bits) - 1;
+  const int stride = n / per;
+  float tail = 0;
+  for (int k = 0; k < per; ++k)
+    for (int j = stride & ~7; j < stride; ++j) tail = std::fma(float((row[j] >> (k * Bits)) & mask), qs[k * stride + j], tail);
+  return tail;
+}
+
+// Key scores, eight rows at a time: eight independent accumulators (one FMA
+// chain per row would wait on its own latency), summed across lanes together.
+// A last partial block repeats its last row and drops the extra sums.
+template <int Bits>
+void dot_code_rows_bits(const uint8_t* packed, int row_stride, int rows, int n, const float* qs, float qm,
+                        float* scores) {
+  constexpr int per = 8 / Bits;
+  const int stride = n / per;
+  for (int i = 0; i < rows; i += 8) {
+    const uint8_t* row[8];
+    for (int r = 0; r < 8; ++r) row[r] = packed + size_t(std::min(i + r, rows - 1)) * row_stride;
+    f32x8 acc[8] = {};
+    for (int j = 0; j + 8 <= stride; j += 8) {
+      f32x8 w[per];
+      for (int k = 0; k < per; ++k) w[k] = load<f32x8>(qs + k * stride + j);
+      for (int r = 0; r < 8; ++r)
+        for_each_plane<Bits>(widen8(row[r] + j), [&](f32x8 codes, int k) { acc[r] = fma8(codes, w[k], acc[r]); });
+    }
+    const f32x8 sums = lane_sums(acc);
+    for (int r = 0; r < std::min(8, rows - i); ++r) scores[i + r] = sums[r] + dot_tail<Bits>(row[r], n, qs) + qm;
+  }
+}
+
+// out[c] += a[c / group] * code_c over one packed row: the general path, for
+// planes or runs that do not split into whole eights.
 template <int Bits>
 void add_codes_bits(const uint8_t* packed, int n, int group, const float* a, float* out) {
   constexpr int per = 8 / Bits, mask = (1 << Bits) - 1;
@@ -209,24 +272,77 @@ void add_codes_bits(const uint8_t* packed, int n, int group, const float* a, flo
       for (; j < end; ++j) o[j] = std::fma(float((packed[j] >> (k * Bits)) & mask), a[run], o[j]);
     }
 }
-template <int Bits>
-void dot_code_rows_bits(const uint8_t* packed, int row_stride, int rows, int n, const float* qs, float qm,
-                        float* scores) {
-  for (int i = 0; i < rows; ++i) scores[i] = dot_codes_bits<Bits>(packed + size_t(i) * row_stride, n, qs) + qm;
+
+// Blocks byte blocks of eight from byte `first` on, every plane of each (the
+// output channels k * stride + first + 8 b ..), accumulated in registers over
+// `rows` rows, each row's weight of a plane's eight a[i * runs + its run].
+template <int Bits, int Blocks>
+void add_blocks(const uint8_t* packed, int row_stride, int rows, int stride, int group, int runs, const float* a,
+                int first, float* out) {
+  constexpr int per = 8 / Bits;
+  int run[Blocks][per];
+  f32x8 acc[Blocks][per];
+  for (int b = 0; b < Blocks; ++b)
+    for (int k = 0; k < per; ++k) {
+      const int c = k * stride + first + 8 * b;
+      run[b][k] = c / group;
+      acc[b][k] = load<f32x8>(out + c);
+    }
+  for (int i = 0; i < rows; ++i) {
+    const uint8_t* row = packed + size_t(i) * row_stride + first;
+    const float* weight = a + i * runs;
+    for (int b = 0; b < Blocks; ++b)
+      for_each_plane<Bits>(widen8(row + 8 * b), [&](f32x8 codes, int k) {
+        acc[b][k] = fma8(codes, f32x8{} + weight[run[b][k]], acc[b][k]);
+      });
+  }
+  for (int b = 0; b < Blocks; ++b)
+    for (int k = 0; k < per; ++k) std::memcpy(out + k * stride + first + 8 * b, &acc[b][k], sizeof(f32x8));
 }
 
+// Values, kChunk rows at a time: each row's weights p s and the p m sums from
+// one F16C pass over the chunk's scales, then the output held in registers
+// four eights at a time while the rows stream past (planes and runs in whole
+// eights), or row by row otherwise.
 template <int Bits>
 void add_value_rows_bits(const uint8_t* packed, int row_stride, int rows, int n, int group, const Scale* scales,
                          const float* probs, float* out) {
-  const int runs = n / group;
-  float a[64], bias[64] = {};  // runs of at least 8 channels (head_dim <= 512)
-  for (int i = 0; i < rows; ++i) {
-    const Scale* sc = scales + size_t(i) * runs;
+  constexpr int kChunk = 32, per = 8 / Bits;
+  const int runs = n / group, stride = n / per;
+  const bool whole_eights = stride % 8 == 0 && group % 8 == 0;
+  float numbers[2 * kChunk * 64], a[kChunk * 64], bias[64] = {};  // runs <= 64 (checked by the caller)
+  for (int first = 0; first < rows; first += kChunk) {
+    const int count = std::min(kChunk, rows - first);
+    f16_to_f32_row(reinterpret_cast<const uint16_t*>(scales + size_t(first) * runs), 2 * count * runs, numbers);
+    // numbers: m, s of each run of each row. The p m sums in four chains, so
+    // each addition does not wait on the one before.
+    for (int i = 0; i < count; ++i)
+      for (int r = 0; r < runs; ++r) a[i * runs + r] = probs[first + i] * numbers[2 * (i * runs + r) + 1];
     for (int r = 0; r < runs; ++r) {
-      a[r] = probs[i] * half_to_float(sc[r].s);
-      bias[r] = std::fma(probs[i], half_to_float(sc[r].m), bias[r]);
+      const float* m = numbers + 2 * r;
+      const float* p = probs + first;
+      float part0 = 0, part1 = 0, part2 = 0, part3 = 0;
+      int i = 0;
+      for (; i + 4 <= count; i += 4) {
+        part0 = std::fma(p[i], m[2 * i * runs], part0);
+        part1 = std::fma(p[i + 1], m[2 * (i + 1) * runs], part1);
+        part2 = std::fma(p[i + 2], m[2 * (i + 2) * runs], part2);
+        part3 = std::fma(p[i + 3], m[2 * (i + 3) * runs], part3);
+      }
+      for (; i < count; ++i) part0 = std::fma(p[i], m[2 * i * runs], part0);
+      bias[r] += (part0 + part1) + (part2 + part3);
     }
-    add_codes_bits<Bits>(packed + size_t(i) * row_stride, n, group, a, out);
+    const uint8_t* chunk = packed + size_t(first) * row_stride;
+    if (!whole_eights) {
+      for (int i = 0; i < count; ++i) add_codes_bits<Bits>(chunk + size_t(i) * row_stride, n, group, a + i * runs, out);
+      continue;
+    }
+    // Eight accumulators a pass: two blocks of 2-bit codes (four planes each), four of 4-bit; four of 8-bit.
+    constexpr int kBlocks = per == 1 ? 4 : 8 / per;
+    int j = 0;
+    for (; j + 8 * kBlocks <= stride; j += 8 * kBlocks)
+      add_blocks<Bits, kBlocks>(chunk, row_stride, count, stride, group, runs, a, j, out);
+    for (; j < stride; j += 8) add_blocks<Bits, 1>(chunk, row_stride, count, stride, group, runs, a, j, out);
   }
   for (int c = 0; c < n; ++c) out[c] += bias[c / group];
 }
@@ -258,22 +374,6 @@ void add_value_rows(const uint8_t* packed, int row_stride, int rows, int n, int 
   }
 }
 
-float dot_codes(const uint8_t* packed, int n, int bits, const float* qs) {
-  switch (bits) {
-    case 8: return dot_codes_bits<8>(packed, n, qs);
-    case 4: return dot_codes_bits<4>(packed, n, qs);
-    default: return dot_codes_bits<2>(packed, n, qs);
-  }
-}
-
-void add_codes(const uint8_t* packed, int n, int group, int bits, const float* a, float* out) {
-  switch (bits) {
-    case 8: return add_codes_bits<8>(packed, n, group, a, out);
-    case 4: return add_codes_bits<4>(packed, n, group, a, out);
-    default: return add_codes_bits<2>(packed, n, group, a, out);
-  }
-}
-
 void read_row(const uint8_t* packed, int n, int bits, const float* m, const float* s, float* out) {
   switch (bits) {
     case 8: return read_row_bits<8>(packed, n, m, s, out);
@@ -291,7 +391,19 @@ void read_value_row(const uint8_t* packed, int n, int group, int bits, const Sca
 }
 
 void widen_scales(const Scale* scales, int n, int group, float* m, float* s) {
-  for (int c = 0; c < n; ++c) {
+  int c = 0;
+#if defined(__AVX2__) && defined(__F16C__)
+  // Per channel (keys): eight (m, s) pairs a load, split into eight m and eight s halves.
+  for (; group == 1 && c + 8 <= n; c += 8) {
+    const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + c));
+    const __m256i halves = _mm256_packus_epi32(_mm256_and_si256(pairs, _mm256_set1_epi32(0xFFFF)),
+                                               _mm256_srli_epi32(pairs, 16));  // per lane: 4 m, then 4 s
+    const __m256i split = _mm256_permute4x64_epi64(halves, 0xD8);             // 8 m, then 8 s
+    _mm256_storeu_ps(m + c, _mm256_cvtph_ps(_mm256_castsi256_si128(split)));
+    _mm256_storeu_ps(s + c, _mm256_cvtph_ps(_mm256_extracti128_si256(split, 1)));
+  }
+#endif
+  for (; c < n; ++c) {
     m[c] = half_to_float(scales[c / group].m);
     s[c] = half_to_float(scales[c / group].s);
   }

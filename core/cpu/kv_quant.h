@@ -48,16 +48,11 @@ void read_row(const uint8_t* packed, int n, int bits, const float* m, const floa
 // A value row under the scales of its runs of `group` channels (what
 // read_row gives with widen_scales' numbers, without widening them).
 void read_value_row(const uint8_t* packed, int n, int group, int bits, const Scale* scales, float* out);
-// Attention straight from codes (keys: q . (m + code s) = (q o s) . code + q . m,
-// the caller adding q . m once a group; values: p v = (p s) code + p m, the
-// caller adding p m once a run): the sum of qs[c] * code_c over one packed row,
-// and out[c] += a[c / group] * code_c.
-float dot_codes(const uint8_t* packed, int n, int bits, const float* qs);
-void add_codes(const uint8_t* packed, int n, int group, int bits, const float* a, float* out);
-// The same over `rows` consecutive packed rows (row_stride bytes apart), one
-// call for a run of them: scores[i] = dot_codes(row i) + qm; and out += each
-// row's probs[i] * (its value read back), its runs' scales taken from
-// scales[i * n / group ..] (the p m part included).
+// Attention straight from codes, over `rows` consecutive packed rows
+// (row_stride bytes apart). Keys: q . (m + code s) = (q o s) . code + q . m, so
+// scores[i] = qs . (codes of row i) + qm with qs = q o s and qm = q . m of the
+// rows' group. Values: p v = (p s) code + p m, so out += each row's probs[i]
+// times its value read back, its runs' scales at scales[i * n / group ..].
 void dot_code_rows(const uint8_t* packed, int row_stride, int rows, int n, int bits, const float* qs, float qm,
                    float* scores);
 void add_value_rows(const uint8_t* packed, int row_stride, int rows, int n, int group, int bits, const Scale* scales,

@@ -136,37 +136,62 @@ void LowBitHead::read_quantized(int first, int count, bool keys, float* out) {
   }
 }
 
-void LowBitHead::score_quantized(int first, int count, const float* q, float* scores) {
-  if (!low(kv_.key_bits)) {  // keys kept at 16 bits: read back, then dot
-    tile_.resize(std::max(tile_.size(), size_t(count) * hd_));
-    read_quantized(first, count, true, tile_.data());
-    for (int i = 0; i < count; ++i) scores[i] = cpu::dot(q, &tile_[size_t(i) * hd_], hd_);
+namespace {
+// How many rows of the quantized run, from row `first` on, query row q sees.
+int rows_seen(const cpu::QueryRow& q, int sinks, int first, int count) {
+  return std::min(count, q.visible - sinks - first);
+}
+}  // namespace
+
+void LowBitHead::score_quantized(std::span<const cpu::QueryRow> rows) {
+  if (!low(kv_.key_bits)) {  // keys kept at 16 bits: read back a tile at a time, then dot
+    constexpr int kTile = 32;
+    tile_.resize(std::max(tile_.size(), size_t(kTile) * hd_));
+    for (int first = 0; first < quantized_; first += kTile) {
+      const int count = std::min(kTile, quantized_ - first);
+      read_quantized(first, count, true, tile_.data());
+      for (const cpu::QueryRow& q : rows)
+        for (int i = 0; i < rows_seen(q, sinks_, first, count); ++i)
+          q.probs[sinks_ + first + i] = cpu::dot(q.query, &tile_[size_t(i) * hd_], hd_);
+    }
     return;
   }
+  // Each key group's numbers widened once, then q o s and q . m per query row.
   const int row_bytes = key_row_bytes();
   weights_.resize(size_t(hd_));
-  int group = int(std::upper_bound(group_first_.begin(), group_first_.end(), first) - group_first_.begin()) - 1;
-  for (int row = first; row < first + count; ++group) {
-    const int end = std::min(first + count, group_first_[size_t(group)] + group_size_[size_t(group)]);
+  for (int group = 0; group < groups(); ++group) {
+    const int first = group_first_[size_t(group)], size = group_size_[size_t(group)];
     kvq::widen_scales(&key_scales_[size_t(group) * hd_], hd_, 1, m_.data(), s_.data());
-    for (int c = 0; c < hd_; ++c) weights_[size_t(c)] = q[c] * s_[size_t(c)];
-    const float qm = cpu::dot(q, m_.data(), hd_);
-    kvq::dot_code_rows(&quant_k_[size_t(row) * row_bytes], row_bytes, end - row, hd_, kv_.key_bits, weights_.data(),
-                       qm, scores + (row - first));
-    row = end;
+    for (const cpu::QueryRow& q : rows) {
+      const int seen = rows_seen(q, sinks_, first, size);
+      if (seen <= 0) continue;
+      for (int c = 0; c < hd_; ++c) weights_[size_t(c)] = q.query[c] * s_[size_t(c)];
+      kvq::dot_code_rows(&quant_k_[size_t(first) * row_bytes], row_bytes, seen, hd_, kv_.key_bits, weights_.data(),
+                         cpu::dot(q.query, m_.data(), hd_), q.probs + sinks_ + first);
+    }
   }
 }
 
-void LowBitHead::add_quantized_values(int first, int count, const float* probs, float* out) {
-  if (!low(kv_.value_bits)) {  // values kept at 16 bits
-    tile_.resize(std::max(tile_.size(), size_t(count) * hd_));
-    read_quantized(first, count, false, tile_.data());
-    cpu::weighted_rows_add(out, probs, tile_.data(), count, hd_);
+void LowBitHead::add_quantized_values(std::span<const cpu::QueryRow> rows) {
+  if (!low(kv_.value_bits)) {  // values kept at 16 bits: read back a tile at a time
+    constexpr int kTile = 32;
+    tile_.resize(std::max(tile_.size(), size_t(kTile) * hd_));
+    for (int first = 0; first < quantized_; first += kTile) {
+      const int count = std::min(kTile, quantized_ - first);
+      read_quantized(first, count, false, tile_.data());
+      for (const cpu::QueryRow& q : rows) {
+        const int seen = rows_seen(q, sinks_, first, count);
+        if (seen > 0) cpu::weighted_rows_add(q.out, q.probs + sinks_ + first, tile_.data(), seen, hd_);
+      }
+    }
     return;
   }
-  const int runs = hd_ / kv_.group, row_bytes = value_row_bytes();
-  kvq::add_value_rows(&quant_v_[size_t(first) * row_bytes], row_bytes, count, hd_, kv_.group, kv_.value_bits,
-                      &value_scales_[size_t(first) * runs], probs, out);
+  for (const cpu::QueryRow& q : rows) {
+    const int seen = rows_seen(q, sinks_, 0, quantized_);
+    if (seen > 0)
+      kvq::add_value_rows(quant_v_.data(), value_row_bytes(), seen, hd_, kv_.group, kv_.value_bits,
+                          value_scales_.data(), q.probs + sinks_, q.out);
+  }
 }
 
 void LowBitHead::cut(std::span<const int> kept) {

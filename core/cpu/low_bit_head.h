@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/cpu/kv_quant.h"
+#include "core/cpu/query_row.h"
 #include "core/model/rope.h"
 #include "core/policy/kv_precision.h"
 
@@ -40,11 +41,11 @@ class LowBitHead {
   // out[i * head_dim ..] = the key (value) of slot first + i, as attention reads it back.
   void read_keys(int first, int count, float* out);
   void read_values(int first, int count, float* out);
-  // Attention straight from the codes of quantized rows [first, first + count)
-  // (rows of the quantized run, not slots): scores[i] = q . k of row first + i,
-  // and out += sum of probs[i] * v of row first + i.
-  void score_quantized(int first, int count, const float* q, float* scores);
-  void add_quantized_values(int first, int count, const float* probs, float* out);
+  // Attention straight from the codes of the quantized run, for every query
+  // row that sees it: q.probs[slot] = q . k of each quantized slot, and q.out
+  // += the sum of q.probs[slot] * v over them.
+  void score_quantized(std::span<const cpu::QueryRow> rows);
+  void add_quantized_values(std::span<const cpu::QueryRow> rows);
   // Keeps `kept` (ascending slots) in order; key groups shrink, never re-quantized.
   void cut(std::span<const int> kept);
   // While the residual holds R + G tokens or more, quantizes its oldest G as one group.

@@ -84,7 +84,9 @@ TEST(KvQuant, PlanarPackingRoundTripsAndPutsChannelsWhereTheLayoutSays) {
     EXPECT_EQ(back, codes) << bits;
     const int per = 8 / bits;
     EXPECT_EQ(packed[0] & ((1 << bits) - 1), codes[0]) << bits;
-    if (per > 1) EXPECT_EQ((packed[0] >> bits) & ((1 << bits) - 1), codes[size_t(n / per)]) << bits;
+    if (per > 1) {
+      EXPECT_EQ((packed[0] >> bits) & ((1 << bits) - 1), codes[size_t(n / per)]) << bits;
+    }
   }
 }
 
@@ -256,26 +258,46 @@ TEST(KvPrecisionForward, EachPrecisionStaysNearTheF32CacheAndFewerBitsDriftMore)
 }
 
 // Attention straight from codes equals attention over the read-back rows (up to float rounding).
-TEST(KvQuant, DotAndAddOverCodesEqualTheReadBackRows) {
-  const int n = 64, group = 16;
-  for (int bits : {8, 4, 2}) {
-    const std::vector<float> row = random_rows(n, 40u + bits), q = random_rows(n, 50u + bits);
-    std::vector<kvq::Scale> runs(n / group);
-    std::vector<uint8_t> packed(size_t(kvq::row_bytes(n, bits)));
-    kvq::quantize_value_row(row.data(), n, group, bits, runs.data(), packed.data());
-    std::vector<float> back(n), m(n), s(n), qs(n);
-    kvq::read_value_row(packed.data(), n, group, bits, runs.data(), back.data());
-    kvq::widen_scales(runs.data(), n, group, m.data(), s.data());
-    double want = 0, qm = 0;
-    for (int c = 0; c < n; ++c) want += double(q[size_t(c)]) * back[size_t(c)], qm += double(q[size_t(c)]) * m[size_t(c)];
-    for (int c = 0; c < n; ++c) qs[size_t(c)] = q[size_t(c)] * s[size_t(c)];
-    EXPECT_NEAR(kvq::dot_codes(packed.data(), n, bits, qs.data()) + qm, want, 1e-4 * (1 + std::abs(want))) << bits;
-    // out += p v: the code part here, p m per run after.
-    const float p = 0.375f;
-    std::vector<float> a(n / group), out(n, 1.0f);
-    for (int r = 0; r < n / group; ++r) a[size_t(r)] = p * f16_to_f32(runs[size_t(r)].s);
-    kvq::add_codes(packed.data(), n, group, bits, a.data(), out.data());
-    for (int c = 0; c < n; ++c)
-      EXPECT_NEAR(out[size_t(c)] + p * m[size_t(c)], 1.0f + p * back[size_t(c)], 1e-5) << bits << " " << c;
-  }
+// Rows' worth of scores and values straight from the codes equal the
+// arithmetic over the rows read back: whole blocks of eight rows and a partial
+// one, planes of whole eights (64 channels) and not (48 channels at 2 bits),
+// key groups per channel and value runs of 16.
+TEST(KvQuant, ScoresAndValuesFromCodesEqualTheReadBackRows) {
+  const int rows = 11, group = 16;
+  for (int n : {64, 48})
+    for (int bits : {8, 4, 2}) {
+      const int bytes = kvq::row_bytes(n, bits), runs = n / group;
+      const std::vector<float> keys = random_rows(rows * n, 40u + bits), values = random_rows(rows * n, 60u + bits);
+      const std::vector<float> q = random_rows(n, 50u + bits), probs = random_rows(rows, 70u + bits, 0.5f);
+      // Keys: one group per channel over the rows.
+      std::vector<kvq::Scale> key_scales(static_cast<size_t>(n)), value_scales(static_cast<size_t>(rows * runs));
+      std::vector<uint8_t> key_codes(size_t(rows) * bytes), value_codes(size_t(rows) * bytes);
+      kvq::quantize_key_group(keys.data(), rows, n, bits, key_scales.data(), key_codes.data(), bytes);
+      std::vector<float> m(n), s(n), qs(n), back(size_t(rows) * n);
+      kvq::widen_scales(key_scales.data(), n, 1, m.data(), s.data());
+      double qm = 0;
+      for (int c = 0; c < n; ++c) qs[size_t(c)] = q[size_t(c)] * s[size_t(c)], qm += double(q[size_t(c)]) * m[size_t(c)];
+      std::vector<float> scores(rows);
+      kvq::dot_code_rows(key_codes.data(), bytes, rows, n, bits, qs.data(), float(qm), scores.data());
+      for (int i = 0; i < rows; ++i) {
+        kvq::read_row(&key_codes[size_t(i) * bytes], n, bits, m.data(), s.data(), &back[size_t(i) * n]);
+        double want = 0;
+        for (int c = 0; c < n; ++c) want += double(q[size_t(c)]) * back[size_t(i) * n + c];
+        EXPECT_NEAR(scores[size_t(i)], want, 1e-4 * (1 + std::abs(want))) << n << " " << bits << " row " << i;
+      }
+      // Values: per row and run of `group` channels; out starts at 1.
+      for (int i = 0; i < rows; ++i)
+        kvq::quantize_value_row(&values[size_t(i) * n], n, group, bits, &value_scales[size_t(i) * runs],
+                                &value_codes[size_t(i) * bytes]);
+      std::vector<float> out(n, 1.0f);
+      std::vector<double> want(n, 1.0);
+      kvq::add_value_rows(value_codes.data(), bytes, rows, n, group, bits, value_scales.data(), probs.data(),
+                          out.data());
+      for (int i = 0; i < rows; ++i) {
+        kvq::read_value_row(&value_codes[size_t(i) * bytes], n, group, bits, &value_scales[size_t(i) * runs],
+                            &back[size_t(i) * n]);
+        for (int c = 0; c < n; ++c) want[size_t(c)] += double(probs[size_t(i)]) * back[size_t(i) * n + c];
+      }
+      for (int c = 0; c < n; ++c) EXPECT_NEAR(out[size_t(c)], want[size_t(c)], 1e-4) << n << " " << bits << " " << c;
+    }
 }
