@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/runtime/capture.h"
+#include "core/runtime/forward_plan.h"
 #include "kernels/blas.h"
 #include "kernels/capture_layout.h"
 #include "kernels/cuda_cache.h"
@@ -391,35 +392,10 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   const kern::ModelDims& d = dims_;
   const int L = d.layers, H = d.kv_heads;
 
-  // ---- checks that need no device, before anything changes ----
-  std::vector<CudaCache*> caches(items.size());
-  for (size_t i = 0; i < items.size(); ++i) {
-    const ForwardItem& item = items[i];
-    caches[i] = dynamic_cast<CudaCache*>(item.cache);
-    if (!caches[i]) throw Error("cuda backend: a session cache from another backend was passed to forward()");
-    if (item.tokens.empty()) throw Error("cuda backend: forward() with no tokens");
-    for (int t : item.tokens)
-      if (t < 0 || t >= cfg_.vocab_size)
-        throw Error("token id " + std::to_string(t) + " is outside the model's vocabulary (" +
-                    std::to_string(cfg_.vocab_size) + ")");
-    if (!item.capture) continue;
-    for (const CaptureRequest& req : item.capture->attention) {
-      if (req.layer < 0 || req.layer >= L) throw Error("capture: layer " + std::to_string(req.layer) + " does not exist");
-      if (req.head < kAllHeads || req.head >= d.heads)
-        throw Error("capture: head " + std::to_string(req.head) + " does not exist");
-    }
-    for (int layer : item.capture->layer_states)
-      if (layer < 0 || layer >= L) throw Error("capture: layer " + std::to_string(layer) + " does not exist");
-  }
-
-  // ---- room in every cache: one that cannot grow fails its item, before anything ran ----
-  for (size_t i = 0; i < items.size(); ++i) {
-    try {
-      caches[i]->reserve_for(int(items[i].tokens.size()));
-    } catch (const CacheCannotGrow& e) {
-      throw SessionFailure(i, e.what());
-    }
-  }
+  // ---- checks that need no device, then room in every cache, before anything ran ----
+  const std::vector<CudaCache*> caches =
+      checked_caches<CudaCache>(items, {"cuda backend", cfg_.vocab_size, d.layers, d.heads});
+  reserve_rows(items, caches);
 
   // ---- the plan ----
   std::vector<kern::ItemShape> shapes(items.size());
@@ -430,10 +406,7 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
     s.rows = int(item.tokens.size());
     s.tokens_seen = caches[i]->tokens_seen();
     s.rule = caches[i]->rule();
-    s.choose = item.choose && item.chosen;
-    s.logits = item.logits != nullptr;
-    s.all_logits = item.all_logits;
-    s.forced_rows = item.forced ? int(std::min(item.forced->next.size(), item.tokens.size())) : 0;
+    static_cast<LogitNeeds&>(s) = logit_needs(item);
   }
   const kern::StepPlan plan = kern::plan_step(shapes, d.group, {d.kv_heads, info_.multiprocessors});
   const int N = int(items.size()), T = plan.rows, R = int(plan.classify.size());

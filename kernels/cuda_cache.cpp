@@ -38,16 +38,12 @@ kern::CacheArrays CudaCache::arrays() const {
 }
 
 void CudaCache::reserve_for(int rows) {
-  const int target = kern::grown_capacity(rule_, held_, cap_, rows);
+  const int target = grown_capacity(rule_, held_, cap_, rows);
   if (target == cap_) return;
   const int64_t heads = int64_t(dims_.layers) * dims_.kv_heads;
   const bool rolling = rule_.rolling;
   const int64_t more = (int64_t(target) - cap_) * heads * row_bytes(dims_, storage_, rolling);
-  try {
-    account_->grow(more);
-  } catch (const Error& e) {
-    throw CacheCannotGrow(e.what());
-  }
+  account_->grow(more);  // CacheCannotGrow past the KV limit
   const size_t hd_bytes = size_t(dims_.head_dim) * size_t(dtype_size(storage_));
   gpu::DeviceBuffer k, v, k_raw, pos, score;
   try {

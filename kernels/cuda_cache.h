@@ -17,13 +17,6 @@
 
 namespace H2O_CUDA_NS {
 
-// Why a cache could not grow (past the KV limit, or the device is full): its
-// session stops alone; any other device error is an h2o::Error.
-class CacheCannotGrow : public Error {
- public:
-  using Error::Error;
-};
-
 // The stream every cache of one backend enqueues on, alive as long as any of them.
 struct SharedStream {
   gpu::Stream stream = nullptr;

@@ -15,8 +15,8 @@
 // every destination of a chunk lies below the sources of the chunks after it
 // (a survivor only moves towards the front), so no row is overwritten before
 // it has been read, with one barrier a chunk.
+#include "core/policy/cut_shape.h"
 #include "kernels/block_reduce.cuh"
-#include "kernels/cut_shape.h"
 #include "kernels/launch.h"
 #include "kernels/rope.cuh"
 #include "kernels/vec.cuh"

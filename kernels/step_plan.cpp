@@ -14,15 +14,6 @@ int next_power_of_two(int x) {
   return p;
 }
 
-bool cut_due(const EvictionRule& rule, int keys) { return rule.evicts() && keys > rule.budget + rule.slack; }
-
-CutShape predicted_cut(const EvictionRule& rule, int keys, int64_t seen_after) {
-  // Positions below the rule's sinks are the first tokens of the stream: all
-  // that were seen are still cached, in the first slots.
-  const int sinks_present = int(std::min<int64_t>(rule.sinks, seen_after));
-  return cut_shape(keys, sinks_present, rule.recent, rule.by_score);
-}
-
 int split_keys_for(int key_bucket, int blocks_per_split, const SplitTarget& target) {
   const int wanted = std::max(1, kBlocksPerSm * std::max(target.sm_count, 1) / std::max(blocks_per_split, 1));
   // Rounded down to the granule, so that the low end has at least `wanted` splits.
@@ -40,7 +31,7 @@ StepPlan plan_step(std::span<const ItemShape> items, int group, const SplitTarge
     ItemPlan& p = plan.items[i];
     p.first_row = plan.rows;
     p.keys = s.n_before + s.rows;
-    p.cut = cut_due(s.rule, p.keys);
+    p.cut = s.rule.cut_due(p.keys);
     p.kept = p.cut ? predicted_cut(s.rule, p.keys, s.tokens_seen + s.rows).kept : p.keys;
     p.evicted = p.keys - p.kept;
     plan.any_cut = plan.any_cut || p.cut;
@@ -67,21 +58,12 @@ StepPlan plan_step(std::span<const ItemShape> items, int group, const SplitTarge
     ItemPlan& p = plan.items[i];
     p.logit_row.assign(size_t(s.rows), -1);
     for (int r = 0; r < s.rows; ++r) {
-      const bool last = r == s.rows - 1;
-      const bool wanted = (last && (s.choose || s.logits)) || (s.logits && s.all_logits) || r < s.forced_rows;
-      if (!wanted) continue;
+      if (!s.classified(s.rows, r)) continue;
       p.logit_row[size_t(r)] = int(plan.classify.size());
       plan.classify.push_back(p.first_row + r);
     }
   }
   return plan;
-}
-
-int grown_capacity(const EvictionRule& rule, int held, int capacity, int rows) {
-  const int needed = held + rows;
-  if (needed <= capacity) return capacity;
-  const int grown = std::max({needed, capacity + capacity / 2, 64});
-  return rule.evicts() ? std::max(needed, std::min(grown, rule.budget + rule.slack + rows)) : grown;
 }
 
 size_t BlockLayout::add(size_t bytes, size_t align) {

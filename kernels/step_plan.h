@@ -10,21 +10,19 @@
 #include <vector>
 
 #include "core/policy/policy.h"
-#include "kernels/cut_shape.h"
+#include "core/runtime/cache_book.h"
+#include "core/runtime/forward_plan.h"
 #include "kernels/step_desc.h"
 
 namespace h2o::kern {
 
-// What the host knows of one item before its step.
-struct ItemShape {
+// What the host knows of one item before its step: its cache, and which of
+// its rows get logits (the LogitNeeds every backend computes the same way).
+struct ItemShape : LogitNeeds {
   int n_before = 0;         // tokens each (layer, KV head) holds
   int rows = 0;             // new tokens
   int64_t tokens_seen = 0;  // before this step
   EvictionRule rule;
-  bool choose = false;      // the next token is chosen from the last row
-  bool logits = false;      // full logits are read back: the last row, or every row with all_logits
-  bool all_logits = false;
-  int forced_rows = 0;      // leading rows scored in teacher-forced mode
 };
 
 struct ItemPlan {
@@ -63,24 +61,12 @@ struct StepPlan {
 int tile_rows(int group);
 int next_power_of_two(int x);
 
-// The cut a (layer, KV head) holding `keys` slots gets at the end of a step
-// after which `seen_after` tokens have been seen: every head of a cache gets
-// the same counts, since sinks (the first stream positions) are never evicted.
-CutShape predicted_cut(const EvictionRule& rule, int keys, int64_t seen_after);
-bool cut_due(const EvictionRule& rule, int keys);
-
 // Keys per split block for a bucket when one split spans `blocks_per_split`
 // blocks (KV heads x query tiles): at the bucket's low end (half its keys)
 // the live splits still give the target's blocks, at its top end twice that.
 int split_keys_for(int key_bucket, int blocks_per_split, const SplitTarget& target);
 
 StepPlan plan_step(std::span<const ItemShape> items, int group, const SplitTarget& target = {});
-
-// Rows per (layer, KV head) a cache holding `held` of `capacity` reserves to
-// take `rows` more, as the CPU cache grows: by half, 64 rows at least, and a
-// bounded rule never past budget + slack + rows (so a large budget costs
-// memory only as the cache fills).
-int grown_capacity(const EvictionRule& rule, int held, int capacity, int rows);
 
 // Byte offsets of the pieces of one buffer (the step's inputs, its readback).
 class BlockLayout {

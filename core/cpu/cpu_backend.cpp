@@ -18,6 +18,7 @@
 #include "core/cpu/cpu_weights.h"
 #include "core/cpu/read_bandwidth.h"
 #include "core/model/rope.h"
+#include "core/runtime/forward_plan.h"
 
 namespace h2o {
 namespace {
@@ -91,14 +92,11 @@ class CpuBackend final : public Backend {
                       std::vector<CaptureInProgress>& captures) const;
   void attention(CpuCache& cache, const Span& span, const std::vector<RopeAngles>& stream_angles, int layer,
                  int kv_head, const std::vector<CaptureInProgress>& captures, std::vector<EvictionEvent>& events);
-  // The logits every item asks for, in one pass over the classifier; each
-  // item's rows [first, first + count) of the batch land at logits_[offset].
-  struct LogitRows {
-    int first = 0, count = 0;
-    size_t offset = 0;
-  };
-  std::vector<LogitRows> classify(std::span<ForwardItem> items, const std::vector<Span>& spans);
-  void finish(ForwardItem& item, CpuCache& cache, const Span& span, const LogitRows& rows);
+  // The logits every item asks for, in one pass over the classifier: row k
+  // of logits_ is the k-th classified row; returns each item's logit row per
+  // batch row (-1: not classified).
+  std::vector<std::vector<int>> classify(std::span<ForwardItem> items, const std::vector<Span>& spans);
+  void finish(ForwardItem& item, CpuCache& cache, const Span& span, const std::vector<int>& logit_row);
   // out = the model's norm of T rows of x: RMSNorm, or LayerNorm with `bias`.
   void norm(float* out, const float* x, const float* weight, const float* bias, int T) const;
   // The residual after the attention output (in xb_): one block after the
@@ -131,23 +129,15 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
   const int dim = cfg_.dim, hd = cfg_.head_dim(), q_dim = cfg_.n_heads * hd, kv_dim = cfg_.kv_dim();
   const int hidden = cfg_.hidden_dim;
 
+  // Checks, then room in every cache, before anything changes.
+  const std::vector<CpuCache*> caches =
+      checked_caches<CpuCache>(items, {"cpu backend", cfg_.vocab_size, cfg_.n_layers, cfg_.n_heads});
+  reserve_rows(items, caches);
   std::vector<Span> spans(items.size());
-  std::vector<CpuCache*> caches(items.size());
   int total = 0;
   for (size_t i = 0; i < items.size(); ++i) {
-    auto* cache = dynamic_cast<CpuCache*>(items[i].cache);
-    if (!cache) throw Error("cpu backend: a session cache from another backend was passed to forward()");
-    if (items[i].tokens.empty()) throw Error("cpu backend: forward() with no tokens");
-    caches[i] = cache;
     spans[i] = {total, int(items[i].tokens.size())};
     total += spans[i].rows;
-    try {
-      cache->reserve_for(spans[i].rows);
-    } catch (const std::bad_alloc&) {
-      throw SessionFailure(i, "out of memory growing the KV cache");
-    } catch (const Error& e) {
-      throw SessionFailure(i, e.what());
-    }
   }
   const int T = total;
   x_.resize(size_t(T) * dim);
@@ -162,11 +152,7 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
   // Embed every new token.
   for (size_t i = 0; i < items.size(); ++i)
     for (int r = 0; r < spans[i].rows; ++r) {
-      const int tok = items[i].tokens[size_t(r)];
-      if (tok < 0 || tok >= cfg_.vocab_size)
-        throw Error("token id " + std::to_string(tok) + " is outside the model's vocabulary (" +
-                    std::to_string(cfg_.vocab_size) + ")");
-      cpu::row_to_f32(embedding_, tok, &x_[size_t(spans[i].first + r) * dim]);
+      cpu::row_to_f32(embedding_, items[i].tokens[size_t(r)], &x_[size_t(spans[i].first + r) * dim]);
     }
 
   // RoPE angles at the new rows' stream positions (used unless rolling), and
@@ -220,7 +206,7 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
   // each item's bookkeeping and outputs. Forced-mode reference rows are
   // stored by every item first, then scored.
   norm(x_.data(), x_.data(), final_norm_, final_norm_bias_, T);
-  const std::vector<LogitRows> logit_rows = classify(items, spans);
+  const std::vector<std::vector<int>> logit_rows = classify(items, spans);
   for (size_t i = 0; i < items.size(); ++i) {
     std::vector<EvictionEvent> merged;
     for (int g = 0; g < cfg_.n_kv_heads; ++g) {
@@ -284,42 +270,38 @@ void CpuBackend::feed_forward(const Layer& w, int T) {
   if (w.b2) cpu::add_bias(xb_.data(), w.b2, T, cfg_.dim);
 }
 
-std::vector<CpuBackend::LogitRows> CpuBackend::classify(std::span<ForwardItem> items, const std::vector<Span>& spans) {
-  // Which rows of each item anything asks logits of: the last (the next
-  // token, or last-row logits), or a prefix (forced scores, all-row logits).
-  std::vector<LogitRows> wanted(items.size());
-  int total = 0;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const ForwardItem& item = items[i];
-    const int rows = spans[i].rows;
-    int lo = rows, hi = 0;
-    if (item.logits) lo = std::min(lo, item.all_logits ? 0 : rows - 1), hi = rows;
-    if (item.choose && item.chosen) lo = std::min(lo, rows - 1), hi = rows;
-    if (item.forced) {
-      const int k = int(std::min<size_t>(item.forced->next.size(), size_t(rows)));
-      if (k > 0) lo = 0, hi = std::max(hi, k);
-    }
-    if (lo < hi) wanted[i] = {spans[i].first + lo, hi - lo, size_t(total)};
-    total += std::max(0, hi - lo);
-  }
-  if (total == 0) return wanted;
-  // Gathered into one block, so the classifier (often the largest matrix) is read once for every session.
+std::vector<std::vector<int>> CpuBackend::classify(std::span<ForwardItem> items, const std::vector<Span>& spans) {
+  // The rows each item asks logits of (LogitNeeds), gathered into one block
+  // so that the classifier (often the largest matrix) is read once for every session.
   const int dim = cfg_.dim, vocab = cfg_.vocab_size;
+  std::vector<std::vector<int>> logit_row(items.size());
+  std::vector<int> batch_rows;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const LogitNeeds needs = logit_needs(items[i]);
+    const int rows = spans[i].rows;
+    logit_row[i].assign(size_t(rows), -1);
+    for (int r = 0; r < rows; ++r)
+      if (needs.classified(rows, r)) {
+        logit_row[i][size_t(r)] = int(batch_rows.size());
+        batch_rows.push_back(spans[i].first + r);
+      }
+  }
+  const int total = int(batch_rows.size());
+  if (total == 0) return logit_row;
   rows_.resize(size_t(total) * dim);
-  for (const LogitRows& w : wanted)
-    if (w.count > 0)
-      std::memcpy(&rows_[w.offset * dim], &x_[size_t(w.first) * dim], size_t(w.count) * dim * sizeof(float));
+  for (int k = 0; k < total; ++k)
+    std::memcpy(&rows_[size_t(k) * dim], &x_[size_t(batch_rows[size_t(k)]) * dim], size_t(dim) * sizeof(float));
   logits_.resize(size_t(total) * vocab);
   cpu::project(logits_.data(), rows_.data(), total, classifier_, pool_, acts_);
-  for (LogitRows& w : wanted) w.offset *= size_t(vocab);
-  return wanted;
+  return logit_row;
 }
 
-// What one item asked for beyond its cache update, from its logit rows.
-void CpuBackend::finish(ForwardItem& item, CpuCache& cache, const Span& span, const LogitRows& rows) {
+// What one item asked for beyond its cache update, from its classified rows
+// (logit_row: each batch row's place among them; consecutive rows classified
+// together are consecutive there).
+void CpuBackend::finish(ForwardItem& item, CpuCache& cache, const Span& span, const std::vector<int>& logit_row) {
   const int vocab = cfg_.vocab_size;
-  // Row r of the item's batch rows, among the ones classified.
-  const auto row = [&](int r) { return &logits_[rows.offset + size_t(span.first + r - rows.first) * vocab]; };
+  const auto row = [&](int r) { return &logits_[size_t(logit_row[size_t(r)]) * vocab]; };
   if (item.logits) {
     const int n = item.all_logits ? span.rows : 1, first = span.rows - n;
     item.logits->assign(row(first), row(first) + size_t(n) * vocab);
@@ -334,10 +316,7 @@ void CpuBackend::finish(ForwardItem& item, CpuCache& cache, const Span& span, co
   }
   if (item.capture && item.layer_states) {
     item.layer_states->clear();
-    for (int layer : item.capture->layer_states) {
-      if (layer < 0 || layer >= cfg_.n_layers) throw Error("capture: layer " + std::to_string(layer) + " does not exist");
-      item.layer_states->push_back(cache.read_layer(layer));
-    }
+    for (int layer : item.capture->layer_states) item.layer_states->push_back(cache.read_layer(layer));
   }
 }
 
@@ -347,11 +326,7 @@ void CpuBackend::begin_captures(const ForwardItem& item, const CpuCache& cache, 
   if (!item.capture || !item.captured) return;
   item.captured->assign(item.capture->attention.size(), {});
   for (size_t c = 0; c < item.capture->attention.size(); ++c) {
-    const CaptureRequest& req = item.capture->attention[c];
-    if (req.layer < 0 || req.layer >= cfg_.n_layers)
-      throw Error("capture: layer " + std::to_string(req.layer) + " does not exist");
-    if (req.head < kAllHeads || req.head >= cfg_.n_heads)
-      throw Error("capture: head " + std::to_string(req.head) + " does not exist");
+    const CaptureRequest& req = item.capture->attention[c];  // checked by check_item
     AttentionCapture& out = (*item.captured)[c];
     out.layer = req.layer;
     out.head = req.head;

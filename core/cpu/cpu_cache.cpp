@@ -7,6 +7,7 @@
 #endif
 
 #include "core/policy/kept_set.h"
+#include "core/runtime/cache_book.h"
 
 namespace h2o {
 
@@ -77,22 +78,27 @@ int64_t CpuCache::allocated_bytes() const {
 }
 
 void CpuCache::reserve_for(int rows) {
-  if (low_bit()) return reserve_low_bit(rows);
+  try {
+    if (low_bit()) reserve_low_bit(rows);
+    else reserve_f32(rows);
+  } catch (const std::bad_alloc&) {
+    throw CacheCannotGrow("out of memory growing the KV cache");
+  }
+  if (rule_.rolling) {
+    int max_cap = 0;
+    for (const auto& h : heads_) max_cap = std::max(max_cap, h.cap);
+    while (int(slot_angles_.size()) < max_cap) slot_angles_.emplace_back(rope_freqs_, double(slot_angles_.size()));
+  }
+}
+
+void CpuCache::reserve_f32(int rows) {
   const bool rolling = rule_.rolling;
-  const int budget = rule_.budget;
   // Every head's new capacity first, so the account can refuse the growth as a whole.
   std::vector<int> targets(heads_.size());
   int64_t more_rows = 0;
   for (size_t i = 0; i < heads_.size(); ++i) {
     const CpuHeadCache& h = heads_[i];
-    const int needed = h.n + rows;
-    // Grown as it fills, by half (64 rows at least); a bounded cache never
-    // past budget + slack + rows, so a large budget costs memory only once
-    // the stream has filled it.
-    const int grown = std::max({needed, h.cap + h.cap / 2, 64});
-    targets[i] = needed <= h.cap ? h.cap
-                 : budget >= 0   ? std::max(needed, std::min(grown, budget + rule_.slack + rows))
-                                 : grown;
+    targets[i] = grown_capacity(rule_, h.n, h.cap, rows);
     more_rows += targets[i] - h.cap;
   }
   if (more_rows == 0) return;
@@ -113,37 +119,28 @@ void CpuCache::reserve_for(int rows) {
 #ifdef __GLIBC__
   ::malloc_trim(0);
 #endif
-  if (rolling) {
-    int max_cap = 0;
-    for (const auto& h : heads_) max_cap = std::max(max_cap, h.cap);
-    while (int(slot_angles_.size()) < max_cap)
-      slot_angles_.emplace_back(rope_freqs_, double(slot_angles_.size()));
-  }
 }
 
 void CpuCache::reserve_low_bit(int rows) {
-  const int limit = rule_.budget >= 0 ? rule_.budget + rule_.slack + rows : kMaxCacheTokens;
+  const int limit = capacity_limit(rule_, rows);
   std::vector<LowBitHead::Growth> plans(heads_.size());
   int64_t more = 0;
   for (size_t i = 0; i < heads_.size(); ++i) {
     plans[i] = heads_[i].low_bit->plan(rows, limit);
     more += plans[i].bytes - heads_[i].low_bit->allocated_bytes();
   }
+  const int64_t before = allocated_bytes();
   if (more > 0) account_->grow(more);
   try {
     for (size_t i = 0; i < heads_.size(); ++i) {
       CpuHeadCache& h = heads_[i];
       h.low_bit->grow(plans[i]);
-      if (h.n + rows > h.cap) h.reserve(std::max({h.n + rows, h.cap + h.cap / 2, 64}), head_dim_, rule_.rolling);
+      h.reserve(grown_capacity(h.cap, h.n + rows, limit), head_dim_, rule_.rolling);
     }
   } catch (...) {
-    account_->release(more);
+    // As reserve_f32: the account keeps the bytes of the heads that did grow.
+    account_->release(std::max<int64_t>(more, 0) - (allocated_bytes() - before));
     throw;
-  }
-  if (rule_.rolling) {
-    int max_cap = 0;
-    for (const auto& h : heads_) max_cap = std::max(max_cap, h.cap);
-    while (int(slot_angles_.size()) < max_cap) slot_angles_.emplace_back(rope_freqs_, double(slot_angles_.size()));
   }
 }
 

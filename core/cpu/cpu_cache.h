@@ -55,10 +55,9 @@ class CpuCache final : public SessionCache {
   CpuHeadCache& head(int layer, int kv_head) { return heads_[size_t(layer) * kv_heads_ + kv_head]; }
   const CpuHeadCache& head(int layer, int kv_head) const { return heads_[size_t(layer) * kv_heads_ + kv_head]; }
   bool low_bit() const { return !policy_.kv.native(); }
-  // Makes room for `rows` more tokens in every head: every cache grows by
-  // half as it fills (64 rows at least), a bounded one up to budget + slack +
-  // rows and never past. Throws
-  // Error, having changed nothing, when the account's limit forbids it.
+  // Makes room for `rows` more tokens in every head, as every cache grows
+  // (core/runtime/cache_book.h). Throws CacheCannotGrow, having changed
+  // nothing, when the account's limit forbids it or memory runs out.
   void reserve_for(int rows);
   // Applies the rule to one head after attention: compacts survivors and,
   // under rolling positions, re-rotates the keys whose slot changed; at a
@@ -84,6 +83,7 @@ class CpuCache final : public SessionCache {
   EvictionSummary evictions_;
   std::shared_ptr<KvMemoryAccount> account_;
 
+  void reserve_f32(int rows);
   void reserve_low_bit(int rows);
   void move_rows(CpuHeadCache& h, const std::vector<int>& kept);
 };

@@ -5,16 +5,10 @@
 
 #include "core/cpu/cpu_ops.h"
 #include "core/model/dtype.h"
+#include "core/runtime/cache_book.h"
 
 namespace h2o {
 namespace {
-
-// A run's capacity for `needed` tokens: grown by half as it fills (at least
-// `least`), never past `limit` unless `needed` itself is.
-int grown(int cap, int needed, int least, int limit) {
-  if (needed <= cap) return cap;
-  return std::max(needed, std::min(std::max({cap + cap / 2, least, needed}), limit));
-}
 
 bool low(int bits) { return bits < 16; }
 
@@ -28,11 +22,11 @@ int LowBitHead::value_row_bytes() const { return kvq::row_bytes(hd_, kv_.value_b
 
 LowBitHead::Growth LowBitHead::plan(int rows, int limit) const {
   Growth g;
-  g.full = grown(full_cap_, sinks_ + residual_ + rows, 64, limit);
+  g.full = grown_capacity(full_cap_, sinks_ + residual_ + rows, limit);
   if (kv_.quantized()) {
     // Everything in the residual may be flushed by this step's end.
-    g.quantized = grown(quant_cap_, quantized_ + residual_ + rows, 64, limit);
-    g.groups = grown(group_cap_, groups() + (residual_ + rows) / kv_.group + 1, 4, limit);
+    g.quantized = grown_capacity(quant_cap_, quantized_ + residual_ + rows, limit);
+    g.groups = grown_capacity(group_cap_, groups() + (residual_ + rows) / kv_.group + 1, limit, 4);
   }
   const int64_t full_row = int64_t(hd_) * 2 * (rolling_ ? 3 : 2);
   const int64_t quant_row = key_row_bytes() + value_row_bytes() +

@@ -43,6 +43,8 @@ struct EvictionRule {
   int slack = 0;
   bool rolling = false;  // RoPE positions from cache slots instead of stream positions
   bool evicts() const { return budget >= 0; }
+  // Whether a head holding `keys` tokens after a step's attention is cut.
+  bool cut_due(int keys) const { return evicts() && keys > budget + slack; }
   bool operator==(const EvictionRule&) const = default;
 };
 

@@ -5,14 +5,23 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/base/error.h"
 #include "core/model/model.h"
 #include "core/policy/policy.h"
 
 namespace h2o {
 
+// Why a cache could not grow (past the account's limit, or out of host or
+// device memory): its session stops alone (forward_plan.h: reserve_rows).
+// Any other failure of a step is an Error of the whole step.
+class CacheCannotGrow : public Error {
+ public:
+  using Error::Error;
+};
+
 struct KvMemoryAccount {
   int64_t allocated = 0, peak = 0, limit = 0;
-  // Books `bytes` more; throws Error("out of KV memory: ...") and books nothing past the limit.
+  // Books `bytes` more; throws CacheCannotGrow("out of KV memory: ...") and books nothing past the limit.
   void grow(int64_t bytes);
   void release(int64_t bytes) { allocated -= bytes; }
 };

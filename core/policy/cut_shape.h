@@ -1,13 +1,14 @@
 #pragma once
-// The index arithmetic of one (layer, KV head) cut, shared by the host (which
-// predicts how many tokens survive, to size the readback) and the eviction
-// kernel (which cuts): the same rule as select_kept() in core/policy/kept_set.cpp.
+// The index arithmetic of one (layer, KV head) cut, written once: select_kept()
+// (the CPU cache's cut), the host's prediction of how many tokens survive (to
+// size the CUDA backend's readback, core/runtime/cache_book.h) and the CUDA
+// eviction kernel (kernels/evict.cu) all use it.
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/hd.h"
+#include "core/base/host_device.h"
 
-namespace h2o::kern {
+namespace h2o {
 
 struct CutShape {
   int sinks = 0;         // leading slots kept as sinks
@@ -40,4 +41,4 @@ H2O_HD uint64_t survival_key(float score, int slot) {
   return (uint64_t(ordered) << 32) | uint32_t(slot);
 }
 
-}  // namespace h2o::kern
+}  // namespace h2o

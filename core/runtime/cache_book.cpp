@@ -1,0 +1,26 @@
+#include "core/runtime/cache_book.h"
+
+#include <algorithm>
+
+namespace h2o {
+
+int capacity_limit(const EvictionRule& rule, int rows) {
+  return rule.evicts() ? rule.budget + rule.slack + rows : kMaxCacheTokens;
+}
+
+int grown_capacity(int capacity, int needed, int limit, int least) {
+  if (needed <= capacity) return capacity;
+  const int grown = std::max({needed, capacity + capacity / 2, least});
+  return std::max(needed, std::min(grown, limit));
+}
+
+int grown_capacity(const EvictionRule& rule, int held, int capacity, int rows) {
+  return grown_capacity(capacity, held + rows, capacity_limit(rule, rows));
+}
+
+CutShape predicted_cut(const EvictionRule& rule, int keys, int64_t seen_after) {
+  const int sinks_present = int(std::min<int64_t>(rule.sinks, seen_after));
+  return cut_shape(keys, sinks_present, rule.recent, rule.by_score);
+}
+
+}  // namespace h2o
