@@ -23,6 +23,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "core/runtime/capture.h"
@@ -79,11 +80,6 @@ void put(char* dst, const void* src, size_t bytes) {
   if (bytes) std::memcpy(dst, src, bytes);
 }
 
-struct LayerReadout {
-  size_t item = 0;
-  int layer = 0;
-  size_t positions = 0, scores = 0;  // readback offsets
-};
 
 // The device pointers of one step's inputs and scratch, as the kernels take them.
 struct StepArgs {
@@ -102,6 +98,33 @@ struct StepArgs {
   bool any_cut = false, any_forced = false;
   const float* rope_slots = nullptr;  // cos/sin per (slot, pair) when a rolling cache is cut
   int64_t kv_bytes_per_layer = 0;  // keys and values attention reads in one layer (for --op-times)
+};
+
+// Where one (item, layer)'s positions and scores land in the readback.
+struct LayerReadout {
+  size_t item = 0;
+  int layer = 0;
+  size_t positions = 0, scores = 0;  // readback offsets
+};
+
+// One forward pass's host state, from its plan to what comes back.
+struct Step {
+  std::span<ForwardItem> items;
+  std::vector<CudaCache*> caches;
+  std::vector<kern::ItemShape> shapes;
+  kern::StepPlan plan;
+  int N = 0, T = 0, R = 0;  // items, rows, classified rows
+  bool captures = false, forced = false, any_sample = false;
+  bool graphable = false;  // a decode step a graph may serve
+  // The readback (what comes down) and the inputs block (what goes up).
+  kern::BlockLayout out, in, capture_lists;  // the lists go last in `in`: fixed offsets before them serve a graph
+  size_t chosen_at = 0, evicted_at = 0, evicted_end = 0;
+  std::vector<int> evicted_base;  // per item: its first evicted position in the readback
+  std::vector<size_t> forced_at;  // per item: its forced scores
+  std::optional<kern::CaptureLayout> capture;
+  std::vector<LayerReadout> layer_readouts;
+  std::vector<bool> compared;  // per item: its forced rows compare with a reference of this step
+  StepArgs args;
 };
 
 class CudaBackend final : public Backend {
@@ -146,6 +169,17 @@ class CudaBackend final : public Backend {
   void run_graphed(const StepArgs& a, const kern::GraphKey& key);
   void enqueue_forced(const StepArgs& a, std::span<ForwardItem> items, const std::vector<CudaCache*>& caches,
                       const kern::StepPlan& plan);
+  // forward()'s named steps.
+  Step plan_forward(std::span<ForwardItem> items);
+  void grow_scratch(const Step& st);
+  void lay_out_readback(Step& st);
+  void write_inputs(Step& st);
+  void write_item_descs(const Step& st, kern::ItemDesc* desc) const;
+  void write_choices(const Step& st, kern::ChooseDesc* choose) const;
+  void write_forced_rows(Step& st, kern::ForcedRow* forced_rows) const;
+  void run(Step& st);
+  void deliver(const Step& st);
+  std::map<int, LayerState> layer_states_of(const Step& st, size_t item, const char* back) const;
 
   std::shared_ptr<const Model> model_;
   ModelConfig cfg_;
@@ -387,122 +421,146 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
   }
 }
 
+// One forward pass, as named steps: plan it from host bookkeeping, size the
+// scratch, lay out what comes back, write the inputs block, run (a graph for
+// decode steps), and hand each item what it asked for.
 void CudaBackend::forward(std::span<ForwardItem> items) {
   if (items.empty()) return;
+  Step step = plan_forward(items);
+  grow_scratch(step);
+  lay_out_readback(step);
+  write_inputs(step);
+  run(step);
+  deliver(step);
+}
+
+// Checks that need no device and room in every cache (before anything ran),
+// then the plan: rows, tiles, splits, cuts, classified rows.
+Step CudaBackend::plan_forward(std::span<ForwardItem> items) {
   const kern::ModelDims& d = dims_;
-  const int L = d.layers, H = d.kv_heads;
-
-  // ---- checks that need no device, then room in every cache, before anything ran ----
-  const std::vector<CudaCache*> caches =
-      checked_caches<CudaCache>(items, {"cuda backend", cfg_.vocab_size, d.layers, d.heads});
-  reserve_rows(items, caches);
-
-  // ---- the plan ----
-  std::vector<kern::ItemShape> shapes(items.size());
+  Step st;
+  st.items = items;
+  st.caches = checked_caches<CudaCache>(items, {"cuda backend", cfg_.vocab_size, d.layers, d.heads});
+  reserve_rows(items, st.caches);
+  st.shapes.resize(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
-    const ForwardItem& item = items[i];
-    kern::ItemShape& s = shapes[i];
-    s.n_before = caches[i]->held();
-    s.rows = int(item.tokens.size());
-    s.tokens_seen = caches[i]->tokens_seen();
-    s.rule = caches[i]->rule();
-    static_cast<LogitNeeds&>(s) = logit_needs(item);
+    kern::ItemShape& s = st.shapes[i];
+    s.n_before = st.caches[i]->held();
+    s.rows = int(items[i].tokens.size());
+    s.tokens_seen = st.caches[i]->tokens_seen();
+    s.rule = st.caches[i]->rule();
+    static_cast<LogitNeeds&>(s) = logit_needs(items[i]);
   }
-  const kern::StepPlan plan = kern::plan_step(shapes, d.group, {d.kv_heads, info_.multiprocessors});
-  const int N = int(items.size()), T = plan.rows, R = int(plan.classify.size());
-  bool captures = false, layer_states = false, forced = false, any_sample = false;
+  st.plan = kern::plan_step(st.shapes, d.group, {d.kv_heads, info_.multiprocessors});
+  st.N = int(items.size());
+  st.T = st.plan.rows;
+  st.R = int(st.plan.classify.size());
   for (const ForwardItem& item : items) {
-    captures = captures || (item.capture && item.captured && !item.capture->attention.empty());
-    layer_states = layer_states || (item.capture && item.layer_states && !item.capture->layer_states.empty());
-    forced = forced || item.forced;
-    any_sample = any_sample || (item.choose && item.chosen && !item.choose->sampling.greedy());
+    st.captures = st.captures || (item.capture && item.captured && !item.capture->attention.empty());
+    st.forced = st.forced || item.forced;
+    st.any_sample = st.any_sample || (item.choose && item.chosen && !item.choose->sampling.greedy());
   }
+  // Decode steps (one row an item, no forced scores, no logits read back) replay graphs, attention
+  // captures included (their unit count is part of the key); layer states are copied after it.
+  st.graphable = st.T == st.N && !st.forced &&
+                 std::none_of(items.begin(), items.end(), [](const ForwardItem& i) { return i.logits; });
   for (size_t i = 0; i < items.size(); ++i)
-    if (items[i].forced) caches[i]->reserve_reference(shapes[i].forced_rows, d.vocab);
+    if (items[i].forced) st.caches[i]->reserve_reference(st.shapes[i].forced_rows, d.vocab);
+  return st;
+}
 
-  // ---- scratch ----
-  const size_t elem = size_t(dtype_size(storage_));
-  grow(x_, size_t(T) * d.dim * 4);
-  grow(xb_, size_t(T) * d.dim * elem);
-  grow(qkv_, size_t(T) * d.qkv_stride * 4);
-  grow(att_, size_t(T) * d.q_dim * elem);
-  grow(gate_up_, size_t(T) * 2 * d.hidden * 4);
-  grow(hidden_, size_t(T) * d.hidden * elem);
-  grow(attn_logits_, size_t(T) * d.heads * plan.key_stride * 4);
-  grow(partials_, size_t(T) * d.heads * plan.split_bucket * (d.head_dim + 2) * 4);
-  grow(stats_, size_t(T) * d.heads * 2 * 4);
-  grow(classify_in_, size_t(std::max(R, 1)) * d.dim * elem);
-  grow(logits_, size_t(std::max(R, 1)) * d.vocab * 4);
-  grow(log_z_, size_t(std::max(R, 1)) * 8);
-  if (any_sample) grow(sample_scratch_, size_t(N) * d.vocab * 8);
-  if (plan.any_cut) grow(order_, size_t(N) * L * H * plan.key_stride * 4);
+// Activations and scratch for the step's rows, keys and classified rows.
+void CudaBackend::grow_scratch(const Step& st) {
+  const kern::ModelDims& d = dims_;
+  const size_t elem = size_t(dtype_size(storage_)), T = size_t(st.T), R = size_t(std::max(st.R, 1));
+  grow(x_, T * d.dim * 4);
+  grow(xb_, T * d.dim * elem);
+  grow(qkv_, T * d.qkv_stride * 4);
+  grow(att_, T * d.q_dim * elem);
+  grow(gate_up_, T * 2 * d.hidden * 4);
+  grow(hidden_, T * d.hidden * elem);
+  grow(attn_logits_, T * d.heads * st.plan.key_stride * 4);
+  grow(partials_, T * d.heads * st.plan.split_bucket * (d.head_dim + 2) * 4);
+  grow(stats_, T * d.heads * 2 * 4);
+  grow(classify_in_, R * d.dim * elem);
+  grow(logits_, R * d.vocab * 4);
+  grow(log_z_, R * 8);
+  if (st.any_sample) grow(sample_scratch_, size_t(st.N) * d.vocab * 8);
+  if (st.plan.any_cut) grow(order_, size_t(st.N) * d.layers * d.kv_heads * st.plan.key_stride * 4);
   // The rolling caches cut in this step keep slots below these; the table's address goes into
   // every pass (null until one is needed), so a graph captured without a rolling cut serves one too.
-  for (int i = 0; i < N; ++i)
-    if (plan.items[size_t(i)].cut && shapes[size_t(i)].rule.rolling) cover_rope_slots(plan.items[size_t(i)].kept);
+  for (int i = 0; i < st.N; ++i)
+    if (st.plan.items[size_t(i)].cut && st.shapes[size_t(i)].rule.rolling) cover_rope_slots(st.plan.items[size_t(i)].kept);
+}
 
-  // ---- the readback: chosen tokens, evicted positions, then what eager steps bring ----
-  kern::BlockLayout out;
-  const size_t chosen_at = out.add(size_t(N) * 4);
-  std::vector<int> evicted_base(size_t(N), 0);
+// The readback: chosen tokens and evicted positions first (all a plain decode
+// step brings back), then forced scores, captures and layer states.
+void CudaBackend::lay_out_readback(Step& st) {
+  const int N = st.N, L = dims_.layers, H = dims_.kv_heads;
+  st.chosen_at = st.out.add(size_t(N) * 4);
+  st.evicted_base.assign(size_t(N), 0);
   int evicted_total = 0;
   for (int i = 0; i < N; ++i) {
-    evicted_base[size_t(i)] = evicted_total;
-    evicted_total += plan.items[size_t(i)].evicted * L * H;
+    st.evicted_base[size_t(i)] = evicted_total;
+    evicted_total += st.plan.items[size_t(i)].evicted * L * H;
   }
-  const size_t evicted_at = out.add(size_t(evicted_total) * 4);
-  const size_t evicted_end = out.size();
-  std::vector<size_t> forced_at(size_t(N), 0);
+  st.evicted_at = st.out.add(size_t(evicted_total) * 4);
+  st.evicted_end = st.out.size();
+  st.forced_at.assign(size_t(N), 0);
   for (int i = 0; i < N; ++i)
-    if (items[size_t(i)].forced && items[size_t(i)].scores)
-      forced_at[size_t(i)] = out.add(size_t(shapes[size_t(i)].forced_rows) * 3 * 8, 8);
+    if (st.items[size_t(i)].forced && st.items[size_t(i)].scores)
+      st.forced_at[size_t(i)] = st.out.add(size_t(st.shapes[size_t(i)].forced_rows) * 3 * 8, 8);
 
   // Captures: the full rows of each captured (item, layer), the units that trim them.
-  kern::BlockLayout in, capture_lists;  // the lists go last in `in`: fixed offsets before them serve a graph
   std::vector<kern::CaptureJob> jobs;
-  for (int i = 0; captures && i < N; ++i) {
-    const ForwardItem& item = items[size_t(i)];
+  for (int i = 0; st.captures && i < N; ++i) {
+    const ForwardItem& item = st.items[size_t(i)];
     if (item.capture && item.captured)
-      jobs.push_back({i, plan.items[size_t(i)].keys, shapes[size_t(i)].rows, shapes[size_t(i)].tokens_seen,
+      jobs.push_back({i, st.plan.items[size_t(i)].keys, st.shapes[size_t(i)].rows, st.shapes[size_t(i)].tokens_seen,
                       &item.capture->attention, item.captured});
   }
-  const kern::CaptureLayout capture(jobs, N, d, out, capture_lists);
-  grow(capture_probs_, capture.probs_floats() * 4);
-  grow(capture_work_, capture.work_floats() * 4);
-  const std::vector<kern::CaptureSlot> slots = captures ? capture.slots(capture_probs_.as<float>()) : std::vector<kern::CaptureSlot>{};
+  st.capture.emplace(jobs, N, dims_, st.out, st.capture_lists);
+  grow(capture_probs_, st.capture->probs_floats() * 4);
+  grow(capture_work_, st.capture->work_floats() * 4);
 
-  std::vector<LayerReadout> layer_readouts;
   for (int i = 0; i < N; ++i) {
-    const ForwardItem& item = items[size_t(i)];
+    const ForwardItem& item = st.items[size_t(i)];
     if (!item.capture || !item.layer_states) continue;
-    const int kept = plan.items[size_t(i)].kept;
+    const int kept = st.plan.items[size_t(i)].kept;
     for (int layer : item.capture->layer_states) {
       LayerReadout lr;
       lr.item = size_t(i);
       lr.layer = layer;
-      lr.positions = out.add(size_t(H) * kept * 4);
-      lr.scores = out.add(size_t(H) * kept * 4);
-      layer_readouts.push_back(lr);
+      lr.positions = st.out.add(size_t(H) * kept * 4);
+      lr.scores = st.out.add(size_t(H) * kept * 4);
+      st.layer_readouts.push_back(lr);
     }
   }
-  grow(readback_, out.size());
-  readback_host_.reserve(out.size());
-  char* readback = readback_.as<char>();
+  grow(readback_, st.out.size());
+  readback_host_.reserve(st.out.size());
+}
 
-  // ---- the inputs block ----
+// The inputs block (copied up in one piece) and the pass's arguments: the
+// fixed-offset parts first, the capture lists last, so a graph serves every
+// step of its key.
+void CudaBackend::write_inputs(Step& st) {
+  const int N = st.N, T = st.T, R = st.R;
+  kern::BlockLayout& in = st.in;
+  const std::vector<kern::CaptureSlot> slots =
+      st.captures ? st.capture->slots(capture_probs_.as<float>()) : std::vector<kern::CaptureSlot>{};
   const size_t tokens_at = in.add(size_t(T) * 4);
   const size_t row_item_at = in.add(size_t(T) * 4);
   const size_t items_at = in.add(size_t(N) * sizeof(kern::ItemDesc));
-  const size_t tiles_at = in.add(plan.tiles.size() * sizeof(kern::RowTile));
+  const size_t tiles_at = in.add(st.plan.tiles.size() * sizeof(kern::RowTile));
   const size_t classify_at = in.add(size_t(R) * 4);
   const size_t choose_at = in.add(size_t(N) * sizeof(kern::ChooseDesc));
   int forced_count = 0;
   for (int i = 0; i < N; ++i)
-    if (items[size_t(i)].forced && items[size_t(i)].scores) forced_count += shapes[size_t(i)].forced_rows;
+    if (st.items[size_t(i)].forced && st.items[size_t(i)].scores) forced_count += st.shapes[size_t(i)].forced_rows;
   const size_t forced_rows_at = in.add(size_t(forced_count) * sizeof(kern::ForcedRow));
   const size_t slots_at = in.add(slots.size() * sizeof(kern::CaptureSlot));
-  const size_t units_at = in.add(capture.unit_count() * sizeof(kern::CaptureUnit));
-  const size_t lists_at = in.add(capture_lists.size(), 256);  // kept-slot lists: their length changes every step
+  const size_t units_at = in.add(st.capture->unit_count() * sizeof(kern::CaptureUnit));
+  const size_t lists_at = in.add(st.capture_lists.size(), 256);  // kept-slot lists: their length changes every step
   grow(inputs_, in.size());
   inputs_host_.reserve(in.size());
   char* host = static_cast<char*>(inputs_host_.get());
@@ -510,14 +568,54 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
 
   int* tokens = reinterpret_cast<int*>(host + tokens_at);
   for (int i = 0; i < N; ++i)
-    std::copy(items[size_t(i)].tokens.begin(), items[size_t(i)].tokens.end(), tokens + plan.items[size_t(i)].first_row);
-  put(host + row_item_at, plan.row_item.data(), size_t(T) * 4);
-  auto* desc = reinterpret_cast<kern::ItemDesc*>(host + items_at);
-  for (int i = 0; i < N; ++i) {
-    const kern::ItemShape& s = shapes[size_t(i)];
-    const kern::ItemPlan& p = plan.items[size_t(i)];
+    std::copy(st.items[size_t(i)].tokens.begin(), st.items[size_t(i)].tokens.end(),
+              tokens + st.plan.items[size_t(i)].first_row);
+  put(host + row_item_at, st.plan.row_item.data(), size_t(T) * 4);
+  write_item_descs(st, reinterpret_cast<kern::ItemDesc*>(host + items_at));
+  put(host + tiles_at, st.plan.tiles.data(), st.plan.tiles.size() * sizeof(kern::RowTile));
+  put(host + classify_at, st.plan.classify.data(), size_t(R) * 4);
+  write_choices(st, reinterpret_cast<kern::ChooseDesc*>(host + choose_at));
+  write_forced_rows(st, reinterpret_cast<kern::ForcedRow*>(host + forced_rows_at));
+  put(host + slots_at, slots.data(), slots.size() * sizeof(kern::CaptureSlot));
+  const std::vector<kern::CaptureUnit> units =
+      st.capture->units(capture_probs_.as<float>(), capture_work_.as<float>(), dev + lists_at, readback_.as<char>());
+  put(host + units_at, units.data(), units.size() * sizeof(kern::CaptureUnit));
+  st.capture->write_lists(host + lists_at);
+
+  StepArgs& a = st.args;
+  a.items = N;
+  a.rows = T;
+  a.tiles = int(st.plan.tiles.size());
+  a.tile_queries = st.plan.tile_queries;
+  a.classified = R;
+  a.forced = forced_count;
+  a.units = int(units.size());
+  a.tokens = reinterpret_cast<const int*>(dev + tokens_at);
+  a.row_item = reinterpret_cast<const int*>(dev + row_item_at);
+  a.item_desc = reinterpret_cast<const kern::ItemDesc*>(dev + items_at);
+  a.tile_desc = reinterpret_cast<const kern::RowTile*>(dev + tiles_at);
+  a.classify = reinterpret_cast<const int*>(dev + classify_at);
+  a.choose = reinterpret_cast<const kern::ChooseDesc*>(dev + choose_at);
+  a.forced_rows = reinterpret_cast<const kern::ForcedRow*>(dev + forced_rows_at);
+  a.capture_slots = st.captures ? reinterpret_cast<const kern::CaptureSlot*>(dev + slots_at) : nullptr;
+  a.capture_units = reinterpret_cast<const kern::CaptureUnit*>(dev + units_at);
+  a.attention = {attn_logits_.as<float>(), st.plan.key_stride, partials_.as<float>(), st.plan.split_bucket,
+                 stats_.as<float>(), st.plan.split_keys};
+  a.evicted = reinterpret_cast<int32_t*>(readback_.as<char>() + st.evicted_at);
+  a.any_cut = st.plan.any_cut;
+  a.any_forced = st.forced;
+  a.rope_slots = rope_slots_.as<float>();
+  for (const kern::ItemPlan& p : st.plan.items)
+    a.kv_bytes_per_layer += int64_t(p.keys) * dims_.kv_dim * 2 * dtype_size(kv_);
+}
+
+// Each item's cache and cut, as the kernels read them.
+void CudaBackend::write_item_descs(const Step& st, kern::ItemDesc* desc) const {
+  for (int i = 0; i < st.N; ++i) {
+    const kern::ItemShape& s = st.shapes[size_t(i)];
+    const kern::ItemPlan& p = st.plan.items[size_t(i)];
     kern::ItemDesc it;
-    it.cache = caches[size_t(i)]->arrays();
+    it.cache = st.caches[size_t(i)]->arrays();
     it.tokens_seen = s.tokens_seen;
     it.n_before = s.n_before;
     it.rows = s.rows;
@@ -529,122 +627,98 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
     it.recent = s.rule.recent;
     it.by_score = s.rule.by_score;
     it.kept = p.kept;
-    it.evicted_base = evicted_base[size_t(i)];
+    it.evicted_base = st.evicted_base[size_t(i)];
     desc[i] = it;
   }
-  put(host + tiles_at, plan.tiles.data(), plan.tiles.size() * sizeof(kern::RowTile));
-  put(host + classify_at, plan.classify.data(), size_t(R) * 4);
-  auto* choose = reinterpret_cast<kern::ChooseDesc*>(host + choose_at);
-  for (int i = 0; i < N; ++i) {
-    const ForwardItem& item = items[size_t(i)];
+}
+
+// How each item's next token is chosen (greedy or sampled), and where it lands.
+void CudaBackend::write_choices(const Step& st, kern::ChooseDesc* choose) const {
+  for (int i = 0; i < st.N; ++i) {
+    const ForwardItem& item = st.items[size_t(i)];
     kern::ChooseDesc c;
-    c.out = reinterpret_cast<int32_t*>(readback + chosen_at) + i;
-    if (shapes[size_t(i)].choose) {
+    c.out = reinterpret_cast<int32_t*>(readback_.as<char>() + st.chosen_at) + i;
+    if (st.shapes[size_t(i)].choose) {
       const SamplingConfig& sc = item.choose->sampling;
       c.mode = sc.greedy() ? 1 : 2;
-      c.logits_row = plan.items[size_t(i)].logit_row.back();
+      c.logits_row = st.plan.items[size_t(i)].logit_row.back();
       c.temperature = sc.temperature;
       c.top_p = sc.top_p;
       c.uniform = item.choose->uniform;
     }
     choose[i] = c;
   }
-  // Forced mode: which cache's stored rows each item compares with (decided
-  // now, after every forced item of this call has claimed its rows of this step).
+}
+
+// Forced mode: which cache's stored rows each item compares with (decided
+// now, after every forced item of this call has claimed its rows of this
+// step), and each scored row's target and outputs.
+void CudaBackend::write_forced_rows(Step& st, kern::ForcedRow* forced_rows) const {
+  const int N = st.N;
   for (int i = 0; i < N; ++i)
-    if (items[size_t(i)].forced) {
-      caches[size_t(i)]->reference_rows = shapes[size_t(i)].forced_rows;
-      caches[size_t(i)]->reference_at = shapes[size_t(i)].tokens_seen + shapes[size_t(i)].rows;
+    if (st.items[size_t(i)].forced) {
+      st.caches[size_t(i)]->reference_rows = st.shapes[size_t(i)].forced_rows;
+      st.caches[size_t(i)]->reference_at = st.shapes[size_t(i)].tokens_seen + st.shapes[size_t(i)].rows;
     }
-  auto* forced_rows = reinterpret_cast<kern::ForcedRow*>(host + forced_rows_at);
-  std::vector<bool> compared(size_t(N), false);
+  st.compared.assign(size_t(N), false);
   for (int i = 0, k = 0; i < N; ++i) {
-    const ForwardItem& item = items[size_t(i)];
+    const ForwardItem& item = st.items[size_t(i)];
     if (!item.forced || !item.scores) continue;
     const auto* reference = dynamic_cast<const CudaCache*>(item.forced->reference);
-    const int rows = shapes[size_t(i)].forced_rows;
+    const int rows = st.shapes[size_t(i)].forced_rows;
     // Only rows of this same step compare: a reference that stopped is behind.
-    compared[size_t(i)] = reference && reference->reference_at == caches[size_t(i)]->reference_at &&
+    const bool compared = reference && reference->reference_at == st.caches[size_t(i)]->reference_at &&
                           reference->reference_rows == rows;
+    st.compared[size_t(i)] = compared;
     for (int r = 0; r < rows; ++r, ++k) {
       kern::ForcedRow f;
-      f.logits_row = plan.items[size_t(i)].logit_row[size_t(r)];
+      f.logits_row = st.plan.items[size_t(i)].logit_row[size_t(r)];
       f.target = item.forced->next[size_t(r)];
-      if (compared[size_t(i)]) {
-        f.ref_logits = reference->reference_logits() + size_t(r) * d.vocab;
+      if (compared) {
+        f.ref_logits = reference->reference_logits() + size_t(r) * dims_.vocab;
         f.ref_logz = reference->reference_log_z() + r;
       }
-      f.out = reinterpret_cast<double*>(readback + forced_at[size_t(i)]) + size_t(r) * 3;
+      f.out = reinterpret_cast<double*>(readback_.as<char>() + st.forced_at[size_t(i)]) + size_t(r) * 3;
       forced_rows[k] = f;
     }
   }
-  put(host + slots_at, slots.data(), slots.size() * sizeof(kern::CaptureSlot));
-  const std::vector<kern::CaptureUnit> units =
-      capture.units(capture_probs_.as<float>(), capture_work_.as<float>(), dev + lists_at, readback);
-  put(host + units_at, units.data(), units.size() * sizeof(kern::CaptureUnit));
-  capture.write_lists(host + lists_at);
+}
 
-  StepArgs a;
-  a.items = N;
-  a.rows = T;
-  a.tiles = int(plan.tiles.size());
-  a.tile_queries = plan.tile_queries;
-  a.classified = R;
-  a.forced = forced_count;
-  a.units = int(units.size());
-  a.tokens = reinterpret_cast<const int*>(dev + tokens_at);
-  a.row_item = reinterpret_cast<const int*>(dev + row_item_at);
-  a.item_desc = reinterpret_cast<const kern::ItemDesc*>(dev + items_at);
-  a.tile_desc = reinterpret_cast<const kern::RowTile*>(dev + tiles_at);
-  a.classify = reinterpret_cast<const int*>(dev + classify_at);
-  a.choose = reinterpret_cast<const kern::ChooseDesc*>(dev + choose_at);
-  a.forced_rows = reinterpret_cast<const kern::ForcedRow*>(dev + forced_rows_at);
-  a.capture_slots = captures ? reinterpret_cast<const kern::CaptureSlot*>(dev + slots_at) : nullptr;
-  a.capture_units = reinterpret_cast<const kern::CaptureUnit*>(dev + units_at);
-  a.attention = {attn_logits_.as<float>(), plan.key_stride, partials_.as<float>(), plan.split_bucket,
-                 stats_.as<float>(), plan.split_keys};
-  a.evicted = reinterpret_cast<int32_t*>(readback + evicted_at);
-  a.any_cut = plan.any_cut;
-  a.any_forced = forced;
-  a.rope_slots = rope_slots_.as<float>();
-  for (const kern::ItemPlan& p : plan.items) a.kv_bytes_per_layer += int64_t(p.keys) * d.kv_dim * 2 * dtype_size(kv_);
-
-  // ---- run: the inputs up, the pass (from a graph for decode steps), the outputs down ----
+// The inputs up, the pass (from a graph for decode steps), the outputs down;
+// the one synchronisation of the step.
+void CudaBackend::run(Step& st) {
   const gpu::Stream s = stream_->stream;
+  const int H = dims_.kv_heads;
+  char* readback = readback_.as<char>();
   if (tuning_.timing) gpu::record(start_, s);
-  gpu::copy_to_device(dev, host, in.size(), s);
-  // Decode steps (one row an item, no forced scores, no logits read back) replay graphs, attention
-  // captures included (their unit count is part of the key); layer states are copied after it.
-  const bool graphable = T == N && !forced &&
-                         std::none_of(items.begin(), items.end(), [](const ForwardItem& i) { return i.logits; });
+  gpu::copy_to_device(inputs_.as<char>(), inputs_host_.get(), st.in.size(), s);
   if (ops_) ops_->begin();
-  if (tuning_.graphs && graphable && !ops_) {
-    run_graphed(a, kern::graph_key(plan, buffers_generation_, captures ? int(capture.unit_count()) : -1));
+  if (tuning_.graphs && st.graphable && !ops_) {
+    run_graphed(st.args,
+                kern::graph_key(st.plan, buffers_generation_, st.captures ? int(st.capture->unit_count()) : -1));
   } else {
-    enqueue_pass(a);
-    if (forced) enqueue_forced(a, items, caches, plan);
+    enqueue_pass(st.args);
+    if (st.forced) enqueue_forced(st.args, st.items, st.caches, st.plan);
   }
-  for (const LayerReadout& lr : layer_readouts) {
-    const kern::CacheArrays arrays = caches[lr.item]->arrays();
-    const int kept = plan.items[lr.item].kept;
+  for (const LayerReadout& lr : st.layer_readouts) {
+    const kern::CacheArrays arrays = st.caches[lr.item]->arrays();
+    const int kept = st.plan.items[lr.item].kept;
     const size_t first = size_t(lr.layer) * H * size_t(arrays.cap);
     gpu::copy_rows_on_device(readback + lr.positions, size_t(kept) * 4, arrays.pos + first, size_t(arrays.cap) * 4,
                              size_t(kept) * 4, size_t(H), s);
     gpu::copy_rows_on_device(readback + lr.scores, size_t(kept) * 4, arrays.score + first, size_t(arrays.cap) * 4,
                              size_t(kept) * 4, size_t(H), s);
   }
-  char* back = static_cast<char*>(readback_host_.get());
   // Plain decode steps bring back only the chosen tokens and the evicted positions.
-  const bool plain = graphable && !captures && layer_readouts.empty();
-  gpu::copy_to_host(back, readback, plain ? evicted_end : out.size(), s);
-  for (int i = 0; i < N; ++i) {
-    const ForwardItem& item = items[size_t(i)];
+  const bool plain = st.graphable && !st.captures && st.layer_readouts.empty();
+  gpu::copy_to_host(readback_host_.get(), readback, plain ? st.evicted_end : st.out.size(), s);
+  for (int i = 0; i < st.N; ++i) {
+    const ForwardItem& item = st.items[size_t(i)];
     if (!item.logits) continue;
-    const kern::ItemPlan& p = plan.items[size_t(i)];
-    const int rows = item.all_logits ? shapes[size_t(i)].rows : 1;
-    const int first = p.logit_row[size_t(shapes[size_t(i)].rows - rows)];
-    item.logits->resize(size_t(rows) * d.vocab);
-    gpu::copy_to_host(item.logits->data(), logits_.as<float>() + size_t(first) * d.vocab,
+    const int rows = item.all_logits ? st.shapes[size_t(i)].rows : 1;
+    const int first = st.plan.items[size_t(i)].logit_row[size_t(st.shapes[size_t(i)].rows - rows)];
+    item.logits->resize(size_t(rows) * dims_.vocab);
+    gpu::copy_to_host(item.logits->data(), logits_.as<float>() + size_t(first) * dims_.vocab,
                       item.logits->size() * sizeof(float), s);
   }
   if (tuning_.timing) gpu::record(end_, s);
@@ -652,15 +726,21 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
   if (tuning_.timing) last_ms_ = gpu::elapsed_ms(start_, end_);
   if (ops_) ops_->end();
   ++forwards_;
+}
 
-  // ---- what came back ----
-  for (int i = 0; i < N; ++i) {
-    const ForwardItem& item = items[size_t(i)];
-    const kern::ItemPlan& p = plan.items[size_t(i)];
-    if (shapes[size_t(i)].choose) *item.chosen = reinterpret_cast<const int32_t*>(back + chosen_at)[i];
+// What came back, to each item and its cache: the chosen token, the evicted
+// positions (checked against the host's count), layer states, forced scores,
+// captures.
+void CudaBackend::deliver(const Step& st) {
+  const char* back = static_cast<const char*>(readback_host_.get());
+  const int L = dims_.layers, H = dims_.kv_heads;
+  for (int i = 0; i < st.N; ++i) {
+    const ForwardItem& item = st.items[size_t(i)];
+    const kern::ItemPlan& p = st.plan.items[size_t(i)];
+    if (st.shapes[size_t(i)].choose) *item.chosen = reinterpret_cast<const int32_t*>(back + st.chosen_at)[i];
     std::vector<EvictionEvent> events;
     if (p.cut) {
-      const int32_t* e = reinterpret_cast<const int32_t*>(back + evicted_at) + evicted_base[size_t(i)];
+      const int32_t* e = reinterpret_cast<const int32_t*>(back + st.evicted_at) + st.evicted_base[size_t(i)];
       for (int l = 0; l < L; ++l)
         for (int g = 0; g < H; ++g)
           for (int k = 0; k < p.evicted; ++k) {
@@ -670,37 +750,43 @@ void CudaBackend::forward(std::span<ForwardItem> items) {
             events.push_back({l, g, position});
           }
     }
-    std::map<int, LayerState> states;
-    for (const LayerReadout& lr : layer_readouts) {
-      if (lr.item != size_t(i)) continue;
-      LayerState st;
-      st.layer = lr.layer;
-      for (int g = 0; g < H; ++g) {
-        const auto* pos = reinterpret_cast<const int32_t*>(back + lr.positions) + size_t(g) * p.kept;
-        const auto* sc = reinterpret_cast<const float*>(back + lr.scores) + size_t(g) * p.kept;
-        st.positions.emplace_back(pos, pos + p.kept);
-        st.scores.emplace_back(sc, sc + p.kept);
-      }
-      states[lr.layer] = st;
-    }
+    std::map<int, LayerState> states = layer_states_of(st, size_t(i), back);
     if (item.capture && item.layer_states) {
       item.layer_states->clear();
       for (int layer : item.capture->layer_states) item.layer_states->push_back(states.at(layer));
     }
-    caches[size_t(i)]->end_forward(shapes[size_t(i)].rows, p.kept,
-                                   EvictionSummary::from_events(std::move(events), L, H), std::move(states));
+    st.caches[size_t(i)]->end_forward(st.shapes[size_t(i)].rows, p.kept,
+                                      EvictionSummary::from_events(std::move(events), L, H), std::move(states));
     if (item.forced && item.scores) {
       *item.scores = {};
-      const auto* f = reinterpret_cast<const double*>(back + forced_at[size_t(i)]);
-      for (int r = 0; r < shapes[size_t(i)].forced_rows; ++r) {
+      const auto* f = reinterpret_cast<const double*>(back + st.forced_at[size_t(i)]);
+      for (int r = 0; r < st.shapes[size_t(i)].forced_rows; ++r) {
         item.scores->nll.push_back(f[r * 3]);
-        if (!compared[size_t(i)]) continue;
+        if (!st.compared[size_t(i)]) continue;
         item.scores->kl.push_back(f[r * 3 + 1]);
         item.scores->agree.push_back(f[r * 3 + 2] != 0 ? 1 : 0);
       }
     }
   }
-  capture.read(back);
+  st.capture->read(back);
+}
+
+// The layer states item `item` asked for, from the readback's host copy.
+std::map<int, LayerState> CudaBackend::layer_states_of(const Step& st, size_t item, const char* back) const {
+  const int kept = st.plan.items[item].kept;
+  std::map<int, LayerState> states;
+  for (const LayerReadout& lr : st.layer_readouts) {
+    if (lr.item != item) continue;
+    LayerState& state = states[lr.layer];
+    state.layer = lr.layer;
+    for (int g = 0; g < dims_.kv_heads; ++g) {
+      const auto* pos = reinterpret_cast<const int32_t*>(back + lr.positions) + size_t(g) * kept;
+      const auto* sc = reinterpret_cast<const float*>(back + lr.scores) + size_t(g) * kept;
+      state.positions.emplace_back(pos, pos + kept);
+      state.scores.emplace_back(sc, sc + kept);
+    }
+  }
+  return states;
 }
 
 // A decode step from its graph: the first step of a key runs eagerly (kernels and cuBLAS loaded
