@@ -9,14 +9,12 @@ namespace H2O_CUDA_NS {
 
 CudaCache::CudaCache(const PolicyConfig& policy, const kern::ModelDims& dims, DType storage,
                      std::shared_ptr<SharedStream> stream, std::shared_ptr<KvMemoryAccount> account)
-    : policy_(policy),
-      rule_(policy.rule()),
+    : CacheBook(policy, dims.layers, dims.kv_heads, std::move(account)),
       dims_(dims),
       storage_(storage),
-      stream_(std::move(stream)),
-      account_(std::move(account)) {}
+      stream_(std::move(stream)) {}
 
-CudaCache::~CudaCache() { account_->release(booked_); }
+CudaCache::~CudaCache() = default;  // the book gives its bytes back
 
 int64_t CudaCache::row_bytes(const kern::ModelDims& dims, DType storage, bool rolling) {
   return int64_t(dims.head_dim) * dtype_size(storage) * (rolling ? 3 : 2) + int64_t(sizeof(int32_t) + sizeof(float));
@@ -38,12 +36,12 @@ kern::CacheArrays CudaCache::arrays() const {
 }
 
 void CudaCache::reserve_for(int rows) {
-  const int target = grown_capacity(rule_, held_, cap_, rows);
+  const int target = grown_capacity(rule(), held_, cap_, rows);
   if (target == cap_) return;
   const int64_t heads = int64_t(dims_.layers) * dims_.kv_heads;
-  const bool rolling = rule_.rolling;
+  const bool rolling = rule().rolling;
   const int64_t more = (int64_t(target) - cap_) * heads * row_bytes(dims_, storage_, rolling);
-  account_->grow(more);  // CacheCannotGrow past the KV limit
+  book(more);  // CacheCannotGrow past the KV limit
   const size_t hd_bytes = size_t(dims_.head_dim) * size_t(dtype_size(storage_));
   gpu::DeviceBuffer k, v, k_raw, pos, score;
   try {
@@ -53,10 +51,10 @@ void CudaCache::reserve_for(int rows) {
     pos = gpu::DeviceBuffer(size_t(heads) * size_t(target) * sizeof(int32_t));
     score = gpu::DeviceBuffer(size_t(heads) * size_t(target) * sizeof(float));
   } catch (const gpu::OutOfDeviceMemory& e) {
-    account_->release(more);
+    unbook(more);
     throw CacheCannotGrow(std::string("out of device memory growing the KV cache (") + e.what() + ")");
   } catch (...) {
-    account_->release(more);
+    unbook(more);
     throw;
   }
   // The tokens held move to the same slots of the wider rows.
@@ -79,7 +77,6 @@ void CudaCache::reserve_for(int rows) {
   pos_ = std::move(pos);
   score_ = std::move(score);
   cap_ = target;
-  booked_ += more;
 }
 
 void CudaCache::reserve_reference(int rows, int vocab) {
@@ -88,9 +85,8 @@ void CudaCache::reserve_reference(int rows, int vocab) {
 }
 
 void CudaCache::end_forward(int rows, int kept, EvictionSummary evictions, std::map<int, LayerState> layers) {
-  seen_ += rows;
+  end_step(rows, std::move(evictions));
   held_ = kept;
-  evictions_ = std::move(evictions);
   last_layers_ = std::move(layers);
 }
 

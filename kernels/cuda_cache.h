@@ -10,8 +10,7 @@
 #include <map>
 #include <memory>
 
-#include "core/runtime/backend.h"
-#include "core/runtime/kv_memory_account.h"
+#include "core/runtime/cache_book.h"
 #include "kernels/device_buffer.h"
 #include "kernels/step_desc.h"
 
@@ -26,7 +25,7 @@ struct SharedStream {
   SharedStream& operator=(const SharedStream&) = delete;
 };
 
-class CudaCache final : public SessionCache {
+class CudaCache final : public CacheBook {
  public:
   CudaCache(const PolicyConfig& policy, const kern::ModelDims& dims, DType storage, std::shared_ptr<SharedStream> stream,
             std::shared_ptr<KvMemoryAccount> account);
@@ -34,21 +33,15 @@ class CudaCache final : public SessionCache {
   CudaCache(const CudaCache&) = delete;
   CudaCache& operator=(const CudaCache&) = delete;
 
-  const PolicyConfig& policy() const override { return policy_; }
-  int64_t tokens_seen() const override { return seen_; }
-  int layers() const override { return dims_.layers; }
-  int kv_heads() const override { return dims_.kv_heads; }
   int size(int, int) const override { return held_; }
   // The layer as the last forward pass brought it back, else read now (a synchronous copy).
   LayerState read_layer(int layer) const override;
-  const EvictionSummary& last_evictions() const override { return evictions_; }
   // SEMANTICS.md: cached tokens x head_dim x 2 (K and V) x bytes per element, over every (layer, KV head).
   int64_t live_bytes() const override;
   // Every device byte the cache reserved: K, V, pre-RoPE keys, positions and scores.
-  int64_t allocated_bytes() const override { return booked_; }
+  int64_t allocated_bytes() const override { return booked_bytes(); }
 
   // ---- for the backend ----
-  const EvictionRule& rule() const { return rule_; }
   int held() const { return held_; }
   int capacity() const { return cap_; }
   // Room for `rows` more tokens in every head: bounded caches reserve
@@ -71,17 +64,12 @@ class CudaCache final : public SessionCache {
   int64_t reference_at = -1;  // tokens_seen() after the step that stored them
 
  private:
-  PolicyConfig policy_;
-  EvictionRule rule_;
   kern::ModelDims dims_;
   DType storage_;
   std::shared_ptr<SharedStream> stream_;
-  std::shared_ptr<KvMemoryAccount> account_;
   int held_ = 0, cap_ = 0;
-  int64_t seen_ = 0, booked_ = 0;
   gpu::DeviceBuffer k_, v_, k_raw_, pos_, score_;
   gpu::DeviceBuffer reference_logits_, reference_log_z_;
-  EvictionSummary evictions_;
   std::map<int, LayerState> last_layers_;
 };
 

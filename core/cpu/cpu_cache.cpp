@@ -30,26 +30,22 @@ void CpuHeadCache::reserve(int rows, int head_dim, bool rolling) {
 }
 
 CpuCache::CpuCache(const PolicyConfig& policy, const ModelConfig& config, std::shared_ptr<KvMemoryAccount> account)
-    : policy_(policy),
-      rule_(policy.rule()),
-      layers_(config.n_layers),
-      kv_heads_(config.n_kv_heads),
+    : CacheBook(policy, config.n_layers, config.n_kv_heads, std::move(account)),
       head_dim_(config.head_dim()),
       rope_freqs_(config.rope_frequencies()),
-      heads_(size_t(config.n_layers) * config.n_kv_heads),
-      account_(std::move(account)) {
-  if (!policy_.kv.native()) {
-    policy_.kv.validate_for(head_dim_);
-    for (auto& h : heads_) h.low_bit = std::make_unique<LowBitHead>(policy_.kv, head_dim_, rule_.sinks, rule_.rolling);
+      heads_(size_t(config.n_layers) * config.n_kv_heads) {
+  if (low_bit()) {
+    policy.kv.validate_for(head_dim_);
+    for (auto& h : heads_) h.low_bit = std::make_unique<LowBitHead>(policy.kv, head_dim_, rule().sinks, rule().rolling);
   }
 }
 
-CpuCache::~CpuCache() { account_->release(allocated_bytes()); }
+CpuCache::~CpuCache() = default;  // the book gives its bytes back
 
 LayerState CpuCache::read_layer(int layer) const {
   LayerState state;
   state.layer = layer;
-  for (int g = 0; g < kv_heads_; ++g) {
+  for (int g = 0; g < kv_heads(); ++g) {
     const CpuHeadCache& h = head(layer, g);
     state.positions.emplace_back(h.pos.begin(), h.pos.begin() + h.n);
     state.scores.emplace_back(h.score.begin(), h.score.begin() + h.n);
@@ -84,7 +80,7 @@ void CpuCache::reserve_for(int rows) {
   } catch (const std::bad_alloc&) {
     throw CacheCannotGrow("out of memory growing the KV cache");
   }
-  if (rule_.rolling) {
+  if (rule().rolling) {
     int max_cap = 0;
     for (const auto& h : heads_) max_cap = std::max(max_cap, h.cap);
     while (int(slot_angles_.size()) < max_cap) slot_angles_.emplace_back(rope_freqs_, double(slot_angles_.size()));
@@ -92,25 +88,25 @@ void CpuCache::reserve_for(int rows) {
 }
 
 void CpuCache::reserve_f32(int rows) {
-  const bool rolling = rule_.rolling;
+  const bool rolling = rule().rolling;
   // Every head's new capacity first, so the account can refuse the growth as a whole.
   std::vector<int> targets(heads_.size());
   int64_t more_rows = 0;
   for (size_t i = 0; i < heads_.size(); ++i) {
     const CpuHeadCache& h = heads_[i];
-    targets[i] = grown_capacity(rule_, h.n, h.cap, rows);
+    targets[i] = grown_capacity(rule(), h.n, h.cap, rows);
     more_rows += targets[i] - h.cap;
   }
   if (more_rows == 0) return;
   const int64_t row_bytes = int64_t(head_dim_) * int64_t(sizeof(float)) * (rolling ? 3 : 2);
   const int64_t booked = more_rows * row_bytes, before = allocated_bytes();
-  account_->grow(booked);
+  book(booked);
   try {
     for (size_t i = 0; i < heads_.size(); ++i) heads_[i].reserve(targets[i], head_dim_, rolling);
   } catch (...) {
     // A real allocation failure: the heads that did grow keep their bigger
     // buffers (a later reserve uses them); the account keeps just those bytes.
-    account_->release(booked - (allocated_bytes() - before));
+    unbook(booked - (allocated_bytes() - before));
     throw;
   }
   // Growth frees the old, smaller buffers. glibc keeps such memory in its heap
@@ -122,7 +118,7 @@ void CpuCache::reserve_f32(int rows) {
 }
 
 void CpuCache::reserve_low_bit(int rows) {
-  const int limit = capacity_limit(rule_, rows);
+  const int limit = capacity_limit(rule(), rows);
   std::vector<LowBitHead::Growth> plans(heads_.size());
   int64_t more = 0;
   for (size_t i = 0; i < heads_.size(); ++i) {
@@ -130,16 +126,16 @@ void CpuCache::reserve_low_bit(int rows) {
     more += plans[i].bytes - heads_[i].low_bit->allocated_bytes();
   }
   const int64_t before = allocated_bytes();
-  if (more > 0) account_->grow(more);
+  if (more > 0) book(more);
   try {
     for (size_t i = 0; i < heads_.size(); ++i) {
       CpuHeadCache& h = heads_[i];
       h.low_bit->grow(plans[i]);
-      h.reserve(grown_capacity(h.cap, h.n + rows, limit), head_dim_, rule_.rolling);
+      h.reserve(grown_capacity(h.cap, h.n + rows, limit), head_dim_, rule().rolling);
     }
   } catch (...) {
     // As reserve_f32: the account keeps the bytes of the heads that did grow.
-    account_->release(std::max<int64_t>(more, 0) - (allocated_bytes() - before));
+    unbook(std::max<int64_t>(more, 0) - (allocated_bytes() - before));
     throw;
   }
 }
@@ -147,7 +143,7 @@ void CpuCache::reserve_low_bit(int rows) {
 void CpuCache::cut(int layer, int kv_head, std::vector<EvictionEvent>& events) {
   CpuHeadCache& h = head(layer, kv_head);
   const std::vector<int> kept =
-      select_kept(rule_, std::span<const int32_t>(h.pos.data(), h.n), std::span<const float>(h.score.data(), h.n));
+      select_kept(rule(), std::span<const int32_t>(h.pos.data(), h.n), std::span<const float>(h.score.data(), h.n));
   if (int(kept.size()) != h.n) {
     size_t next_kept = 0;
     for (int slot = 0; slot < h.n; ++slot) {
@@ -178,11 +174,11 @@ void CpuCache::move_rows(CpuHeadCache& h, const std::vector<int>& kept) {
       std::memmove(&h.score[dst], &h.score[src], run * sizeof(float));
       if (h.low_bit) {
         // Rolling positions (f16 only): each moved key is rotated afresh at its new slot.
-        if (rule_.rolling)
+        if (rule().rolling)
           for (size_t d = dst; d < dst + run; ++d) h.low_bit->rotate_key(int(d), slot_angles_[d]);
       } else {
         std::memmove(&h.v[dst * hd], &h.v[src * hd], run * hd * sizeof(float));
-        if (rule_.rolling) {
+        if (rule().rolling) {
           // Each key now sits at a new slot: rotate its pre-RoPE copy there,
           // once, so that rounding does not accumulate over many cuts.
           std::memmove(&h.k_raw[dst * hd], &h.k_raw[src * hd], run * hd * sizeof(float));
@@ -200,8 +196,7 @@ void CpuCache::move_rows(CpuHeadCache& h, const std::vector<int>& kept) {
 }
 
 void CpuCache::end_forward(int rows, std::vector<EvictionEvent>&& events) {
-  seen_ += rows;
-  evictions_ = EvictionSummary::from_events(std::move(events), layers_, kv_heads_);
+  end_step(rows, EvictionSummary::from_events(std::move(events), layers(), kv_heads()));
 }
 
 }  // namespace h2o

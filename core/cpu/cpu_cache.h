@@ -10,8 +10,7 @@
 #include "core/cpu/low_bit_head.h"
 #include "core/model/model.h"
 #include "core/model/rope.h"
-#include "core/runtime/backend.h"
-#include "core/runtime/kv_memory_account.h"
+#include "core/runtime/cache_book.h"
 
 namespace h2o {
 
@@ -29,7 +28,7 @@ struct CpuHeadCache {
   void reserve(int rows, int head_dim, bool rolling);  // pos and score alone with low_bit
 };
 
-class CpuCache final : public SessionCache {
+class CpuCache final : public CacheBook {
  public:
   // `account` (shared with the backend and its other caches) books every
   // byte this cache reserves, and gets them back when the cache is destroyed.
@@ -40,21 +39,15 @@ class CpuCache final : public SessionCache {
   CpuCache(const CpuCache&) = delete;
   CpuCache& operator=(const CpuCache&) = delete;
 
-  const PolicyConfig& policy() const override { return policy_; }
-  int64_t tokens_seen() const override { return seen_; }
-  int layers() const override { return layers_; }
-  int kv_heads() const override { return kv_heads_; }
   int size(int layer, int kv_head) const override { return head(layer, kv_head).n; }
   LayerState read_layer(int layer) const override;
-  const EvictionSummary& last_evictions() const override { return evictions_; }
   int64_t live_bytes() const override;
   int64_t allocated_bytes() const override;
 
   // Used by the CPU backend during a forward pass.
-  const EvictionRule& rule() const { return rule_; }
-  CpuHeadCache& head(int layer, int kv_head) { return heads_[size_t(layer) * kv_heads_ + kv_head]; }
-  const CpuHeadCache& head(int layer, int kv_head) const { return heads_[size_t(layer) * kv_heads_ + kv_head]; }
-  bool low_bit() const { return !policy_.kv.native(); }
+  CpuHeadCache& head(int layer, int kv_head) { return heads_[size_t(layer) * kv_heads() + kv_head]; }
+  const CpuHeadCache& head(int layer, int kv_head) const { return heads_[size_t(layer) * kv_heads() + kv_head]; }
+  bool low_bit() const { return !policy().kv.native(); }
   // Makes room for `rows` more tokens in every head, as every cache grows
   // (core/runtime/cache_book.h). Throws CacheCannotGrow, having changed
   // nothing, when the account's limit forbids it or memory runs out.
@@ -73,15 +66,10 @@ class CpuCache final : public SessionCache {
   int64_t logprobs_at = -1;  // tokens_seen() when they were computed
 
  private:
-  PolicyConfig policy_;
-  EvictionRule rule_;
-  int layers_, kv_heads_, head_dim_;
+  int head_dim_;
   std::vector<double> rope_freqs_;
   std::vector<CpuHeadCache> heads_;
   std::vector<RopeAngles> slot_angles_;  // rolling positions: angles of each slot
-  int64_t seen_ = 0;
-  EvictionSummary evictions_;
-  std::shared_ptr<KvMemoryAccount> account_;
 
   void reserve_f32(int rows);
   void reserve_low_bit(int rows);

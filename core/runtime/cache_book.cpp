@@ -4,6 +4,26 @@
 
 namespace h2o {
 
+CacheBook::CacheBook(const PolicyConfig& policy, int layers, int kv_heads, std::shared_ptr<KvMemoryAccount> account)
+    : policy_(policy), rule_(policy.rule()), layers_(layers), kv_heads_(kv_heads), account_(std::move(account)) {}
+
+CacheBook::~CacheBook() { account_->release(booked_); }
+
+void CacheBook::book(int64_t bytes) {
+  account_->grow(bytes);
+  booked_ += bytes;
+}
+
+void CacheBook::unbook(int64_t bytes) {
+  account_->release(bytes);
+  booked_ -= bytes;
+}
+
+void CacheBook::end_step(int rows, EvictionSummary evictions) {
+  seen_ += rows;
+  evictions_ = std::move(evictions);
+}
+
 int capacity_limit(const EvictionRule& rule, int rows) {
   return rule.evicts() ? rule.budget + rule.slack + rows : kMaxCacheTokens;
 }

@@ -1,15 +1,53 @@
 #pragma once
-// The rules of a session's KV cache that do not depend on where it lives,
-// written once above the backends: how a cache grows and how many tokens a
-// cut keeps (when one is due: EvictionRule::cut_due). The CPU cache (f32 and low-bit heads) and the
-// CUDA backend's cache and step planner all use these; the cut's own index
-// arithmetic is core/policy/cut_shape.h, which the eviction kernel includes.
+// The book of a session's KV cache, whatever memory it lives in, written
+// once above the backends: its rule, tokens seen, what the last step
+// evicted and the bytes booked in the backend's KV account (CacheBook, the
+// base of the CPU and CUDA caches, which add only storage); how a cache grows
+// and how many tokens a cut keeps (when one is due: EvictionRule::cut_due).
+// The cut's own index arithmetic is core/policy/cut_shape.h, which the
+// eviction kernel includes.
 #include <cstdint>
+#include <memory>
 
 #include "core/policy/cut_shape.h"
 #include "core/policy/policy.h"
+#include "core/runtime/backend.h"
+#include "core/runtime/kv_memory_account.h"
 
 namespace h2o {
+
+class CacheBook : public SessionCache {
+ public:
+  // `account` is shared with the backend and its other caches; the book
+  // gives its bytes back when the cache is destroyed.
+  CacheBook(const PolicyConfig& policy, int layers, int kv_heads, std::shared_ptr<KvMemoryAccount> account);
+  ~CacheBook() override;
+  CacheBook(const CacheBook&) = delete;
+  CacheBook& operator=(const CacheBook&) = delete;
+
+  const PolicyConfig& policy() const override { return policy_; }
+  const EvictionRule& rule() const { return rule_; }
+  int64_t tokens_seen() const override { return seen_; }
+  int layers() const override { return layers_; }
+  int kv_heads() const override { return kv_heads_; }
+  const EvictionSummary& last_evictions() const override { return evictions_; }
+  int64_t booked_bytes() const { return booked_; }
+
+ protected:
+  // Books `bytes` more in the account: CacheCannotGrow, booking nothing, past its limit.
+  void book(int64_t bytes);
+  void unbook(int64_t bytes);
+  // After a step: `rows` more seen, and what left.
+  void end_step(int rows, EvictionSummary evictions);
+
+ private:
+  PolicyConfig policy_;
+  EvictionRule rule_;
+  int layers_, kv_heads_;
+  int64_t seen_ = 0, booked_ = 0;
+  EvictionSummary evictions_;
+  std::shared_ptr<KvMemoryAccount> account_;
+};
 
 // The most rows any run of a cache under `rule` needs for a step of `rows`
 // new tokens: budget + slack + rows when it evicts (the cut runs after the
