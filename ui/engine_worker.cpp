@@ -18,11 +18,7 @@
 #endif
 
 #include "core/backends/make_backend.h"
-#include "core/base/atomic_file.h"
 #include "core/base/error.h"
-#include "core/base/json_text.h"
-#include "core/studio/report.h"
-#include "core/studio/run_log.h"
 
 namespace h2o::ui {
 
@@ -45,6 +41,7 @@ EngineWorker::EngineWorker(std::shared_ptr<SnapshotSlot> slot, QObject* parent)
   ticket_->worker = this;
   connect(timer_, &QTimer::timeout, this, &EngineWorker::tick);
   since_publish_.start();
+  wall_.start();
 }
 
 EngineWorker::~EngineWorker() {
@@ -71,11 +68,12 @@ void EngineWorker::fail(const QString& message) {
 void EngineWorker::setRunning(bool running) {
   if (running == running_) return;
   running_ = running;
-  // A replay at its pace ticks often and steps when the recorded time says so.
-  if (running) timer_->start(replay_ && replay_pace_ > 0 ? 15 : !replay_ && speed_limit_ > 0 ? int(1000.0 / speed_limit_) : 0);
+  if (running) restartTimer();
   else timer_->stop();
   emit runningChanged(running);
 }
+
+void EngineWorker::restartTimer() { timer_->start(tick_interval_ms(replay_ != nullptr, pace_, speed_limit_)); }
 
 void EngineWorker::yieldToGui() {
 #ifdef __linux__
@@ -157,26 +155,18 @@ void EngineWorker::startLive() {
   replay_.reset();
   engine_.reset();
   analyzer_.reset();
-  cursor_ = -1;
-  window_.reset();
-  lines_.reset();
+  timeline_.follow();
   try {
     StudioConfig config = config_;
     config.capture_layer = std::clamp(view_.layer, 0, inputs_->model->config.n_layers - 1);
     schedule_.set_layer(config.capture_layer);
     engine_ = make_studio_engine(config, *inputs_, makeBackend(config));
     engine_source_ = std::make_unique<EngineSource>(*engine_, &schedule_);
-    RunInfo info;
-    info.command = config.forced ? "eval" : "stream";
-    info.command_line = "h2o-studio";
-    info.model_path = inputs_->model_path;
-    info.tokenizer_path = inputs_->tokenizer_path;
-    info.prompts_path = config.forced ? config.forced_text : config.prompts;
     // Hashing is quick for small files and would stall the start of big ones.
     std::error_code ec;
     const auto size = std::filesystem::file_size(inputs_->model_path, ec);
-    info.hash_files = !ec && size < (64u << 20);
-    manifest_ = describe_run(*engine_, info);
+    manifest_ = describe_run(*engine_, studio_run_info(config, *inputs_, !ec && size < (64u << 20)));
+    run_info_ = studio_run_info(config, *inputs_, false);
     manifest_["mode"] = config.forced ? "forced" : "stream";
     RecordingHeader header = make_header(*engine_, manifest_, config.forced ? "forced" : "stream");
     // What a replay restores: the view when recording began and the settings.
@@ -273,9 +263,7 @@ void EngineWorker::openReplay(const QString& path) {
     manifest_ = analyzer_->header().manifest;
     loop_ = std::make_unique<RunLoop>(*replay_);
     loop_->add_sink(*analyzer_);
-    cursor_ = -1;
-    window_.reset();
-    lines_.reset();
+    timeline_.follow();
     unusable_.clear();
   } catch (const std::exception& e) {
     fail(QString::fromUtf8(e.what()));
@@ -318,12 +306,9 @@ void EngineWorker::play() {
   }
   // A live run cannot rewind its engine: Play goes back to the newest step. A
   // replay plays on from the step shown.
-  if (!replay_ && cursor_ >= 0) {
-    cursor_ = -1;
-    window_.reset();
-  }
-  pace_clock_.start();
-  pace_from_ = analyzer_->engine_seconds_at(cursor_ >= 0 ? cursor_ : analyzer_->latest_step());
+  if (!replay_) timeline_.follow();
+  const int64_t shown = timeline_.following() ? analyzer_->latest_step() : timeline_.cursor();
+  pace_.start(analyzer_->engine_seconds_at(shown), wall_.elapsed() / 1000.0);
   setRunning(true);
 }
 
@@ -340,86 +325,43 @@ void EngineWorker::stepOnce() {
     play();  // says why
     return;
   }
-  if (cursor_ >= 0 && analyzer_ && cursor_ < analyzer_->latest_step()) {
+  if (analyzer_ && timeline_.behind(*analyzer_)) {
     advanceCursor();
   } else {
-    cursor_ = -1;
-    window_.reset();
+    timeline_.follow();
     stepOnceInternal();
   }
   publish(true);
 }
 
 void EngineWorker::advanceCursor() {
-  // Through the history: the cursor's next line from the file.
-  ++cursor_;
-  try {
-    const RecordingIndex* idx = index();
-    if (window_ && idx && idx->has(cursor_)) {
-      if (!lines_) lines_ = std::make_unique<RecordingLines>(recordingPath(), replay_ ? replay_->version() : 2);
-      if (spool_) spool_->flush();
-      window_->add(lines_->read(*idx, cursor_));
-    } else {
-      loadWindow();
-    }
-  } catch (const std::exception& e) {
-    window_.reset();
-    emit warned(QString("Reading step %1 back failed: %2").arg(cursor_).arg(QString::fromUtf8(e.what())));
-  }
-  if (cursor_ >= analyzer_->latest_step()) {
-    cursor_ = -1;
-    window_.reset();
-    lines_.reset();
-  }
+  const std::string warning = timeline_.advance(*analyzer_, timelineFile());
+  if (!warning.empty()) emit warned(q(warning));
 }
 
 void EngineWorker::stepBack() {
   if (!analyzer_ || analyzer_->steps_ingested() == 0) return;
-  const int64_t from = cursor_ >= 0 ? cursor_ : analyzer_->latest_step();
-  seek(std::max(analyzer_->first_step(), from - 1));
+  seek(timeline_.step_before(*analyzer_));
 }
 
 void EngineWorker::seek(qint64 step) {
   setRunning(false);
   if (!analyzer_) return;
   if (replay_ && step > analyzer_->latest_step()) readReplayTo(step);
-  if (step >= analyzer_->latest_step()) {
-    cursor_ = -1;
-    window_.reset();
-  } else {
-    cursor_ = std::max<int64_t>(analyzer_->first_step(), step);
-    loadWindow();
-  }
+  const std::string warning = timeline_.seek(*analyzer_, timelineFile(), step);
+  if (!warning.empty()) emit warned(q(warning));
   publish(true);
 }
 
 void EngineWorker::goLive() {
-  cursor_ = -1;
-  window_.reset();
-  lines_.reset();
+  timeline_.follow();
   publish(true);
 }
 
-const RecordingIndex* EngineWorker::index() const {
-  if (replay_) return &replay_->index();
-  if (spool_) return &spool_->index();
-  return nullptr;
-}
-
-std::string EngineWorker::recordingPath() const { return replay_ ? replay_path_.toStdString() : spool_path_; }
-
-void EngineWorker::loadWindow() {
-  window_.reset();
-  lines_.reset();
-  const RecordingIndex* idx = index();
-  if (!idx || !analyzer_ || !idx->has(cursor_)) return;  // past the recording's limit: the snapshot says so
-  try {
-    if (spool_) spool_->flush();
-    window_ = std::make_unique<CaptureWindow>(load_capture_window(recordingPath(), *idx, replay_ ? replay_->version() : 2,
-                                                                  analyzer_->header().policies.size(), cursor_));
-  } catch (const std::exception& e) {
-    emit warned(QString("Reading step %1 back failed: %2").arg(cursor_).arg(QString::fromUtf8(e.what())));
-  }
+TimelineFile EngineWorker::timelineFile() const {
+  if (replay_) return {&replay_->index(), replay_path_.toStdString(), replay_->version(), nullptr};
+  if (spool_) return {&spool_->index(), spool_path_, 2, spool_.get()};
+  return {};
 }
 
 void EngineWorker::readReplayTo(int64_t step) {
@@ -444,10 +386,12 @@ void EngineWorker::queuePrompt(const QString& text) {
 }
 
 void EngineWorker::setReplayPace(double times) {
-  replay_pace_ = std::max(0.0, times);
-  if (analyzer_) pace_from_ = analyzer_->engine_seconds_at(cursor_ >= 0 ? cursor_ : analyzer_->latest_step());
-  pace_clock_.start();
-  if (running_) timer_->start(replay_ && replay_pace_ > 0 ? 15 : speed_limit_ > 0 && !replay_ ? int(1000.0 / speed_limit_) : 0);
+  pace_.set_speed(times);
+  if (analyzer_) {
+    const int64_t shown = timeline_.following() ? analyzer_->latest_step() : timeline_.cursor();
+    pace_.start(analyzer_->engine_seconds_at(shown), wall_.elapsed() / 1000.0);
+  }
+  if (running_) restartTimer();
 }
 
 void EngineWorker::setStatsInterval(int seconds) {
@@ -483,16 +427,14 @@ void EngineWorker::printStats() {
               stats_clock_.elapsed() / 1000.0, static_cast<long long>(analyzer_->latest_step()),
               static_cast<long long>(positions), static_cast<long long>(rss),
               // The timeline's index of the recording is whole-history state too (9 bytes a step).
-              static_cast<long long>(analyzer_->history_bytes() + (index() ? index()->bytes() : 0)),
+              static_cast<long long>(analyzer_->history_bytes() + (timelineFile().index ? timelineFile().index->bytes() : 0)),
               static_cast<long long>(analyzer_->bounded_bytes()),
               static_cast<long long>(kv_allocated), static_cast<long long>(ec ? 0 : spool));
   std::fflush(stdout);
 }
 
 void EngineWorker::reset() {
-  cursor_ = -1;
-  window_.reset();
-  lines_.reset();
+  timeline_.follow();
   if (replay_) {
     openReplay(replay_path_);
   } else if (inputs_) {
@@ -510,7 +452,7 @@ void EngineWorker::playSteps(int steps) {
 
 void EngineWorker::setSpeedLimit(double steps_per_second) {
   speed_limit_ = std::max(0.0, steps_per_second);
-  if (running_ && !replay_) timer_->start(speed_limit_ > 0 ? int(1000.0 / speed_limit_) : 0);
+  if (running_ && !replay_) restartTimer();
 }
 
 void EngineWorker::setView(const ViewSelection& view) {
@@ -560,15 +502,13 @@ bool EngineWorker::stepForTick() {
 }
 
 void EngineWorker::tick() {
-  if (replay_ && replay_pace_ > 0) {
-    // The recorded pace: show each step once the wall time since Play, times
-    // the speed, has reached the engine time it was recorded at.
-    const double target = pace_from_ + pace_clock_.elapsed() / 1000.0 * replay_pace_;
+  if (replay_ && pace_.paced()) {
+    const double target = pace_.target(wall_.elapsed() / 1000.0);
     QElapsedTimer budget;
     budget.start();
     while (budget.elapsed() < kTickBudgetMs) {
-      if (cursor_ >= 0) {
-        if (analyzer_->engine_seconds_at(cursor_ + 1) > target) break;
+      if (!timeline_.following()) {
+        if (analyzer_->engine_seconds_at(timeline_.cursor() + 1) > target) break;
         advanceCursor();  // through the history read so far
         continue;
       }
@@ -599,91 +539,47 @@ void EngineWorker::publish(bool force) {
   if (!force && (since_publish_.elapsed() < kPublishIntervalMs || !slot_->empty())) return;
   since_publish_.restart();
   ViewSelection view = view_;
-  view.step = cursor_;
-  auto snapshot = std::make_shared<StudioSnapshot>(analyzer_->snapshot(view, window_.get()));
+  view.step = timeline_.cursor();
+  auto snapshot = std::make_shared<StudioSnapshot>(analyzer_->snapshot(view, timeline_.window()));
   if (slot_->put(std::move(snapshot))) emit snapshotPending();
 }
 
 // ---- files -----------------------------------------------------------------------
 
-void EngineWorker::writeRecording(const std::string& path) {
-  if (replay_) {
-    // A replay is already a recording: copy it as it is.
-    std::ifstream in(replay_path_.toStdString(), std::ios::binary);
-    AtomicFile out(path, std::ios::out | std::ios::trunc | std::ios::binary);
-    out.stream() << in.rdbuf();
-    out.commit();
-  } else if (engine_ && spool_) {
-    spool_->flush();
-    std::ifstream in(spool_path_, std::ios::binary);
-    AtomicFile out(path, std::ios::out | std::ios::trunc | std::ios::binary);
-    out.stream() << in.rdbuf();
-    // The engine's totals cover every step: they belong only to a whole recording.
-    if (!spool_->stopped()) out.stream() << json_dump(nlohmann::json{{"totals", describe_totals(*engine_)}}) << '\n';
-    out.commit();
-  } else {
-    throw Error("nothing to save: no run yet");
-  }
+RunExport EngineWorker::runExport() const {
+  RunExport run;
+  run.engine = engine_.get();
+  run.spool = spool_.get();
+  run.replay = replay_.get();
+  run.recording = replay_ ? replay_path_.toStdString() : spool_path_;
+  run.manifest = &manifest_;
+  run.info = run_info_;
+  run.state = running_ ? "running" : "paused";
+  run.steps = analyzer_ ? analyzer_->steps_ingested() : 0;
+  return run;
 }
 
-void EngineWorker::writeLogs(const std::string& dir) {
-  if (!engine_ || !spool_) throw Error("logs are written from a live run (a replay's recording already holds them)");
-  spool_->flush();
-  RunInfo info;
-  info.command = config_.forced ? "eval" : "stream";  // RunLog adds tokens.csv for eval
-  info.command_line = "h2o-studio";
-  info.model_path = inputs_->model_path;
-  info.tokenizer_path = inputs_->tokenizer_path;
-  info.prompts_path = config_.forced ? config_.forced_text : config_.prompts;
-  info.hash_files = false;
-  // One instant for the run's start everywhere: the manifest the run began with.
-  info.started = manifest_.value("started", "");
-  RunLog log(dir, *engine_, info);
-  RecordingReader spool(spool_path_);
-  while (auto record = spool.next()) log.write(*record);
-  log.close(spool_->stopped() ? "recorded up to step " + std::to_string(spool_->last_step()) + " of " +
-                                    std::to_string(engine_->steps() - 1)
-                              : running_ ? "running" : "paused");
-}
-
-void EngineWorker::writeFile(const QString& path, const QString& action, void (EngineWorker::*writer)(const std::string&)) {
+void EngineWorker::writeFile(const QString& path, const QString& action,
+                             void (RunExport::*writer)(const std::string&) const) {
   try {
-    (this->*writer)(path.toStdString());
+    (runExport().*writer)(path.toStdString());
     emit fileWritten(path);
   } catch (const std::exception& e) {
     emit failed(action + " failed: " + QString::fromUtf8(e.what()));
   }
 }
 
-void EngineWorker::saveRecording(const QString& path) { writeFile(path, "Saving the recording", &EngineWorker::writeRecording); }
+void EngineWorker::saveRecording(const QString& path) { writeFile(path, "Saving the recording", &RunExport::write_recording); }
 
-void EngineWorker::exportLogs(const QString& dir) { writeFile(dir, "Exporting the logs", &EngineWorker::writeLogs); }
+void EngineWorker::exportLogs(const QString& dir) { writeFile(dir, "Exporting the logs", &RunExport::write_logs); }
 
 void EngineWorker::writeReport(const QString& staging, const QString& dir, const QStringList& plots, const QString& written) {
-  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const QString& p : plots) files.push_back(p.toStdString());
   try {
-    ReportContents report;
-    report.manifest = manifest_;
-    report.steps = analyzer_ ? analyzer_->steps_ingested() : 0;
-    report.written = written.toStdString();
-    for (const QString& p : plots) report.plots.push_back(p.toStdString());
-    const std::string folder = staging.toStdString();
-    if (engine_) {
-      writeLogs(folder);
-      report.totals = describe_totals(*engine_);
-      report.logs = {"manifest.json", "steps.csv", "steps.jsonl", "evictions.csv"};
-    } else if (replay_) {
-      report.totals = replay_->totals();
-    }
-    writeRecording(folder + "/run.h2orec.jsonl");
-    report.logs.push_back("run.h2orec.jsonl");
-    write_file_atomic(folder + "/summary.md", report_markdown(report));
-    // Only a complete report takes its name: one rename of the whole folder.
-    fs::rename(folder, dir.toStdString());
+    runExport().write_report(staging.toStdString(), dir.toStdString(), files, written.toStdString());
     emit reportWritten(dir);
   } catch (const std::exception& e) {
-    std::error_code ignored;
-    fs::remove_all(staging.toStdString(), ignored);
     emit failed("Writing the report failed: " + QString::fromUtf8(e.what()));
   }
 }

@@ -6,13 +6,10 @@
 // timing and signals. The GUI talks to it only through queued slots and reads
 // its pictures from a LatestSlot; it never waits on it.
 //
-// The timeline: the worker shows either the newest step (following) or a
-// chosen earlier one (the cursor). For the cursor it reads the captures
-// around that step back from the spool (live) or the recording (replay)
-// through their step index (core/studio/capture_window.h); the analyzer's
-// whole history gives the rest. Stepping forward from the cursor reads one
-// more line; at the newest step it runs the engine (or reads the replay on).
-// A replay plays at its recorded pace times the speed (0: as fast as it reads).
+// The timeline (which step is shown, the captures read back around it, a
+// replay's pace) and the exports (recording, logs, report) are plain C++ in
+// core/studio (timeline.h, run_export.h); at the newest step, stepping on
+// runs the engine (or reads the replay on).
 #include <QElapsedTimer>
 #include <QObject>
 #include <QString>
@@ -23,8 +20,10 @@
 #include "core/studio/analyzer.h"
 #include "core/studio/capture_schedule.h"
 #include "core/studio/recording.h"
+#include "core/studio/run_export.h"
 #include "core/studio/run_loop.h"
 #include "core/studio/studio_setup.h"
+#include "core/studio/timeline.h"
 #include "ui/snapshot_mailbox.h"
 
 class QTimer;
@@ -111,24 +110,23 @@ class EngineWorker : public QObject {
   // run ended or autoplay's last step was taken.
   bool stepForTick();
   void publish(bool force);
-  // The captures around the cursor, read back from the spool or the recording.
-  void loadWindow();
-  // The cursor one step on through the history (the file's next line); at the newest step it follows again.
+  // The timeline's cursor one step on through the history (warns when a line cannot be read back).
   void advanceCursor();
   // Reads the replay on to `step` (or its end) without drawing each step.
   void readReplayTo(int64_t step);
-  const RecordingIndex* index() const;
-  std::string recordingPath() const;
+  // Where the timeline reads earlier steps from: the spool, or the replay's file.
+  TimelineFile timelineFile() const;
+  // The run as the exports see it now.
+  RunExport runExport() const;
+  // The tick interval for the current run (tick_interval_ms).
+  void restartTimer();
   void printStats();
   void setRunning(bool running);
   void openSpool();
   void closeRun();  // drops the loop, its source and its sinks
   void fail(const QString& message);
-  // The file writers behind the slots above; they throw h2o::Error.
-  void writeRecording(const std::string& path);
-  void writeLogs(const std::string& dir);
-  // Runs one of the writers above and says how it went (fileWritten, or failed naming `action`).
-  void writeFile(const QString& path, const QString& action, void (EngineWorker::*writer)(const std::string&));
+  // Runs one of RunExport's writers and says how it went (fileWritten, or failed naming `action`).
+  void writeFile(const QString& path, const QString& action, void (RunExport::*writer)(const std::string&) const);
   void finishAutoplayIfDue();
 
   std::shared_ptr<SnapshotSlot> slot_;
@@ -149,6 +147,7 @@ class EngineWorker : public QObject {
   std::unique_ptr<RunLoop> loop_;
   ViewSelection view_;
   nlohmann::json manifest_;
+  RunInfo run_info_;  // live runs: studio_run_info
 
   std::string spool_path_;
   qint64 recording_limit_ = 0;
@@ -156,12 +155,9 @@ class EngineWorker : public QObject {
 
   bool running_ = false;
   double speed_limit_ = 0;
-  double replay_pace_ = 1;
-  int64_t cursor_ = -1;                       // the shown step, -1: the newest
-  std::unique_ptr<CaptureWindow> window_;     // the captures around the cursor
-  std::unique_ptr<RecordingLines> lines_;     // reads the cursor's next lines
-  QElapsedTimer pace_clock_;                  // replay pace: wall time since play
-  double pace_from_ = 0;                      // engine seconds of the step shown when play began
+  Timeline timeline_;
+  ReplayPace pace_;
+  QElapsedTimer wall_;                        // the pace's clock
   QString unusable_;                          // why there is no run (Play says it)
   bool loading_ = false;
   QTimer* stats_timer_ = nullptr;

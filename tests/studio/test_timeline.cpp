@@ -2,9 +2,12 @@
 // from the analyzer's whole history and the captures read back from the
 // recording, is the snapshot the run showed at that step. Also the pieces it
 // rests on: the recording index, whole-stream survival rasters, characters
-// made of byte tokens, the budget split, the teaching views.
+// made of byte tokens, the budget split, the teaching views; and the app's
+// controller without Qt: the timeline's cursor, the replay pace, the exports.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "core/base/json_text.h"
@@ -12,9 +15,11 @@
 #include "core/studio/analyzer.h"
 #include "core/studio/capture_schedule.h"
 #include "core/studio/recording.h"
+#include "core/studio/run_export.h"
 #include "core/studio/studio_setup.h"
 #include "core/studio/survival.h"
 #include "core/studio/text_cells.h"
+#include "core/studio/timeline.h"
 #include "tests/assets.h"
 
 using namespace h2o;
@@ -322,4 +327,156 @@ TEST(Curves, RobustRangeIgnoresTheFirstPointsAndMeansThinANoisyCurve) {
   binned_means(x, y, 20, bx, by);
   EXPECT_EQ(bx.size(), 20u);
   EXPECT_DOUBLE_EQ(bx.front(), 5.5);
+}
+
+// ---- the app's controller, Qt-free: the timeline's cursor, the replay pace, the exports ----
+
+namespace {
+
+struct SpooledRun {
+  std::filesystem::path dir;
+  std::string spool_path;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Analyzer> analyzer;
+  std::unique_ptr<RecordingWriter> spool;
+  TimelineFile file() const { return {&spool->index(), spool_path, 2, spool.get()}; }
+};
+
+SpooledRun spooled_run(const std::string& name, int steps) {
+  SpooledRun run;
+  run.dir = test::temp_dir(name);
+  run.spool_path = (run.dir / "spool.jsonl").string();
+  run.engine = engine_for(small_config());
+  const RecordingHeader header = make_header(*run.engine, nlohmann::json::object(), "stream");
+  run.analyzer = std::make_unique<Analyzer>(header);
+  run.spool = std::make_unique<RecordingWriter>(run.spool_path, header);
+  for (int i = 0; i < steps; ++i) {
+    const StepRecord r = run.engine->step(&kWatch);
+    run.spool->write(r);
+    run.analyzer->ingest(r);
+  }
+  return run;
+}
+
+}  // namespace
+
+TEST(TimelineCursor, SeeksStepsAndFollowsAgainAtTheNewestStep) {
+  const SpooledRun run = spooled_run("cursor", 80);
+  const Analyzer& a = *run.analyzer;
+  ASSERT_EQ(a.latest_step(), 79);
+  Timeline t;
+  EXPECT_TRUE(t.following());
+  EXPECT_EQ(t.window(), nullptr);
+  EXPECT_EQ(t.step_before(a), 78);
+
+  EXPECT_EQ(t.seek(a, run.file(), 40), "");
+  EXPECT_EQ(t.cursor(), 40);
+  ASSERT_NE(t.window(), nullptr);
+  EXPECT_EQ(t.window()->last_step(), 40);
+  EXPECT_TRUE(t.behind(a));
+  // One step on reads one more line: the same window a seek to that step reads.
+  EXPECT_EQ(t.advance(a, run.file()), "");
+  EXPECT_EQ(t.cursor(), 41);
+  ViewSelection v;
+  v.step = 41;
+  const CaptureWindow fresh = load_capture_window(run.spool_path, run.spool->index(), 2, a.header().policies.size(), 41);
+  EXPECT_EQ(fingerprint(a.snapshot(v, t.window())), fingerprint(a.snapshot(v, &fresh)));
+
+  EXPECT_EQ(t.seek(a, run.file(), -5), "");  // not before the first step
+  EXPECT_EQ(t.cursor(), 0);
+  EXPECT_EQ(t.step_before(a), 0);
+  EXPECT_EQ(t.seek(a, run.file(), 78), "");
+  EXPECT_EQ(t.advance(a, run.file()), "");  // onto the newest step: following again
+  EXPECT_TRUE(t.following());
+  EXPECT_EQ(t.window(), nullptr);
+  EXPECT_FALSE(t.behind(a));
+  EXPECT_EQ(t.seek(a, run.file(), 500), "");
+  EXPECT_TRUE(t.following());
+
+  // No file to read back: the step shows without its captures, quietly.
+  EXPECT_EQ(t.seek(a, TimelineFile{}, 30), "");
+  EXPECT_EQ(t.cursor(), 30);
+  EXPECT_EQ(t.window(), nullptr);
+  // A file that cannot be read: one warning naming the step.
+  TimelineFile gone = run.file();
+  gone.path = (run.dir / "missing.jsonl").string();
+  const std::string warning = t.seek(a, gone, 20);
+  EXPECT_EQ(warning.rfind("Reading step 20 back failed: ", 0), 0u) << warning;
+  EXPECT_EQ(t.window(), nullptr);
+  EXPECT_EQ(t.cursor(), 20);
+  t.follow();
+  EXPECT_TRUE(t.following());
+}
+
+TEST(TimelineCursor, ReplayPaceAndTickInterval) {
+  ReplayPace pace;
+  EXPECT_TRUE(pace.paced());
+  EXPECT_EQ(pace.speed(), 1);
+  pace.set_speed(2);
+  pace.start(10.0, 100.0);
+  EXPECT_DOUBLE_EQ(pace.target(100.0), 10.0);
+  EXPECT_DOUBLE_EQ(pace.target(101.5), 13.0);  // 1.5 s of wall time at twice the pace
+  EXPECT_EQ(tick_interval_ms(true, pace, 4), 15);  // a paced replay ticks often; the speed limit is the live run's
+  pace.set_speed(-3);
+  EXPECT_FALSE(pace.paced());
+  EXPECT_EQ(tick_interval_ms(true, pace, 4), 0);
+  EXPECT_EQ(tick_interval_ms(false, pace, 4), 250);  // a live run at 4 steps a second
+  EXPECT_EQ(tick_interval_ms(false, pace, 0), 0);
+}
+
+TEST(RunExport, RecordingLogsAndReportOfALiveRunAndAReplay) {
+  SpooledRun run = spooled_run("export", 30);
+  StudioConfig config = small_config();
+  const StudioInputs inputs = load_studio_inputs(config);
+  const RunInfo info = studio_run_info(config, inputs, false);
+  EXPECT_EQ(info.command, "stream");
+  EXPECT_EQ(info.command_line, "h2o-studio");
+  config.forced = true;
+  config.forced_text = "held-out.txt";
+  EXPECT_EQ(studio_run_info(config, inputs, false).command, "eval");
+  EXPECT_EQ(studio_run_info(config, inputs, false).prompts_path, "held-out.txt");
+
+  const nlohmann::json manifest = describe_run(*run.engine, info);
+  RunExport live;
+  live.engine = run.engine.get();
+  live.spool = run.spool.get();
+  live.recording = run.spool_path;
+  live.manifest = &manifest;
+  live.info = info;
+  live.steps = 30;
+  const std::string saved = (run.dir / "saved.jsonl").string();
+  live.write_recording(saved);
+  RecordingReader back(saved);
+  int steps = 0;
+  while (back.next()) ++steps;
+  EXPECT_EQ(steps, 30);
+  EXPECT_FALSE(back.totals().is_null());  // a whole recording carries the engine's totals
+
+  live.write_logs((run.dir / "logs").string());
+  for (const char* f : {"manifest.json", "steps.csv", "steps.jsonl", "evictions.csv"})
+    EXPECT_TRUE(std::filesystem::exists(run.dir / "logs" / f)) << f;
+
+  const auto staging = run.dir / "report.partial";
+  std::filesystem::create_directories(staging);
+  live.write_report(staging.string(), (run.dir / "report").string(), {}, "2026-11-27T00:00:00Z");
+  EXPECT_FALSE(std::filesystem::exists(staging));
+  EXPECT_TRUE(std::filesystem::exists(run.dir / "report" / "summary.md"));
+  EXPECT_TRUE(std::filesystem::exists(run.dir / "report" / "run.h2orec.jsonl"));
+  // A report that cannot take its name leaves nothing behind.
+  std::filesystem::create_directories(staging);
+  EXPECT_ANY_THROW(live.write_report(staging.string(), (run.dir / "no" / "such" / "report").string(), {}, ""));
+  EXPECT_FALSE(std::filesystem::exists(staging));
+
+  // A replay: its recording copied as it is; no logs (the recording holds them).
+  RecordingReader replay(saved);
+  RunExport replayed;
+  replayed.replay = &replay;
+  replayed.recording = saved;
+  replayed.manifest = &replay.header().manifest;
+  const std::string copy = (run.dir / "copy.jsonl").string();
+  replayed.write_recording(copy);
+  std::ifstream a(saved, std::ios::binary), b(copy, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(a), {}), std::string(std::istreambuf_iterator<char>(b), {}));
+  EXPECT_THROW(replayed.write_logs((run.dir / "replay-logs").string()), Error);
+  EXPECT_THROW(RunExport{}.write_recording((run.dir / "nothing.jsonl").string()), Error);
 }

@@ -1,0 +1,71 @@
+#include "core/studio/timeline.h"
+
+#include <algorithm>
+
+namespace h2o {
+
+void Timeline::follow() {
+  cursor_ = -1;
+  window_.reset();
+  lines_.reset();
+}
+
+std::string Timeline::seek(const Analyzer& analyzer, const TimelineFile& file, int64_t step) {
+  if (step >= analyzer.latest_step()) {
+    follow();
+    return "";
+  }
+  cursor_ = std::max(analyzer.first_step(), step);
+  return load_window(analyzer, file);
+}
+
+int64_t Timeline::step_before(const Analyzer& analyzer) const {
+  if (analyzer.steps_ingested() == 0) return -1;
+  const int64_t from = cursor_ >= 0 ? cursor_ : analyzer.latest_step();
+  return std::max(analyzer.first_step(), from - 1);
+}
+
+std::string Timeline::advance(const Analyzer& analyzer, const TimelineFile& file) {
+  ++cursor_;
+  std::string warning;
+  try {
+    if (window_ && file.index && file.index->has(cursor_)) {
+      if (!lines_) lines_ = std::make_unique<RecordingLines>(file.path, file.version);
+      if (file.spool) file.spool->flush();
+      window_->add(lines_->read(*file.index, cursor_));
+    } else {
+      warning = load_window(analyzer, file);
+    }
+  } catch (const std::exception& e) {
+    window_.reset();
+    warning = read_failed(e);
+  }
+  if (cursor_ >= analyzer.latest_step()) follow();
+  return warning;
+}
+
+std::string Timeline::load_window(const Analyzer& analyzer, const TimelineFile& file) {
+  window_.reset();
+  lines_.reset();
+  // Past the recording's limit there is nothing to read: the snapshot says so.
+  if (!file.index || !file.index->has(cursor_)) return "";
+  try {
+    if (file.spool) file.spool->flush();
+    window_ = std::make_unique<CaptureWindow>(
+        load_capture_window(file.path, *file.index, file.version, analyzer.header().policies.size(), cursor_));
+  } catch (const std::exception& e) {
+    return read_failed(e);
+  }
+  return "";
+}
+
+std::string Timeline::read_failed(const std::exception& e) const {
+  return "Reading step " + std::to_string(cursor_) + " back failed: " + e.what();
+}
+
+int tick_interval_ms(bool replay, const ReplayPace& pace, double speed_limit) {
+  if (replay) return pace.paced() ? 15 : 0;
+  return speed_limit > 0 ? int(1000.0 / speed_limit) : 0;
+}
+
+}  // namespace h2o
