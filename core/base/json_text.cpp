@@ -1,5 +1,7 @@
 #include "core/base/json_text.h"
 
+#include <nlohmann/json.hpp>
+
 #include "core/base/error.h"
 #include "core/base/utf8.h"
 

@@ -2,7 +2,7 @@
 // JSON text as the logs and recordings write it: never throwing on the
 // partial UTF-8 that byte-level token pieces produce.
 #include <string>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 namespace h2o {
 

@@ -1,5 +1,6 @@
 #include "core/studio/studio_setup.h"
 
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/base/error.h"
