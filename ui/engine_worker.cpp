@@ -3,6 +3,7 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
+#include <QRegularExpression>
 #include <QTimer>
 #include <algorithm>
 #include <chrono>
@@ -224,9 +225,14 @@ std::unique_ptr<Backend> EngineWorker::makeBackend(const StudioConfig& config) {
     if (config.backend == "cpu") throw;
     // No CUDA in this build, or no GPU: say so — for as long as it lasts — and
     // stream on the CPU rather than show nothing.
-    const QString why = QString("%1 — running on the CPU instead.").arg(QString::fromUtf8(e.what()));
-    emit warned(why);
-    emit banner("backend", QString("Device %1 chose, CPU runs: %2").arg(q(config.backend), why));
+    const QString why = QString::fromUtf8(e.what());
+    emit warned(why + " — running on the CPU instead.");
+    // The banner in a teacher's words: which device, why in short (the
+    // driver's details stay in the warning above, in the status bar's log).
+    QString reason = why;
+    reason.remove(QRegularExpression("^--backend: *")).remove(QRegularExpression("^" + QRegularExpression::escape(q(config.backend)) + ": *"));
+    if (const qsizetype cut = reason.indexOf(" ("); cut > 0) reason.truncate(cut);
+    emit banner("backend", QString("Running on the CPU: the %1 device cannot start here (%2).").arg(q(config.backend), reason));
     StudioConfig cpu = config;
     cpu.backend = "cpu";
     return make_backend(inputs_->model, studio_backend_options(cpu));
@@ -556,6 +562,8 @@ RunExport EngineWorker::runExport() const {
   run.info = run_info_;
   run.state = running_ ? "running" : "paused";
   run.steps = analyzer_ ? analyzer_->steps_ingested() : 0;
+  run.view_layer = view_.layer;
+  run.view_head = view_.head;
   return run;
 }
 

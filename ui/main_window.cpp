@@ -69,21 +69,6 @@ std::vector<PolicyConfig> configured_policies(const StudioConfig& config) {
   }
 }
 
-// What differs between two run settings, as "budget 64 → 32, device cpu → cuda" ("" : nothing that restarts).
-QString run_changes(const StudioConfig& from, const StudioConfig& to) {
-  nlohmann::json a = studio_config_json(from), b = studio_config_json(to);
-  a.erase("layer");  // the view: applied live
-  b.erase("layer");
-  QStringList parts;
-  for (auto it = b.begin(); it != b.end(); ++it)
-    if (!a.contains(it.key()) || a[it.key()] != it.value())
-      parts << QString("%1 %2 → %3")
-                   .arg(QString::fromStdString(it.key()).replace('_', ' '),
-                        QString::fromStdString(a.value(it.key(), nlohmann::json()).dump()),
-                        QString::fromStdString(it.value().dump()));
-  return parts.join(", ");
-}
-
 }  // namespace
 
 MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
@@ -435,7 +420,7 @@ bool MainWindow::confirmRestart(const QString& what) {
 void MainWindow::applyRunSettings() {
   StudioSettings s = settings();
   if (have_applied_) {
-    const QString changes = run_changes(applied_.config, s.config);
+    const QString changes = QString::fromStdString(studio_config_changes(applied_.config, s.config));
     if (changes.isEmpty()) return;  // nothing that restarts changed
     if (last_ && last_->steps_ingested > 0 && !confirmRestart("Changing " + changes)) {
       // Keep the run: the controls show what it runs with.

@@ -114,8 +114,10 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
   const QString view = view_caption(s);
   const QString compact_view = QString("L%1 %2").arg(s.shown_layer).arg(s.shown_head < 0 ? QString("mean") : QString("H%1").arg(s.shown_head));
   const QString exported = QString("%1 (%2) · %3").arg(title, describe, view);
-  heatmap_->setData(pane.heatmap, QString("attention · %1 · step %2").arg(compact_view).arg(s.step),
-                    QString("%1 · attention · step %2").arg(exported).arg(s.step));
+  // Before the first step there is no step to name.
+  const QString at_step = s.step < 0 ? QString("no steps yet") : QString("step %1").arg(s.step);
+  heatmap_->setData(pane.heatmap, QString("attention · %1 · %2").arg(compact_view, at_step),
+                    QString("%1 · attention · %2").arg(exported, at_step));
   heatmap_->replot(QCustomPlot::rpImmediateRefresh);
   // The trained context matters where positions are not rolled and the cache outgrows it: the full cache.
   const int64_t context = !pane.config.evicts() && !pane.config.rolling ? s.context : 0;
@@ -129,11 +131,13 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
                      pane.detail.first_position, pane.detail.end_position, context);
   overview_->replot(QCustomPlot::rpImmediateRefresh);
   const SurvivalRaster& d = pane.detail;
-  const QString stretch = QString("positions %1–%2 · steps %3–%4")
-                              .arg(d.first_position)
-                              .arg(std::max<int64_t>(d.first_position, d.end_position - 1))
-                              .arg(d.first_step)
-                              .arg(d.last_step);
+  const QString stretch = d.last_step < d.first_step
+                              ? QString("no steps yet")
+                              : QString("positions %1–%2 · steps %3–%4")
+                                    .arg(d.first_position)
+                                    .arg(std::max<int64_t>(d.first_position, d.end_position - 1))
+                                    .arg(d.first_step)
+                                    .arg(d.last_step);
   detail_->setData(d, QString("detail · %1").arg(stretch), QString("%1 · survival · %2").arg(exported, stretch), -1, -1,
                    context);
   detail_->replot(QCustomPlot::rpImmediateRefresh);

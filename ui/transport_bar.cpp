@@ -6,10 +6,26 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProxyStyle>
 #include <QSlider>
 #include <QToolButton>
 
 namespace h2o::ui {
+namespace {
+
+// A click on the timeline's groove jumps to that step, as a video player's
+// does, instead of moving one page (a twentieth of the run) towards it.
+class JumpClickStyle : public QProxyStyle {
+ public:
+  using QProxyStyle::QProxyStyle;
+  int styleHint(StyleHint hint, const QStyleOption* option, const QWidget* widget,
+                QStyleHintReturn* data) const override {
+    if (hint == QStyle::SH_Slider_AbsoluteSetButtons) return Qt::LeftButton;
+    return QProxyStyle::styleHint(hint, option, widget, data);
+  }
+};
+
+}  // namespace
 
 TransportBar::TransportBar(QAction* back, QAction* play, QAction* step, QAction* live, const QList<QAction*>& extra,
                            QWidget* parent)
@@ -29,6 +45,9 @@ TransportBar::TransportBar(QAction* back, QAction* play, QAction* step, QAction*
   slider_->setToolTip("Timeline: drag or click to show any step; every pane, heatmap and plot follows");
   slider_->setMinimumWidth(140);
   slider_->setTracking(false);  // seek when released: each seek reads the recording
+  auto* jump = new JumpClickStyle(slider_->style()->name());
+  jump->setParent(slider_);
+  slider_->setStyle(jump);
   h->addWidget(slider_, 3);
   step_label_ = new QLabel("no run");
   step_label_->setObjectName("timeline_step");

@@ -22,12 +22,28 @@ RunInfo studio_run_info(const StudioConfig& config, const StudioInputs& inputs, 
   return info;
 }
 
+namespace {
+
+// The recording's first line with the view a replay opens on set to (layer, head).
+std::string with_view(const std::string& first_line, int layer, int head) {
+  if (layer < 0) return first_line;
+  nlohmann::json j = nlohmann::json::parse(first_line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("header") || !j["header"].is_object()) return first_line;
+  j["header"]["view"] = {{"layer", layer}, {"head", head}};
+  return json_dump(j);
+}
+
+}  // namespace
+
 void RunExport::write_recording(const std::string& path) const {
   if (!replay && !(engine && spool)) throw Error("nothing to save: no run yet");
   if (spool && !replay) spool->flush();
   std::ifstream in(recording, std::ios::binary);
+  std::string first;
+  if (!std::getline(in, first)) throw Error(recording + ": cannot read the recording");
   AtomicFile out(path, std::ios::out | std::ios::trunc | std::ios::binary);
-  out.stream() << in.rdbuf();  // a replay is already a recording: copied as it is
+  out.stream() << with_view(first, view_layer, view_head) << '\n';
+  out.stream() << in.rdbuf();  // the steps as they were recorded
   // The engine's totals cover every step: they belong only to a whole recording.
   if (!replay && !spool->stopped())
     out.stream() << json_dump(nlohmann::json{{"totals", describe_totals(*engine)}}) << '\n';

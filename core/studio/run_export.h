@@ -29,9 +29,12 @@ struct RunExport {
   RunInfo info;                             // live runs: studio_run_info
   std::string state = "paused";             // "running" or "paused": how a live run's logs end
   int64_t steps = 0;                        // steps the app has seen
+  // The view when the recording is saved, which its replay opens on (-1 layer: as recorded).
+  int view_layer = -1, view_head = -1;
 
-  // The recording, atomically: a replay's file as it is; a live run's spool,
-  // with the engine's totals when it holds every step. Throws Error.
+  // The recording, atomically: a replay's file or a live run's spool, with
+  // the view at save time in its header, and the engine's totals when a live
+  // run's spool holds every step. Throws Error.
   void write_recording(const std::string& path) const;
   // Steps, evictions and manifest as RunLog writes them (live runs only). Throws Error.
   void write_logs(const std::string& dir) const;

@@ -1,5 +1,7 @@
 #include "core/studio/studio_setup.h"
 
+#include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -39,6 +41,48 @@ nlohmann::json studio_config_json(const StudioConfig& c) {
           {"recent", c.recent},       {"slack", c.slack},         {"rolling", c.rolling},
           {"max_new_tokens", c.max_new_tokens}, {"greedy", c.greedy}, {"temperature", c.temperature},
           {"seed", c.seed},           {"layer", c.capture_layer}};
+}
+
+namespace {
+
+// One setting's value as the controls say it: "default", "auto" and "none"
+// for the values that mean them, lists joined, switches on or off.
+std::string shown_setting(const std::string& key, const nlohmann::json& v) {
+  if (v.is_null()) return "none";
+  if (v.is_string()) return v.get<std::string>().empty() ? "default" : v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
+  if (v.is_array()) {
+    std::string out;
+    for (const auto& item : v) out += (out.empty() ? "" : ",") + shown_setting(key, item);
+    return out;
+  }
+  if (v.is_number_integer()) {
+    const int64_t n = v.get<int64_t>();
+    if (n == 0 && (key == "heavy" || key == "recent" || key == "threads")) return "auto";
+    if (n == 0 && key == "kv_limit_mib") return "none";
+    if (n < 0 && key == "slack") return "auto";
+  }
+  return v.dump();
+}
+
+}  // namespace
+
+std::string studio_config_changes(const StudioConfig& from, const StudioConfig& to) {
+  const nlohmann::json a = studio_config_json(from), b = studio_config_json(to);
+  std::string out;
+  for (auto it = b.begin(); it != b.end(); ++it) {
+    if (it.key() == "layer") continue;  // the view: applied live
+    const nlohmann::json was = a.value(it.key(), nlohmann::json());
+    if (was == it.value()) continue;
+    // The controls' words for the keys that differ from them.
+    static const std::map<std::string, std::string> kLabels = {
+        {"backend", "device"}, {"kv_limit_mib", "KV limit MiB"}, {"forced", "teacher-forced"}};
+    std::string name = kLabels.count(it.key()) ? kLabels.at(it.key()) : it.key();
+    std::replace(name.begin(), name.end(), '_', ' ');
+    out += (out.empty() ? "" : ", ") + name + " " + shown_setting(it.key(), was) + " → " +
+           shown_setting(it.key(), it.value());
+  }
+  return out;
 }
 
 StudioConfig studio_config_from_json(const nlohmann::json& j) {

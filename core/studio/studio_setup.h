@@ -50,6 +50,11 @@ BudgetSplit fit_budget_split(int budget, int sinks, int heavy, int recent);
 nlohmann::json studio_config_json(const StudioConfig& config);
 StudioConfig studio_config_from_json(const nlohmann::json& j);
 
+// What differs between two settings that restarts a run (the view does not),
+// as a teacher reads it: "budget 64 → 32, device cpu → cuda, tokenizer
+// default → a.model, heavy auto → 12" ("" : nothing that restarts).
+std::string studio_config_changes(const StudioConfig& from, const StudioConfig& to);
+
 // The chosen policies, in pane order, from one budget. Throws Error naming the setting.
 std::vector<PolicyConfig> studio_policies(const StudioConfig& config);
 EngineOptions studio_engine_options(const StudioConfig& config);

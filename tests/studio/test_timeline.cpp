@@ -252,6 +252,28 @@ TEST(StudioSetup, TheEngineLeavesTheWindowACore) {
   EXPECT_EQ(studio_backend_options(c).threads, 3);
 }
 
+TEST(StudioSetup, ChangesReadAsTheControlsSayThem) {
+  StudioConfig a;
+  a.model.clear();
+  a.budget = 64;
+  a.backend = "cpu";
+  a.policies = {"full", "streaming", "h2o"};
+  StudioConfig b = a;
+  EXPECT_EQ(studio_config_changes(a, b), "");
+  b.capture_layer = a.capture_layer + 1;  // the view changes live: no restart
+  EXPECT_EQ(studio_config_changes(a, b), "");
+  b.backend = "cuda";
+  b.model = "kjv-1M.bin";
+  b.budget = 32;
+  b.heavy = 12;
+  b.rolling = true;
+  b.policies = {"full", "h2o"};
+  b.kv_limit_mib = 100;
+  EXPECT_EQ(studio_config_changes(a, b),
+            "device cpu → cuda, budget 64 → 32, heavy auto → 12, KV limit MiB none → 100, model default → kjv-1M.bin, "
+            "policies full,streaming,h2o → full,h2o, rolling off → on");
+}
+
 TEST(StudioSetup, BudgetSplitIsAlwaysOneEveryPolicyTakes) {
   // The case: budget 32, sinks 2, heavy 50, recent 8.
   const BudgetSplit s = fit_budget_split(32, 2, 50, 8);
@@ -444,9 +466,13 @@ TEST(RunExport, RecordingLogsAndReportOfALiveRunAndAReplay) {
   live.manifest = &manifest;
   live.info = info;
   live.steps = 30;
+  live.view_layer = 2;  // the view when saved, not when the run began: its replay opens there
+  live.view_head = 1;
   const std::string saved = (run.dir / "saved.jsonl").string();
   live.write_recording(saved);
   RecordingReader back(saved);
+  EXPECT_EQ(back.header().view_layer, 2);
+  EXPECT_EQ(back.header().view_head, 1);
   int steps = 0;
   while (back.next()) ++steps;
   EXPECT_EQ(steps, 30);
@@ -477,6 +503,11 @@ TEST(RunExport, RecordingLogsAndReportOfALiveRunAndAReplay) {
   replayed.write_recording(copy);
   std::ifstream a(saved, std::ios::binary), b(copy, std::ios::binary);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(a), {}), std::string(std::istreambuf_iterator<char>(b), {}));
+  replayed.view_layer = 0;
+  replayed.view_head = -1;
+  replayed.write_recording(copy);
+  EXPECT_EQ(RecordingReader(copy).header().view_layer, 0);
+  EXPECT_EQ(RecordingReader(copy).header().view_head, -1);
   EXPECT_THROW(replayed.write_logs((run.dir / "replay-logs").string()), Error);
   EXPECT_THROW(RunExport{}.write_recording((run.dir / "nothing.jsonl").string()), Error);
 }
