@@ -46,7 +46,10 @@ struct Options {
   QCommandLineOption replay{"replay", "Replay a saved recording (no model needed).", "path"};
   QCommandLineOption backend{"backend", "Compute backend: cpu or cuda (without CUDA: the CPU, with a banner saying so).", "name"};
   QCommandLineOption threads{"threads", "CPU threads (0: every core but one, left to the window).", "n"};
-  QCommandLineOption policies{"policies", "The panes, in order: 2 to 4 of full, streaming, h2o, tova (comma-separated).", "list"};
+  QCommandLineOption policies{"policies", "The panes, in order: 2 to 4 of full, streaming, h2o, tova (comma-separated); an entry may have its own KV precision: h2o@2bit.", "list"};
+  QCommandLineOption kv_bits{"kv-bits", "KV precision of every pane: 16, 8, 4 or 2 bits, or K,V (default: the backend's own type).", "bits"};
+  QCommandLineOption kv_group{"kv-group", "Quantization group G (tokens of a key group, channels of a value group; default 32).", "n"};
+  QCommandLineOption kv_residual{"kv-residual", "Newest tokens kept in f16 (R, a multiple of G; default 64).", "n"};
   QCommandLineOption budget{"budget", "Tokens per KV head for every policy that evicts.", "n"};
   QCommandLineOption sinks{"sinks", "Attention sinks (the first tokens, always kept).", "n"};
   QCommandLineOption heavy{"heavy", "H2O heavy hitters (default: half of budget - sinks).", "n"};
@@ -79,8 +82,8 @@ struct Options {
         "H2O Studio: KV-cache eviction (full, StreamingLLM, H2O, TOVA) made visible, side by side.");
     parser.addHelpOption();
     parser.addVersionOption();
-    for (const auto* o : {&model, &tokenizer, &prompts, &forced, &replay, &backend, &threads, &policies, &budget, &sinks,
-                          &heavy, &recent, &rolling, &layer, &head, &inspect, &size, &screenshot, &autoplay, &play,
+    for (const auto* o : {&model, &tokenizer, &prompts, &forced, &replay, &backend, &threads, &policies, &kv_bits, &kv_group,
+                          &kv_residual, &budget, &sinks, &heavy, &recent, &rolling, &layer, &head, &inspect, &size, &screenshot, &autoplay, &play,
                           &quit_after, &stats, &perf, &presentation, &theme, &scale, &tab, &enlarge, &fresh, &recording_limit})
       parser.addOption(*o);
   }
@@ -202,6 +205,9 @@ int main(int argc, char** argv) {
     c.policies.clear();
     for (const QString& p : parser.value(opts.policies).split(',', Qt::SkipEmptyParts)) c.policies.push_back(p.trimmed().toStdString());
   }
+  if (parser.isSet(opts.kv_bits)) c.kv_bits = parser.value(opts.kv_bits).toStdString();
+  if (parser.isSet(opts.kv_group)) c.kv_group = int_flag(parser, opts.kv_group, 1, 1 << 16);
+  if (parser.isSet(opts.kv_residual)) c.kv_residual = int_flag(parser, opts.kv_residual, 0, 1 << 20);
   if (parser.isSet(opts.budget)) c.budget = int_flag(parser, opts.budget, 2, 1 << 20);
   if (parser.isSet(opts.sinks)) c.sinks = int_flag(parser, opts.sinks, 0, 1 << 20);
   if (parser.isSet(opts.heavy)) c.heavy = int_flag(parser, opts.heavy, 1, 1 << 20);

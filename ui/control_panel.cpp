@@ -134,6 +134,14 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
                 "Let the cache grow to budget + slack before cutting back (0: exact; auto: 0 on the CPU, " +
                     QString::number(kDeviceSlack) + " on the GPU, where each cut moves the cache on the device)",
                 "auto");
+  kv_bits_ = new QComboBox;
+  kv_bits_->setObjectName("kv_bits");
+  for (const auto& [label, bits] : {std::pair{"f32 (unquantized)", ""}, {"16 bits (f16)", "16"}, {"8 bits", "8"},
+                                    {"4 bits", "4"}, {"2 bits (with H2O: MiniKV)", "2"}, {"keys 4, values 2", "4,2"}})
+    kv_bits_->addItem(label, QString(bits));
+  kv_bits_->setToolTip("KV precision of every pane (KIVI): keys per channel and values per token quantized in groups "
+                       "of 32; the sinks and the newest 64..95 tokens stay f16. Fewer bits: less memory, more drift. "
+                       "A pane list may give one pane its own (--policies full,h2o,h2o@2bit). CPU backend only");
   rolling_ = new QCheckBox("Position rolling");
   rolling_->setObjectName("rolling");
   rolling_->setToolTip("RoPE positions from cache slots instead of stream positions (StreamingLLM's fix)");
@@ -157,6 +165,7 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   fc->addRow("Heavy (H2O)", heavy_);
   fc->addRow("Recent (H2O)", recent_);
   fc->addRow("Slack", slack_);
+  fc->addRow("KV precision", kv_bits_);
   fc->addRow(rolling_);
   split_ = new QLabel;
   split_->setObjectName("budget_split");
@@ -205,7 +214,7 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
       if (!loading_) fitSplit();
       changed();
     });
-  for (QComboBox* c : {mode_, backend_}) connect(c, &QComboBox::currentIndexChanged, this, changed);
+  for (QComboBox* c : {mode_, backend_, kv_bits_}) connect(c, &QComboBox::currentIndexChanged, this, changed);
   connect(greedy_, &QCheckBox::toggled, temperature_, &QWidget::setDisabled);
   fitSplit();
 }
@@ -240,7 +249,7 @@ QString ControlPanel::splitText() const { return split_->text(); }
 
 // Side by side means at least two panes, and no more than fit.
 void ControlPanel::limitPolicyChoice() {
-  int checked = 0;
+  int checked = int(own_precision_panes_.size());
   for (QCheckBox* box : policies_) checked += box->isChecked();
   for (QCheckBox* box : policies_)
     box->setEnabled(box->isChecked() ? checked > 2 : checked < kMaxStudioPolicies);
@@ -282,6 +291,17 @@ void ControlPanel::setConfig(const StudioConfig& c) {
   temperature_->setValue(c.temperature);
   temperature_->setDisabled(c.greedy);
   seed_->setValue(int(c.seed));
+  int bits = kv_bits_->findData(QString::fromStdString(c.kv_bits));
+  if (bits < 0) {  // K,V bits the menu does not list: shown as given
+    kv_bits_->addItem(QString::fromStdString("bits " + c.kv_bits), QString::fromStdString(c.kv_bits));
+    bits = kv_bits_->count() - 1;
+  }
+  kv_bits_->setCurrentIndex(bits);
+  kv_group_ = c.kv_group;
+  kv_residual_ = c.kv_residual;
+  own_precision_panes_.clear();
+  for (const std::string& name : c.policies)
+    if (name.find('@') != std::string::npos) own_precision_panes_.push_back(name);
   for (QCheckBox* box : policies_)
     box->setChecked(std::find(c.policies.begin(), c.policies.end(), box->property("policy").toString().toStdString()) !=
                     c.policies.end());
@@ -310,9 +330,13 @@ StudioConfig ControlPanel::config() const {
   c.greedy = greedy_->isChecked();
   c.temperature = float(temperature_->value());
   c.seed = uint64_t(seed_->value());
+  c.kv_bits = kv_bits_->currentData().toString().toStdString();
+  c.kv_group = kv_group_;
+  c.kv_residual = kv_residual_;
   c.policies.clear();
   for (QCheckBox* box : policies_)
     if (box->isChecked()) c.policies.push_back(box->property("policy").toString().toStdString());
+  c.policies.insert(c.policies.end(), own_precision_panes_.begin(), own_precision_panes_.end());
   c.capture_layer = capture_layer_;
   return c;
 }

@@ -37,13 +37,17 @@ class ControlPanel : public QWidget {
 
  private:
   QLineEdit *model_, *tokenizer_, *prompts_, *forced_text_;
-  QComboBox *mode_, *backend_;
+  QComboBox *mode_, *backend_, *kv_bits_;
   QSpinBox *threads_, *kv_limit_, *budget_, *sinks_, *heavy_, *recent_, *slack_, *max_new_, *seed_;
   QCheckBox *rolling_, *greedy_;
   std::vector<QCheckBox*> policies_;  // one per registered kind, in registry order
   QDoubleSpinBox* temperature_;
   QLabel* split_;
   int capture_layer_ = 0;
+  // Kept as the settings gave them: KV group and residual (flags only), and
+  // panes with a precision of their own ("h2o@2bit"), which no box stands for.
+  int kv_group_ = 32, kv_residual_ = 64;
+  std::vector<std::string> own_precision_panes_;
   bool loading_ = false;  // setConfig() in progress: no change signals
   void limitPolicyChoice();
   // Fits the budget fields to a valid split (visibly) and says what each policy keeps.

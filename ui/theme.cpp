@@ -1,5 +1,6 @@
 #include "theme.h"
 
+
 #include <QApplication>
 #include <QFont>
 #include <QIcon>
@@ -9,6 +10,7 @@
 #include <QPixmap>
 #include <QStringList>
 #include <QStyleFactory>
+#include <algorithm>
 #include <qcustomplot.h>
 
 static void init_h2o_resources() { Q_INIT_RESOURCE(h2o_studio); }
@@ -31,6 +33,9 @@ QString theme_name(ThemeKind kind) { return kind == ThemeKind::Light ? "light" :
 
 QColor policy_color(const PolicyConfig& policy) {
   QColor c(text(policy.unit().color));
+  // A policy at a reduced KV precision beside the same policy unquantized: the
+  // same hue, a paler shade, so its curves and header stay apart.
+  if (!policy.kv.native()) c = QColor::fromHsv(c.hsvHue(), c.hsvSaturation() * 45 / 100, std::min(255, c.value() + 40));
   // The units' colours are chosen for the dark background; a shade darker reads on white.
   return dark() ? c : c.darker(135);
 }

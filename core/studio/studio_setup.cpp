@@ -40,7 +40,8 @@ nlohmann::json studio_config_json(const StudioConfig& c) {
           {"budget", c.budget},       {"sinks", c.sinks},         {"heavy", c.heavy},
           {"recent", c.recent},       {"slack", c.slack},         {"rolling", c.rolling},
           {"max_new_tokens", c.max_new_tokens}, {"greedy", c.greedy}, {"temperature", c.temperature},
-          {"seed", c.seed},           {"layer", c.capture_layer}};
+          {"seed", c.seed},           {"layer", c.capture_layer}, {"kv_bits", c.kv_bits},
+          {"kv_group", c.kv_group},   {"kv_residual", c.kv_residual}};
 }
 
 namespace {
@@ -76,7 +77,7 @@ std::string studio_config_changes(const StudioConfig& from, const StudioConfig& 
     if (was == it.value()) continue;
     // The controls' words for the keys that differ from them.
     static const std::map<std::string, std::string> kLabels = {
-        {"backend", "device"}, {"kv_limit_mib", "KV limit MiB"}, {"forced", "teacher-forced"}};
+        {"backend", "device"}, {"kv_limit_mib", "KV limit MiB"}, {"forced", "teacher-forced"}, {"kv_bits", "KV bits"}};
     std::string name = kLabels.count(it.key()) ? kLabels.at(it.key()) : it.key();
     std::replace(name.begin(), name.end(), '_', ' ');
     out += (out.empty() ? "" : ", ") + name + " " + shown_setting(it.key(), was) + " → " +
@@ -116,6 +117,9 @@ StudioConfig studio_config_from_json(const nlohmann::json& j) {
   get("temperature", c.temperature);
   get("seed", c.seed);
   get("layer", c.capture_layer);
+  get("kv_bits", c.kv_bits);
+  get("kv_group", c.kv_group);
+  get("kv_residual", c.kv_residual);
   return c;
 }
 
@@ -131,8 +135,11 @@ std::vector<PolicyConfig> studio_policies(const StudioConfig& c) {
   if (c.recent > 0) settings.given["recent"] = c.recent;
   settings.slack = c.slack >= 0 ? c.slack : default_slack(c.backend);  // -1: the backend's default
   settings.rolling = c.rolling;
+  if (!c.kv_bits.empty()) settings.kv = parse_kv_bits(c.kv_bits, "--kv-bits");
+  settings.kv.group = c.kv_group;
+  settings.kv.residual = c.kv_residual;
   std::vector<PolicyConfig> out;
-  for (const std::string& name : c.policies) out.push_back(make_policy(name, settings));
+  for (const std::string& name : c.policies) out.push_back(make_policy(parse_policy_entry(name, "--policies"), settings));
   return out;
 }
 

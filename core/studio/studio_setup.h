@@ -20,6 +20,11 @@ struct StudioConfig {
   std::string backend = "cpu";
   int threads = 0;  // 0: every core but one (studio_threads)
   int kv_limit_mib = 0;  // KV memory of all sessions together (0: none); the one that needs more stops
+  // KV precision of every pane (SEMANTICS.md "KV precision"): "16", "8", "4",
+  // "2" or "K,V" bits; "": the backend's own type. A pane named "h2o@2bit" in
+  // `policies` keeps its own bits. G and R as --kv-group / --kv-residual.
+  std::string kv_bits;
+  int kv_group = 32, kv_residual = 64;
   std::vector<std::string> policies = {"full", "streaming", "h2o"};  // the panes, in order (1 to 4)
   int budget = 64, sinks = 4;
   int heavy = 0, recent = 0;  // H2O's split; 0 and 0: half the rest each

@@ -717,3 +717,39 @@ TEST(BoundedResources, TheStatusBarAndABannerSayWhenRecordingStopped) {
   EXPECT_GT(w.lastSnapshot()->panes[2].cached_tokens, 0);
   EXPECT_FALSE(w.lastSnapshot()->panes[2].heatmap.note.empty());
 }
+
+// ---- 11. KV precision: every pane's, and a pane with its own ---------------------------------
+
+TEST(KvPrecision, TheControlSetsEveryPanesBitsAndAPaneMayKeepItsOwn) {
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.kv_group = 8;  // the tiny model's head_dim
+  o.settings.config.kv_residual = 16;
+  o.settings.config.policies = {"full", "h2o", "h2o@2bit"};
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 60);
+  auto s = w.lastSnapshot();
+  ASSERT_EQ(s->panes.size(), 3u);
+  EXPECT_EQ(s->panes[1].policy.find("kv="), std::string::npos) << s->panes[1].policy;
+  EXPECT_NE(s->panes[2].policy.find("kv=2bit"), std::string::npos) << s->panes[2].policy;
+  // The same policy side by side: the 2-bit cache holds the same tokens in fewer bytes, and says so in its title.
+  EXPECT_EQ(s->panes[2].cached_tokens, s->panes[1].cached_tokens);
+  EXPECT_LT(s->panes[2].live_bytes, s->panes[1].live_bytes);
+  EXPECT_NE(w.panes()[2]->findChild<QLabel*>()->text(), w.panes()[1]->findChild<QLabel*>()->text());
+
+  // The control: every pane at 4 bits, the pane with its own keeps 2.
+  auto* bits = w.controls()->findChild<QComboBox*>("kv_bits");
+  ASSERT_TRUE(bits);
+  EXPECT_EQ(bits->currentData().toString(), "");
+  bits->setCurrentIndex(bits->findData(QString("4")));
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& x) {
+    return x.panes.size() == 3 && x.panes[0].policy.find("kv=4bit") != std::string::npos;
+  }));
+  play(w, 10);
+  s = w.lastSnapshot();
+  EXPECT_NE(s->panes[1].policy.find("kv=4bit"), std::string::npos) << s->panes[1].policy;
+  EXPECT_NE(s->panes[2].policy.find("kv=2bit"), std::string::npos) << s->panes[2].policy;
+  EXPECT_EQ(w.controls()->config().policies, (std::vector<std::string>{"full", "h2o", "h2o@2bit"}));
+  EXPECT_EQ(w.controls()->config().kv_bits, "4");
+}
