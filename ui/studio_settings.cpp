@@ -10,31 +10,11 @@
 namespace h2o::ui {
 namespace {
 
-// Every remembered setting with its key, once: loading and saving both walk
-// this list, so a new setting is one line here.
+// Every remembered setting with its key: the run's (core/studio's one list,
+// which its JSON walks too), then the window's own.
 template <class Settings, class Visit>
 void for_each_setting(Settings& s, Visit&& visit) {
-  auto& c = s.config;
-  visit("model", c.model);
-  visit("tokenizer", c.tokenizer);
-  visit("prompts", c.prompts);
-  visit("forced", c.forced);
-  visit("forced_text", c.forced_text);
-  visit("backend", c.backend);
-  visit("threads", c.threads);
-  visit("policies", c.policies);
-  visit("budget", c.budget);
-  visit("sinks", c.sinks);
-  visit("heavy", c.heavy);
-  visit("recent", c.recent);
-  visit("slack", c.slack);
-  visit("kv_limit_mib", c.kv_limit_mib);
-  visit("rolling", c.rolling);
-  visit("max_new_tokens", c.max_new_tokens);
-  visit("greedy", c.greedy);
-  visit("temperature", c.temperature);
-  visit("seed", c.seed);
-  visit("layer", c.capture_layer);
+  for_each_studio_field(s.config, visit);
   visit("head", s.head);
   visit("speed_limit", s.speed_limit);
   visit("theme", s.theme);

@@ -34,14 +34,9 @@ BudgetSplit fit_budget_split(int budget, int sinks, int heavy, int recent) {
 }
 
 nlohmann::json studio_config_json(const StudioConfig& c) {
-  return {{"model", c.model},         {"tokenizer", c.tokenizer}, {"prompts", c.prompts},
-          {"forced", c.forced},       {"forced_text", c.forced_text}, {"backend", c.backend},
-          {"threads", c.threads},     {"kv_limit_mib", c.kv_limit_mib}, {"policies", c.policies},
-          {"budget", c.budget},       {"sinks", c.sinks},         {"heavy", c.heavy},
-          {"recent", c.recent},       {"slack", c.slack},         {"rolling", c.rolling},
-          {"max_new_tokens", c.max_new_tokens}, {"greedy", c.greedy}, {"temperature", c.temperature},
-          {"seed", c.seed},           {"layer", c.capture_layer}, {"kv_bits", c.kv_bits},
-          {"kv_group", c.kv_group},   {"kv_residual", c.kv_residual}};
+  nlohmann::json j = nlohmann::json::object();
+  for_each_studio_field(c, [&](const char* key, const auto& field) { j[key] = field; });
+  return j;
 }
 
 namespace {
@@ -89,37 +84,14 @@ std::string studio_config_changes(const StudioConfig& from, const StudioConfig& 
 StudioConfig studio_config_from_json(const nlohmann::json& j) {
   StudioConfig c;
   if (!j.is_object()) return c;
-  const auto get = [&](const char* key, auto& field) {
+  for_each_studio_field(c, [&](const char* key, auto& field) {
     if (!j.contains(key)) return;
     try {
       j.at(key).get_to(field);
     } catch (const nlohmann::json::exception&) {
       // A value of the wrong type keeps the default.
     }
-  };
-  get("model", c.model);
-  get("tokenizer", c.tokenizer);
-  get("prompts", c.prompts);
-  get("forced", c.forced);
-  get("forced_text", c.forced_text);
-  get("backend", c.backend);
-  get("threads", c.threads);
-  get("kv_limit_mib", c.kv_limit_mib);
-  get("policies", c.policies);
-  get("budget", c.budget);
-  get("sinks", c.sinks);
-  get("heavy", c.heavy);
-  get("recent", c.recent);
-  get("slack", c.slack);
-  get("rolling", c.rolling);
-  get("max_new_tokens", c.max_new_tokens);
-  get("greedy", c.greedy);
-  get("temperature", c.temperature);
-  get("seed", c.seed);
-  get("layer", c.capture_layer);
-  get("kv_bits", c.kv_bits);
-  get("kv_group", c.kv_group);
-  get("kv_residual", c.kv_residual);
+  });
   return c;
 }
 

@@ -50,8 +50,39 @@ struct BudgetSplit {
 };
 BudgetSplit fit_budget_split(int budget, int sinks, int heavy, int recent);
 
+// Every setting of a StudioConfig with its key, once: its JSON (below), the
+// app's remembered settings (QSettings) and the restart question all walk
+// this list, so a new setting is one line here. `Config`: StudioConfig or
+// const StudioConfig; `visit(key, field)`.
+template <class Config, class Visit>
+void for_each_studio_field(Config& c, Visit&& visit) {
+  visit("model", c.model);
+  visit("tokenizer", c.tokenizer);
+  visit("prompts", c.prompts);
+  visit("forced", c.forced);
+  visit("forced_text", c.forced_text);
+  visit("backend", c.backend);
+  visit("threads", c.threads);
+  visit("kv_limit_mib", c.kv_limit_mib);
+  visit("policies", c.policies);
+  visit("budget", c.budget);
+  visit("sinks", c.sinks);
+  visit("heavy", c.heavy);
+  visit("recent", c.recent);
+  visit("slack", c.slack);
+  visit("rolling", c.rolling);
+  visit("kv_bits", c.kv_bits);
+  visit("kv_group", c.kv_group);
+  visit("kv_residual", c.kv_residual);
+  visit("max_new_tokens", c.max_new_tokens);
+  visit("greedy", c.greedy);
+  visit("temperature", c.temperature);
+  visit("seed", c.seed);
+  visit("layer", c.capture_layer);
+}
+
 // The settings as JSON (a recording's header) and back (unknown keys ignored,
-// missing ones left at their defaults).
+// missing ones and values of the wrong type left at their defaults).
 nlohmann::json studio_config_json(const StudioConfig& config);
 StudioConfig studio_config_from_json(const nlohmann::json& j);
 

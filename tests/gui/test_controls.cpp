@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QLabel>
@@ -48,6 +49,8 @@ TEST(ControlsTest, SettingsAreRememberedAcrossWindows) {
   TemporarySettingsScope scope;
   MainWindowOptions o = synthetic_options();
   o.persist = true;
+  o.settings.config.kv_group = 8;  // the tiny model's head_dim
+  o.settings.config.kv_residual = 16;
   {
     MainWindow w(o);
     w.show();
@@ -59,11 +62,15 @@ TEST(ControlsTest, SettingsAreRememberedAcrossWindows) {
     QSignalSpy loaded(&w, &MainWindow::modelLoaded);
     budget->setValue(48);
     seed->setValue(7);
+    auto* bits = w.controls()->findChild<QComboBox*>("kv_bits");
+    ASSERT_TRUE(bits);
+    bits->setCurrentIndex(bits->findData(QString("4")));
     // The change is applied (and saved) once the spin-box clicks settle.
     ASSERT_TRUE(loaded.wait(10000)) << "the new budget did not restart the run";
     QSettings settings;
     EXPECT_EQ(settings.value("budget").toInt(), 48);
     EXPECT_EQ(settings.value("seed").toInt(), 7);
+    EXPECT_EQ(settings.value("kv_bits").toString(), "4");
     EXPECT_EQ(settings.value("model").toString(), "synthetic:stories260K");
   }
   // A new window started from what QSettings holds gets the same values back.
@@ -71,6 +78,8 @@ TEST(ControlsTest, SettingsAreRememberedAcrossWindows) {
   const StudioSettings remembered = load_settings(settings);
   EXPECT_EQ(remembered.config.budget, 48);
   EXPECT_EQ(remembered.config.seed, 7u);
+  EXPECT_EQ(remembered.config.kv_bits, "4");  // the precision, from the same field list as recordings' JSON
+  EXPECT_EQ(remembered.config.kv_group, 8);
   EXPECT_EQ(remembered.config.model, "synthetic:stories260K");
   MainWindowOptions again = synthetic_options();
   again.settings = remembered;
