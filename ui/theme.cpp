@@ -34,8 +34,13 @@ QString theme_name(ThemeKind kind) { return kind == ThemeKind::Light ? "light" :
 QColor policy_color(const PolicyConfig& policy) {
   QColor c(text(policy.unit().color));
   // A policy at a reduced KV precision beside the same policy unquantized: the
-  // same hue, a paler shade, so its curves and header stay apart.
-  if (!policy.kv.native()) c = QColor::fromHsv(c.hsvHue(), c.hsvSaturation() * 45 / 100, std::min(255, c.value() + 40));
+  // same hue, paler the fewer bits it keeps (16, 8, 4, 2: one to four steps),
+  // so its curves and header stay apart from the others'.
+  if (!policy.kv.native()) {
+    const int bits = std::min(policy.kv.key_bits, policy.kv.value_bits);
+    const int steps = bits >= 16 ? 1 : bits >= 8 ? 2 : bits >= 4 ? 3 : 4;
+    c = QColor::fromHsv(c.hsvHue(), c.hsvSaturation() * (100 - 18 * steps) / 100, std::min(255, c.value() + 15 * steps));
+  }
   // The units' colours are chosen for the dark background; a shade darker reads on white.
   return dark() ? c : c.darker(135);
 }
