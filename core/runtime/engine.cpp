@@ -215,6 +215,7 @@ void Engine::observe(Work& w) {
   out.allocated_bytes = s.cache().allocated_bytes();
   out.step_ms = std::max(w.ms, 0.0);
   out.decode_tokens_per_s = s.totals().decode_tokens_per_s();
+  out.prefill_tokens_per_s = s.totals().prefill_tokens_per_s();
 }
 
 // Feeds the next chunk of the current turn's prompt to every session. A

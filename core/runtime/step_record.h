@@ -28,6 +28,7 @@ struct SessionRecord {
   int64_t live_bytes = 0, allocated_bytes = 0;
   double step_ms = 0;                  // wall time of the forward pass that served this session
   double decode_tokens_per_s = 0;      // decode tokens / decode time so far
+  double prefill_tokens_per_s = 0;     // prefill (and teacher-forced) tokens / their time so far
   EvictionSummary evictions;
   // Forced mode: per fed token that had a next token to predict.
   std::vector<double> nll, kl;

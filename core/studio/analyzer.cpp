@@ -155,7 +155,8 @@ void Analyzer::ingest_session(size_t index, const StepRecord& record, const Sess
   PaneStep n;
   n.cached_tokens = s.cached_tokens;
   n.live_bytes = s.live_bytes;
-  n.tokens_per_s = float(s.decode_tokens_per_s);
+  // Teacher-forced runs never decode: their rate is that of the tokens fed and scored.
+  n.tokens_per_s = float(header_.mode == "forced" ? s.prefill_tokens_per_s : s.decode_tokens_per_s);
   n.generated = int32_t(x.generated);
   n.pending = x.pending;
   ForcedStep f{x.nll_sum, x.kl_sum, x.scored, x.compared, x.agreed};

@@ -118,6 +118,7 @@ static json session_json(const SessionRecord& s) {
             {"nll", s.nll},
             {"kl", s.kl},
             {"agree", s.agree}};
+  if (s.prefill_tokens_per_s > 0) j["tok_s_prefill"] = s.prefill_tokens_per_s;
   if (!s.attention.empty()) {
     json captures = json::array();
     for (const auto& a : s.attention) captures.push_back(capture_json(a));
@@ -147,6 +148,7 @@ static SessionRecord session_from_json(const json& j, int version) {
   s.allocated_bytes = j.at("allocated_bytes").get<int64_t>();
   s.step_ms = j.at("step_ms").get<double>();
   s.decode_tokens_per_s = j.at("tok_s").get<double>();
+  s.prefill_tokens_per_s = j.value("tok_s_prefill", 0.0);  // older recordings: not written
   s.nll = j.at("nll").get<std::vector<double>>();
   s.kl = j.at("kl").get<std::vector<double>>();
   s.agree = j.at("agree").get<std::vector<int>>();

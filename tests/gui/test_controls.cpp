@@ -181,6 +181,9 @@ TEST(ControlsTest, TeacherForcedModeFillsPerplexityAndAgreement) {
     EXPECT_GT(w.curves()->agreement()->graph(i)->dataCount(), 0) << "policy " << i;
     EXPECT_FALSE(std::isnan(s->panes[size_t(i)].perplexity));
     EXPECT_TRUE(w.panes()[size_t(i)]->numbersText().contains("ppl"));
+    // No decoding here: the rate shown is that of the tokens fed and scored, never "0.0 tok/s".
+    EXPECT_GT(s->panes[size_t(i)].tokens_per_s, 0.0f) << "policy " << i;
+    EXPECT_FALSE(w.panes()[size_t(i)]->numbersText().contains("<b>0.0</b> tok/s")) << "policy " << i;
   }
   EXPECT_TRUE(w.curves()->perplexity()->isVisible() || w.curves()->agreement()->isVisible());
   // The full cache agrees with itself; the bounded caches are measured against it.
