@@ -33,6 +33,12 @@ RasterPlot::RasterPlot(Role role, QWidget* parent) : QCustomPlot(parent), role_(
     m->setVisible(false);
     m->setSelectable(false);
   }
+  mark_label_ = new QCPItemText(this);
+  mark_label_->setVisible(false);
+  mark_label_->setSelectable(false);
+  mark_label_->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+  mark_label_->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  mark_label_->setText(" detail below");
   context_line_ = new QCPItemStraightLine(this);
   context_line_->setVisible(false);
   context_label_ = new QCPItemText(this);
@@ -84,6 +90,13 @@ void RasterPlot::restyle() {
   QFont f = font();
   f.setPointSizeF(scaled_pt(7.5));
   context_label_->setFont(f);
+  mark_label_->setColor(text_color());
+  mark_label_->setFont(f);
+  // On the background's colour, so that it reads over any fate's cells.
+  QColor under = background_color();
+  under.setAlpha(215);
+  mark_label_->setBrush(under);
+  mark_label_->setPadding(QMargins(2, 0, 2, 0));
   for (int i = 0; legend_row_ && i < legend_row_->elementCount(); ++i)
     if (auto* t = qobject_cast<QCPTextElement*>(legend_row_->elementAt(i))) {
       t->setTextColor(fate_color(Fate(t->property("fate").toInt())));
@@ -134,6 +147,12 @@ void RasterPlot::setData(const SurvivalRaster& r, const QString& title, const QS
     m->point1->setCoords(columnCoord(x), y0);
     m->point2->setCoords(columnCoord(x), y0 + 1);
   }
+  // The label beside the first edge in view, at the bottom (the context marker's label is at the top).
+  QCPItemStraightLine* labelled = mark_first_->visible() ? mark_first_ : mark_end_;
+  mark_label_->setVisible(labelled->visible());
+  mark_label_->setPositionAlignment((labelled == mark_first_ ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignBottom);
+  mark_label_->setText(labelled == mark_first_ ? " detail below ▸" : "◂ detail below ");
+  mark_label_->position->setCoords(labelled->point1->coords().x(), 0.98);
   const bool marker = context > 0 && context >= r.first_position && context < r.end_position;
   context_line_->setVisible(marker);
   context_label_->setVisible(marker);

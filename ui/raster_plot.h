@@ -57,6 +57,7 @@ class RasterPlot : public QCustomPlot {
   QCPItemStraightLine *mark_first_, *mark_end_;  // the detail's stretch: two edges, never over a row of cells
   QCPItemStraightLine* context_line_;
   QCPItemText* context_label_;
+  QCPItemText* mark_label_;  // says what the dashed edges are: the stretch the detail below shows
   QCPLayoutGrid* legend_row_ = nullptr;
   SurvivalRaster raster_;
   QPointF press_;

@@ -98,6 +98,25 @@ QColor icon_ink(const QIcon& icon) {
 
 // ---- 1. the whole history in view --------------------------------------------------
 
+TEST(WholeHistory, TheDashedEdgesOfTheDetailStretchAreLabelled) {
+  MainWindow w(synthetic_options());
+  w.show();
+  w.start();
+  play(w, 400);
+  // The detail shows the latest stretch, so its first edge lies inside the whole stream.
+  for (PolicyPane* pane : w.panes()) {
+    RasterPlot* overview = pane->overview();
+    QStringList shown;
+    for (int i = 0; i < overview->itemCount(); ++i)
+      if (auto* t = qobject_cast<QCPItemText*>(overview->item(i)); t && t->visible()) shown << t->text();
+    EXPECT_TRUE(shown.join('|').contains("detail below")) << shown.join('|').toStdString();
+    // Nothing of the kind in the detail itself.
+    for (int i = 0; i < pane->raster()->itemCount(); ++i)
+      if (auto* t = qobject_cast<QCPItemText*>(pane->raster()->item(i)); t && t->visible())
+        EXPECT_FALSE(t->text().contains("detail below"));
+  }
+}
+
 TEST(WholeHistory, SinkAndHeavyHitterColumnsAreDrawnAfter5000Steps) {
   // Bounded policies only (the full cache's attention grows with the stream),
   // a tiny vocabulary, and a spool that stops early: full speed.
