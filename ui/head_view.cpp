@@ -74,8 +74,13 @@ void HeadView::paintEvent(QPaintEvent*) {
     p.setPen(muted_text_color());
     p.drawText(QRectF(g.block.left() + 6, fm.height() + 2, g.block.width() - 12, fm.height() + 2),
                Qt::AlignLeft | Qt::AlignVCenter,
-               fm.elidedText(pane.keys_attended ? QString("%1 strongest of %2 keys attended").arg(pane.keys.size()).arg(pane.keys_attended)
-                                                : QString("no capture of this layer at this step"),
+               fm.elidedText(!pane.keys_attended ? QString("no capture of this layer at this step")
+                             : pane.keys_attended >= pane.keys_cached
+                                 ? QString("%1 strongest of %2 keys attended").arg(pane.keys.size()).arg(pane.keys_attended)
+                                 : QString("%1 strongest of the %2 keys recorded (the first and the latest of %3 cached)")
+                                       .arg(pane.keys.size())
+                                       .arg(pane.keys_attended)
+                                       .arg(pane.keys_cached),
                              Qt::ElideRight, g.block.width() - 12));
     if (pane.keys.empty()) continue;
     // Lines first, so the texts sit on top.

@@ -108,6 +108,7 @@ struct HeadViewPane {
   std::string query_text;
   std::vector<HeadViewKey> keys;  // the strongest and the sinks, by position
   int keys_attended = 0;          // keys the query saw in this cache (recorded ones)
+  int keys_cached = 0;            // keys the cache held at that step (a capture keeps the first and the latest)
   double top_weight = 0;
 };
 struct HeadViewData {

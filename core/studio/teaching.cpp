@@ -47,6 +47,7 @@ HeadViewData head_view(const CaptureWindow& window, const std::vector<PolicyHist
       continue;
     }
     const AttentionCapture& c = chosen->capture;
+    pane.keys_cached = h.numbers_at(chosen->step).cached_tokens;
     const std::vector<int32_t> cols = attention_columns(c, head, group, 0, 0);
     std::vector<double> values;
     append_attention_rows(c, head, group, cols, values);

@@ -315,8 +315,13 @@ TEST(Teaching, HeadViewAndModelViewReadTheRecordedAttention) {
   const StudioSnapshot s = a.snapshot(v);
   ASSERT_EQ(s.head_view.panes.size(), 3u);
   EXPECT_EQ(s.head_view.query_step, s.step);
-  for (const HeadViewPane& p : s.head_view.panes) {
+  for (size_t i = 0; i < s.head_view.panes.size(); ++i) {
+    const HeadViewPane& p = s.head_view.panes[i];
     ASSERT_FALSE(p.keys.empty()) << p.policy;
+    // What the cache held at the query's step, beside what the query saw of it (the head view says both).
+    EXPECT_EQ(p.keys_cached, s.panes[i].cached_tokens) << p.policy;
+    if (i == 0) EXPECT_LT(p.keys_attended, p.keys_cached);  // the full cache outgrew the capture's first 8 + latest 184
+    else EXPECT_GE(p.keys_attended, p.keys_cached) << p.policy;  // a bounded cache's keys and the new token, whole
     EXPECT_GE(p.query_position, 0);
     EXPECT_LE(int(p.keys.size()), v.head_view_keys + p.config.rule().sinks);
     for (size_t k = 1; k < p.keys.size(); ++k) EXPECT_LT(p.keys[k - 1].position, p.keys[k].position);
