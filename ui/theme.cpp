@@ -82,7 +82,7 @@ QColor fate_color(Fate fate) {
 QColor raster_color(Fate fate) {
   if (fate == Fate::Unborn) return background_color();
   if (fate == Fate::Evicted) return dark() ? QColor("#323b41") : QColor("#e2e6e9");
-  if (fate == Fate::Cached && !dark()) return QColor("#8d989f");
+  if (fate == Fate::Cached && !dark()) return QColor("#5e6b73");  // well apart from evicted and the page
   return fate_color(fate);
 }
 
@@ -125,13 +125,15 @@ QCPColorGradient attention_gradient() {
     g.setColorStopAt(1.0, QColor("#fcf4b0"));
     g.setNanColor(QColor("#262d32"));
   } else {
-    g.setColorStopAt(0.0, QColor("#fbfbf6"));
-    g.setColorStopAt(0.05, QColor("#f6e6a8"));
+    // Not white at zero: the attended triangle stays apart from the page and
+    // from the keys a cache no longer holds (NaN, grey); low values a clear yellow.
+    g.setColorStopAt(0.0, QColor("#f1e8cc"));
+    g.setColorStopAt(0.05, QColor("#f0cf6a"));
     g.setColorStopAt(0.2, QColor("#f2a65a"));
     g.setColorStopAt(0.45, QColor("#d9483b"));
     g.setColorStopAt(0.7, QColor("#8e2b7a"));
     g.setColorStopAt(1.0, QColor("#2d1b4e"));
-    g.setNanColor(QColor("#e6e9ec"));
+    g.setNanColor(QColor("#c9d0d5"));
   }
   g.setNanHandling(QCPColorGradient::nhNanColor);
   return g;

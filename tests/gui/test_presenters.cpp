@@ -496,6 +496,17 @@ TEST(Presentation, FullScreenLargerTextLightThemeAndIconsThatShowOnBoth) {
     // Plots follow: a white background on the light theme.
     const QImage heat = w.panes()[0]->heatmap()->grab().toImage();
     EXPECT_EQ(heat.pixelColor(2, 2).lightness() > 128, theme == ThemeKind::Light);
+    // On either theme, no attention, low attention, keys no longer held and the page stay apart,
+    // and the full cache's cells stand out from the evicted ones and from the page.
+    QCPColorGradient g = attention_gradient();  // color() is not const
+    const QCPRange unit(0, 1);
+    const QColor page = background_color(), zero = g.color(0, unit), low = g.color(0.05, unit), gone = g.color(NAN, unit);
+    const std::string on = " on the " + theme_name(theme).toStdString() + " theme";
+    EXPECT_GT(std::abs(luminance(zero) - luminance(page)), 0.03) << on;
+    EXPECT_GT(std::abs(luminance(low) - luminance(zero)), 0.04) << on;
+    EXPECT_GT(std::abs(luminance(gone) - luminance(zero)), 0.04) << on;
+    EXPECT_GT(std::abs(luminance(raster_color(Fate::Cached)) - luminance(raster_color(Fate::Evicted))), 0.3) << on;
+    EXPECT_GT(std::abs(luminance(raster_color(Fate::Cached)) - luminance(page)), 0.3) << on;
   }
   w.setPresentation(true);
   EXPECT_TRUE(w.windowState() & Qt::WindowFullScreen);
