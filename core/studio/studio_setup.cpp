@@ -49,7 +49,10 @@ std::string shown_setting(const std::string& key, const nlohmann::json& v) {
   if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
   if (v.is_array()) {
     std::string out;
-    for (const auto& item : v) out += (out.empty() ? "" : ",") + shown_setting(key, item);
+    for (const auto& item : v) {
+      if (!out.empty()) out += ',';
+      out += shown_setting(key, item);
+    }
     return out;
   }
   if (v.is_number_integer()) {
@@ -75,8 +78,8 @@ std::string studio_config_changes(const StudioConfig& from, const StudioConfig& 
         {"backend", "device"}, {"kv_limit_mib", "KV limit MiB"}, {"forced", "teacher-forced"}, {"kv_bits", "KV bits"}};
     std::string name = kLabels.count(it.key()) ? kLabels.at(it.key()) : it.key();
     std::replace(name.begin(), name.end(), '_', ' ');
-    out += (out.empty() ? "" : ", ") + name + " " + shown_setting(it.key(), was) + " → " +
-           shown_setting(it.key(), it.value());
+    if (!out.empty()) out += ", ";
+    out += name + " " + shown_setting(it.key(), was) + " → " + shown_setting(it.key(), it.value());
   }
   return out;
 }
