@@ -147,12 +147,15 @@ void RasterPlot::setData(const SurvivalRaster& r, const QString& title, const QS
     m->point1->setCoords(columnCoord(x), y0);
     m->point2->setCoords(columnCoord(x), y0 + 1);
   }
-  // The label beside the first edge in view, at the bottom (the context marker's label is at the top).
+  // The label beside the first edge in view, at the bottom (the context marker's label is at the top),
+  // on the side with room: the stretch usually ends at the stream's end, so its first edge is far right.
   QCPItemStraightLine* labelled = mark_first_->visible() ? mark_first_ : mark_end_;
+  const double at = labelled->point1->coords().x();
+  const bool room_right = labelled == mark_first_ && at < (cols - 1) / 2.0;
   mark_label_->setVisible(labelled->visible());
-  mark_label_->setPositionAlignment((labelled == mark_first_ ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignBottom);
-  mark_label_->setText(labelled == mark_first_ ? " detail below ▸" : "◂ detail below ");
-  mark_label_->position->setCoords(labelled->point1->coords().x(), 0.98);
+  mark_label_->setPositionAlignment((room_right ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignBottom);
+  mark_label_->setText(labelled == mark_first_ ? (room_right ? " detail below ▸" : "detail below ▸ ") : "◂ detail below ");
+  mark_label_->position->setCoords(at, 0.98);
   const bool marker = context > 0 && context >= r.first_position && context < r.end_position;
   context_line_->setVisible(marker);
   context_label_->setVisible(marker);
