@@ -61,13 +61,15 @@ struct ModelConfig {
   int rotary_dims = 0;
   RopeScaling rope_scaling;
 
-  int head_dim() const { return dim / n_heads; }
+  // 0 for a head count validate() refuses: a loader asks before validating
+  // (a fuzzed GGUF's zero heads divided by zero here).
+  int head_dim() const { return n_heads > 0 ? dim / n_heads : 0; }
   int rotated_dims() const { return rotary_dims > 0 ? rotary_dims : head_dim(); }
   // The angle per position of each pair i of a head: theta^(-2i/rotated_dims),
   // scaled; 0 for the pairs past rotated_dims (never rotated).
   std::vector<double> rope_frequencies() const;
   int kv_dim() const { return n_kv_heads * head_dim(); }
-  int group_size() const { return n_heads / n_kv_heads; }  // query heads per KV head
+  int group_size() const { return n_kv_heads > 0 ? n_heads / n_kv_heads : 0; }  // query heads per KV head
   int64_t parameter_count() const;  // but a separate classifier's (tied or not: Model knows)
   // Throws Error("<what>: ...") if the shape is inconsistent.
   void validate(const std::string& what) const;
