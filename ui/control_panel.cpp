@@ -223,10 +223,8 @@ void ControlPanel::fitSplit() {
   const bool was = loading_;
   loading_ = true;
   const BudgetSplit fit = fit_budget_split(budget_->value(), sinks_->value(), heavy_->value(), recent_->value());
-  // The fields' ranges follow the budget, so that the arrows cannot leave a valid split.
-  sinks_->setMaximum(fit.budget - 1);
-  heavy_->setMaximum(std::max(0, fit.budget - fit.sinks - 1));
-  recent_->setMaximum(std::max(0, fit.budget - fit.sinks));
+  // The fields take any number typed (a maximum would turn a typed 50 into 5 on its first digit);
+  // what does not fit the budget is set back at once and said in the split's line.
   sinks_->setValue(fit.sinks);
   heavy_->setValue(fit.heavy);
   recent_->setValue(fit.recent);
@@ -278,7 +276,6 @@ void ControlPanel::setConfig(const StudioConfig& c) {
   backend_->setCurrentText(QString::fromStdString(c.backend));
   threads_->setValue(c.threads);
   // Ranges first wide open: the stored values are fitted below, visibly.
-  for (QSpinBox* b : {sinks_, heavy_, recent_}) b->setMaximum(1 << 20);
   budget_->setValue(c.budget);
   sinks_->setValue(c.sinks);
   heavy_->setValue(c.heavy);

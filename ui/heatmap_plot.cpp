@@ -43,7 +43,12 @@ HeatmapPlot::HeatmapPlot(QWidget* parent) : QCustomPlot(parent) {
   restyle();
   setMouseTracking(true);
   // Explicit, so that neither the title nor the labels set the pane's width.
-  setMinimumSize(160, 130);
+  setMinimumWidth(160);
+}
+
+int HeatmapPlot::labelExtent() const {
+  // Column labels are elided to this (they stand rotated): the cells' room below stays fixed.
+  return int(std::ceil(QFontMetricsF(xAxis->tickLabelFont()).horizontalAdvance("nnnnnn")));
 }
 
 void HeatmapPlot::restyle() {
@@ -71,14 +76,16 @@ void HeatmapPlot::restyle() {
   }
   note_->setColor(muted_text_color());
   note_->setFont(small);
+  xAxis->setTickLabelPadding(2);
+  keep_cells_at_least(this, kMinCells, fix_vertical_room(this, title_, 3 + 2 + labelExtent() + 2));
 }
 
 QString HeatmapPlot::title() const { return title_->property("h2o_full").toString(); }
 QString HeatmapPlot::exportTitle() const { return title_->property("h2o_export").toString(); }
 
-void HeatmapPlot::setData(HeatmapData data, const QString& title, const QString& exported) {
+void HeatmapPlot::setData(HeatmapData data, const PlotTitle& title) {
   data_ = std::move(data);
-  set_title(title_, title, exported);
+  set_title(title_, title);
   const int rows = data_.rows(), cols = data_.cols();
   map_->data()->setSize(std::max(cols, 1), std::max(rows, 1));
   map_->data()->setRange(QCPRange(0, std::max(cols - 1, 0)), QCPRange(0, std::max(rows - 1, 0)));
@@ -112,7 +119,7 @@ void HeatmapPlot::label() {
   for (int c : spaced_by_importance(data_.column_mass, gap)) {
     QString label = QString::fromStdString(data_.labels[size_t(c)]).trimmed();
     if (label.isEmpty()) label = "␣";
-    columns_ticker_->addTick(c, label.left(8));
+    columns_ticker_->addTick(c, fm.elidedText(label, Qt::ElideRight, labelExtent()));
   }
   // Rows: numbers at least a text line apart, the newest always named (prefill
   // chunks put many rows in a few pixels; their labels must not pile up).

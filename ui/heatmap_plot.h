@@ -7,15 +7,17 @@
 #include <qcustomplot.h>
 
 #include "core/studio/snapshot.h"
+#include "ui/plot_helpers.h"
 
 namespace h2o::ui {
 
 class HeatmapPlot : public QCustomPlot {
   Q_OBJECT
  public:
+  static constexpr int kMinCells = 120;  // px: the least height of the cells, any window
   explicit HeatmapPlot(QWidget* parent = nullptr);
-  // `title`: what the pane shows; `exported`: the file's (policy, layer, head, step).
-  void setData(HeatmapData data, const QString& title, const QString& exported = {});
+  // `title`: what the pane shows (compact: the view and step alone) and the file's (policy, layer, head, step).
+  void setData(HeatmapData data, const PlotTitle& title);
   const HeatmapData& data() const { return data_; }
   QString title() const;          // as shown
   QString exportTitle() const;    // as exported
@@ -32,6 +34,7 @@ class HeatmapPlot : public QCustomPlot {
  private:
   bool cellAt(QPointF point, int& row, int& col) const;
   void label();  // the ticks that fit the current size
+  int labelExtent() const;
 
   QCPColorMap* map_;
   QCPColorScale* scale_;

@@ -18,6 +18,7 @@
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QThread>
 #include <QTimer>
@@ -252,6 +253,7 @@ void MainWindow::buildLayout() {
   connect(analysis_, &QTabWidget::currentChanged, this, [this] {
     if (last_) drawAnalysis(*last_);
   });
+  connect(analysis_->tabBar(), &QTabBar::tabBarClicked, this, &MainWindow::openAnalysis);
   setPanePolicies(configured_policies(options_.settings.config));
   bottom_ = new QSplitter(Qt::Horizontal);
   bottom_->addWidget(curves_);

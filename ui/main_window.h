@@ -112,6 +112,11 @@ class MainWindow : public QMainWindow {
   void showTab(const QString& name);
   // The analysis tabs take most of the height (the panes keep their minimum): for the teaching views.
   void setAnalysisEnlarged(bool on);
+  // Short windows: the panes get what their side-by-side arrangement needs; the analysis tabs the rest.
+  void fitPanes();
+  int analysisStrip() const;
+  // A click on a shrunk analysis tab bar opens the tabs again.
+  void openAnalysis();
   void setStatsInterval(int seconds);
 
  signals:

@@ -12,6 +12,7 @@
 #include <QMenuBar>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolButton>
@@ -22,6 +23,7 @@
 #include "core/base/error.h"
 #include "core/base/format.h"
 #include "ui/banner.h"
+#include "ui/pane_area.h"
 #include "ui/control_panel.h"
 #include "ui/curves_panel.h"
 #include "ui/head_view.h"
@@ -176,6 +178,8 @@ void MainWindow::setLook(ThemeKind theme, double scale) {
   light_->blockSignals(false);
   restyle();
   persist();
+  // The new text size changes what the panes need.
+  QTimer::singleShot(0, this, &MainWindow::fitPanes);
 }
 
 void MainWindow::restyle() {
@@ -227,16 +231,41 @@ void MainWindow::resizeEvent(QResizeEvent* event) {
   // curves become the first analysis tab instead of a column of their own.
   const bool compact = height() < int(900 * std::max(1.0, ui_scale()));
   const bool is_compact = analysis_->indexOf(curves_) >= 0;
-  if (compact == is_compact) return;
-  if (compact) {
-    analysis_->insertTab(0, curves_, "Curves");
-    analysis_->setCurrentIndex(0);
-  } else {
-    analysis_->removeTab(analysis_->indexOf(curves_));
-    bottom_->insertWidget(0, curves_);
-    curves_->show();
-    bottom_->setSizes({1000, 900});
+  if (compact != is_compact) {
+    if (compact) {
+      analysis_->insertTab(0, curves_, "Curves");
+      analysis_->setCurrentIndex(0);
+    } else {
+      analysis_->removeTab(analysis_->indexOf(curves_));
+      bottom_->insertWidget(0, curves_);
+      curves_->show();
+      bottom_->setSizes({1000, 900});
+    }
+    // Compact, the tabs may shrink to their tab bar (a click on a tab opens them again).
+    analysis_->setMinimumHeight(compact ? analysisStrip() : 0);
   }
+  fitPanes();
+}
+
+int MainWindow::analysisStrip() const { return analysis_->tabBar()->sizeHint().height() + 4; }
+
+void MainWindow::fitPanes() {
+  if (analysis_->indexOf(curves_) < 0) return;  // tall windows keep the splitter where it is
+  const int total = central_split_->height();
+  const int need = pane_area_->heightNeeded();
+  if (need <= 0 || total <= 0) return;
+  // Every pane in view (the grid at 1280x720) first; the analysis tabs get the rest, or only
+  // their tab bar where the rest would show a sliver of a plot.
+  constexpr int kLeastAnalysis = 140;
+  const int room = std::max(total * 3 / 5, total - analysisStrip());
+  const int panes = total - need < kLeastAnalysis ? room : std::clamp(need, total * 3 / 5, room);
+  central_split_->setSizes({panes, total - panes});
+}
+
+void MainWindow::openAnalysis() {
+  if (analysis_->height() >= 3 * analysisStrip()) return;
+  const int total = central_split_->height();
+  central_split_->setSizes({total * 3 / 5, total - total * 3 / 5});
 }
 
 }  // namespace h2o::ui

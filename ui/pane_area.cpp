@@ -12,39 +12,72 @@ namespace h2o::ui {
 PaneArea::PaneArea(QWidget* parent) : QWidget(parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(0, 0, 0, 0);
+  // Explicit: the panes' least sizes pick the arrangement, they never grow the window past the screen.
+  setMinimumSize(200, 150);
 }
 
 int PaneArea::minimumPaneWidth() { return int(300 * ui_scale()); }
 
 void PaneArea::setPanes(std::vector<PolicyPane*> panes) {
-  for (PolicyPane* p : panes_) p->deleteLater();
+  for (PolicyPane* p : panes_) {
+    p->hide();
+    p->deleteLater();
+  }
   panes_ = std::move(panes);
   arranged_ = false;
-  arrange(pick());
+  arrange(pick(height()));
 }
 
-PaneArea::Mode PaneArea::pick() const {
+QSize PaneArea::leastPane(int arrangement) const {
+  QSize least;
+  for (PolicyPane* p : panes_) least = least.expandedTo(p->minimumFor(PolicyPane::Arrangement(arrangement)));
+  return least;
+}
+
+// Four panes prefer the 2x2 grid to four narrow columns; fewer go side by side.
+PaneArea::Mode PaneArea::pick(int height) const {
   const int n = int(panes_.size());
   if (n <= 1) return Mode::Columns;
-  int min_h = 0;
-  for (PolicyPane* p : panes_) min_h = std::max(min_h, p->minimumSizeHint().height());
-  if (width() / n >= minimumPaneWidth()) return Mode::Columns;
-  if (n == 4 && width() / 2 >= minimumPaneWidth() && height() / 2 >= min_h) return Mode::Grid;
+  const QSize stacked = leastPane(int(PolicyPane::Arrangement::Stacked));
+  const QSize wide = leastPane(int(PolicyPane::Arrangement::Wide));
+  const int column = std::max(minimumPaneWidth(), stacked.width());
+  const bool columns_fit = width() / n >= column && height >= stacked.height();
+  const bool grid_fits = n == 4 && width() / 2 >= wide.width() && height / 2 >= wide.height();
+  if (columns_fit && (n < 4 || !grid_fits || width() / n >= column * 5 / 4)) return Mode::Columns;
+  if (grid_fits) return Mode::Grid;
   return Mode::Tabs;
+}
+
+int PaneArea::heightNeeded() const {
+  const int n = int(panes_.size());
+  if (n <= 1) return 0;
+  const QSize stacked = leastPane(int(PolicyPane::Arrangement::Stacked));
+  const QSize wide = leastPane(int(PolicyPane::Arrangement::Wide));
+  if (n == 4 && width() / 2 >= wide.width()) return 2 * wide.height() + 8;
+  if (width() / n >= std::max(minimumPaneWidth(), stacked.width())) return stacked.height();
+  return 0;
 }
 
 void PaneArea::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
-  if (const Mode m = pick(); m != mode_ || !arranged_) arrange(m);
+  if (const Mode m = pick(height()); m != mode_ || !arranged_) arrange(m);
 }
 
 void PaneArea::arrange(Mode mode) {
   const int current = tabs_ ? tabs_->currentIndex() : 0;
   for (PolicyPane* p : panes_) p->setParent(this);  // out of the old container, kept alive
-  if (container_) container_->deleteLater();
+  // Out of the layout now: deleteLater waits for the event loop it was called from, and a
+  // nested one (a modal dialog, the screenshot's wait) would leave it taking half the height.
+  if (container_) {
+    layout()->removeWidget(container_);
+    container_->hide();
+    container_->deleteLater();
+  }
   tabs_ = nullptr;
   mode_ = mode;
   arranged_ = true;
+  if (mode != Mode::Grid)
+    for (PolicyPane* p : panes_) p->setArrangement(PolicyPane::Arrangement::Stacked);
   if (mode == Mode::Tabs) {
     tabs_ = new QTabWidget;
     tabs_->setObjectName("pane_tabs");
@@ -53,6 +86,7 @@ void PaneArea::arrange(Mode mode) {
     tabs_->setCurrentIndex(std::clamp(current, 0, std::max(0, int(panes_.size()) - 1)));
     container_ = tabs_;
   } else if (mode == Mode::Grid) {
+    for (PolicyPane* p : panes_) p->setArrangement(PolicyPane::Arrangement::Wide);
     auto* rows = new QSplitter(Qt::Vertical);
     for (int r = 0; r < 2; ++r) {
       auto* row = new QSplitter(Qt::Horizontal);

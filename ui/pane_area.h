@@ -1,8 +1,9 @@
 #pragma once
 // Where the policy panes sit: side by side while each gets a readable width,
-// else four as a 2x2 grid when the height allows, else one tab per pane. The
-// layout is picked again whenever the area is resized or the panes change, so
-// a 1280x720 window with four panes stays readable.
+// else four as a 2x2 grid of wide panes (rasters beside the heatmap) when the
+// height allows, else one tab per pane. The layout is picked again whenever the
+// area is resized or the panes change, so a 1280x720 window with four panes
+// keeps them all in view.
 #include <QWidget>
 #include <vector>
 
@@ -23,12 +24,15 @@ class PaneArea : public QWidget {
   QTabWidget* tabs() const { return tabs_; }
   // The narrowest a pane may be side by side.
   static int minimumPaneWidth();
+  // The least height at which every pane shows at this width (columns or the grid); 0: none fits.
+  int heightNeeded() const;
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
 
  private:
-  Mode pick() const;
+  Mode pick(int height) const;
+  QSize leastPane(int arrangement) const;
   void arrange(Mode mode);
 
   std::vector<PolicyPane*> panes_;

@@ -46,25 +46,29 @@ static void save_via_temp(const QString& path, const std::function<bool(const QS
   }
 }
 
-// Shows the layout elements meant for exported files only (a raster's fate
-// legend) while it lives.
+// While it lives: the plot's layouts are the file's (see keep_cells_at_least), and the element
+// meant for exported files only (a raster's fate legend) sits in the bottom row.
 class ExportDecorations {
  public:
   explicit ExportDecorations(QCustomPlot* plot) : plot_(plot) {
-    for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
-      if (e && e->objectName() == kExportOnly && !e->visible()) {
-        e->setVisible(true);
-        shown_.push_back(e);
-      }
+    plot->setProperty("h2o_exporting", true);
+    shown_ = qobject_cast<QCPLayoutElement*>(plot->property(kExportOnly).value<QObject*>());
+    if (!shown_) return;
+    QCPLayoutGrid* layout = plot->plotLayout();
+    layout->addElement(layout->rowCount(), 0, shown_);
+    layout->setRowStretchFactor(layout->rowCount() - 1, 0.001);
+    shown_->setVisible(true);
   }
   ~ExportDecorations() {
-    for (QCPLayoutElement* e : shown_) e->setVisible(false);
-    if (!shown_.empty()) plot_->replot(QCustomPlot::rpQueuedReplot);
+    plot_->setProperty("h2o_exporting", false);
+    if (!shown_) return;
+    park_export_only(plot_, shown_);
+    plot_->replot(QCustomPlot::rpQueuedReplot);
   }
 
  private:
   QCustomPlot* plot_;
-  std::vector<QCPLayoutElement*> shown_;
+  QCPLayoutElement* shown_ = nullptr;
 };
 
 void save_plot(QCustomPlot* plot, const QString& path, PlotFormat format) {

@@ -14,19 +14,21 @@ QCPTextElement* add_title(QCustomPlot* plot, const QString& title, double point_
   caption->setTextColor(text_color());
   caption->setMargins(QMargins(2, 1, 2, 0));
   plot->plotLayout()->addElement(0, 0, caption);
-  set_title(caption, title);
+  set_title(caption, {title, {}, {}});
   plot->plotLayout()->setRowStretchFactor(0, 0.001);
   return caption;
 }
 
-void set_title(QCPTextElement* title, const QString& text, const QString& exported) {
-  title->setProperty("h2o_full", text);
-  title->setProperty("h2o_export", exported.isEmpty() ? text : exported);
+void set_title(QCPTextElement* title, const PlotTitle& text) {
+  title->setProperty("h2o_full", text.shown);
+  title->setProperty("h2o_compact", text.compact);
+  title->setProperty("h2o_export", text.exported.isEmpty() ? text.shown : text.exported);
   QCustomPlot* plot = title->parentPlot();
   const QFontMetricsF fm(title->font());
   // The title's column may share the width with a colour scale beside the axis rect.
   const int room = std::max(40, plot->width() - 8 - plot->property("h2o_title_inset").toInt());
-  title->setText(fm.elidedText(text, Qt::ElideRight, room));
+  const QString& fitting = fm.horizontalAdvance(text.shown) <= room || text.compact.isEmpty() ? text.shown : text.compact;
+  title->setText(fm.elidedText(fitting, Qt::ElideRight, room));
 }
 
 ExportTitles::ExportTitles(QCustomPlot* plot) : plot_(plot) {
@@ -40,7 +42,8 @@ ExportTitles::~ExportTitles() { fit_titles(plot_); }
 void fit_titles(QCustomPlot* plot) {
   for (QCPLayoutElement* e : plot->plotLayout()->elements(false))
     if (auto* t = qobject_cast<QCPTextElement*>(e); t && t->property("h2o_full").isValid())
-      set_title(t, t->property("h2o_full").toString(), t->property("h2o_export").toString());
+      set_title(t, {t->property("h2o_full").toString(), t->property("h2o_compact").toString(),
+                    t->property("h2o_export").toString()});
 }
 
 namespace {
@@ -72,6 +75,39 @@ void fit_legend(QCustomPlot* plot) {
     legend->setWrap(per_line);
     legend->setFillOrder(QCPLegend::foColumnsFirst, true);
   }
+}
+
+void keep_cells_at_least(QCustomPlot* plot, int cells, int chrome_guess) {
+  const bool connected = plot->property("h2o_min_cells").isValid();
+  plot->setProperty("h2o_min_cells", cells);
+  plot->setMinimumHeight(cells + chrome_guess);
+  if (connected) return;
+  QObject::connect(plot, &QCustomPlot::afterLayout, plot, [plot] {
+    // Measured only on the window's own layout: not an export's, nor a hidden or squeezed widget's.
+    if (plot->property("h2o_exporting").toBool() || !plot->isVisible() || plot->viewport() != plot->rect()) return;
+    const int chrome = plot->height() - plot->axisRect()->height();
+    const int need = plot->property("h2o_min_cells").toInt() + chrome;
+    if (plot->height() > 0 && need > plot->minimumHeight()) plot->setMinimumHeight(need);
+  });
+}
+
+void park_export_only(QCustomPlot* plot, QCPLayoutElement* element) {
+  element->setVisible(false);
+  plot->plotLayout()->take(element);
+  plot->plotLayout()->simplify();
+  element->setParent(plot);  // owned by the plot while out of its layout
+  plot->setProperty(kExportOnly, QVariant::fromValue<QObject*>(element));
+}
+
+int fix_vertical_room(QCustomPlot* plot, QCPTextElement* title, int bottom) {
+  constexpr int kTop = 2;
+  plot->plotLayout()->setRowSpacing(1);
+  for (QCPLayoutElement* e : plot->plotLayout()->elements(false))
+    if (e && e != title && qobject_cast<QCPLayoutElement*>(e) && (qobject_cast<QCPAxisRect*>(e) || qobject_cast<QCPColorScale*>(e))) {
+      e->setAutoMargins(QCP::msLeft | QCP::msRight);
+      e->setMargins(QMargins(0, kTop, 0, bottom));
+    }
+  return QFontMetrics(title->font()).height() + title->margins().top() + title->margins().bottom() + 1 + kTop + bottom;
 }
 
 QCustomPlot* make_plot(const QString& title, const QString& x_label, const QString& y_label, QWidget* parent) {

@@ -10,11 +10,14 @@ namespace h2o::ui {
 QCustomPlot* make_plot(const QString& title, const QString& x_label, const QString& y_label, QWidget* parent = nullptr);
 // A title row at the top of any plot (make_plot's, the panes' heatmaps and rasters): returned for updating.
 QCPTextElement* add_title(QCustomPlot* plot, const QString& title, double point_size = 9);
-// Sets a title, elided to the plot's width: a title must never widen its
-// plot (QCustomPlot's minimum size would follow the text) or be cut mid-word.
-// `exported`: the longer title an exported file carries (policy, layer, head:
-// a file stands alone); empty: the same.
-void set_title(QCPTextElement* title, const QString& text, const QString& exported = {});
+// What a plot is titled: `shown` where it fits the plot's width, else `compact` (a narrow pane),
+// elided only where neither fits: a title must never widen its plot (QCustomPlot's minimum size
+// would follow the text). `exported`: the longer title a file carries (policy, layer, head: a file
+// stands alone); empty: `shown`.
+struct PlotTitle {
+  QString shown, compact, exported;
+};
+void set_title(QCPTextElement* title, const PlotTitle& text);
 // While it lives, a plot shows its export titles whole (save_plot).
 class ExportTitles {
  public:
@@ -28,6 +31,15 @@ class ExportTitles {
 void fit_titles(QCustomPlot* plot);
 // Wraps a legend above the plot so that every entry is whole at the plot's width.
 void fit_legend(QCustomPlot* plot);
+
+// Keeps a plot's cells (its axis rect) at least `cells` px tall: the widget's least height is the
+// cells plus what the layout puts around them (title, tick labels), first `chrome_guess`, then as
+// measured after each layout (only growing, so that a pane's arrangement does not flip per step).
+void keep_cells_at_least(QCustomPlot* plot, int cells, int chrome_guess);
+
+// A cell plot's vertical room: `bottom` px under the cells (ticks and their labels), 2 above, the
+// title one pixel over them; returns the height around the cells (the chrome).
+int fix_vertical_room(QCustomPlot* plot, QCPTextElement* title, int bottom);
 // Moves the legend out of the axis rect into one row under the title, so that
 // it never covers data.
 void legend_above(QCustomPlot* plot);
@@ -45,7 +57,9 @@ void rescale(QCustomPlot* plot, bool include_zero = true, const AxisRange& y = {
 void thin_ticks(QCustomPlot* plot);
 // Whether any graph or colour map of the plot holds data (reports skip empty plots).
 bool plot_has_data(QCustomPlot* plot);
-// Layout elements shown only when a plot is exported (a raster's fate legend).
+// A layout element shown only when the plot is exported (a raster's fate legend): kept out of the
+// plot's layout, so that it takes no room in the window; save_plot puts it in the bottom row.
 inline constexpr const char* kExportOnly = "export-only";
+void park_export_only(QCustomPlot* plot, QCPLayoutElement* element);
 
 }  // namespace h2o::ui

@@ -24,7 +24,7 @@ QString view_caption(const StudioSnapshot& s) {
 
 PolicyPane::PolicyPane(const PolicyConfig& policy, QWidget* parent) : QWidget(parent), policy_(policy) {
   auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(3, 3, 3, 3);
+  layout->setContentsMargins(2, 2, 2, 2);
   layout->setSpacing(2);
   title_ = new QLabel(policy_title(policy));
   title_->setToolTip(QString::fromStdString(std::string(policy.unit().description)));
@@ -45,19 +45,16 @@ PolicyPane::PolicyPane(const PolicyConfig& policy, QWidget* parent) : QWidget(pa
   detail_ = new RasterPlot(RasterPlot::Role::Detail);
 
   text_->setToolTip("The stream: colour = fate of each token in this cache (legend in the status bar)");
-  auto* splitter = new QSplitter(Qt::Vertical);
-  splitter->addWidget(text_);
-  splitter->addWidget(heatmap_);
-  splitter->addWidget(overview_);
-  splitter->addWidget(detail_);
-  // Proportions of the pane (the splitter scales them); minimum heights keep every plot readable.
-  splitter->setSizes({26, 34, 18, 22});
-  splitter->setChildrenCollapsible(false);
-
-  layout->addWidget(title_);
-  layout->addWidget(numbers_);
-  layout->addWidget(meter_);
-  layout->addWidget(splitter, 1);
+  stack_ = new QSplitter(Qt::Vertical);
+  side_ = new QSplitter(Qt::Horizontal);
+  rasters_ = new QSplitter(Qt::Vertical);
+  for (QSplitter* s : {stack_, side_, rasters_}) s->setChildrenCollapsible(false);
+  header_ = new QGridLayout;
+  header_->setContentsMargins(0, 0, 0, 0);
+  header_->setSpacing(2);
+  layout->addLayout(header_);
+  layout->addWidget(stack_, 1);
+  setArrangement(Arrangement::Stacked);
   restyle();
 
   connect(text_, &TokenFlowView::tokenClicked, this, &PolicyPane::positionClicked);
@@ -70,6 +67,70 @@ PolicyPane::PolicyPane(const PolicyConfig& policy, QWidget* parent) : QWidget(pa
     connect(r, &RasterPlot::pixelsChanged, this, [this] {
       emit rasterPixels(overview_->axisRect()->rect().size(), detail_->axisRect()->rect().size());
     });
+}
+
+void PolicyPane::setArrangement(Arrangement arrangement) {
+  arrangement_ = arrangement;
+  arrangeHeader();
+  // Moving a widget into another splitter takes it out of the one it was in.
+  if (arrangement == Arrangement::Wide) {
+    rasters_->addWidget(overview_);
+    rasters_->addWidget(detail_);
+    side_->addWidget(heatmap_);
+    side_->addWidget(rasters_);
+    stack_->addWidget(text_);
+    stack_->addWidget(side_);
+    // The heatmap's colour scale and axis title take ~110 px: it gets the larger share.
+    side_->setStretchFactor(0, 3);
+    side_->setStretchFactor(1, 2);
+    side_->setSizes({60, 40});
+    rasters_->setSizes({45, 55});
+    stack_->setSizes({20, 80});
+    side_->show();
+    rasters_->show();
+  } else {
+    for (QWidget* w : std::initializer_list<QWidget*>{text_, heatmap_, overview_, detail_})
+      stack_->addWidget(w);
+    side_->setParent(this);
+    rasters_->setParent(this);
+    side_->hide();
+    rasters_->hide();
+    // Proportions of the pane (the splitter scales them); minimum heights keep every plot readable.
+    stack_->setSizes({26, 34, 18, 22});
+  }
+}
+
+// Stacked: title, numbers and meter on three lines. Wide: the meter beside the title.
+void PolicyPane::arrangeHeader() {
+  for (QWidget* w : std::initializer_list<QWidget*>{title_, numbers_, meter_})
+    header_->removeWidget(w);
+  if (arrangement_ == Arrangement::Wide) {
+    header_->addWidget(title_, 0, 0);
+    header_->addWidget(meter_, 0, 1);
+    header_->addWidget(numbers_, 1, 0, 1, 2);
+    header_->setColumnStretch(0, 3);
+    header_->setColumnStretch(1, 2);
+  } else {
+    header_->addWidget(title_, 0, 0, 1, 2);
+    header_->addWidget(numbers_, 1, 0, 1, 2);
+    header_->addWidget(meter_, 2, 0, 1, 2);
+  }
+}
+
+QSize PolicyPane::minimumFor(Arrangement arrangement) const {
+  const auto h = [](const QWidget* w) { return std::max(w->minimumHeight(), w->minimumSizeHint().height()); };
+  const int handle = stack_->handleWidth();
+  const int title = std::max(title_->sizeHint().height(), 1), numbers = numbers_->sizeHint().height();
+  const int margins = layout()->contentsMargins().top() + layout()->contentsMargins().bottom() + layout()->spacing();
+  const int plot_w = std::max({heatmap_->minimumWidth(), overview_->minimumWidth(), detail_->minimumWidth()});
+  if (arrangement == Arrangement::Wide) {
+    const int header = std::max(title, h(meter_)) + header_->spacing() + numbers;
+    const int plots = std::max(h(heatmap_), h(overview_) + handle + h(detail_));
+    return {heatmap_->minimumWidth() + handle + plot_w + 6, margins + header + h(text_) + handle + plots};
+  }
+  const int header = title + numbers + h(meter_) + 2 * header_->spacing();
+  const int plots = h(heatmap_) + h(overview_) + h(detail_) + 2 * handle;
+  return {plot_w + 6, margins + header + h(text_) + handle + plots};
 }
 
 void PolicyPane::restyle() {
@@ -116,30 +177,33 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
   const QString exported = QString("%1 (%2) · %3").arg(title, describe, view);
   // Before the first step there is no step to name.
   const QString at_step = s.step < 0 ? QString("no steps yet") : QString("step %1").arg(s.step);
-  heatmap_->setData(pane.heatmap, QString("attention · %1 · %2").arg(compact_view, at_step),
-                    QString("%1 · attention · %2").arg(exported, at_step));
+  heatmap_->setData(pane.heatmap, {QString("attention · %1 · %2").arg(compact_view, at_step),
+                                   QString("%1 · %2").arg(compact_view, at_step),
+                                   QString("%1 · attention · %2").arg(exported, at_step)});
   heatmap_->replot(QCustomPlot::rpImmediateRefresh);
   // The trained context matters where positions are not rolled and the cache outgrows it: the full cache.
   const int64_t context = !pane.config.evicts() && !pane.config.rolling ? s.context : 0;
   const SurvivalRaster& o = pane.overview;
-  overview_->setData(o, QString("whole stream · %1 pos · %2 steps").arg(o.positions()).arg(o.steps()),
-                     QString("%1 · survival · whole stream: %2 positions × %3 steps%4")
-                         .arg(exported)
-                         .arg(o.positions())
-                         .arg(o.steps())
-                         .arg(o.binned() ? " (binned)" : ""),
+  overview_->setData(o,
+                     {QString("whole stream · %1 pos · %2 steps").arg(o.positions()).arg(o.steps()),
+                      QString("whole · %1 pos · %2 steps").arg(o.positions()).arg(o.steps()),
+                      QString("%1 · survival · whole stream: %2 positions × %3 steps%4")
+                          .arg(exported)
+                          .arg(o.positions())
+                          .arg(o.steps())
+                          .arg(o.binned() ? " (binned)" : "")},
                      pane.detail.first_position, pane.detail.end_position, context);
   overview_->replot(QCustomPlot::rpImmediateRefresh);
   const SurvivalRaster& d = pane.detail;
-  const QString stretch = d.last_step < d.first_step
-                              ? QString("no steps yet")
-                              : QString("positions %1–%2 · steps %3–%4")
-                                    .arg(d.first_position)
-                                    .arg(std::max<int64_t>(d.first_position, d.end_position - 1))
-                                    .arg(d.first_step)
-                                    .arg(d.last_step);
-  detail_->setData(d, QString("detail · %1").arg(stretch), QString("%1 · survival · %2").arg(exported, stretch), -1, -1,
-                   context);
+  const bool none = d.last_step < d.first_step;
+  const QString positions = QString("%1–%2").arg(d.first_position).arg(std::max<int64_t>(d.first_position, d.end_position - 1));
+  const QString steps = QString("%1–%2").arg(d.first_step).arg(d.last_step);
+  const QString stretch = none ? QString("no steps yet") : QString("positions %1 · steps %2").arg(positions, steps);
+  detail_->setData(d,
+                   {QString("detail · %1").arg(stretch),
+                    none ? QString("detail · no steps yet") : QString("detail · %1 · steps %2").arg(positions, steps),
+                    QString("%1 · survival · %2").arg(exported, stretch)},
+                   -1, -1, context);
   detail_->replot(QCustomPlot::rpImmediateRefresh);
 }
 

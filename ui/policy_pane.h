@@ -1,12 +1,16 @@
 #pragma once
 // One policy's column: its numbers, sparsity meter, coloured text, attention
 // heatmap and the two survival rasters (the whole stream, and a detail),
-// stacked in a splitter that never squeezes a plot below what it needs.
+// in splitters that never squeeze a plot below what it needs. Stacked, every
+// plot under the other; wide (a 2x2 grid in a short window), the rasters sit
+// beside the heatmap, so a pane needs about half the height.
 #include <QWidget>
 
 #include "core/studio/snapshot.h"
 
+class QGridLayout;
 class QLabel;
+class QSplitter;
 
 namespace h2o::ui {
 
@@ -18,7 +22,12 @@ class SparsityMeter;
 class PolicyPane : public QWidget {
   Q_OBJECT
  public:
+  enum class Arrangement { Stacked, Wide };
   explicit PolicyPane(const PolicyConfig& policy, QWidget* parent = nullptr);
+  void setArrangement(Arrangement arrangement);
+  Arrangement arrangement() const { return arrangement_; }
+  // The least size in an arrangement: every plot's cells at their least (see keep_cells_at_least).
+  QSize minimumFor(Arrangement arrangement) const;
   const PolicyConfig& policy() const { return policy_; }
   // Draws this policy's part of a snapshot.
   void draw(const StudioSnapshot& snapshot, const PaneSnapshot& pane, int64_t highlight);
@@ -40,7 +49,14 @@ class PolicyPane : public QWidget {
   void rasterPixels(QSize overview, QSize detail);
 
  private:
+  void arrangeHeader();
+
   PolicyConfig policy_;
+  Arrangement arrangement_ = Arrangement::Stacked;
+  QGridLayout* header_;
+  QSplitter* stack_;    // text over the plots
+  QSplitter* side_;     // wide: the heatmap beside the rasters
+  QSplitter* rasters_;  // wide: overview over detail
   QLabel* title_;
   QLabel* numbers_;
   SparsityMeter* meter_;

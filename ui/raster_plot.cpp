@@ -48,7 +48,7 @@ RasterPlot::RasterPlot(Role role, QWidget* parent) : QCustomPlot(parent), role_(
   buildLegend();
   restyle();
   // Explicit, so that the title does not set the pane's width.
-  setMinimumSize(160, role == Role::Overview ? 70 : 80);
+  setMinimumWidth(160);
   setToolTip(role == Role::Overview
                  ? "The whole stream: each column is a stretch of positions, each row a stretch of steps;\n"
                    "a cell shows the most telling fate in it (sink, heavy hitter, recent, cached, evicted).\n"
@@ -69,7 +69,7 @@ void RasterPlot::buildLegend() {
     t->setProperty("fate", int(f));
     legend_row_->addElement(0, col++, t);
   }
-  legend_row_->setVisible(false);
+  park_export_only(this, legend_row_);
 }
 
 void RasterPlot::restyle() {
@@ -102,6 +102,10 @@ void RasterPlot::restyle() {
       t->setTextColor(fate_color(Fate(t->property("fate").toInt())));
       t->setFont(f);
     }
+  // Under the cells: ticks, and in the detail their position labels.
+  xAxis->setTickLabelPadding(2);
+  const int labels = role_ == Role::Detail ? 2 + QFontMetrics(xAxis->tickLabelFont()).height() + 1 : 1;
+  keep_cells_at_least(this, kMinCells, fix_vertical_room(this, title_, 3 + labels));
 }
 
 QString RasterPlot::title() const { return title_->property("h2o_full").toString(); }
@@ -126,10 +130,10 @@ int64_t RasterPlot::positionAt(double x) const {
   return std::min(to - 1, from + int64_t((coord - c) * double(to - from)));
 }
 
-void RasterPlot::setData(const SurvivalRaster& r, const QString& title, const QString& exported, int64_t marked_first,
+void RasterPlot::setData(const SurvivalRaster& r, const PlotTitle& title, int64_t marked_first,
                          int64_t marked_end, int64_t context) {
   raster_ = r;
-  set_title(title_, title, exported);
+  set_title(title_, title);
   const int cols = std::max(r.cols, 1), rows = std::max(r.rows, 1);
   map_->data()->setSize(cols, rows);
   const double per_row = r.rows ? double(r.steps()) / r.rows : 1.0;
@@ -162,8 +166,16 @@ void RasterPlot::setData(const SurvivalRaster& r, const QString& title, const QS
   if (marker) {
     context_line_->point1->setCoords(columnCoord(context), 0);
     context_line_->point2->setCoords(columnCoord(context), 1);
+    // Whole, on the side with room (the full cache outgrows its context near the right edge).
+    const double x = xAxis->coordToPixel(columnCoord(context));
+    const QFontMetricsF label_fm(context_label_->font());
+    QString text = QString("trained context %1").arg(context);
+    const double right = axisRect()->right() - x, left = x - axisRect()->left();
+    if (label_fm.horizontalAdvance(text + "  ") > std::max(right, left)) text = QString("context %1").arg(context);
+    const bool on_right = right >= label_fm.horizontalAdvance(text + "  ") || right >= left;
+    context_label_->setPositionAlignment((on_right ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignTop);
+    context_label_->setText(on_right ? " " + text : text + " ");
     context_label_->position->setCoords(columnCoord(context), 0.02);
-    context_label_->setText(QString(" trained context %1").arg(context));
   }
   // Position labels that fit, at round positions; steps at least two text lines apart.
   const QFontMetricsF fm(xAxis->tickLabelFont());

@@ -9,6 +9,7 @@
 #include <qcustomplot.h>
 
 #include "core/studio/survival.h"
+#include "ui/plot_helpers.h"
 
 namespace h2o::ui {
 
@@ -16,11 +17,12 @@ class RasterPlot : public QCustomPlot {
   Q_OBJECT
  public:
   enum class Role { Overview, Detail };
+  static constexpr int kMinCells = 60;  // px: the least height of the cells, any window
   explicit RasterPlot(Role role, QWidget* parent = nullptr);
   // `title`: policy, layer/head and what is shown; `marked_first/end`: the
   // detail's stretch (overview only, -1: none); `context`: a marker at this
   // position (0: none).
-  void setData(const SurvivalRaster& raster, const QString& title, const QString& exported, int64_t marked_first = -1,
+  void setData(const SurvivalRaster& raster, const PlotTitle& title, int64_t marked_first = -1,
                int64_t marked_end = -1, int64_t context = 0);
   QString title() const;
   QString exportTitle() const;

@@ -12,7 +12,6 @@ namespace h2o::ui {
 
 TokenFlowView::TokenFlowView(QWidget* parent) : QWidget(parent), bar_(new QScrollBar(Qt::Vertical, this)) {
   setAttribute(Qt::WA_OpaquePaintEvent);
-  setMinimumHeight(48);
   restyle();
   setCursor(Qt::PointingHandCursor);
   bar_->setCursor(Qt::ArrowCursor);
@@ -29,6 +28,8 @@ void TokenFlowView::restyle() {
   f.setStyleHint(QFont::Monospace);
   f.setPointSizeF(scaled_pt(8.5));
   setFont(f);
+  // Two lines of text at least (the newest tokens and the line before them).
+  setMinimumHeight(2 * (QFontMetrics(f).height() + 2) + 6);
   advance_.clear();
   laid_out_width_ = -1;
   update();

@@ -13,22 +13,18 @@ namespace h2o {
 BudgetSplit fit_budget_split(int budget, int sinks, int heavy, int recent) {
   BudgetSplit s{std::max(2, budget), std::max(0, sinks), std::max(0, heavy), std::max(0, recent), ""};
   std::vector<std::string> notes;
-  if (s.sinks > s.budget - 1) {
-    s.sinks = s.budget - 1;
-    notes.push_back("sinks " + std::to_string(s.sinks) + " (at most budget − 1)");
-  }
+  // "heavy 50 → 29 (why)": what was asked, what it became, in the controls' words.
+  const auto fit = [&](const char* name, int& value, int to, const char* why) {
+    notes.push_back(std::string(name) + " " + std::to_string(value) + " → " + std::to_string(to) + " (" + why + ")");
+    value = to;
+  };
+  if (s.sinks > s.budget - 1) fit("sinks", s.sinks, s.budget - 1, "at most budget − 1");
   const int rest = s.budget - s.sinks;  // for heavy + recent, or a window
-  if (s.heavy > rest - 1) {
-    s.heavy = rest - 1;
-    notes.push_back("heavy " + std::to_string(s.heavy) + " (room for one recent token)");
-  }
-  if (s.heavy > 0 && s.recent > 0 && s.heavy + s.recent != rest) {
-    s.recent = rest - s.heavy;
-    notes.push_back("recent " + std::to_string(s.recent) + " (sinks + heavy + recent = budget)");
-  } else if (s.recent > rest) {
-    s.recent = rest;
-    notes.push_back("recent " + std::to_string(s.recent) + " (at most budget − sinks)");
-  }
+  if (s.heavy > rest - 1) fit("heavy", s.heavy, rest - 1, "room for one recent token");
+  if (s.heavy > 0 && s.recent > 0 && s.heavy + s.recent != rest)
+    fit("recent", s.recent, rest - s.heavy, "sinks + heavy + recent = budget");
+  else if (s.recent > rest)
+    fit("recent", s.recent, rest, "at most budget − sinks");
   for (size_t i = 0; i < notes.size(); ++i) s.adjusted += (i ? ", " : "adjusted: ") + notes[i];
   return s;
 }

@@ -280,7 +280,8 @@ TEST(StudioSetup, BudgetSplitIsAlwaysOneEveryPolicyTakes) {
   EXPECT_EQ(s.sinks + s.heavy + s.recent, 32);
   EXPECT_EQ(s.heavy, 29);
   EXPECT_EQ(s.recent, 1);
-  EXPECT_NE(s.adjusted.find("heavy 29"), std::string::npos) << s.adjusted;
+  EXPECT_NE(s.adjusted.find("heavy 50 → 29"), std::string::npos) << s.adjusted;
+  EXPECT_NE(s.adjusted.find("recent 8 → 1"), std::string::npos) << s.adjusted;
   StudioConfig c;
   c.budget = s.budget, c.sinks = s.sinks, c.heavy = s.heavy, c.recent = s.recent;
   c.policies = {"full", "streaming", "h2o", "tova"};
