@@ -60,7 +60,7 @@ struct Options {
   QCommandLineOption inspect{QStringList{"inspect-token", "inspect"},
                              "Inspect this stream position (as if clicked; default: follow H2O's top heavy hitter).",
                              "position"};
-  QCommandLineOption size{"window-size", "Window size, WIDTHxHEIGHT (default 1800x1000).", "size"};
+  QCommandLineOption size{"window-size", "Window size, WIDTHxHEIGHT (default 1800x1000, or the screen where smaller).", "size"};
   QCommandLineOption screenshot{"screenshot", "Play, save a screenshot of the window to this PNG and exit.", "file"};
   QCommandLineOption autoplay{"autoplay-steps", "Play this many engine steps at start (then pause).", "n"};
   QCommandLineOption play{"play", "Play at start, without end."};

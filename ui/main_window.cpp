@@ -16,6 +16,7 @@
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
+#include <QScreen>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabBar>
@@ -72,10 +73,18 @@ std::vector<PolicyConfig> configured_policies(const StudioConfig& config) {
 
 }  // namespace
 
+QSize first_window_size(QSize available) {
+  const QSize wanted(1800, 1000);
+  if (available.isEmpty()) return wanted;
+  // The title bar and frame come on top of the window's own size.
+  return wanted.boundedTo(available - QSize(0, 32)).expandedTo(QSize(640, 480));
+}
+
 MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
     : QMainWindow(parent), options_(std::move(options)), slot_(std::make_shared<SnapshotSlot>()) {
   setWindowTitle("H2O Studio");
-  resize(options_.size);
+  const QScreen* screen = QGuiApplication::primaryScreen();
+  resize(options_.size.isValid() ? options_.size : first_window_size(screen ? screen->availableGeometry().size() : QSize()));
   thread_ = new QThread(this);
   thread_->setObjectName("h2o-engine");
   worker_ = new EngineWorker(slot_);

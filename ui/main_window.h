@@ -48,7 +48,7 @@ struct MainWindowOptions {
   bool perf = false;         // frame-time overlay in the status bar
   QString argv0;             // where to look for the demo's assets
   QString replay;            // open this recording instead of loading a model
-  QSize size{1800, 1000};    // initial window size
+  QSize size;  // initial window size; empty: 1800x1000, or the screen's free area where that is smaller
   // The run is recorded to a spool in the temp folder (for Save recording, the
   // logs, reports and the timeline), ~50 KB a step: bounded, so an endless demo stays flat.
   qint64 recording_limit = qint64(512) << 20;  // bytes; 0: no limit
@@ -208,5 +208,9 @@ class MainWindow : public QMainWindow {
   QTimer* apply_timer_;
   QString model_title_;
 };
+
+// A first window without a size asked: 1800x1000, or as much of the screen's free area as there is
+// (a 1280x720 projector); `available` empty: no screen known.
+QSize first_window_size(QSize available);
 
 }  // namespace h2o::ui

@@ -52,29 +52,59 @@ class ExportDecorations {
  public:
   explicit ExportDecorations(QCustomPlot* plot) : plot_(plot) {
     plot->setProperty("h2o_exporting", true);
+    // The window's cell plots fix their room under the cells (fix_vertical_room); a file lays out
+    // its own, with the axis labels it adds.
+    for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
+      if (e && (qobject_cast<QCPAxisRect*>(e) || qobject_cast<QCPColorScale*>(e))) {
+        margins_.push_back({e, e->autoMargins(), e->margins()});
+        e->setAutoMargins(QCP::msAll);
+      }
     shown_ = qobject_cast<QCPLayoutElement*>(plot->property(kExportOnly).value<QObject*>());
     if (!shown_) return;
     QCPLayoutGrid* layout = plot->plotLayout();
     layout->addElement(layout->rowCount(), 0, shown_);
     layout->setRowStretchFactor(layout->rowCount() - 1, 0.001);
     shown_->setVisible(true);
+    // A file names its x axis where the window leaves it to the title (a raster's positions).
+    x_label_ = plot->xAxis->label();
+    x_ticks_ = plot->xAxis->tickLabels();
+    if (const QString label = plot->property("h2o_export_x_label").toString(); !label.isEmpty()) {
+      plot->xAxis->setLabel(label);
+      plot->xAxis->setTickLabels(true);
+    }
   }
   ~ExportDecorations() {
     plot_->setProperty("h2o_exporting", false);
-    if (!shown_) return;
-    park_export_only(plot_, shown_);
+    for (const Margins& m : margins_) {
+      m.element->setAutoMargins(m.sides);
+      m.element->setMargins(m.margins);
+    }
+    if (shown_) {
+      plot_->xAxis->setLabel(x_label_);
+      plot_->xAxis->setTickLabels(x_ticks_);
+      park_export_only(plot_, shown_);
+    }
     plot_->replot(QCustomPlot::rpQueuedReplot);
   }
 
  private:
   QCustomPlot* plot_;
+  struct Margins {
+    QCPLayoutElement* element;
+    QCP::MarginSides sides;
+    QMargins margins;
+  };
+  std::vector<Margins> margins_;
   QCPLayoutElement* shown_ = nullptr;
+  QString x_label_;
+  bool x_ticks_ = true;
 };
 
 void save_plot(QCustomPlot* plot, const QString& path, PlotFormat format) {
-  const int w = std::max(plot->width(), 640), h = std::max(plot->height(), 400);
   const ExportDecorations decorations(plot);
   const ExportTitles titles(plot);
+  // Wide enough for the file's whole title (policy, layer, head, step).
+  const int w = std::max({plot->width(), 640, titles.widthNeeded()}), h = std::max(plot->height(), 400);
   switch (format) {
     case PlotFormat::Png:
       save_via_temp(path, [&](const QString& temp) { return plot->savePng(temp, w, h); });

@@ -33,8 +33,13 @@ void set_title(QCPTextElement* title, const PlotTitle& text) {
 
 ExportTitles::ExportTitles(QCustomPlot* plot) : plot_(plot) {
   for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
-    if (auto* t = qobject_cast<QCPTextElement*>(e); t && t->property("h2o_export").isValid())
+    if (auto* t = qobject_cast<QCPTextElement*>(e); t && t->property("h2o_export").isValid()) {
       t->setText(t->property("h2o_export").toString());
+      const int text = int(std::ceil(QFontMetricsF(t->font()).horizontalAdvance(t->text())));
+      // The title's column shares the width with whatever sits beside it (a colour scale).
+      const int beside = std::max(0, plot->width() - t->outerRect().width());
+      width_needed_ = std::max(width_needed_, text + 16 + beside);
+    }
 }
 
 ExportTitles::~ExportTitles() { fit_titles(plot_); }

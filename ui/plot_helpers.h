@@ -23,9 +23,12 @@ class ExportTitles {
  public:
   explicit ExportTitles(QCustomPlot* plot);
   ~ExportTitles();
+  // The plot width at which every export title shows whole.
+  int widthNeeded() const { return width_needed_; }
 
  private:
   QCustomPlot* plot_;
+  int width_needed_ = 0;
 };
 // Elides the titles again after a resize.
 void fit_titles(QCustomPlot* plot);

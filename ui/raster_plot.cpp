@@ -21,6 +21,7 @@ RasterPlot::RasterPlot(Role role, QWidget* parent) : QCustomPlot(parent), role_(
   map_->setDataRange(QCPRange(0, kFateCount - 1));
   yAxis->setRangeReversed(true);
   yAxis->setLabel("step");
+  setProperty("h2o_export_x_label", "stream position");
   // The overview's title says what its axes are (and how long the stream is): its height goes to the cells.
   if (role == Role::Overview) xAxis->setTickLabels(false);
   xAxis->grid()->setVisible(false);
@@ -99,7 +100,7 @@ void RasterPlot::restyle() {
   mark_label_->setPadding(QMargins(2, 0, 2, 0));
   for (int i = 0; legend_row_ && i < legend_row_->elementCount(); ++i)
     if (auto* t = qobject_cast<QCPTextElement*>(legend_row_->elementAt(i))) {
-      t->setTextColor(fate_color(Fate(t->property("fate").toInt())));
+      t->setTextColor(legible_on(fate_color(Fate(t->property("fate").toInt())), background_color()));
       t->setFont(f);
     }
   // Under the cells: ticks, and in the detail their position labels.

@@ -139,6 +139,13 @@ QCPColorGradient attention_gradient() {
   return g;
 }
 
+QColor legible_on(const QColor& color, const QColor& ground) {
+  const auto luminance = [](const QColor& c) { return 0.2126 * c.redF() + 0.7152 * c.greenF() + 0.0722 * c.blueF(); };
+  if (std::abs(luminance(color) - luminance(ground)) >= 0.3) return color;
+  const QColor ink = text_color();
+  return QColor::fromRgbF((color.redF() + ink.redF()) / 2, (color.greenF() + ink.greenF()) / 2, (color.blueF() + ink.blueF()) / 2);
+}
+
 QIcon theme_icon(IconKind kind) {
   QIcon icon;
   for (int size : {16, 24, 32, 48}) {

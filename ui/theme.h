@@ -36,6 +36,8 @@ ThemeKind current_theme();
 double ui_scale();          // 1: normal; presentation mode draws fonts and lines larger
 QColor background_color();  // plots' background
 QColor text_color();
+// `color`, or where it would not read on `ground` (dark grey on dark), moved halfway to the text colour.
+QColor legible_on(const QColor& color, const QColor& ground);
 QColor muted_text_color();  // captions, secondary numbers
 QColor grid_color();
 QColor axis_color();

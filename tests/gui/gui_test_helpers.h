@@ -29,6 +29,8 @@ inline MainWindowOptions synthetic_options() {
   c.threads = 1;
   c.capture_layer = 1;
   o.settings.head = -1;
+  // The app's default size, whatever the offscreen platform's screen (800x600) would give.
+  o.size = QSize(1800, 1000);
   return o;
 }
 

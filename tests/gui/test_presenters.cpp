@@ -11,9 +11,11 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFontDatabase>
+#include <QGuiApplication>
 #include <QImage>
 #include <QLabel>
 #include <QLineEdit>
+#include <QScreen>
 #include <QScrollBar>
 #include <QSignalSpy>
 #include <QSlider>
@@ -33,6 +35,7 @@
 #include "ui/heatmap_plot.h"
 #include "ui/model_view.h"
 #include "ui/pane_area.h"
+#include "ui/plot_export.h"
 #include "ui/policy_pane.h"
 #include "ui/raster_plot.h"
 #include "ui/theme.h"
@@ -452,6 +455,73 @@ TEST(Presentation, NoEmptyBandAboveThePanesAfterTheyAreRearranged) {
     EXPECT_EQ(w.paneArea()->layout()->count(), 1) << size.width();
     EXPECT_LE(w.panes()[0]->mapTo(w.paneArea(), QPoint(0, 0)).y(), 2) << "the first pane starts at the area's top";
   }
+}
+
+TEST(Presentation, FirstLaunchFitsTheScreenAndBannersNeverGrowTheWindow) {
+  // No size asked: 1800x1000, or the screen's free area where that is smaller (title bar room kept).
+  EXPECT_EQ(first_window_size(QSize(2560, 1400)), QSize(1800, 1000));
+  EXPECT_EQ(first_window_size(QSize(1280, 720)), QSize(1280, 688));
+  EXPECT_EQ(first_window_size(QSize(1920, 1040)), QSize(1800, 1000));
+  EXPECT_EQ(first_window_size(QSize()), QSize(1800, 1000));
+  MainWindowOptions o = synthetic_options();
+  o.size = QSize();
+  {
+    MainWindow w(o);
+    w.show();
+    // (The offscreen platform's screen is 800x600, under the window's least width: only its height fits.)
+    EXPECT_LE(w.height(), QGuiApplication::primaryScreen()->availableGeometry().height());
+  }
+  // At 1280x720, two banners stay inside the window (the panes give up the height).
+  o.size = QSize(1280, 720);
+  o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 10);
+  auto* banner = w.findChild<Banner*>();
+  ASSERT_TRUE(banner);
+  banner->set("one", "Running on the CPU: the cuda device cannot start here (no CUDA device found: no usable NVIDIA driver).");
+  banner->set("two", "Recording stopped at its limit (512 MiB): later steps are shown, not recorded.");
+  play(w, 5);
+  EXPECT_LE(w.height(), 720) << "the banners grew the window";
+  EXPECT_TRUE(banner->isVisible());
+}
+
+TEST(Presentation, ExportedPlotsShowTheirWholeTitleNamedAxesAndALegibleLegend) {
+  MainWindowOptions o = synthetic_options();
+  o.size = QSize(1280, 720);
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 20);
+  QTemporaryDir dir;
+  for (const ThemeKind theme : {ThemeKind::Dark, ThemeKind::Light}) {
+    w.setLook(theme, 1.6);  // large text: the file's titles are wider than 640 px
+    play(w, 2);
+    for (QCustomPlot* plot : std::initializer_list<QCustomPlot*>{w.panes()[1]->heatmap(), w.panes()[1]->overview()}) {
+      const QString title = plot == w.panes()[1]->heatmap() ? w.panes()[1]->heatmap()->exportTitle()
+                                                               : w.panes()[1]->overview()->exportTitle();
+      auto* caption = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
+      ASSERT_TRUE(caption);
+      const QString path = dir.filePath("plot.png");
+      save_plot(plot, path, PlotFormat::Png);
+      // Wider than 640 px where the title needs it: both of its ends are in the file.
+      EXPECT_GT(QFontMetrics(caption->font()).horizontalAdvance(title), 640);
+      EXPECT_GE(QImage(path).width(), QFontMetrics(caption->font()).horizontalAdvance(title)) << title.toStdString();
+    }
+    // The overview names its positions in a file (the window leaves them to the title), then not again.
+    RasterPlot* overview = w.panes()[1]->overview();
+    EXPECT_FALSE(overview->xAxis->tickLabels());
+    auto* legend = qobject_cast<QCPLayoutGrid*>(overview->property(kExportOnly).value<QObject*>());
+    ASSERT_TRUE(legend);
+    EXPECT_EQ(overview->xAxis->label(), "");
+    // Every fate in the file's legend reads on the plot's background ("evicted" was grey on grey).
+    for (int i = 0; i < legend->elementCount(); ++i)
+      if (auto* t = qobject_cast<QCPTextElement*>(legend->elementAt(i))) {
+        EXPECT_GE(std::abs(luminance(t->textColor()) - luminance(background_color())), 0.25) << t->text().toStdString();
+      }
+  }
+  w.setLook(ThemeKind::Dark, 1.0);
 }
 
 // The text a plot's title row shows (elided or not).
