@@ -169,6 +169,11 @@ void MainWindow::setAnalysisEnlarged(bool on) {
   enlarge_->blockSignals(false);
   const int total = central_split_->height();
   central_split_->setSizes(on ? QList<int>{total / 3, total * 2 / 3} : QList<int>{total * 3 / 4, total / 4});
+  // Enlarged, the teaching views also get most of the width (the curves keep a narrow column).
+  if (bottom_->indexOf(curves_) >= 0) {
+    const int width = bottom_->width();
+    bottom_->setSizes(on ? QList<int>{width / 4, width - width / 4} : QList<int>{width * 10 / 19, width - width * 10 / 19});
+  }
 }
 
 void MainWindow::setLook(ThemeKind theme, double scale) {

@@ -61,6 +61,14 @@ int PaneArea::heightNeeded() const {
 void PaneArea::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
   if (const Mode m = pick(height()); m != mode_ || !arranged_) arrange(m);
+  else if (mode_ == Mode::Tabs) arrangeTabs();
+}
+
+// A tab has the whole width: stacked where the height allows, else wide (rasters beside the heatmap).
+void PaneArea::arrangeTabs() {
+  const bool stacked_fits = height() >= leastPane(int(PolicyPane::Arrangement::Stacked)).height() + 30;
+  for (PolicyPane* p : panes_)
+    p->setArrangement(stacked_fits ? PolicyPane::Arrangement::Stacked : PolicyPane::Arrangement::Wide);
 }
 
 void PaneArea::arrange(Mode mode) {
@@ -76,8 +84,9 @@ void PaneArea::arrange(Mode mode) {
   tabs_ = nullptr;
   mode_ = mode;
   arranged_ = true;
-  if (mode != Mode::Grid)
+  if (mode == Mode::Columns)
     for (PolicyPane* p : panes_) p->setArrangement(PolicyPane::Arrangement::Stacked);
+  if (mode == Mode::Tabs) arrangeTabs();
   if (mode == Mode::Tabs) {
     tabs_ = new QTabWidget;
     tabs_->setObjectName("pane_tabs");

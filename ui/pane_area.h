@@ -34,6 +34,7 @@ class PaneArea : public QWidget {
   Mode pick(int height) const;
   QSize leastPane(int arrangement) const;
   void arrange(Mode mode);
+  void arrangeTabs();
 
   std::vector<PolicyPane*> panes_;
   QWidget* container_ = nullptr;

@@ -70,6 +70,8 @@ PolicyPane::PolicyPane(const PolicyConfig& policy, QWidget* parent) : QWidget(pa
 }
 
 void PolicyPane::setArrangement(Arrangement arrangement) {
+  if (arrangement == arrangement_ && arranged_) return;
+  arranged_ = true;
   arrangement_ = arrangement;
   arrangeHeader();
   // Moving a widget into another splitter takes it out of the one it was in.

@@ -53,6 +53,7 @@ class PolicyPane : public QWidget {
 
   PolicyConfig policy_;
   Arrangement arrangement_ = Arrangement::Stacked;
+  bool arranged_ = false;
   QGridLayout* header_;
   QSplitter* stack_;    // text over the plots
   QSplitter* side_;     // wide: the heatmap beside the rasters

@@ -530,6 +530,34 @@ QString shown_title(QCustomPlot* plot) {
   return title ? title->text() : QString();
 }
 
+TEST(Teaching, EnlargeGivesTheViewsRoomWithoutCrushingThePanes) {
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
+  o.size = QSize(1920, 1080);
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 20);
+  w.showTab("head-view");
+  w.setAnalysisEnlarged(true);
+  play(w, 3);
+  // The teaching views get most of the height and of the width beside the curves.
+  EXPECT_GT(w.analysisTabs()->height(), w.paneArea()->height());
+  EXPECT_GT(w.analysisTabs()->width(), w.width() / 2);
+  // The panes shown keep readable cells (a tab puts its rasters beside the heatmap when short).
+  int shown = 0;
+  for (PolicyPane* pane : w.panes()) {
+    if (!pane->isVisible()) continue;
+    ++shown;
+    EXPECT_GE(pane->heatmap()->axisRect()->height(), 120);
+    EXPECT_GE(pane->raster()->axisRect()->height(), 60);
+    EXPECT_FALSE(shown_title(pane->heatmap()).contains(QChar(0x2026))) << shown_title(pane->heatmap()).toStdString();
+  }
+  EXPECT_GT(shown, 0);
+  w.setAnalysisEnlarged(false);
+}
+
+
 TEST(Presentation, At1280x720EveryHeatmapIsTallAndEveryLabelWhole) {
   for (const bool presenting : {false, true})
   for (const std::vector<std::string>& policies : {std::vector<std::string>{"full", "h2o"},
