@@ -21,10 +21,10 @@
 #include <unistd.h>
 
 #include "core/base/error.h"
-#include "ui/frame_stats.h"
-#include "ui/main_window.h"
-#include "ui/plot_export.h"
-#include "ui/theme.h"
+#include "ui/shell/frame_stats.h"
+#include "ui/shell/main_window.h"
+#include "ui/plot/plot_export.h"
+#include "ui/plot/theme.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <QSignalSpy>
 #include <QTest>
 
-#include "ui/main_window.h"
+#include "ui/shell/main_window.h"
 
 namespace h2o::ui::gui_test {
 

@@ -5,7 +5,7 @@
 #include <QApplication>
 #include <QStandardPaths>
 
-#include "ui/theme.h"
+#include "ui/plot/theme.h"
 
 int main(int argc, char** argv) {
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");

@@ -18,10 +18,10 @@
 #include <qcustomplot.h>
 
 #include "tests/gui/gui_test_helpers.h"
-#include "ui/control_panel.h"
-#include "ui/curves_panel.h"
-#include "ui/main_window.h"
-#include "ui/policy_pane.h"
+#include "ui/shell/control_panel.h"
+#include "ui/views/curves_panel.h"
+#include "ui/shell/main_window.h"
+#include "ui/views/policy_pane.h"
 
 using namespace h2o;
 using namespace h2o::ui;

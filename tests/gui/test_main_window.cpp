@@ -16,17 +16,17 @@
 
 #include "core/studio/recording.h"
 #include "tests/gui/gui_test_helpers.h"
-#include "ui/control_panel.h"
-#include "ui/curves_panel.h"
-#include "ui/heatmap_plot.h"
-#include "ui/heavy_hitter_panel.h"
-#include "ui/main_window.h"
-#include "ui/plot_export.h"
-#include "ui/policy_pane.h"
-#include "ui/raster_plot.h"
-#include "ui/sparsity_meter.h"
-#include "ui/token_flow_view.h"
-#include "ui/token_inspector.h"
+#include "ui/shell/control_panel.h"
+#include "ui/views/curves_panel.h"
+#include "ui/views/heatmap_plot.h"
+#include "ui/views/heavy_hitter_panel.h"
+#include "ui/shell/main_window.h"
+#include "ui/plot/plot_export.h"
+#include "ui/views/policy_pane.h"
+#include "ui/views/raster_plot.h"
+#include "ui/views/sparsity_meter.h"
+#include "ui/views/token_flow_view.h"
+#include "ui/views/token_inspector.h"
 
 using namespace h2o;
 using namespace h2o::ui;

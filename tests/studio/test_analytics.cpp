@@ -18,7 +18,7 @@
 #include "core/studio/run_log.h"
 #include "core/studio/studio_setup.h"
 #include "tests/assets.h"
-#include "ui/frame_stats.h"
+#include "ui/shell/frame_stats.h"
 
 using namespace h2o;
 

@@ -1,4 +1,4 @@
-#include "studio_settings.h"
+#include "ui/shell/studio_settings.h"
 
 #include <algorithm>
 

@@ -1,9 +1,9 @@
-#include "head_view.h"
+#include "ui/views/head_view.h"
 
 #include <QMouseEvent>
 #include <QPainter>
 
-#include "ui/theme.h"
+#include "ui/plot/theme.h"
 
 namespace h2o::ui {
 

@@ -7,7 +7,7 @@
 #include <qcustomplot.h>
 
 #include "core/studio/snapshot.h"
-#include "ui/plot_helpers.h"
+#include "ui/plot/plot_helpers.h"
 
 namespace h2o::ui {
 

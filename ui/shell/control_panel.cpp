@@ -1,4 +1,4 @@
-#include "control_panel.h"
+#include "ui/shell/control_panel.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -19,7 +19,7 @@
 
 #include "core/base/system_limits.h"
 #include "core/runtime/backend.h"
-#include "ui/theme.h"
+#include "ui/plot/theme.h"
 
 namespace h2o::ui {
 

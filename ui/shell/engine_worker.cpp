@@ -1,4 +1,4 @@
-#include "engine_worker.h"
+#include "ui/shell/engine_worker.h"
 
 #include <QCoreApplication>
 #include <QDir>

@@ -1,7 +1,7 @@
 // What the window exports: every plot by the name it is saved under, the
 // plots a report holds (those of the run's mode that have data), plot files
 // and the report folder (which appears only when complete).
-#include "main_window.h"
+#include "ui/shell/main_window.h"
 
 #include <QApplication>
 #include <QDir>
@@ -22,19 +22,19 @@
 
 #include "core/base/error.h"
 #include "core/base/format.h"
-#include "ui/banner.h"
-#include "ui/control_panel.h"
-#include "ui/curves_panel.h"
-#include "ui/head_view.h"
-#include "ui/heatmap_plot.h"
-#include "ui/heavy_hitter_panel.h"
-#include "ui/model_view.h"
-#include "ui/plot_export.h"
-#include "ui/plot_helpers.h"
-#include "ui/policy_pane.h"
-#include "ui/raster_plot.h"
-#include "ui/token_inspector.h"
-#include "ui/transport_bar.h"
+#include "ui/shell/banner.h"
+#include "ui/shell/control_panel.h"
+#include "ui/views/curves_panel.h"
+#include "ui/views/head_view.h"
+#include "ui/views/heatmap_plot.h"
+#include "ui/views/heavy_hitter_panel.h"
+#include "ui/views/model_view.h"
+#include "ui/plot/plot_export.h"
+#include "ui/plot/plot_helpers.h"
+#include "ui/views/policy_pane.h"
+#include "ui/views/raster_plot.h"
+#include "ui/views/token_inspector.h"
+#include "ui/shell/transport_bar.h"
 
 namespace h2o::ui {
 

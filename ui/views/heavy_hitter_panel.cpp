@@ -1,10 +1,10 @@
-#include "heavy_hitter_panel.h"
+#include "ui/views/heavy_hitter_panel.h"
 
 #include <QSplitter>
 #include <QVBoxLayout>
 
-#include "ui/plot_helpers.h"
-#include "ui/theme.h"
+#include "ui/plot/plot_helpers.h"
+#include "ui/plot/theme.h"
 
 namespace h2o::ui {
 

@@ -8,7 +8,7 @@
 #include <QWidget>
 #include <vector>
 
-#include "ui/studio_settings.h"
+#include "ui/shell/studio_settings.h"
 
 class QCheckBox;
 class QComboBox;

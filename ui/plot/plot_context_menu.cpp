@@ -1,11 +1,11 @@
-#include "plot_context_menu.h"
+#include "ui/plot/plot_context_menu.h"
 
 #include <QFileDialog>
 #include <QMenu>
 #include <QMessageBox>
 #include <qcustomplot.h>
 
-#include "ui/plot_export.h"
+#include "ui/plot/plot_export.h"
 
 namespace h2o::ui {
 

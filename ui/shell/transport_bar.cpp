@@ -1,4 +1,4 @@
-#include "transport_bar.h"
+#include "ui/shell/transport_bar.h"
 
 #include <QAction>
 #include <QComboBox>

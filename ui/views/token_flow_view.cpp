@@ -1,4 +1,4 @@
-#include "token_flow_view.h"
+#include "ui/views/token_flow_view.h"
 
 #include <QHelpEvent>
 #include <QMouseEvent>
@@ -6,7 +6,7 @@
 #include <QScrollBar>
 #include <QToolTip>
 
-#include "ui/theme.h"
+#include "ui/plot/theme.h"
 
 namespace h2o::ui {
 

@@ -1,4 +1,4 @@
-#include "token_inspector.h"
+#include "ui/views/token_inspector.h"
 
 #include <QLabel>
 #include <map>
@@ -7,8 +7,8 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
-#include "ui/plot_helpers.h"
-#include "ui/theme.h"
+#include "ui/plot/plot_helpers.h"
+#include "ui/plot/theme.h"
 
 namespace h2o::ui {
 

@@ -1,11 +1,11 @@
-#include "banner.h"
+#include "ui/shell/banner.h"
 
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QToolButton>
 #include <QVBoxLayout>
 
-#include "ui/theme.h"
+#include "ui/plot/theme.h"
 
 namespace h2o::ui {
 

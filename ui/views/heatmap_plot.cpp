@@ -1,9 +1,9 @@
-#include "heatmap_plot.h"
+#include "ui/views/heatmap_plot.h"
 
 #include <QToolTip>
 
-#include "ui/plot_helpers.h"
-#include "ui/theme.h"
+#include "ui/plot/plot_helpers.h"
+#include "ui/plot/theme.h"
 
 namespace h2o::ui {
 

@@ -1,4 +1,4 @@
-#include "plot_export.h"
+#include "ui/plot/plot_export.h"
 
 #include <QSaveFile>
 #include <QSvgGenerator>
@@ -7,7 +7,7 @@
 #include <qcustomplot.h>
 
 #include "core/base/error.h"
-#include "ui/plot_helpers.h"
+#include "ui/plot/plot_helpers.h"
 
 namespace h2o::ui {
 

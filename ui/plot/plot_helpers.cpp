@@ -1,6 +1,6 @@
-#include "plot_helpers.h"
+#include "ui/plot/plot_helpers.h"
 
-#include "ui/theme.h"
+#include "ui/plot/theme.h"
 
 namespace h2o::ui {
 

@@ -1,8 +1,8 @@
-#include "sparsity_meter.h"
+#include "ui/views/sparsity_meter.h"
 
 #include <QPainter>
 
-#include "ui/theme.h"
+#include "ui/plot/theme.h"
 
 namespace h2o::ui {
 

@@ -1,7 +1,7 @@
-#include "raster_plot.h"
+#include "ui/views/raster_plot.h"
 
-#include "ui/plot_helpers.h"
-#include "ui/theme.h"
+#include "ui/plot/plot_helpers.h"
+#include "ui/plot/theme.h"
 
 namespace h2o::ui {
 

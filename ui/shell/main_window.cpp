@@ -1,4 +1,4 @@
-#include "main_window.h"
+#include "ui/shell/main_window.h"
 
 #include <QApplication>
 #include <QCloseEvent>
@@ -32,23 +32,23 @@
 
 #include "core/base/error.h"
 #include "core/base/format.h"
-#include "ui/banner.h"
-#include "ui/control_panel.h"
-#include "ui/curves_panel.h"
-#include "ui/frame_stats.h"
-#include "ui/head_view.h"
-#include "ui/heatmap_plot.h"
-#include "ui/heavy_hitter_panel.h"
-#include "ui/model_view.h"
-#include "ui/pane_area.h"
-#include "ui/plot_context_menu.h"
-#include "ui/plot_export.h"
-#include "ui/plot_helpers.h"
-#include "ui/policy_pane.h"
-#include "ui/raster_plot.h"
-#include "ui/token_flow_view.h"
-#include "ui/token_inspector.h"
-#include "ui/transport_bar.h"
+#include "ui/shell/banner.h"
+#include "ui/shell/control_panel.h"
+#include "ui/views/curves_panel.h"
+#include "ui/shell/frame_stats.h"
+#include "ui/views/head_view.h"
+#include "ui/views/heatmap_plot.h"
+#include "ui/views/heavy_hitter_panel.h"
+#include "ui/views/model_view.h"
+#include "ui/shell/pane_area.h"
+#include "ui/plot/plot_context_menu.h"
+#include "ui/plot/plot_export.h"
+#include "ui/plot/plot_helpers.h"
+#include "ui/views/policy_pane.h"
+#include "ui/views/raster_plot.h"
+#include "ui/views/token_flow_view.h"
+#include "ui/views/token_inspector.h"
+#include "ui/shell/transport_bar.h"
 
 namespace h2o::ui {
 

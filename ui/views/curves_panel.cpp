@@ -1,12 +1,12 @@
-#include "curves_panel.h"
+#include "ui/views/curves_panel.h"
 
 #include <QHBoxLayout>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTabWidget>
 
-#include "ui/plot_helpers.h"
-#include "ui/theme.h"
+#include "ui/plot/plot_helpers.h"
+#include "ui/plot/theme.h"
 
 namespace h2o::ui {
 

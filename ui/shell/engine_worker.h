@@ -24,7 +24,7 @@
 #include "core/studio/run_loop.h"
 #include "core/studio/studio_setup.h"
 #include "core/studio/timeline.h"
-#include "ui/snapshot_mailbox.h"
+#include "ui/shell/snapshot_mailbox.h"
 
 class QTimer;
 

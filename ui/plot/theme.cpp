@@ -1,4 +1,4 @@
-#include "theme.h"
+#include "ui/plot/theme.h"
 
 
 #include <QApplication>

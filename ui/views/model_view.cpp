@@ -1,4 +1,4 @@
-#include "model_view.h"
+#include "ui/views/model_view.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -8,7 +8,7 @@
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
-#include "ui/theme.h"
+#include "ui/plot/theme.h"
 
 namespace h2o::ui {
 

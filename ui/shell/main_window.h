@@ -13,9 +13,9 @@
 #include <memory>
 #include <vector>
 
-#include "ui/engine_worker.h"
-#include "ui/studio_settings.h"
-#include "ui/theme.h"
+#include "ui/shell/engine_worker.h"
+#include "ui/shell/studio_settings.h"
+#include "ui/plot/theme.h"
 
 class QAction;
 class QCustomPlot;

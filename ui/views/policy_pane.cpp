@@ -1,4 +1,4 @@
-#include "policy_pane.h"
+#include "ui/views/policy_pane.h"
 
 #include <QLabel>
 #include <QRegularExpression>
@@ -6,11 +6,11 @@
 #include <QVBoxLayout>
 
 #include "core/base/format.h"
-#include "ui/heatmap_plot.h"
-#include "ui/raster_plot.h"
-#include "ui/sparsity_meter.h"
-#include "ui/theme.h"
-#include "ui/token_flow_view.h"
+#include "ui/views/heatmap_plot.h"
+#include "ui/views/raster_plot.h"
+#include "ui/views/sparsity_meter.h"
+#include "ui/plot/theme.h"
+#include "ui/views/token_flow_view.h"
 
 namespace h2o::ui {
 

@@ -1,11 +1,11 @@
-#include "pane_area.h"
+#include "ui/shell/pane_area.h"
 
 #include <QSplitter>
 #include <QTabWidget>
 #include <QVBoxLayout>
 
-#include "ui/policy_pane.h"
-#include "ui/theme.h"
+#include "ui/views/policy_pane.h"
+#include "ui/plot/theme.h"
 
 namespace h2o::ui {
 
