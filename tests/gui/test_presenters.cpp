@@ -581,6 +581,8 @@ TEST(Presentation, At1280x720EveryHeatmapIsTallAndEveryLabelWhole) {
     // Four panes: a 2x2 grid, with or without the controls, presenting or not.
     if (policies.size() == 4) {
       EXPECT_EQ(w.paneArea()->mode(), PaneArea::Mode::Grid);
+    } else {
+      EXPECT_EQ(w.paneArea()->mode(), PaneArea::Mode::Columns) << "two or three panes side by side";
     }
     int shown = 0;
     for (PolicyPane* pane : w.panes()) {
@@ -590,6 +592,16 @@ TEST(Presentation, At1280x720EveryHeatmapIsTallAndEveryLabelWhole) {
       EXPECT_GE(pane->heatmap()->axisRect()->height(), 120);
       EXPECT_GE(pane->overview()->axisRect()->height(), 60);
       EXPECT_GE(pane->raster()->axisRect()->height(), 60);
+      // The trained context's label whole inside the cells, on the side of its line with room.
+      for (RasterPlot* raster : {pane->overview(), pane->raster()})
+        for (int i = 0; i < raster->itemCount(); ++i)
+          if (auto* t = qobject_cast<QCPItemText*>(raster->item(i)); t && t->visible() && t->text().contains("context")) {
+            const double x = t->position->pixelPosition().x();
+            const double width = QFontMetricsF(t->font()).horizontalAdvance(t->text());
+            const bool left = t->positionAlignment() & Qt::AlignLeft;
+            EXPECT_GE(left ? x : x - width, raster->axisRect()->left() - 1) << t->text().toStdString();
+            EXPECT_LE(left ? x + width : x, raster->axisRect()->right() + 1) << t->text().toStdString();
+          }
       // Every plot's title whole (a compact wording where the full one does not fit), never elided.
       for (QCustomPlot* plot : std::initializer_list<QCustomPlot*>{pane->heatmap(), pane->overview(), pane->raster()})
         EXPECT_FALSE(shown_title(plot).contains(QChar(0x2026))) << shown_title(plot).toStdString();

@@ -96,6 +96,18 @@ void keep_cells_at_least(QCustomPlot* plot, int cells, int chrome_guess) {
   });
 }
 
+void place_context_label(QCPItemText* label, QCPAxis* x, double coord, int64_t context) {
+  const double at = x->coordToPixel(coord);
+  const QFontMetricsF fm(label->font());
+  QString text = QString("trained context %1").arg(context);
+  const double right = x->axisRect()->right() - at, left = at - x->axisRect()->left();
+  if (fm.horizontalAdvance(text + "  ") > std::max(right, left)) text = QString("context %1").arg(context);
+  const bool on_right = right >= fm.horizontalAdvance(text + "  ") || right >= left;
+  label->setPositionAlignment((on_right ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignTop);
+  label->setText(on_right ? " " + text : text + " ");
+  label->position->setCoords(coord, 0.02);
+}
+
 void park_export_only(QCustomPlot* plot, QCPLayoutElement* element) {
   element->setVisible(false);
   plot->plotLayout()->take(element);

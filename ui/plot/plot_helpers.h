@@ -60,6 +60,10 @@ void rescale(QCustomPlot* plot, bool include_zero = true, const AxisRange& y = {
 void thin_ticks(QCustomPlot* plot);
 // Whether any graph or colour map of the plot holds data (reports skip empty plots).
 bool plot_has_data(QCustomPlot* plot);
+// The trained-context marker's label at `coord` on `x`'s axis, near the top: "trained context N"
+// whole, on the side of the line with room, or "context N" where neither side has room for it.
+void place_context_label(QCPItemText* label, QCPAxis* x, double coord, int64_t context);
+
 // A layout element shown only when the plot is exported (a raster's fate legend): kept out of the
 // plot's layout, so that it takes no room in the window; save_plot puts it in the bottom row.
 inline constexpr const char* kExportOnly = "export-only";

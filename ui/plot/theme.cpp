@@ -146,6 +146,102 @@ QColor legible_on(const QColor& color, const QColor& ground) {
   return QColor::fromRgbF((color.redF() + ink.redF()) / 2, (color.greenF() + ink.greenF()) / 2, (color.blueF() + ink.blueF()) / 2);
 }
 
+namespace {
+
+// The transport's icons (play, pause, step, back, reset, live) in an s x s square, margin m, ink c.
+void draw_transport_icon(QPainter& p, IconKind kind, double s, double m, const QColor& c) {
+  const auto triangle = [&](double x0, double x1) {
+    QPainterPath path;
+    path.moveTo(x0, m);
+    path.lineTo(x1, s / 2);
+    path.lineTo(x0, s - m);
+    path.closeSubpath();
+    p.drawPath(path);
+  };
+  switch (kind) {
+    case IconKind::Play: triangle(s * 0.28, s * 0.8); break;
+    case IconKind::Pause:
+      p.setPen(Qt::NoPen);
+      p.drawRect(QRectF(s * 0.25, m, s * 0.17, s - 2 * m));
+      p.drawRect(QRectF(s * 0.58, m, s * 0.17, s - 2 * m));
+      break;
+    case IconKind::StepForward:
+      triangle(s * 0.2, s * 0.65);
+      p.setPen(Qt::NoPen);
+      p.drawRect(QRectF(s * 0.68, m, s * 0.12, s - 2 * m));
+      break;
+    case IconKind::StepBack: {
+      QPainterPath path;
+      path.moveTo(s * 0.8, m);
+      path.lineTo(s * 0.35, s / 2);
+      path.lineTo(s * 0.8, s - m);
+      path.closeSubpath();
+      p.drawPath(path);
+      p.setPen(Qt::NoPen);
+      p.drawRect(QRectF(s * 0.2, m, s * 0.12, s - 2 * m));
+      break;
+    }
+    case IconKind::Reset: {
+      p.setBrush(Qt::NoBrush);
+      const QRectF r(m, m, s - 2 * m, s - 2 * m);
+      p.drawArc(r, 60 * 16, 280 * 16);
+      p.setBrush(c);
+      QPainterPath head;
+      head.moveTo(s * 0.62, m * 0.4);
+      head.lineTo(s * 0.86, s * 0.2);
+      head.lineTo(s * 0.6, s * 0.4);
+      head.closeSubpath();
+      p.drawPath(head);
+      break;
+    }
+    case IconKind::Live:
+      triangle(s * 0.12, s * 0.52);
+      triangle(s * 0.48, s * 0.88);
+      break;
+    default: break;
+  }
+}
+
+// The window's icons (open, save, report, full screen), outlined in the ink `c`.
+void draw_window_icon(QPainter& p, IconKind kind, double s, double m, const QColor& c) {
+  switch (kind) {
+    case IconKind::Open: {
+      p.setBrush(Qt::NoBrush);
+      QPainterPath path;
+      path.moveTo(m, s * 0.3);
+      path.lineTo(s * 0.42, s * 0.3);
+      path.lineTo(s * 0.5, s * 0.4);
+      path.lineTo(s - m, s * 0.4);
+      path.lineTo(s - m, s - m);
+      path.lineTo(m, s - m);
+      path.closeSubpath();
+      p.drawPath(path);
+      break;
+    }
+    case IconKind::Save:
+      p.setBrush(Qt::NoBrush);
+      p.drawRect(QRectF(m, m, s - 2 * m, s - 2 * m));
+      p.setBrush(c);
+      p.drawRect(QRectF(s * 0.32, m, s * 0.36, s * 0.22));
+      break;
+    case IconKind::Report:
+      p.setBrush(Qt::NoBrush);
+      p.drawRect(QRectF(s * 0.22, m, s * 0.56, s - 2 * m));
+      for (double y : {0.38, 0.52, 0.66}) p.drawLine(QPointF(s * 0.32, s * y), QPointF(s * 0.68, s * y));
+      break;
+    case IconKind::Fullscreen:
+      p.setBrush(Qt::NoBrush);
+      for (const auto& [x, y, dx, dy] : {std::tuple{m, m, 1, 1}, {s - m, m, -1, 1}, {m, s - m, 1, -1}, {s - m, s - m, -1, -1}}) {
+        p.drawLine(QPointF(x, y), QPointF(x + dx * s * 0.22, y));
+        p.drawLine(QPointF(x, y), QPointF(x, y + dy * s * 0.22));
+      }
+      break;
+    default: break;
+  }
+}
+
+}  // namespace
+
 QIcon theme_icon(IconKind kind) {
   QIcon icon;
   for (int size : {16, 24, 32, 48}) {
@@ -157,86 +253,8 @@ QIcon theme_icon(IconKind kind) {
     p.setPen(QPen(c, std::max(1.5, size / 10.0), Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
     p.setBrush(c);
     const double s = size, m = s * 0.18;
-    const auto triangle = [&](double x0, double x1) {
-      QPainterPath path;
-      path.moveTo(x0, m);
-      path.lineTo(x1, s / 2);
-      path.lineTo(x0, s - m);
-      path.closeSubpath();
-      p.drawPath(path);
-    };
-    switch (kind) {
-      case IconKind::Play: triangle(s * 0.28, s * 0.8); break;
-      case IconKind::Pause:
-        p.setPen(Qt::NoPen);
-        p.drawRect(QRectF(s * 0.25, m, s * 0.17, s - 2 * m));
-        p.drawRect(QRectF(s * 0.58, m, s * 0.17, s - 2 * m));
-        break;
-      case IconKind::StepForward:
-        triangle(s * 0.2, s * 0.65);
-        p.setPen(Qt::NoPen);
-        p.drawRect(QRectF(s * 0.68, m, s * 0.12, s - 2 * m));
-        break;
-      case IconKind::StepBack: {
-        QPainterPath path;
-        path.moveTo(s * 0.8, m);
-        path.lineTo(s * 0.35, s / 2);
-        path.lineTo(s * 0.8, s - m);
-        path.closeSubpath();
-        p.drawPath(path);
-        p.setPen(Qt::NoPen);
-        p.drawRect(QRectF(s * 0.2, m, s * 0.12, s - 2 * m));
-        break;
-      }
-      case IconKind::Reset: {
-        p.setBrush(Qt::NoBrush);
-        const QRectF r(m, m, s - 2 * m, s - 2 * m);
-        p.drawArc(r, 60 * 16, 280 * 16);
-        p.setBrush(c);
-        QPainterPath head;
-        head.moveTo(s * 0.62, m * 0.4);
-        head.lineTo(s * 0.86, s * 0.2);
-        head.lineTo(s * 0.6, s * 0.4);
-        head.closeSubpath();
-        p.drawPath(head);
-        break;
-      }
-      case IconKind::Live:
-        triangle(s * 0.12, s * 0.52);
-        triangle(s * 0.48, s * 0.88);
-        break;
-      case IconKind::Open: {
-        p.setBrush(Qt::NoBrush);
-        QPainterPath path;
-        path.moveTo(m, s * 0.3);
-        path.lineTo(s * 0.42, s * 0.3);
-        path.lineTo(s * 0.5, s * 0.4);
-        path.lineTo(s - m, s * 0.4);
-        path.lineTo(s - m, s - m);
-        path.lineTo(m, s - m);
-        path.closeSubpath();
-        p.drawPath(path);
-        break;
-      }
-      case IconKind::Save:
-        p.setBrush(Qt::NoBrush);
-        p.drawRect(QRectF(m, m, s - 2 * m, s - 2 * m));
-        p.setBrush(c);
-        p.drawRect(QRectF(s * 0.32, m, s * 0.36, s * 0.22));
-        break;
-      case IconKind::Report:
-        p.setBrush(Qt::NoBrush);
-        p.drawRect(QRectF(s * 0.22, m, s * 0.56, s - 2 * m));
-        for (double y : {0.38, 0.52, 0.66}) p.drawLine(QPointF(s * 0.32, s * y), QPointF(s * 0.68, s * y));
-        break;
-      case IconKind::Fullscreen:
-        p.setBrush(Qt::NoBrush);
-        for (const auto& [x, y, dx, dy] : {std::tuple{m, m, 1, 1}, {s - m, m, -1, 1}, {m, s - m, 1, -1}, {s - m, s - m, -1, -1}}) {
-          p.drawLine(QPointF(x, y), QPointF(x + dx * s * 0.22, y));
-          p.drawLine(QPointF(x, y), QPointF(x, y + dy * s * 0.22));
-        }
-        break;
-    }
+    draw_transport_icon(p, kind, s, m, c);
+    draw_window_icon(p, kind, s, m, c);
     p.end();
     icon.addPixmap(pm);
   }

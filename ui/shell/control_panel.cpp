@@ -74,7 +74,14 @@ static QWidget* with_browse(QLineEdit* edit, QWidget* owner, const QString& filt
 ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
+  for (QGroupBox* box : {inputsBox(), backendBox(), cacheBox(), generationBox()}) layout->addWidget(box);
+  layout->addStretch(1);
+  connectChanges();
+  fitSplit();
+}
 
+// Model, tokenizer, prompts, mode and the teacher-forced text.
+QGroupBox* ControlPanel::inputsBox() {
   auto make_edit = [this](const char* name, const QString& tip) {
     auto* e = new QLineEdit;
     e->setObjectName(name);
@@ -106,7 +113,11 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   fi->addRow("Prompts", with_browse(prompts_, this, "JSON Lines (*.jsonl);;All files (*)"));
   fi->addRow("Mode", mode_);
   fi->addRow("Text", with_browse(forced_text_, this, "Text (*.txt);;All files (*)"));
+  return inputs;
+}
 
+// Device, threads and the KV memory limit.
+QGroupBox* ControlPanel::backendBox() {
   backend_ = new QComboBox;
   backend_->setObjectName("backend");
   backend_->addItems({"cpu", "cuda"});
@@ -125,7 +136,11 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   fb->addRow("Device", backend_);
   fb->addRow("Threads", threads_);
   fb->addRow("KV limit", kv_limit_);
+  return backend;
+}
 
+// The policies shown, their budget and split, slack, KV precision and position rolling.
+QGroupBox* ControlPanel::cacheBox() {
   budget_ = spin("budget", 2, 1 << 20, "Tokens per KV head for every policy that evicts");
   sinks_ = spin("sinks", 0, 1 << 16, "Attention sinks: the first tokens, always kept");
   heavy_ = spin("heavy", 0, 1 << 20, "H2O heavy hitters (auto: half of budget − sinks)", "auto");
@@ -172,7 +187,11 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   split_->setWordWrap(true);
   split_->setTextFormat(Qt::RichText);
   fc->addRow(split_);
+  return cache;
+}
 
+// Tokens a turn, greedy or sampled, temperature and seed.
+QGroupBox* ControlPanel::generationBox() {
   max_new_ = spin("max_new_tokens", 1, 1 << 16, "Tokens generated per turn");
   greedy_ = new QCheckBox("Greedy");
   greedy_->setObjectName("greedy");
@@ -190,12 +209,11 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   fg->addRow(greedy_);
   fg->addRow("Temperature", temperature_);
   fg->addRow("Seed", seed_);
+  return gen;
+}
 
-  for (QWidget* box : {static_cast<QWidget*>(inputs), static_cast<QWidget*>(backend), static_cast<QWidget*>(cache),
-                       static_cast<QWidget*>(gen)})
-    layout->addWidget(box);
-  layout->addStretch(1);
-
+// Every field that changes the run says so (once, after loading settings); the budget's fields refit the split.
+void ControlPanel::connectChanges() {
   auto changed = [this] {
     if (!loading_) emit runSettingsChanged();
   };
@@ -216,7 +234,6 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
     });
   for (QComboBox* c : {mode_, backend_, kv_bits_}) connect(c, &QComboBox::currentIndexChanged, this, changed);
   connect(greedy_, &QCheckBox::toggled, temperature_, &QWidget::setDisabled);
-  fitSplit();
 }
 
 void ControlPanel::fitSplit() {

@@ -13,6 +13,7 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -36,6 +37,11 @@ class ControlPanel : public QWidget {
   void runSettingsChanged();  // restart needed (debounced by the caller)
 
  private:
+  QGroupBox* inputsBox();
+  QGroupBox* backendBox();
+  QGroupBox* cacheBox();
+  QGroupBox* generationBox();
+  void connectChanges();
   QLineEdit *model_, *tokenizer_, *prompts_, *forced_text_;
   QComboBox *mode_, *backend_, *kv_bits_;
   QSpinBox *threads_, *kv_limit_, *budget_, *sinks_, *heavy_, *recent_, *slack_, *max_new_, *seed_;

@@ -230,10 +230,20 @@ void MainWindow::setPanePolicies(const std::vector<PolicyConfig>& policies) {
   }
   panes_ = panes;
   pane_area_->setPanes(std::move(panes));
+  QTimer::singleShot(0, this, &MainWindow::fitPanes);  // another count may need another height
   for (const auto& [name, plot] : panePlots()) add_export_menu(plot, name);
 }
 
 void MainWindow::buildLayout() {
+  buildViews();
+  buildCentral();
+  buildControlsDock();
+  buildTransport();
+  buildStatusBar();
+}
+
+// The panes, the curves and the analysis tabs (the teaching views), and what they ask of the window.
+void MainWindow::buildViews() {
   pane_area_ = new PaneArea;
   banner_ = new Banner;
   curves_ = new CurvesPanel;
@@ -281,6 +291,10 @@ void MainWindow::buildLayout() {
     view_.model_view_policy = policy;
     sendView();
   });
+}
+
+// Banners over the panes, the analysis area under them.
+void MainWindow::buildCentral() {
   central_split_ = new QSplitter(Qt::Vertical);
   central_split_->addWidget(pane_area_);
   central_split_->addWidget(bottom_);
@@ -296,6 +310,10 @@ void MainWindow::buildLayout() {
   v->addWidget(central_split_, 1);
   setCentralWidget(central);
 
+}
+
+// The controls, in a dock; a burst of changes applies once.
+void MainWindow::buildControlsDock() {
   controls_ = new ControlPanel;
   controls_->setConfig(options_.settings.config);
   StudioConfig defaults;  // empty inputs: what the demo falls back to
@@ -322,9 +340,14 @@ void MainWindow::buildLayout() {
   apply_timer_->setInterval(400);  // settle after a burst of spin-box clicks
   connect(apply_timer_, &QTimer::timeout, this, &MainWindow::applyRunSettings);
   connect(controls_, &ControlPanel::runSettingsChanged, apply_timer_, qOverload<>(&QTimer::start));
+  dock->toggleViewAction()->setShortcut(QKeySequence("Ctrl+K"));
+  controls_dock_ = dock;
+  menuBar()->findChild<QMenu*>("view_menu")->insertAction(presentation_, dock->toggleViewAction());
+}
 
-  // The transport bar: one toolbar line, never scrolled away (files and the
-  // rest are in the menus, with their shortcuts).
+// The transport bar: one toolbar line, never scrolled away (files and the rest are in the menus,
+// with their shortcuts).
+void MainWindow::buildTransport() {
   transport_ = new TransportBar(back_, play_, step_, live_, {reset_, report_, presentation_});
   transport_->setView(options_.settings.config.capture_layer, options_.settings.head);
   transport_->setSpeed(options_.settings.speed_limit);
@@ -350,6 +373,10 @@ void MainWindow::buildLayout() {
   timeline->setMovable(false);
   timeline->addWidget(transport_);
 
+}
+
+// Loading progress, the model's weight types, the fate legend, frame time and recording state.
+void MainWindow::buildStatusBar() {
   perf_label_ = new QLabel;
   load_label_ = new QLabel;
   record_label_ = new QLabel;
@@ -380,9 +407,6 @@ void MainWindow::buildLayout() {
   statusBar()->addPermanentWidget(perf_label_);
   statusBar()->addPermanentWidget(record_label_);
   perf_label_->setVisible(options_.perf);
-  dock->toggleViewAction()->setShortcut(QKeySequence("Ctrl+K"));
-  controls_dock_ = dock;
-  menuBar()->findChild<QMenu*>("view_menu")->insertAction(presentation_, dock->toggleViewAction());
 }
 
 StudioSettings MainWindow::settings() const {

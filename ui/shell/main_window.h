@@ -141,6 +141,15 @@ class MainWindow : public QMainWindow {
  private:
   void buildActions();
   void buildLayout();
+  QAction* makeAction(IconKind icon, const QString& text, const char* name, const QKeySequence& key, const QString& tip);
+  void buildRunActions();
+  QList<QAction*> buildFileActions();
+  void buildViewActions();
+  void buildViews();
+  void buildCentral();
+  void buildControlsDock();
+  void buildTransport();
+  void buildStatusBar();
   QWidget* makeFateLegend();
   // One pane per policy, in order (replacing the panes there were).
   void setPanePolicies(const std::vector<PolicyConfig>& policies);

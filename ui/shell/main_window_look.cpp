@@ -55,21 +55,39 @@ QWidget* MainWindow::makeFateLegend() {
   return w;
 }
 
+QAction* MainWindow::makeAction(IconKind icon, const QString& text, const char* name, const QKeySequence& key,
+                                const QString& tip) {
+  auto* a = new QAction(theme_icon(icon), text, this);
+  a->setObjectName(name);
+  a->setProperty("h2o_icon", int(icon));
+  if (!key.isEmpty()) a->setShortcut(key);
+  a->setToolTip(tip);
+  return a;
+}
+
 void MainWindow::buildActions() {
-  const auto action = [this](IconKind icon, const QString& text, const char* name, const QKeySequence& key,
-                             const QString& tip) {
-    auto* a = new QAction(theme_icon(icon), text, this);
-    a->setObjectName(name);
-    a->setProperty("h2o_icon", int(icon));
-    if (!key.isEmpty()) a->setShortcut(key);
-    a->setToolTip(tip);
-    return a;
-  };
-  play_ = action(IconKind::Play, "Play", "play", Qt::Key_Space, "Play / pause (Space)");
-  step_ = action(IconKind::StepForward, "Step", "step", Qt::Key_S, "One step forward (S): through the history, else a new step");
-  back_ = action(IconKind::StepBack, "Back", "back", Qt::Key_B, "One step back on the timeline (B)");
-  live_ = action(IconKind::Live, "Live", "live", Qt::Key_L, "Show the newest step again (L)");
-  reset_ = action(IconKind::Reset, "Reset", "reset", Qt::Key_R, "Start the run again with the current settings (R)");
+  buildRunActions();
+  const QList<QAction*> files = buildFileActions();
+  buildViewActions();
+  QMenu* file = menuBar()->addMenu("&File");
+  for (QAction* a : files) {
+    if (a) file->addAction(a);
+    else file->addSeparator();
+  }
+  QMenu* run = menuBar()->addMenu("&Run");
+  run->addActions({play_, back_, step_, live_, reset_});
+  QMenu* view = menuBar()->addMenu("&View");
+  view->setObjectName("view_menu");
+  view->addActions({presentation_, light_, bigger_, smaller_});
+}
+
+// Play, step, back, live, reset.
+void MainWindow::buildRunActions() {
+  play_ = makeAction(IconKind::Play, "Play", "play", Qt::Key_Space, "Play / pause (Space)");
+  step_ = makeAction(IconKind::StepForward, "Step", "step", Qt::Key_S, "One step forward (S): through the history, else a new step");
+  back_ = makeAction(IconKind::StepBack, "Back", "back", Qt::Key_B, "One step back on the timeline (B)");
+  live_ = makeAction(IconKind::Live, "Live", "live", Qt::Key_L, "Show the newest step again (L)");
+  reset_ = makeAction(IconKind::Reset, "Reset", "reset", Qt::Key_R, "Start the run again with the current settings (R)");
   connect(play_, &QAction::triggered, this, [this] {
     if (running_) onWorker([w = worker_] { w->pause(); });
     else onWorker([w = worker_] { w->play(); });
@@ -82,13 +100,16 @@ void MainWindow::buildActions() {
       return;
     onWorker([w = worker_] { w->reset(); });
   });
+}
 
-  open_ = action(IconKind::Open, "Open recording…", "open", QKeySequence::Open, "Replay a saved run (no model needed)");
+// Open and save recordings, exports, screenshot, quit: in the File menu's order (null: a separator).
+QList<QAction*> MainWindow::buildFileActions() {
+  open_ = makeAction(IconKind::Open, "Open recording…", "open", QKeySequence::Open, "Replay a saved run (no model needed)");
   connect(open_, &QAction::triggered, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, "Open a recording", {}, "H2O Studio recordings (*.jsonl);;All files (*)");
     if (!path.isEmpty()) openReplay(path);
   });
-  save_ = action(IconKind::Save, "Save recording…", "save", QKeySequence::Save, "Save the run to replay later");
+  save_ = makeAction(IconKind::Save, "Save recording…", "save", QKeySequence::Save, "Save the run to replay later");
   connect(save_, &QAction::triggered, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, "Save the run", "run.h2orec.jsonl", "H2O Studio recordings (*.jsonl)");
     if (!path.isEmpty()) saveRecording(path);
@@ -105,7 +126,7 @@ void MainWindow::buildActions() {
     const QString dir = QFileDialog::getExistingDirectory(this, "Folder for the logs");
     if (!dir.isEmpty()) exportLogs(dir);
   });
-  report_ = action(IconKind::Report, "Export report", "report", QKeySequence("Ctrl+E"),
+  report_ = makeAction(IconKind::Report, "Export report", "report", QKeySequence("Ctrl+E"),
                    "One click: plots, logs, recording and a summary in a new folder under ./reports (Ctrl+E)");
   connect(report_, &QAction::triggered, this, [this] {
     const std::time_t now = std::time(nullptr);
@@ -125,8 +146,12 @@ void MainWindow::buildActions() {
   auto* quit = new QAction("Quit", this);
   quit->setShortcut(QKeySequence::Quit);
   connect(quit, &QAction::triggered, this, &QWidget::close);
+  return {open_, save_, nullptr, plots, logs, report_, shot, nullptr, quit};
+}
 
-  presentation_ = action(IconKind::Fullscreen, "Presentation mode", "presentation", Qt::Key_F11,
+// Presentation mode, theme and text size.
+void MainWindow::buildViewActions() {
+  presentation_ = makeAction(IconKind::Fullscreen, "Presentation mode", "presentation", Qt::Key_F11,
                          "Full screen, larger text and lines, controls hidden (F11)");
   presentation_->setCheckable(true);
   connect(presentation_, &QAction::toggled, this, &MainWindow::setPresentation);
@@ -141,19 +166,6 @@ void MainWindow::buildActions() {
   smaller_ = new QAction("Smaller text and lines", this);
   smaller_->setShortcut(QKeySequence::ZoomOut);
   connect(smaller_, &QAction::triggered, this, [this] { setLook(current_theme(), std::max(0.75, ui_scale() - 0.15)); });
-
-  QMenu* file = menuBar()->addMenu("&File");
-  file->addActions({open_, save_});
-  file->addSeparator();
-  file->addActions({plots, logs, report_, shot});
-  file->addSeparator();
-  file->addAction(quit);
-  QMenu* run = menuBar()->addMenu("&Run");
-  run->addActions({play_, back_, step_, live_, reset_});
-  QMenu* view = menuBar()->addMenu("&View");
-  view->setObjectName("view_menu");
-  view->addActions({presentation_, light_, bigger_, smaller_});
-
 }
 
 void MainWindow::showTab(const QString& name) {
@@ -250,13 +262,15 @@ void MainWindow::resizeEvent(QResizeEvent* event) {
     analysis_->setMinimumHeight(compact ? analysisStrip() : 0);
   }
   fitPanes();
+  // Again once the layouts have given the pane area its width.
+  QTimer::singleShot(0, this, &MainWindow::fitPanes);
 }
 
 int MainWindow::analysisStrip() const { return analysis_->tabBar()->sizeHint().height() + 4; }
 
 void MainWindow::fitPanes() {
   if (analysis_->indexOf(curves_) < 0) return;  // tall windows keep the splitter where it is
-  const int total = central_split_->height();
+  const int total = central_split_->height() - central_split_->handleWidth();
   const int need = pane_area_->heightNeeded();
   if (need <= 0 || total <= 0) return;
   // Every pane in view (the grid at 1280x720) first; the analysis tabs get the rest, or only

@@ -93,14 +93,16 @@ void CurvesPanel::draw(const StudioSnapshot& s) {
   if (marker) {
     context_line_->point1->setCoords(s.context, 0);
     context_line_->point2->setCoords(s.context, 1);
-    context_label_->position->setCoords(s.context, 0.02);
-    context_label_->setText(QString(" trained context %1").arg(s.context));
   }
   fill(memory_, s.kv_bytes, 1.0 / 1024, {});
   if (marker && memory_->xAxis->range().upper < s.context * 1.05) {
     // Keep the marker in view from the start: the demo is about crossing it.
     memory_->xAxis->setRange(0, s.context * 1.1);
-    memory_->replot(QCustomPlot::rpImmediateRefresh);
+  }
+  if (marker) {
+    // Placed once the range is known (the label goes on the side of the line with room).
+    place_context_label(context_label_, memory_->xAxis, double(s.context), s.context);
+    if (memory_->isVisible()) memory_->replot(QCustomPlot::rpImmediateRefresh);
   }
   fill(throughput_, s.throughput, 1.0, s.throughput_range);
   fill(perplexity_, s.perplexity, 1.0, s.perplexity_range);

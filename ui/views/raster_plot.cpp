@@ -167,16 +167,7 @@ void RasterPlot::setData(const SurvivalRaster& r, const PlotTitle& title, int64_
   if (marker) {
     context_line_->point1->setCoords(columnCoord(context), 0);
     context_line_->point2->setCoords(columnCoord(context), 1);
-    // Whole, on the side with room (the full cache outgrows its context near the right edge).
-    const double x = xAxis->coordToPixel(columnCoord(context));
-    const QFontMetricsF label_fm(context_label_->font());
-    QString text = QString("trained context %1").arg(context);
-    const double right = axisRect()->right() - x, left = x - axisRect()->left();
-    if (label_fm.horizontalAdvance(text + "  ") > std::max(right, left)) text = QString("context %1").arg(context);
-    const bool on_right = right >= label_fm.horizontalAdvance(text + "  ") || right >= left;
-    context_label_->setPositionAlignment((on_right ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignTop);
-    context_label_->setText(on_right ? " " + text : text + " ");
-    context_label_->position->setCoords(columnCoord(context), 0.02);
+    place_context_label(context_label_, xAxis, columnCoord(context), context);
   }
   // Position labels that fit, at round positions; steps at least two text lines apart.
   const QFontMetricsF fm(xAxis->tickLabelFont());
