@@ -179,7 +179,10 @@ void Analyzer::ingest_session(size_t index, const StepRecord& record, const Sess
     x.throughput.push(record.step, record.engine_seconds, s.decode_tokens_per_s);
   if (!s.nll.empty()) {
     x.perplexity.push(record.step, double(x.scored), std::exp(x.nll_sum / double(x.scored)));
-    if (x.compared) x.agreement.push(record.step, double(x.scored), double(x.agreed) / double(x.compared));
+    if (x.compared) {
+      x.agreement.push(record.step, double(x.scored), double(x.agreed) / double(x.compared));
+      x.kl.push(record.step, double(x.scored), x.kl_sum / double(x.compared));
+    }
   }
 }
 
@@ -246,7 +249,7 @@ int64_t Analyzer::history_bytes() const {
 int64_t Analyzer::bounded_bytes() const {
   int64_t b = 0;
   for (const PolicyExtras& x : extras_) {
-    for (const ThinnedSeries* s : {&x.kv_bytes, &x.throughput, &x.perplexity, &x.agreement})
+    for (const ThinnedSeries* s : {&x.kv_bytes, &x.throughput, &x.perplexity, &x.agreement, &x.kl})
       b += int64_t(s->s.x.capacity() * 16 + s->step.capacity() * 4);
     for (const auto& bin : x.shares.bins) b += int64_t(sizeof(bin) + bin.mean.capacity() * 4);
     for (const auto& [p, heads] : x.score_history)
@@ -530,6 +533,7 @@ StudioSnapshot Analyzer::snapshot(const ViewSelection& requested, const CaptureW
     s.throughput.push_back(x.throughput.until(step));
     s.perplexity.push_back(x.perplexity.until(step));
     s.agreement.push_back(x.agreement.until(step));
+    s.kl.push_back(x.kl.until(step));
     tx.push_back(s.throughput.back().x);
     ty.push_back(s.throughput.back().y);
     px.push_back(s.perplexity.back().x);

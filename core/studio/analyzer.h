@@ -102,7 +102,7 @@ class Analyzer final : public StepSink {
     bool pending = false, stopped = false;
     int score_history_layer = -1;
     std::map<int64_t, std::vector<std::vector<ScoreSample>>> score_history;  // position -> per KV head
-    ThinnedSeries kv_bytes, throughput, perplexity, agreement;
+    ThinnedSeries kv_bytes, throughput, perplexity, agreement, kl;
     ShareHistory shares;
   };
   struct StepInfo {

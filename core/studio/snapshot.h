@@ -152,6 +152,7 @@ struct StudioSnapshot {
   std::vector<Series> throughput;  // x: engine seconds, y: decode tokens/s
   std::vector<Series> perplexity;  // x: scored tokens, y: running perplexity (forced mode)
   std::vector<Series> agreement;   // x: scored tokens, y: running top-1 agreement with full
+  std::vector<Series> kl;          // x: scored tokens, y: running mean KL(full ‖ policy), nats
   AxisRange throughput_range, perplexity_range;  // robust: early spikes do not set the scale
   InspectionSnapshot inspection;
   HeadViewData head_view;

@@ -14,6 +14,7 @@
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
+#include <QRegularExpression>
 #include <QTest>
 #include <qcustomplot.h>
 
@@ -189,6 +190,44 @@ TEST(ControlsTest, TeacherForcedModeFillsPerplexityAndAgreement) {
   // The full cache agrees with itself; the bounded caches are measured against it.
   EXPECT_DOUBLE_EQ(s->panes[0].agreement, 1.0);
   EXPECT_TRUE(w.panes()[2]->numbersText().contains("agree"));
+  // The KL plot: each policy's running mean KL from the full cache, the full cache's own zero.
+  ASSERT_EQ(s->kl.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_GT(w.curves()->kl()->graph(i)->dataCount(), 0) << "policy " << i;
+  ASSERT_FALSE(s->kl[0].y.empty());
+  EXPECT_NEAR(s->kl[0].y.back(), 0.0, 1e-9);
+  EXPECT_NEAR(s->kl[2].y.back(), s->panes[2].mean_kl, 1e-9);
+  EXPECT_GT(s->kl[2].y.back(), 0.0);
+}
+
+TEST(ControlsTest, TeacherForcedHeadersKeepTheirQualityFiguresInAGrid) {
+  QTemporaryDir dir;
+  const QString text = dir.filePath("text.txt");
+  {
+    QFile f(text);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    for (int i = 0; i < 20; ++i) f.write("In the beginning the model read the same words again and again. ");
+  }
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.forced = true;
+  o.settings.config.forced_text = text.toStdString();
+  o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
+  o.size = QSize(1280, 720);
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 40);
+  for (PolicyPane* pane : w.panes()) {
+    const QString shown = pane->numbersText().remove(QRegularExpression("<[^>]*>"));
+    EXPECT_TRUE(shown.contains("ppl")) << shown.toStdString();
+    if (pane->policy().evicts()) {
+      EXPECT_TRUE(shown.contains("agree")) << shown.toStdString();
+    }
+    // Whole on its line: what does not fit (the stream's length) is left to the tooltip.
+    QFont bold = pane->numbersLabel()->font();
+    bold.setBold(true);
+    EXPECT_LE(QFontMetrics(bold).horizontalAdvance(shown), pane->numbersLabel()->width()) << shown.toStdString();
+    EXPECT_TRUE(pane->numbersLabel()->toolTip().contains("in stream"));
+  }
 }
 
 // A quantised model opens like any other, and the status bar keeps its type

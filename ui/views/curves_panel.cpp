@@ -15,7 +15,8 @@ CurvesPanel::CurvesPanel(QWidget* parent) : QWidget(parent) {
   throughput_ = make_plot("Decode throughput", "engine time (s)", "tokens/s");
   perplexity_ = make_plot("Perplexity (teacher-forced)", "scored tokens", "running perplexity");
   agreement_ = make_plot("Top-1 agreement with full", "scored tokens", "agreement");
-  for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_}) legend_above(p);
+  kl_ = make_plot("Mean KL from full (teacher-forced)", "scored tokens", "KL (nats)");
+  for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_, kl_}) legend_above(p);
   context_line_ = new QCPItemStraightLine(memory_);
   context_label_ = new QCPItemText(memory_);
   context_label_->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
@@ -26,6 +27,7 @@ CurvesPanel::CurvesPanel(QWidget* parent) : QWidget(parent) {
   quality_->setDocumentMode(true);
   quality_->addTab(perplexity_, "Perplexity");
   quality_->addTab(agreement_, "Agreement");
+  quality_->addTab(kl_, "KL");
   // Stream mode decodes (throughput); forced mode scores (perplexity, agreement): one or the other.
   second_ = new QStackedWidget;
   second_->addWidget(throughput_);
@@ -41,7 +43,7 @@ CurvesPanel::CurvesPanel(QWidget* parent) : QWidget(parent) {
 }
 
 void CurvesPanel::restyle() {
-  for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_}) {
+  for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_, kl_}) {
     style_plot(p);
     p->legend->setBrush(Qt::NoBrush);
     p->legend->setBorderPen(Qt::NoPen);
@@ -52,11 +54,11 @@ void CurvesPanel::restyle() {
   f.setPointSizeF(scaled_pt(7.5));
   context_label_->setFont(f);
   policies_.clear();  // the graphs take the theme's policy colours at the next frame
-  for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_}) p->replot();
+  for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_, kl_}) p->replot();
 }
 
 std::vector<QCustomPlot*> CurvesPanel::plotsForMode(const std::string& mode) const {
-  if (mode == "forced") return {memory_, perplexity_, agreement_};
+  if (mode == "forced") return {memory_, perplexity_, agreement_, kl_};
   return {memory_, throughput_};
 }
 
@@ -65,7 +67,7 @@ bool CurvesPanel::contextMarkerShown() const { return context_line_->visible(); 
 void CurvesPanel::draw(const StudioSnapshot& s) {
   if (const auto policies = snapshot_policies(s); policies != policies_) {
     policies_ = policies;
-    for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_}) set_policy_graphs(p, policies_);
+    for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_, kl_}) set_policy_graphs(p, policies_);
   }
   const bool forced = s.mode == "forced";
   second_->setCurrentIndex(forced ? 1 : 0);
@@ -107,6 +109,7 @@ void CurvesPanel::draw(const StudioSnapshot& s) {
   fill(throughput_, s.throughput, 1.0, s.throughput_range);
   fill(perplexity_, s.perplexity, 1.0, s.perplexity_range);
   fill(agreement_, s.agreement, 1.0, {});
+  fill(kl_, s.kl, 1.0, {});
   if (forced) {
     agreement_->yAxis->setRange(std::min(0.0, agreement_->yAxis->range().lower), 1.05);
     if (agreement_->isVisible()) agreement_->replot(QCustomPlot::rpImmediateRefresh);

@@ -26,13 +26,14 @@ class CurvesPanel : public QWidget {
   QCustomPlot* throughput() const { return throughput_; }
   QCustomPlot* perplexity() const { return perplexity_; }
   QCustomPlot* agreement() const { return agreement_; }
+  QCustomPlot* kl() const { return kl_; }
   // The plots that hold this mode's data (what a report exports).
   std::vector<QCustomPlot*> plotsForMode(const std::string& mode) const;
   bool contextMarkerShown() const;
   void restyle();
 
  private:
-  QCustomPlot *memory_, *throughput_, *perplexity_, *agreement_;
+  QCustomPlot *memory_, *throughput_, *perplexity_, *agreement_, *kl_;
   QTabWidget* quality_;
   QStackedWidget* second_;
   QCPItemStraightLine* context_line_;

@@ -149,6 +149,20 @@ void PolicyPane::restyle() {
 
 QString PolicyPane::numbersText() const { return numbers_->text(); }
 
+// The long line where it fits the label, else the short one (measured as if all bold, with room to spare).
+void PolicyPane::fitNumbers() {
+  QFont bold = numbers_->font();
+  bold.setBold(true);
+  const QString first_line = QString(numbers_long_).section("<br>", 0, 0).remove(QRegularExpression("<[^>]*>"));
+  const bool fits = QFontMetrics(bold).horizontalAdvance(first_line) <= numbers_->width();
+  numbers_->setText(fits ? numbers_long_ : numbers_short_);
+}
+
+void PolicyPane::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  if (!numbers_long_.isEmpty()) fitNumbers();
+}
+
 void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t highlight) {
   const QString title = policy_title(policy_);
   const QString describe = QString::fromStdString(pane.policy);
@@ -156,19 +170,25 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
                       .arg(title, describe.toHtmlEscaped(), muted_text_color().name())
                       .arg(scaled_pt(8)));
   title_->setToolTip(title + " · " + describe + "\n" + QString::fromStdString(std::string(policy_.unit().description)));
-  QString numbers = QString("<b>%1</b> cached · <b>%2</b> KV · <b>%3</b> tok/s · %4 in stream")
-                        .arg(pane.cached_tokens)
-                        .arg(QString::fromStdString(format_bytes(pane.live_bytes)))
-                        .arg(pane.tokens_per_s, 0, 'f', 1)
-                        .arg(pane.stream_length);
-  if (!std::isnan(pane.perplexity)) numbers += QString(" · ppl <b>%1</b>").arg(pane.perplexity, 0, 'f', 2);
+  // The figures that matter most first; where the line is too narrow, the stream's length (the same
+  // in every pane, and in the tooltip) goes first, never the quality figures at the end.
+  const double rate = pane.tokens_per_s;
+  QStringList parts{QString("<b>%1</b> cached").arg(pane.cached_tokens),
+                    QString("<b>%1</b> KV").arg(QString::fromStdString(format_bytes(pane.live_bytes))),
+                    QString("<b>%1</b> tok/s").arg(rate, 0, 'f', rate < 100 ? 1 : 0)};
+  const QString in_stream = QString("%1 in stream").arg(pane.stream_length);
+  QStringList quality;
+  if (!std::isnan(pane.perplexity)) quality << QString("ppl <b>%1</b>").arg(pane.perplexity, 0, 'f', 2);
   if (!std::isnan(pane.agreement) && pane.config.evicts())
-    numbers += QString(" · agree <b>%1 %</b>").arg(pane.agreement * 100, 0, 'f', 1);
-  if (!pane.stopped.empty())
-    numbers += QString("<br><span style='color:%2'><b>stopped:</b> %1</span>")
-                   .arg(QString::fromStdString(pane.stopped).toHtmlEscaped(), warning_color().name());
-  numbers_->setText(numbers);
-  numbers_->setToolTip(QString(numbers).replace("<br>", "\n").remove(QRegularExpression("<[^>]*>")));
+    quality << QString("agree <b>%1 %</b>").arg(pane.agreement * 100, 0, 'f', 1);
+  const QString stopped =
+      pane.stopped.empty() ? QString()
+                           : QString("<br><span style='color:%2'><b>stopped:</b> %1</span>")
+                                 .arg(QString::fromStdString(pane.stopped).toHtmlEscaped(), warning_color().name());
+  numbers_long_ = (parts + QStringList{in_stream} + quality).join(" · ") + stopped;
+  numbers_short_ = (parts + quality).join(" · ") + stopped;
+  fitNumbers();
+  numbers_->setToolTip(QString(numbers_long_).replace("<br>", "\n").remove(QRegularExpression("<[^>]*>")));
   meter_->setValue(pane.sparsity, s.top_k, policy_color(policy_));
   text_->setHighlight(highlight);
   text_->setTokens(pane.tokens, pane.text_follows_end, pane.stream_length);

@@ -38,6 +38,7 @@ class PolicyPane : public QWidget {
   RasterPlot* raster() const { return detail_; }
   SparsityMeter* meter() const { return meter_; }
   QLabel* titleLabel() const { return title_; }
+  QLabel* numbersLabel() const { return numbers_; }
   QString numbersText() const;
   void restyle();
 
@@ -50,6 +51,8 @@ class PolicyPane : public QWidget {
 
  private:
   void arrangeHeader();
+  void fitNumbers();
+  void resizeEvent(QResizeEvent* event) override;
 
   PolicyConfig policy_;
   Arrangement arrangement_ = Arrangement::Stacked;
@@ -58,6 +61,7 @@ class PolicyPane : public QWidget {
   QSplitter* stack_;    // text over the plots
   QSplitter* side_;     // wide: the heatmap beside the rasters
   QSplitter* rasters_;  // wide: overview over detail
+  QString numbers_long_, numbers_short_;  // the numbers' line with and without the stream's length
   QLabel* title_;
   QLabel* numbers_;
   SparsityMeter* meter_;
