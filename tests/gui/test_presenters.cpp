@@ -22,6 +22,7 @@
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QToolButton>
 #include <QTest>
 #include <qcustomplot.h>
 
@@ -528,6 +529,33 @@ TEST(Presentation, ExportedPlotsShowTheirWholeTitleNamedAxesAndALegibleLegend) {
 QString shown_title(QCustomPlot* plot) {
   auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
   return title ? title->text() : QString();
+}
+
+TEST(Teaching, TheHeadViewWalksTheQueriesOfEarlierSteps) {
+  MainWindow w(synthetic_options());
+  w.show();
+  w.start();
+  play(w, 30);
+  w.showTab("head-view");
+  const int64_t shown = w.lastSnapshot()->step;
+  ASSERT_TRUE(wait_for_snapshot(w, [&](const StudioSnapshot& x) { return x.head_view.query_step == shown; }));
+  // Two steps back: each pane's query is that step's token, one position earlier each time.
+  const int64_t position = w.lastSnapshot()->head_view.panes[0].query_position;
+  auto* earlier = w.headView()->findChild<QToolButton*>("head_view_earlier");
+  ASSERT_TRUE(earlier);
+  earlier->click();
+  ASSERT_TRUE(wait_for_snapshot(w, [&](const StudioSnapshot& x) { return x.head_view.query_step == shown - 1; }));
+  w.headView()->setFocus();
+  QTest::keyClick(w.headView(), Qt::Key_Left);
+  ASSERT_TRUE(wait_for_snapshot(w, [&](const StudioSnapshot& x) { return x.head_view.query_step == shown - 2; }));
+  const auto s = w.lastSnapshot();
+  EXPECT_EQ(s->step, shown) << "the panes stay at the shown step";
+  EXPECT_EQ(s->head_view.panes[0].query_position, position - 2);
+  EXPECT_FALSE(s->head_view.panes[0].keys.empty());
+  EXPECT_EQ(w.headView()->data().query_step, shown - 2);
+  // End: the shown step's query again.
+  QTest::keyClick(w.headView(), Qt::Key_End);
+  ASSERT_TRUE(wait_for_snapshot(w, [&](const StudioSnapshot& x) { return x.head_view.query_step == shown; }));
 }
 
 TEST(Teaching, EnlargeGivesTheViewsRoomWithoutCrushingThePanes) {

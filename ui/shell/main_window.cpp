@@ -281,6 +281,10 @@ void MainWindow::buildViews() {
   bottom_->setChildrenCollapsible(false);
   connect(inspector_, &TokenInspector::followRequested, this, [this] { inspect(-1); });
   connect(head_view_, &HeadView::positionClicked, this, &MainWindow::inspect);
+  connect(head_view_, &HeadView::queryStepRequested, this, [this](qint64 step) {
+    view_.query_step = step;
+    sendView();
+  });
   connect(model_view_, &ModelView::cellClicked, this, [this](int layer, int head) {
     transport_->setView(layer, head);
     view_.layer = layer;

@@ -1,7 +1,9 @@
 #include "ui/views/head_view.h"
 
+#include <QKeyEvent>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QToolButton>
 
 #include "ui/plot/theme.h"
 
@@ -9,8 +11,45 @@ namespace h2o::ui {
 
 HeadView::HeadView(QWidget* parent) : QWidget(parent) {
   setAttribute(Qt::WA_OpaquePaintEvent);
-  setToolTip("Head view: where the shown step's query looks in each cache (layer and head as chosen above).\n"
-             "Line strength = attention weight; key colour = its fate. Click a key to inspect it.");
+  setToolTip("Head view: where a step's query looks in each cache (layer and head as chosen above).\n"
+             "Line strength = attention weight; key colour = its fate. Click a key to inspect it.\n"
+             "◀ / ▶ (Left / Right): the query of the step before / after; End: the shown step's again.");
+  setFocusPolicy(Qt::StrongFocus);
+  const auto button = [this](const QString& text, const QString& tip, auto step) {
+    auto* b = new QToolButton(this);
+    b->setText(text);
+    b->setToolTip(tip);
+    b->setAutoRaise(true);
+    connect(b, &QToolButton::clicked, this, [this, step] { emit queryStepRequested(step()); });
+    return b;
+  };
+  earlier_ = button("◀ earlier query", "The query of the step before (Left)", [this] { return std::max<qint64>(0, data_.query_step - 1); });
+  later_ = button("later query ▶", "The query of the step after (Right)", [this] { return data_.query_step + 1; });
+  newest_ = button("shown step", "Follow the shown step's query again (End)", [] { return qint64(-1); });
+  earlier_->setObjectName("head_view_earlier");
+  later_->setObjectName("head_view_later");
+  newest_->setObjectName("head_view_newest");
+}
+
+int HeadView::barHeight() const { return earlier_->sizeHint().height() + 2; }
+
+void HeadView::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  int x = 4;
+  for (QToolButton* b : {earlier_, later_, newest_}) {
+    b->adjustSize();
+    b->move(x, height() - barHeight() + 1);
+    x += b->width() + 4;
+  }
+}
+
+void HeadView::keyPressEvent(QKeyEvent* event) {
+  switch (event->key()) {
+    case Qt::Key_Left: earlier_->click(); return;
+    case Qt::Key_Right: later_->click(); return;
+    case Qt::Key_End: newest_->click(); return;
+    default: QWidget::keyPressEvent(event);
+  }
 }
 
 void HeadView::setData(const HeadViewData& data) {
@@ -31,8 +70,9 @@ std::vector<HeadView::Geometry> HeadView::layout() const {
     const auto& pane = data_.panes[size_t(i)];
     const double text_w = std::min(w * 0.34, fm.horizontalAdvance("MMMMMMMMM 00000"));
     const double rows = std::max<size_t>(pane.keys.size(), 1);
-    const double step = std::min(line * 1.25, (height() - top - 4) / rows);
-    g.query = QRectF(g.block.left() + 6, top + (height() - top) / 2 - line / 2, text_w, line);
+    const double bottom = height() - barHeight();
+    const double step = std::min(line * 1.25, (bottom - top - 4) / rows);
+    g.query = QRectF(g.block.left() + 6, top + (bottom - top) / 2 - line / 2, text_w, line);
     for (size_t k = 0; k < pane.keys.size(); ++k)
       g.keys.push_back(QRectF(g.block.right() - text_w - 6, top + k * step, text_w, std::min(line, step)));
     out.push_back(std::move(g));
@@ -68,7 +108,11 @@ void HeadView::paintEvent(QPaintEvent*) {
     p.setPen(color);
     const QString head = data_.head < 0 ? "mean over heads" : QString("head %1").arg(data_.head);
     p.drawText(QRectF(g.block.left() + 6, 2, g.block.width() - 12, fm.height() + 2), Qt::AlignLeft | Qt::AlignVCenter,
-               fm.elidedText(QString("%1 · layer %2 · %3").arg(policy_title(pane.config)).arg(data_.layer).arg(head),
+               fm.elidedText(QString("%1 · layer %2 · %3 · query of step %4")
+                                 .arg(policy_title(pane.config))
+                                 .arg(data_.layer)
+                                 .arg(head)
+                                 .arg(data_.query_step),
                              Qt::ElideRight, g.block.width() - 12));
     p.setFont(font());
     p.setPen(muted_text_color());

@@ -4,9 +4,13 @@
 // block and the keys it attended on the right, a line to each whose
 // strength is its weight; key texts are coloured by their fate, so a
 // policy's sinks, heavy hitters and recent tokens show where the query looks.
+// The query is the shown step's, or an earlier step's: the buttons at the
+// bottom (and Left / Right / End) walk the queries one step at a time.
 #include <QWidget>
 
 #include "core/studio/snapshot.h"
+
+class QToolButton;
 
 namespace h2o::ui {
 
@@ -23,10 +27,14 @@ class HeadView : public QWidget {
 
  signals:
   void positionClicked(qint64 position);
+  // The query of this step (-1: the shown step's, following it).
+  void queryStepRequested(qint64 step);
 
  protected:
   void paintEvent(QPaintEvent*) override;
   void mousePressEvent(QMouseEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   struct Geometry {
@@ -34,7 +42,10 @@ class HeadView : public QWidget {
     std::vector<QRectF> keys;
   };
   std::vector<Geometry> layout() const;
+  int barHeight() const;
   HeadViewData data_;
+  bool pinned_ = false;  // a query other than the shown step's was asked for
+  QToolButton *earlier_, *later_, *newest_;
 };
 
 }  // namespace h2o::ui
