@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include "core/base/error.h"
 #include "core/base/json_text.h"
@@ -223,29 +224,59 @@ RecordingReader::RecordingReader(const std::string& path) : path_(path) {
   }
 }
 
-std::optional<StepRecord> RecordingReader::next() {
+void RecordingReader::read_ahead() {
+  constexpr size_t kBatch = 32;
+  std::vector<std::string> lines;
+  std::vector<Parsed> batch;
   std::string line;
-  while (true) {
+  while (lines.size() < kBatch) {
     const int64_t offset = int64_t(in_->tellg());
     if (!std::getline(*in_, line)) break;
     ++line_;
     if (line.empty()) continue;
-    try {
-      const json j = json::parse(line);
-      if (j.contains("totals")) {
-        totals_ = j["totals"];
-        continue;
-      }
-      StepRecord record = step_from_json(j, version_);
-      index_.add(offset, record);
-      return record;
-    } catch (const json::exception& e) {
-      fail(path_ + ":" + std::to_string(line_), e.what());
-    } catch (const Error& e) {
-      fail(path_ + ":" + std::to_string(line_), e.what());
-    }
+    batch.push_back({offset, line_, std::nullopt, false, nullptr, ""});
+    lines.push_back(std::move(line));
   }
-  return std::nullopt;
+  const auto parse = [&](size_t i) {
+    Parsed& p = batch[i];
+    try {
+      json j = json::parse(lines[i]);
+      p.is_totals = j.contains("totals");
+      if (p.is_totals) p.totals = std::move(j["totals"]);
+      else p.record = step_from_json(j, version_);
+    } catch (const std::exception& e) {  // json::exception and Error: said when the step is reached
+      p.error = e.what();
+    }
+  };
+  // Every core takes every n-th line; each line's result goes to its own slot.
+  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+  std::vector<std::thread> workers;
+  for (size_t t = 1; t < threads && t < lines.size(); ++t)
+    workers.emplace_back([&, t] {
+      for (size_t i = t; i < lines.size(); i += threads) parse(i);
+    });
+  for (size_t i = 0; i < lines.size(); i += threads) parse(i);
+  for (std::thread& w : workers) w.join();
+  for (Parsed& p : batch) ahead_.push_back(std::move(p));
+}
+
+std::optional<StepRecord> RecordingReader::next() {
+  while (true) {
+    if (ahead_.empty()) read_ahead();
+    if (ahead_.empty()) return std::nullopt;
+    Parsed p = std::move(ahead_.front());
+    ahead_.pop_front();
+    if (!p.error.empty()) {
+      ahead_.clear();
+      fail(path_ + ":" + std::to_string(p.line), p.error);
+    }
+    if (p.is_totals) {
+      totals_ = std::move(p.totals);
+      continue;
+    }
+    index_.add(p.offset, *p.record);
+    return std::move(*p.record);
+  }
 }
 
 // ---- random access ----------------------------------------------------------------

@@ -30,6 +30,7 @@
 // byte values so that they read back byte for byte. Numbers round-trip exactly.
 // Version-1 files (one attention capture, "scores", evictions as a list) are read too.
 #include <cstdint>
+#include <deque>
 #include <fstream>
 #include <istream>
 #include <memory>
@@ -110,9 +111,22 @@ class RecordingReader final : public StepSource {
   const std::string& path() const { return path_; }
 
  private:
+  // A line read ahead and parsed (steps are parsed a batch at a time, on every
+  // core: parsing is most of a replay's and a seek's time).
+  struct Parsed {
+    int64_t offset = 0;
+    int line = 0;
+    std::optional<StepRecord> record;
+    bool is_totals = false;
+    nlohmann::json totals;  // the totals line's
+    std::string error;      // why the line could not be read
+  };
+  void read_ahead();
+
   RecordingIndex index_;
   std::string path_;
   std::unique_ptr<std::istream> in_;
+  std::deque<Parsed> ahead_;
   int line_ = 0;
   int version_ = 2;
   RecordingHeader header_;

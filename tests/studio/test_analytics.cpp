@@ -3,6 +3,8 @@
 // Analyzer's promise that a replayed recording gives the same snapshots.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <algorithm>
 #include <sstream>
 
@@ -319,6 +321,35 @@ TEST(Recording, ReaderNamesTheBadLine) {
   }
   write_file_atomic(path, "{\"format\":\"something else\"}\n");
   EXPECT_THROW(RecordingReader{path}, Error);
+  // Lines are parsed a batch ahead, on every core: still every good step first, in order, then the
+  // bad line by its number.
+  const std::string many = (dir / "many.jsonl").string();
+  {
+    RecordingWriter writer(many, h);
+    for (int64_t step = 0; step < 40; ++step) {
+      StepRecord r;
+      r.step = step;
+      r.sessions.resize(1);
+      writer.write(r);
+    }
+  }
+  {
+    std::ofstream append(many, std::ios::app);
+    append << "{\"step\": 40}\n";
+  }
+  RecordingReader batched(many);
+  for (int64_t step = 0; step < 40; ++step) {
+    const auto r = batched.next();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->step, step);
+  }
+  EXPECT_EQ(batched.index().offsets.size(), 40u);
+  try {
+    batched.next();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("many.jsonl:42"), std::string::npos) << e.what();
+  }
 }
 
 namespace {
