@@ -159,17 +159,23 @@ TEST(ControlsTest, PauseStepResetAndSpeedLimit) {
   EXPECT_EQ(w.lastSnapshot()->steps_ingested, played) << "still stepping after pause";
 }
 
-TEST(ControlsTest, TeacherForcedModeFillsPerplexityAndAgreement) {
-  QTemporaryDir dir;
+namespace {
+// Teacher-forced mode on a short text written into `dir`.
+MainWindowOptions forced_options(const QTemporaryDir& dir) {
   const QString text = dir.filePath("text.txt");
-  {
-    QFile f(text);
-    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
-    for (int i = 0; i < 20; ++i) f.write("In the beginning the model read the same words again and again. ");
-  }
+  QFile f(text);
+  EXPECT_TRUE(f.open(QIODevice::WriteOnly));
+  for (int i = 0; i < 20; ++i) f.write("In the beginning the model read the same words again and again. ");
   MainWindowOptions o = synthetic_options();
   o.settings.config.forced = true;
   o.settings.config.forced_text = text.toStdString();
+  return o;
+}
+}  // namespace
+
+TEST(ControlsTest, TeacherForcedModeFillsPerplexityAndAgreement) {
+  QTemporaryDir dir;
+  MainWindowOptions o = forced_options(dir);
   MainWindow w(o);
   w.show();
   w.start();
@@ -201,15 +207,7 @@ TEST(ControlsTest, TeacherForcedModeFillsPerplexityAndAgreement) {
 
 TEST(ControlsTest, TeacherForcedHeadersKeepTheirQualityFiguresInAGrid) {
   QTemporaryDir dir;
-  const QString text = dir.filePath("text.txt");
-  {
-    QFile f(text);
-    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
-    for (int i = 0; i < 20; ++i) f.write("In the beginning the model read the same words again and again. ");
-  }
-  MainWindowOptions o = synthetic_options();
-  o.settings.config.forced = true;
-  o.settings.config.forced_text = text.toStdString();
+  MainWindowOptions o = forced_options(dir);
   o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
   o.size = QSize(1280, 720);
   MainWindow w(o);
