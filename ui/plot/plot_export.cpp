@@ -54,17 +54,10 @@ class ExportDecorations {
     plot->setProperty("h2o_exporting", true);
     // The window's cell plots fix their room under the cells (fix_vertical_room); a file lays out
     // its own, with the axis labels it adds.
-    for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
-      if (e && (qobject_cast<QCPAxisRect*>(e) || qobject_cast<QCPColorScale*>(e))) {
-        margins_.push_back({e, e->autoMargins(), e->margins()});
-        e->setAutoMargins(QCP::msAll);
-      }
-    shown_ = qobject_cast<QCPLayoutElement*>(plot->property(kExportOnly).value<QObject*>());
-    if (!shown_) return;
-    QCPLayoutGrid* layout = plot->plotLayout();
-    layout->addElement(layout->rowCount(), 0, shown_);
-    layout->setRowStretchFactor(layout->rowCount() - 1, 0.001);
-    shown_->setVisible(true);
+    for (QCPLayoutElement* e : cell_frames(plot)) {
+      margins_.push_back({e, e->autoMargins(), e->margins()});
+      e->setAutoMargins(QCP::msAll);
+    }
     // A file names its x axis where the window leaves it to the title (a raster's positions).
     x_label_ = plot->xAxis->label();
     x_ticks_ = plot->xAxis->tickLabels();
@@ -72,6 +65,12 @@ class ExportDecorations {
       plot->xAxis->setLabel(label);
       plot->xAxis->setTickLabels(true);
     }
+    shown_ = qobject_cast<QCPLayoutElement*>(plot->property(kExportOnly).value<QObject*>());
+    if (!shown_) return;
+    QCPLayoutGrid* layout = plot->plotLayout();
+    layout->addElement(layout->rowCount(), 0, shown_);
+    layout->setRowStretchFactor(layout->rowCount() - 1, 0.001);
+    shown_->setVisible(true);
   }
   ~ExportDecorations() {
     plot_->setProperty("h2o_exporting", false);
@@ -79,11 +78,9 @@ class ExportDecorations {
       m.element->setAutoMargins(m.sides);
       m.element->setMargins(m.margins);
     }
-    if (shown_) {
-      plot_->xAxis->setLabel(x_label_);
-      plot_->xAxis->setTickLabels(x_ticks_);
-      park_export_only(plot_, shown_);
-    }
+    plot_->xAxis->setLabel(x_label_);
+    plot_->xAxis->setTickLabels(x_ticks_);
+    if (shown_) park_export_only(plot_, shown_);
     plot_->replot(QCustomPlot::rpQueuedReplot);
   }
 

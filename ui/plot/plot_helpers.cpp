@@ -116,14 +116,20 @@ void park_export_only(QCustomPlot* plot, QCPLayoutElement* element) {
   plot->setProperty(kExportOnly, QVariant::fromValue<QObject*>(element));
 }
 
+std::vector<QCPLayoutElement*> cell_frames(QCustomPlot* plot) {
+  std::vector<QCPLayoutElement*> out;
+  for (QCPLayoutElement* e : plot->plotLayout()->elements(false))
+    if (qobject_cast<QCPAxisRect*>(e) || qobject_cast<QCPColorScale*>(e)) out.push_back(e);
+  return out;
+}
+
 int fix_vertical_room(QCustomPlot* plot, QCPTextElement* title, int bottom) {
   constexpr int kTop = 2;
   plot->plotLayout()->setRowSpacing(1);
-  for (QCPLayoutElement* e : plot->plotLayout()->elements(false))
-    if (e && e != title && qobject_cast<QCPLayoutElement*>(e) && (qobject_cast<QCPAxisRect*>(e) || qobject_cast<QCPColorScale*>(e))) {
-      e->setAutoMargins(QCP::msLeft | QCP::msRight);
-      e->setMargins(QMargins(0, kTop, 0, bottom));
-    }
+  for (QCPLayoutElement* e : cell_frames(plot)) {
+    e->setAutoMargins(QCP::msLeft | QCP::msRight);
+    e->setMargins(QMargins(0, kTop, 0, bottom));
+  }
   return QFontMetrics(title->font()).height() + title->margins().top() + title->margins().bottom() + 1 + kTop + bottom;
 }
 

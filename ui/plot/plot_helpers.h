@@ -43,6 +43,8 @@ void keep_cells_at_least(QCustomPlot* plot, int cells, int chrome_guess);
 // A cell plot's vertical room: `bottom` px under the cells (ticks and their labels), 2 above, the
 // title one pixel over them; returns the height around the cells (the chrome).
 int fix_vertical_room(QCustomPlot* plot, QCPTextElement* title, int bottom);
+// What fix_vertical_room sets the margins of: the axis rects and colour scales of the plot's layout.
+std::vector<QCPLayoutElement*> cell_frames(QCustomPlot* plot);
 // Moves the legend out of the axis rect into one row under the title, so that
 // it never covers data.
 void legend_above(QCustomPlot* plot);

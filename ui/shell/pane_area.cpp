@@ -28,9 +28,9 @@ void PaneArea::setPanes(std::vector<PolicyPane*> panes) {
   arrange(pick(height()));
 }
 
-QSize PaneArea::leastPane(int arrangement) const {
+QSize PaneArea::leastPane(PolicyPane::Arrangement arrangement) const {
   QSize least;
-  for (PolicyPane* p : panes_) least = least.expandedTo(p->minimumFor(PolicyPane::Arrangement(arrangement)));
+  for (PolicyPane* p : panes_) least = least.expandedTo(p->minimumFor(arrangement));
   return least;
 }
 
@@ -38,8 +38,8 @@ QSize PaneArea::leastPane(int arrangement) const {
 PaneArea::Mode PaneArea::pick(int height) const {
   const int n = int(panes_.size());
   if (n <= 1) return Mode::Columns;
-  const QSize stacked = leastPane(int(PolicyPane::Arrangement::Stacked));
-  const QSize wide = leastPane(int(PolicyPane::Arrangement::Wide));
+  const QSize stacked = leastPane(PolicyPane::Arrangement::Stacked);
+  const QSize wide = leastPane(PolicyPane::Arrangement::Wide);
   const int column = std::max(minimumPaneWidth(), stacked.width());
   const bool columns_fit = width() / n >= column && height >= stacked.height();
   const bool grid_fits = n == 4 && width() / 2 >= wide.width() && height / 2 >= wide.height();
@@ -48,13 +48,17 @@ PaneArea::Mode PaneArea::pick(int height) const {
   return Mode::Tabs;
 }
 
+// pick()'s rule: the arrangement it prefers where height is no limit, and the least of the heights
+// the two side-by-side arrangements need (the grid's with room for the splitter's handle between
+// its rows) at which it picks that one.
 int PaneArea::heightNeeded() const {
-  const int n = int(panes_.size());
-  if (n <= 1) return 0;
-  const QSize stacked = leastPane(int(PolicyPane::Arrangement::Stacked));
-  const QSize wide = leastPane(int(PolicyPane::Arrangement::Wide));
-  if (n == 4 && width() / 2 >= wide.width()) return 2 * wide.height() + 8;
-  if (width() / n >= std::max(minimumPaneWidth(), stacked.width())) return stacked.height();
+  if (panes_.size() <= 1) return 0;
+  const Mode preferred = pick(QWIDGETSIZE_MAX);
+  if (preferred == Mode::Tabs) return 0;
+  const int columns = leastPane(PolicyPane::Arrangement::Stacked).height();
+  const int grid = 2 * leastPane(PolicyPane::Arrangement::Wide).height() + 8;
+  for (const int height : {std::min(columns, grid), std::max(columns, grid)})
+    if (pick(height) == preferred) return height;
   return 0;
 }
 
@@ -66,7 +70,7 @@ void PaneArea::resizeEvent(QResizeEvent* event) {
 
 // A tab has the whole width: stacked where the height allows, else wide (rasters beside the heatmap).
 void PaneArea::arrangeTabs() {
-  const bool stacked_fits = height() >= leastPane(int(PolicyPane::Arrangement::Stacked)).height() + 30;
+  const bool stacked_fits = height() >= leastPane(PolicyPane::Arrangement::Stacked).height() + 30;
   for (PolicyPane* p : panes_)
     p->setArrangement(stacked_fits ? PolicyPane::Arrangement::Stacked : PolicyPane::Arrangement::Wide);
 }

@@ -7,11 +7,11 @@
 #include <QWidget>
 #include <vector>
 
+#include "ui/views/policy_pane.h"
+
 class QTabWidget;
 
 namespace h2o::ui {
-
-class PolicyPane;
 
 class PaneArea : public QWidget {
   Q_OBJECT
@@ -32,7 +32,7 @@ class PaneArea : public QWidget {
 
  private:
   Mode pick(int height) const;
-  QSize leastPane(int arrangement) const;
+  QSize leastPane(PolicyPane::Arrangement arrangement) const;
   void arrange(Mode mode);
   void arrangeTabs();
 

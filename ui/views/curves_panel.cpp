@@ -92,16 +92,12 @@ void CurvesPanel::draw(const StudioSnapshot& s) {
   const bool marker = s.context > 0 && longest > 0;
   context_line_->setVisible(marker);
   context_label_->setVisible(marker);
+  fill(memory_, s.kv_bytes, 1.0 / 1024, {});
   if (marker) {
+    // Keep the marker in view from the start: the demo is about crossing it.
+    if (memory_->xAxis->range().upper < s.context * 1.05) memory_->xAxis->setRange(0, s.context * 1.1);
     context_line_->point1->setCoords(s.context, 0);
     context_line_->point2->setCoords(s.context, 1);
-  }
-  fill(memory_, s.kv_bytes, 1.0 / 1024, {});
-  if (marker && memory_->xAxis->range().upper < s.context * 1.05) {
-    // Keep the marker in view from the start: the demo is about crossing it.
-    memory_->xAxis->setRange(0, s.context * 1.1);
-  }
-  if (marker) {
     // Placed once the range is known (the label goes on the side of the line with room).
     place_context_label(context_label_, memory_->xAxis, double(s.context), s.context);
     if (memory_->isVisible()) memory_->replot(QCustomPlot::rpImmediateRefresh);
