@@ -64,6 +64,10 @@ class Analyzer final : public StepSink {
   // Engine seconds at the end of `step` (a replay's pace).
   double engine_seconds_at(int64_t step) const;
   const CaptureWindow& live_window() const { return live_; }
+  // After steps were ingested skimmed (RecordingReader::skim_below): the
+  // window of captures it would have had at its newest step, read back whole
+  // (load_capture_window).
+  void restore_live_window(CaptureWindow window) { live_ = std::move(window); }
   // Keep this position's score history from now on (the user clicked it).
   void pin(int64_t position) { pinned_ = position; }
   // Bytes of the whole-history state (stream_history.h), and of everything bounded besides.

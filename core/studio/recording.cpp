@@ -6,6 +6,7 @@
 
 #include "core/base/error.h"
 #include "core/base/json_text.h"
+#include "core/studio/step_line.h"
 
 namespace h2o {
 using nlohmann::json;
@@ -78,26 +79,6 @@ static json capture_json(const AttentionCapture& a) {
           {"top_share", shares ? a.top_share : std::vector<float>{}}};
 }
 
-// Numbers that JSON wrote as null (NaN) read back as NaN.
-static std::vector<float> floats_from_json(const json& j) {
-  std::vector<float> out;
-  out.reserve(j.size());
-  for (const json& v : j) out.push_back(v.is_null() ? NAN : v.get<float>());
-  return out;
-}
-
-static AttentionCapture capture_from_json(const json& a) {
-  AttentionCapture c;
-  c.layer = a.at("layer").get<int>();
-  c.head = a.value("head", kAllHeads);
-  c.rows = a.at("rows").get<int>();
-  c.query_positions = a.at("query").get<std::vector<int32_t>>();
-  c.key_positions = a.at("keys").get<std::vector<std::vector<int32_t>>>();
-  c.probs = a.at("probs").get<std::vector<std::vector<float>>>();
-  c.top_share = floats_from_json(a.at("top_share"));
-  return c;
-}
-
 static json session_json(const SessionRecord& s) {
   json fed_text = json::array();
   for (const auto& t : s.fed_text) fed_text.push_back(text_json(t));
@@ -135,68 +116,12 @@ static json session_json(const SessionRecord& s) {
   return j;
 }
 
-static SessionRecord session_from_json(const json& j, int version) {
-  SessionRecord s;
-  s.session = j.at("session").get<int>();
-  s.fed = j.at("fed").get<std::vector<int>>();
-  s.position = j.value("position", int64_t(-1));  // version 1 did not record it
-  for (const auto& t : j.at("fed_text")) s.fed_text.push_back(text_from_json(t));
-  s.token = j.at("token").get<int>();
-  s.text = text_from_json(j.at("text"));
-  s.eos = j.at("eos").get<bool>();
-  s.cached_tokens = j.at("cached_tokens").get<int>();
-  s.live_bytes = j.at("live_bytes").get<int64_t>();
-  s.allocated_bytes = j.at("allocated_bytes").get<int64_t>();
-  s.step_ms = j.at("step_ms").get<double>();
-  s.decode_tokens_per_s = j.at("tok_s").get<double>();
-  s.prefill_tokens_per_s = j.value("tok_s_prefill", 0.0);  // older recordings: not written
-  s.nll = j.at("nll").get<std::vector<double>>();
-  s.kl = j.at("kl").get<std::vector<double>>();
-  s.agree = j.at("agree").get<std::vector<int>>();
-  if (j.contains("stopped")) s.stopped = j.at("stopped").get<std::string>();
-  if (version >= 2) {
-    const json& e = j.at("evictions");
-    s.evictions.everywhere = e.at("all").get<std::vector<int32_t>>();
-    for (const auto& h : e.at("heads"))
-      s.evictions.by_head.push_back({h.at(0).get<int>(), h.at(1).get<int>(), h.at(2).get<int32_t>()});
-    if (j.contains("attention"))
-      for (const auto& a : j["attention"]) s.attention.push_back(capture_from_json(a));
-    if (j.contains("states"))
-      for (const auto& st : j["states"])
-        s.layer_states.push_back({st.at("layer").get<int>(), st.at("positions").get<std::vector<std::vector<int32_t>>>(),
-                                  st.at("scores").get<std::vector<std::vector<float>>>()});
-    return s;
-  }
-  // Version 1: evictions as a list (layer and KV head counts unknown here:
-  // kept per head), one capture of every query head, "scores" of that layer.
-  for (const auto& e : j.at("evictions"))
-    s.evictions.by_head.push_back({e.at(0).get<int>(), e.at(1).get<int>(), e.at(2).get<int32_t>()});
-  if (j.contains("attention")) s.attention.push_back(capture_from_json(j["attention"]));
-  if (j.contains("scores"))
-    s.layer_states.push_back({j["scores"].at("layer").get<int>(),
-                              j["scores"].at("positions").get<std::vector<std::vector<int32_t>>>(),
-                              j["scores"].at("values").get<std::vector<std::vector<float>>>()});
-  return s;
-}
-
 json to_json(const StepRecord& r) {
   json sessions = json::array();
   for (const auto& s : r.sessions) sessions.push_back(session_json(s));
   return {{"step", r.step},           {"phase", phase_name(r.phase)}, {"prompt", r.prompt_index},
           {"turn_start", r.turn_start}, {"turn_end", r.turn_end},     {"engine_s", r.engine_seconds},
           {"sessions", sessions}};
-}
-
-StepRecord step_from_json(const json& j, int version) {
-  StepRecord r;
-  r.step = j.at("step").get<int64_t>();
-  r.phase = phase_from_name(j.at("phase").get<std::string>());
-  r.prompt_index = j.at("prompt").get<int>();
-  r.turn_start = j.at("turn_start").get<bool>();
-  r.turn_end = j.at("turn_end").get<bool>();
-  r.engine_seconds = j.at("engine_s").get<double>();
-  for (const auto& s : j.at("sessions")) r.sessions.push_back(session_from_json(s, version));
-  return r;
 }
 
 // ---- reading --------------------------------------------------------------------------
@@ -240,11 +165,11 @@ void RecordingReader::read_ahead() {
   const auto parse = [&](size_t i) {
     Parsed& p = batch[i];
     try {
-      json j = json::parse(lines[i]);
-      p.is_totals = j.contains("totals");
-      if (p.is_totals) p.totals = std::move(j["totals"]);
-      else p.record = step_from_json(j, version_);
-    } catch (const std::exception& e) {  // json::exception and Error: said when the step is reached
+      RecordingLine parsed = parse_recording_line(lines[i], version_, skim_below_);
+      p.record = std::move(parsed.step);
+      p.is_totals = parsed.totals;
+      if (p.is_totals) p.totals = json::parse(lines[i]).at("totals");
+    } catch (const std::exception& e) {  // said when the step is reached
       p.error = e.what();
     }
   };
@@ -312,10 +237,8 @@ StepRecord RecordingLines::read(const RecordingIndex& index, int64_t step) {
   std::string line;
   if (!std::getline(in_, line)) fail(where, "cannot read the line");
   try {
-    return step_from_json(json::parse(line), version_);
-  } catch (const json::exception& e) {
-    fail(where, e.what());
-  } catch (const Error& e) {
+    return parse_step_line(line, version_);
+  } catch (const std::exception& e) {
     fail(where, e.what());
   }
   return {};

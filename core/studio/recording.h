@@ -91,7 +91,7 @@ RecordingHeader make_header(const Engine& engine, const nlohmann::json& manifest
 nlohmann::json to_json(const RecordingHeader& header);
 RecordingHeader header_from_json(const nlohmann::json& j);  // throws Error
 nlohmann::json to_json(const StepRecord& record);
-StepRecord step_from_json(const nlohmann::json& j, int version = 2);  // throws Error
+// A step line is read back by parse_step_line (step_line.h).
 
 // Line 1 of a recording.
 std::string recording_first_line(const RecordingHeader& header);
@@ -109,6 +109,11 @@ class RecordingReader final : public StepSource {
   const RecordingIndex& index() const { return index_; }
   int version() const { return version_; }
   const std::string& path() const { return path_; }
+  // Steps numbered below `step` are read skimmed (StepDetail::Skim: without
+  // their attention probabilities and positions or their other layers'
+  // states), which a seek passes over several times faster; -1: every step
+  // whole. Applies to lines not yet read ahead.
+  void skim_below(int64_t step) { skim_below_ = step; }
 
  private:
   // A line read ahead and parsed (steps are parsed a batch at a time, on every
@@ -129,6 +134,7 @@ class RecordingReader final : public StepSource {
   std::deque<Parsed> ahead_;
   int line_ = 0;
   int version_ = 2;
+  int64_t skim_below_ = -1;
   RecordingHeader header_;
   nlohmann::json totals_;
 };

@@ -63,6 +63,42 @@ std::string Timeline::read_failed(const std::exception& e) const {
   return "Reading step " + std::to_string(cursor_) + " back failed: " + e.what();
 }
 
+namespace {
+// The analyzer's window at its newest step, read back whole; an empty one
+// (the heatmaps then say the step's attention was not recorded) when that
+// fails, so that no skimmed capture is ever drawn.
+void restore_whole_window(const RecordingReader& replay, Analyzer& analyzer) {
+  const size_t policies = analyzer.header().policies.size();
+  CaptureWindow window(policies);
+  try {
+    if (analyzer.steps_ingested() > 0)
+      window = load_capture_window(replay.path(), replay.index(), replay.version(), policies, analyzer.latest_step());
+  } catch (const std::exception&) {
+    analyzer.restore_live_window(CaptureWindow(policies));
+    throw;
+  }
+  analyzer.restore_live_window(std::move(window));
+}
+}  // namespace
+
+void read_replay_to(RecordingReader& replay, Analyzer& analyzer, int64_t step, const std::function<bool()>& step_once) {
+  if (analyzer.steps_ingested() > 0 && analyzer.latest_step() >= step) return;
+  replay.skim_below(step);
+  try {
+    while ((analyzer.steps_ingested() == 0 || analyzer.latest_step() < step) && step_once()) {
+    }
+  } catch (const std::exception&) {
+    replay.skim_below(-1);
+    try {
+      restore_whole_window(replay, analyzer);
+    } catch (const std::exception&) {  // the step's own error says more
+    }
+    throw;
+  }
+  replay.skim_below(-1);
+  restore_whole_window(replay, analyzer);
+}
+
 int tick_interval_ms(bool replay, const ReplayPace& pace, double speed_limit) {
   if (replay) return pace.paced() ? 15 : 0;
   return speed_limit > 0 ? int(1000.0 / speed_limit) : 0;

@@ -9,6 +9,7 @@
 //
 // Also here: a replay's pace (ReplayPace) and how often the worker ticks.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -55,6 +56,14 @@ class Timeline {
   std::unique_ptr<CaptureWindow> window_;  // the captures around the cursor
   std::unique_ptr<RecordingLines> lines_;  // reads the cursor's next lines
 };
+
+// Reads a replay on until `analyzer` holds `step` (or the recording ends),
+// one step at a time through `step_once` (the reader's next step into the
+// analyzer; false at the end). The steps before `step` are skimmed
+// (RecordingReader::skim_below) and the analyzer then gets back the window of
+// captures it would have had, read whole: the state of reading every step
+// whole, several times faster. Throws what `step_once` and the reader throw.
+void read_replay_to(RecordingReader& replay, Analyzer& analyzer, int64_t step, const std::function<bool()>& step_once);
 
 // A replay at its recorded pace times a speed: a step shows once the wall
 // time since Play, times the speed, has reached the engine time it was

@@ -18,6 +18,7 @@
 #include "core/studio/recording.h"
 #include "core/studio/report.h"
 #include "core/studio/run_log.h"
+#include "core/studio/step_line.h"
 #include "core/studio/studio_setup.h"
 #include "tests/assets.h"
 #include "ui/shell/frame_stats.h"
@@ -289,7 +290,10 @@ TEST(Recording, StepRoundTripsExactlyIncludingPartialUtf8) {
   stopped.stopped = "out of KV memory: 1.0 MiB held, 0.5 MiB more needed, limit 1.0 MiB";
   r.sessions.push_back(stopped);
   const std::string line = json_dump(to_json(r));
-  const StepRecord back = step_from_json(nlohmann::json::parse(line));
+  std::string text = line;
+  const StepRecord back = parse_step_line(text);
+  std::string cut = line.substr(0, line.size() / 2);
+  EXPECT_THROW(parse_step_line(cut), Error);
   EXPECT_EQ(json_dump(to_json(back)), line);
   EXPECT_EQ(back.sessions[0].fed_text[1], s.fed_text[1]);
   EXPECT_EQ(back.sessions[0].text, "\xff");

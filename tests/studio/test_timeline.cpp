@@ -175,6 +175,62 @@ TEST(Timeline, RecordingIndexReadsAnyStepAsTheReaderDid) {
   EXPECT_EQ(reader.index().last_state_at(2, 29), 29);
 }
 
+TEST(Timeline, ASeekSkimsTheStepsItPassesAndShowsWhatAWholeReadShows) {
+  const auto dir = test::temp_dir("skim");
+  const std::string path = (dir / "run.jsonl").string();
+  auto engine = engine_for(small_config());
+  const RecordingHeader header = make_header(*engine, nlohmann::json::object(), "stream");
+  {
+    RecordingWriter w(path, header);
+    for (int i = 0; i < 120; ++i) w.write(engine->step(&kWatch));
+  }
+  const int64_t target = 100;
+  const auto read_to = [&](RecordingReader& reader, Analyzer& analyzer) {
+    while (analyzer.steps_ingested() == 0 || analyzer.latest_step() < target) analyzer.ingest(*reader.next());
+  };
+  RecordingReader whole(path);
+  Analyzer read_whole(whole.header());
+  read_to(whole, read_whole);
+  RecordingReader skimmed(path);
+  Analyzer read_skimmed(skimmed.header());
+  read_replay_to(skimmed, read_skimmed, target, [&] {
+    const auto r = skimmed.next();
+    if (r) read_skimmed.ingest(*r);
+    return r.has_value();
+  });
+  EXPECT_EQ(read_skimmed.latest_step(), target);
+  for (int layer : {1, 0, 4})
+    for (int head : {-1, 5}) {
+      ViewSelection v;
+      v.layer = layer;
+      v.head = head;
+      EXPECT_EQ(fingerprint(read_skimmed.snapshot(v)), fingerprint(read_whole.snapshot(v)))
+          << "layer " << layer << ", head " << head;
+    }
+  // Lines past the step are read whole.
+  const auto next = skimmed.next();
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->step, target + 1);
+  EXPECT_FALSE(next->sessions[2].attention.at(0).probs.empty());
+  RecordingReader again(path);
+  again.skim_below(5);
+  const auto first = again.next();
+  EXPECT_TRUE(first->sessions[2].attention.at(0).probs.empty());
+  EXPECT_TRUE(first->sessions[2].attention.at(0).key_positions.empty());
+  EXPECT_FALSE(first->sessions[2].attention.at(0).top_share.empty());
+  EXPECT_LE(first->sessions[2].layer_states.size(), 1u);
+  // Past the recording's end: its last step, shown as a whole read shows it.
+  RecordingReader to_end(path);
+  Analyzer read_to_end(to_end.header());
+  read_replay_to(to_end, read_to_end, 5000, [&] {
+    const auto r = to_end.next();
+    if (r) read_to_end.ingest(*r);
+    return r.has_value();
+  });
+  EXPECT_EQ(read_to_end.latest_step(), 119);
+  EXPECT_FALSE(read_to_end.live_window().captures(2, 1)->back().capture.probs.empty());
+}
+
 TEST(Survival, SinksAndHeavyHittersSurviveBinningOfAWholeLongStream) {
   // 5000 steps, one position each after a prefill of 64: H2O(4, 8, 16), one
   // heavy hitters (positions 5 and 100) never evicted, everything else leaves as soon

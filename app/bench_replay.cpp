@@ -1,0 +1,117 @@
+// h2o-bench-replay: how long the app takes to seek a freshly opened replay
+// to a step (the timeline's slider dragged far ahead): open the recording,
+// count its steps, read on to the step, as EngineWorker does (read_replay_to:
+// the steps passed over skimmed, the window around the step read back whole),
+// next to reading every step whole. A benchmark, not a timed test.
+//
+// The recording is made first when the file does not exist: the demo model
+// (kjv-1M), four policies, the app's capture schedule, --steps steps.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/backends/make_backend.h"
+#include "core/base/error.h"
+#include "core/base/format.h"
+#include "core/studio/analyzer.h"
+#include "core/studio/assets.h"
+#include "core/studio/capture_schedule.h"
+#include "core/studio/recording.h"
+#include "core/studio/run_loop.h"
+#include "core/studio/studio_setup.h"
+#include "core/studio/timeline.h"
+
+using namespace h2o;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// A live run of the demo as the app records it: every step, the watched layer's captures and the scheduled rest.
+void make_recording(const std::string& path, int64_t steps) {
+  StudioConfig config;
+  const DefaultInputs defaults = default_inputs(std::getenv("H2O_ASSETS") ? std::getenv("H2O_ASSETS") : "../shared/assets");
+  config.model = defaults.model;
+  config.tokenizer = defaults.tokenizer;
+  config.prompts = defaults.prompts;
+  config.policies = {"full", "streaming", "h2o", "tova"};
+  const StudioInputs inputs = load_studio_inputs(config);
+  auto engine = make_studio_engine(config, inputs, make_backend(inputs.model, studio_backend_options(config)));
+  const StudioCaptureSchedule schedule(0);
+  EngineSource source(*engine, &schedule);
+  RecordingWriter writer(path, make_header(*engine, nlohmann::json::object(), "stream"));
+  RunLoop loop(source);
+  loop.add_sink(writer);
+  std::fprintf(stderr, "making %s: %lld steps of %s...\n", path.c_str(), static_cast<long long>(steps),
+               model_display_name(config.model).c_str());
+  for (int64_t i = 0; i < steps; ++i)
+    if (!loop.step()) break;
+}
+
+struct Timing {
+  double open_s = 0, read_s = 0;
+};
+
+// Opens `path` as the app does and reads on to `step`, skimming or not.
+Timing seek(const std::string& path, int64_t step, bool skim) {
+  const auto t0 = std::chrono::steady_clock::now();
+  RecordingReader reader(path);
+  count_recorded_steps(path);
+  Analyzer analyzer(reader.header());
+  RunLoop loop(reader);
+  loop.add_sink(analyzer);
+  Timing t;
+  t.open_s = seconds_since(t0);
+  const auto one = [&] { return loop.step().has_value(); };
+  if (skim) read_replay_to(reader, analyzer, step, one);
+  else
+    while ((analyzer.steps_ingested() == 0 || analyzer.latest_step() < step) && one()) {
+    }
+  t.read_s = seconds_since(t0) - t.open_s;
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Seeking a freshly opened replay: seconds to open it and read on to a step, skimmed and whole"};
+  std::string path = "/tmp/h2o-bench-replay.jsonl", seeks = "1000,3000";
+  int64_t steps = 3300;
+  int repeats = 3;
+  app.add_option("--recording", path, "the recording (made first when absent)");
+  app.add_option("--steps", steps, "steps of the recording made when absent")->check(CLI::Range(1, 1000000));
+  app.add_option("--seek", seeks, "steps to seek to, comma-separated");
+  app.add_option("--repeats", repeats, "times each seek runs; the best is reported")->check(CLI::Range(1, 100));
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (!std::filesystem::exists(path)) make_recording(path, steps);
+    const double mib = double(std::filesystem::file_size(path)) / double(1 << 20);
+    const int64_t recorded = count_recorded_steps(path);
+    std::printf("recording %s: %.0f MiB, %lld steps; %u hardware threads\n\n", path.c_str(), mib,
+                static_cast<long long>(recorded), std::thread::hardware_concurrency());
+    std::printf("| seek to | open (s) | skimmed (s) | whole (s) | skimmed MiB/s |\n|---:|---:|---:|---:|---:|\n");
+    for (const std::string& s : split_list(seeks)) {
+      const int64_t step = std::stoll(s);
+      Timing skimmed{1e9, 1e9}, whole{1e9, 1e9};
+      for (int r = 0; r < repeats; ++r) {
+        const Timing a = seek(path, step, true), b = seek(path, step, false);
+        if (a.read_s < skimmed.read_s) skimmed = a;
+        if (b.read_s < whole.read_s) whole = b;
+      }
+      const double share = double(std::min(step + 1, recorded)) / double(recorded);
+      std::printf("| %lld | %.3f | %.3f | %.3f | %.0f |\n", static_cast<long long>(step), skimmed.open_s,
+                  skimmed.read_s, whole.read_s, mib * share / skimmed.read_s);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "h2o-bench-replay: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

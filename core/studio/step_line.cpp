@@ -1,0 +1,245 @@
+#include "core/studio/step_line.h"
+
+#include <cmath>
+#include <limits>
+#include <simdjson.h>
+
+#include "core/base/error.h"
+
+namespace h2o {
+namespace od = simdjson::ondemand;
+
+namespace {
+
+// ---- values -------------------------------------------------------------------------
+
+int64_t as_int64(od::value v) { return int64_t(v.get_int64()); }
+
+int as_int(od::value v) {
+  const int64_t x = as_int64(v);
+  if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
+    throw Error("number " + std::to_string(x) + " out of range");
+  return int(x);
+}
+
+// Numbers the writer wrote as null (NaN) read back as NaN.
+double as_double(od::value v) { return v.is_null() ? NAN : double(v.get_double()); }
+
+template <typename T>
+std::vector<T> numbers(od::value v) {
+  std::vector<T> out;
+  for (od::value x : v.get_array()) {
+    if constexpr (std::is_floating_point_v<T>) out.push_back(T(as_double(x)));
+    else out.push_back(T(as_int64(x)));
+  }
+  return out;
+}
+
+template <typename T>
+std::vector<std::vector<T>> number_rows(od::value v) {
+  std::vector<std::vector<T>> out;
+  for (od::value row : v.get_array()) out.push_back(numbers<T>(row));
+  return out;
+}
+
+// A text as json_text.h writes it: a string, or an array of byte values when not valid UTF-8.
+std::string text(od::value v) {
+  if (v.type() == od::json_type::string) return std::string(std::string_view(v.get_string()));
+  std::string out;
+  for (od::value b : v.get_array()) out += char(as_int64(b));
+  return out;
+}
+
+// Fields an object must have: each one seen sets its bit.
+struct Required {
+  const char* const* names;
+  unsigned seen = 0, count;
+  void check() const {
+    for (unsigned i = 0; i < count; ++i)
+      if (!(seen & (1u << i))) throw Error(std::string("missing \"") + names[i] + "\"");
+  }
+};
+
+// ---- captures and states ----------------------------------------------------------------
+
+AttentionCapture capture(od::value v, StepDetail detail) {
+  static const char* const kNeeds[] = {"layer", "rows", "query", "keys", "probs", "top_share"};
+  Required needs{kNeeds, 0, 6};
+  AttentionCapture c;
+  const bool whole = detail == StepDetail::Full;
+  for (auto field : v.get_object()) {
+    const std::string_view key = field.unescaped_key();
+    od::value x = field.value();
+    if (key == "layer") c.layer = as_int(x), needs.seen |= 1;
+    else if (key == "head") c.head = as_int(x);
+    else if (key == "rows") c.rows = as_int(x), needs.seen |= 2;
+    // Skimmed, the positions and probabilities are skipped unread.
+    else if (key == "query") {
+      needs.seen |= 4;
+      if (whole) c.query_positions = numbers<int32_t>(x);
+    } else if (key == "keys") {
+      needs.seen |= 8;
+      if (whole) c.key_positions = number_rows<int32_t>(x);
+    } else if (key == "probs") {
+      needs.seen |= 16;
+      if (whole) c.probs = number_rows<float>(x);
+    }
+    else if (key == "top_share") c.top_share = numbers<float>(x), needs.seen |= 32;
+  }
+  needs.check();
+  return c;
+}
+
+// A layer state; `scores_key`: "scores" (version 2) or "values" (version 1's one state).
+LayerState layer_state(od::value v, std::string_view scores_key) {
+  static const char* const kNeeds[] = {"layer", "positions", "scores"};
+  Required needs{kNeeds, 0, 3};
+  LayerState s;
+  for (auto field : v.get_object()) {
+    const std::string_view key = field.unescaped_key();
+    od::value x = field.value();
+    if (key == "layer") s.layer = as_int(x), needs.seen |= 1;
+    else if (key == "positions") s.positions = number_rows<int32_t>(x), needs.seen |= 2;
+    else if (key == scores_key) s.scores = number_rows<float>(x), needs.seen |= 4;
+  }
+  needs.check();
+  return s;
+}
+
+void evictions(od::value v, int version, EvictionSummary& e) {
+  const auto events = [&](od::value list) {
+    for (od::value triple : list.get_array()) {
+      const std::vector<int64_t> t = numbers<int64_t>(triple);
+      if (t.size() != 3) throw Error("an eviction is not [layer, kv_head, position]");
+      e.by_head.push_back({int(t[0]), int(t[1]), int32_t(t[2])});
+    }
+  };
+  // Version 1: one list of every (layer, KV head, position).
+  if (version < 2) return events(v);
+  for (auto field : v.get_object()) {
+    const std::string_view key = field.unescaped_key();
+    if (key == "all") e.everywhere = numbers<int32_t>(field.value());
+    else if (key == "heads") events(field.value());
+  }
+}
+
+// ---- sessions and steps ------------------------------------------------------------------
+
+// The fields every session has, in the order of their bits.
+const char* const kSessionNeeds[] = {"session", "fed", "fed_text", "token", "text", "eos", "cached_tokens",
+                                     "live_bytes", "allocated_bytes", "step_ms", "tok_s", "nll", "kl", "agree",
+                                     "evictions"};
+
+// The session's numbers and tokens; false when `key` is not one of them.
+bool session_scalar(std::string_view key, od::value x, SessionRecord& s, Required& needs) {
+  const auto need = [&](unsigned bit) { needs.seen |= 1u << bit; };
+  if (key == "session") s.session = as_int(x), need(0);
+  else if (key == "fed") s.fed = numbers<int>(x), need(1);
+  else if (key == "position") s.position = as_int64(x);
+  else if (key == "fed_text") {
+    for (od::value t : x.get_array()) s.fed_text.push_back(text(t));
+    need(2);
+  } else if (key == "token") s.token = as_int(x), need(3);
+  else if (key == "text") s.text = text(x), need(4);
+  else if (key == "eos") s.eos = bool(x.get_bool()), need(5);
+  else if (key == "cached_tokens") s.cached_tokens = as_int(x), need(6);
+  else if (key == "live_bytes") s.live_bytes = as_int64(x), need(7);
+  else if (key == "allocated_bytes") s.allocated_bytes = as_int64(x), need(8);
+  else if (key == "step_ms") s.step_ms = as_double(x), need(9);
+  else if (key == "tok_s") s.decode_tokens_per_s = as_double(x), need(10);
+  else if (key == "tok_s_prefill") s.prefill_tokens_per_s = as_double(x);
+  else if (key == "nll") s.nll = numbers<double>(x), need(11);
+  else if (key == "kl") s.kl = numbers<double>(x), need(12);
+  else if (key == "agree") s.agree = numbers<int>(x), need(13);
+  else if (key == "stopped") s.stopped = std::string(std::string_view(x.get_string()));
+  else return false;
+  return true;
+}
+
+SessionRecord session(od::value v, int version, StepDetail detail) {
+  Required needs{kSessionNeeds, 0, 15};
+  SessionRecord s;
+  s.position = -1;  // version 1 did not record it
+  for (auto field : v.get_object()) {
+    const std::string_view key = field.unescaped_key();
+    od::value x = field.value();
+    if (session_scalar(key, x, s, needs)) continue;
+    if (key == "evictions") {
+      evictions(x, version, s.evictions);
+      needs.seen |= 1u << 14;
+    } else if (key == "attention") {
+      // Version 1 held one capture, version 2 a list.
+      if (version < 2) s.attention.push_back(capture(x, detail));
+      else
+        for (od::value a : x.get_array()) s.attention.push_back(capture(a, detail));
+    } else if (key == "states" || (version < 2 && key == "scores")) {
+      if (version < 2) {
+        s.layer_states.push_back(layer_state(x, "values"));
+        continue;
+      }
+      for (od::value st : x.get_array()) {
+        // A skim keeps the first state only (the watched layer's); the rest are skipped unread.
+        s.layer_states.push_back(layer_state(st, "scores"));
+        if (detail == StepDetail::Skim) break;
+      }
+    }
+  }
+  needs.check();
+  return s;
+}
+
+StepRecord step(od::object o, int version, StepDetail detail) {
+  static const char* const kNeeds[] = {"step", "phase", "prompt", "turn_start", "turn_end", "engine_s", "sessions"};
+  Required needs{kNeeds, 0, 7};
+  StepRecord r;
+  for (auto field : o) {
+    const std::string_view key = field.unescaped_key();
+    od::value x = field.value();
+    if (key == "step") r.step = as_int64(x), needs.seen |= 1;
+    else if (key == "phase") r.phase = phase_from_name(std::string(std::string_view(x.get_string()))), needs.seen |= 2;
+    else if (key == "prompt") r.prompt_index = as_int(x), needs.seen |= 4;
+    else if (key == "turn_start") r.turn_start = bool(x.get_bool()), needs.seen |= 8;
+    else if (key == "turn_end") r.turn_end = bool(x.get_bool()), needs.seen |= 16;
+    else if (key == "engine_s") r.engine_seconds = as_double(x), needs.seen |= 32;
+    else if (key == "sessions") {
+      for (od::value s : x.get_array()) r.sessions.push_back(session(s, version, detail));
+      needs.seen |= 64;
+    }
+  }
+  needs.check();
+  return r;
+}
+
+}  // namespace
+
+RecordingLine parse_recording_line(std::string& line, int version, int64_t skim_below) {
+  // One parser per thread: a reader parses lines on every core.
+  thread_local od::parser parser;
+  try {
+    line.reserve(line.size() + simdjson::SIMDJSON_PADDING);
+    od::document doc = parser.iterate(simdjson::padded_string_view(line.data(), line.size(), line.capacity()));
+    od::object o = doc.get_object();
+    RecordingLine out;
+    // The step number decides how much to read; the fields come in name order, so look it up first.
+    int64_t number = std::numeric_limits<int64_t>::max();
+    od::value at;
+    if (o.find_field_unordered("step").get(at) == simdjson::SUCCESS) number = as_int64(at);
+    else if (o.find_field_unordered("totals").get(at) == simdjson::SUCCESS) {
+      out.totals = true;
+      return out;
+    }
+    o.reset();
+    out.step = step(o, version, number < skim_below ? StepDetail::Skim : StepDetail::Full);
+    return out;
+  } catch (const simdjson::simdjson_error& e) {
+    throw Error(std::string("invalid JSON: ") + e.what());
+  }
+}
+
+StepRecord parse_step_line(std::string& line, int version) {
+  RecordingLine parsed = parse_recording_line(line, version);
+  if (!parsed.step) throw Error("not a step");
+  return std::move(*parsed.step);
+}
+
+}  // namespace h2o

@@ -1,0 +1,41 @@
+#pragma once
+// A recording's lines read back (the format: recording.h) with simdjson's
+// on-demand parser: reading is most of a replay's and a seek's time, and
+// simdjson parses several times faster than a JSON tree does and skips, at
+// memory speed, what it is not asked for. Writing stays with nlohmann
+// (recording.cpp); the two meet in the round-trip tests.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/runtime/step_record.h"
+
+namespace h2o {
+
+// How much of a step to read.
+enum class StepDetail {
+  Full,
+  // What the analyzer's whole history needs — numbers, tokens, evictions,
+  // each capture's layer, head, rows and top-k shares, the first layer state
+  // (the watched layer's score history) — without the captures' query and key
+  // positions and probabilities or the other layers' states. A seek reads
+  // the steps it passes over this way and the window around the step it
+  // shows whole (load_capture_window).
+  Skim,
+};
+
+// One non-header line: a step, or the totals line (left to the caller: it is read once).
+struct RecordingLine {
+  std::optional<StepRecord> step;
+  bool totals = false;
+};
+
+// Parses `line` (given room for simdjson's padding, hence not const).
+// `skim_below`: a step numbered below it is read as StepDetail::Skim (-1: none).
+// Throws Error saying what is wrong (the caller names the file and line).
+RecordingLine parse_recording_line(std::string& line, int version, int64_t skim_below = -1);
+
+// A step line read whole.
+StepRecord parse_step_line(std::string& line, int version = 2);
+
+}  // namespace h2o
