@@ -51,9 +51,17 @@ struct Options {
   QCommandLineOption kv_group{"kv-group", "Quantization group G (tokens of a key group, channels of a value group; default 32).", "n"};
   QCommandLineOption kv_residual{"kv-residual", "Newest tokens kept in f16 (R, a multiple of G; default 64).", "n"};
   QCommandLineOption budget{"budget", "Tokens per KV head for every policy that evicts.", "n"};
-  QCommandLineOption sinks{"sinks", "Attention sinks (the first tokens, always kept).", "n"};
-  QCommandLineOption heavy{"heavy", "H2O heavy hitters (default: half of budget - sinks).", "n"};
-  QCommandLineOption recent{"recent", "H2O recent tokens (default: the rest of the budget).", "n"};
+  // One flag per policy parameter the controls show (core/studio/studio_params.h): --sinks, --heavy, --recent.
+  std::vector<std::pair<std::string, QCommandLineOption>> params = [] {
+    std::vector<std::pair<std::string, QCommandLineOption>> out;
+    for (const h2o::StudioParam& p : h2o::studio_params()) {
+      QString help = QString::fromStdString(p.help);
+      help[0] = help[0].toUpper();
+      if (!p.every_kind) help = QString::fromStdString(p.kinds) + ": " + help;
+      out.emplace_back(p.name, QCommandLineOption(QString::fromStdString(p.name), help + ".", "n"));
+    }
+    return out;
+  }();
   QCommandLineOption rolling{"position-rolling", "RoPE positions from cache slots instead of stream positions."};
   QCommandLineOption layer{"layer", "Layer shown.", "n"};
   QCommandLineOption head{"head", "Query head shown (-1: mean over heads).", "n"};
@@ -83,7 +91,11 @@ struct Options {
     parser.addHelpOption();
     parser.addVersionOption();
     for (const auto* o : {&model, &tokenizer, &prompts, &forced, &replay, &backend, &threads, &policies, &kv_bits, &kv_group,
-                          &kv_residual, &budget, &sinks, &heavy, &recent, &rolling, &layer, &head, &inspect, &size, &screenshot, &autoplay, &play,
+                          &kv_residual, &budget}) {
+      parser.addOption(*o);
+    }
+    for (const auto& [name, o] : params) parser.addOption(o);
+    for (const auto* o : {&rolling, &layer, &head, &inspect, &size, &screenshot, &autoplay, &play,
                           &quit_after, &stats, &perf, &presentation, &theme, &scale, &tab, &enlarge, &fresh, &recording_limit})
       parser.addOption(*o);
   }
@@ -209,9 +221,10 @@ int main(int argc, char** argv) {
   if (parser.isSet(opts.kv_group)) c.kv_group = int_flag(parser, opts.kv_group, 1, 1 << 16);
   if (parser.isSet(opts.kv_residual)) c.kv_residual = int_flag(parser, opts.kv_residual, 0, 1 << 20);
   if (parser.isSet(opts.budget)) c.budget = int_flag(parser, opts.budget, 2, 1 << 20);
-  if (parser.isSet(opts.sinks)) c.sinks = int_flag(parser, opts.sinks, 0, 1 << 20);
-  if (parser.isSet(opts.heavy)) c.heavy = int_flag(parser, opts.heavy, 1, 1 << 20);
-  if (parser.isSet(opts.recent)) c.recent = int_flag(parser, opts.recent, 1, 1 << 20);
+  for (const h2o::StudioParam& p : h2o::studio_params()) {
+    const auto& option = std::find_if(opts.params.begin(), opts.params.end(), [&](const auto& o) { return o.first == p.name; })->second;
+    if (parser.isSet(option)) c.params[p.name] = int_flag(parser, option, p.min_value, 1 << 20);
+  }
   if (parser.isSet(opts.rolling)) c.rolling = true;
   if (parser.isSet(opts.layer)) c.capture_layer = int_flag(parser, opts.layer, 0, 4096);
   if (parser.isSet(opts.head)) options.settings.head = int_flag(parser, opts.head, -1, 4096);

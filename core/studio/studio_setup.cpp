@@ -10,25 +10,6 @@
 
 namespace h2o {
 
-BudgetSplit fit_budget_split(int budget, int sinks, int heavy, int recent) {
-  BudgetSplit s{std::max(2, budget), std::max(0, sinks), std::max(0, heavy), std::max(0, recent), ""};
-  std::vector<std::string> notes;
-  // "heavy 50 → 29 (why)": what was asked, what it became, in the controls' words.
-  const auto fit = [&](const char* name, int& value, int to, const char* why) {
-    notes.push_back(std::string(name) + " " + std::to_string(value) + " → " + std::to_string(to) + " (" + why + ")");
-    value = to;
-  };
-  if (s.sinks > s.budget - 1) fit("sinks", s.sinks, s.budget - 1, "at most budget − 1");
-  const int rest = s.budget - s.sinks;  // for heavy + recent, or a window
-  if (s.heavy > rest - 1) fit("heavy", s.heavy, rest - 1, "room for one recent token");
-  if (s.heavy > 0 && s.recent > 0 && s.heavy + s.recent != rest)
-    fit("recent", s.recent, rest - s.heavy, "sinks + heavy + recent = budget");
-  else if (s.recent > rest)
-    fit("recent", s.recent, rest, "at most budget − sinks");
-  for (size_t i = 0; i < notes.size(); ++i) s.adjusted += (i ? ", " : "adjusted: ") + notes[i];
-  return s;
-}
-
 nlohmann::json studio_config_json(const StudioConfig& c) {
   nlohmann::json j = nlohmann::json::object();
   for_each_studio_field(c, [&](const char* key, const auto& field) { j[key] = field; });
@@ -53,7 +34,7 @@ std::string shown_setting(const std::string& key, const nlohmann::json& v) {
   }
   if (v.is_number_integer()) {
     const int64_t n = v.get<int64_t>();
-    if (n == 0 && (key == "heavy" || key == "recent" || key == "threads")) return "auto";
+    if (n == 0 && (is_automatic_param(key) || key == "threads")) return "auto";
     if (n == 0 && key == "kv_limit_mib") return "none";
     if (n < 0 && key == "slack") return "auto";
   }
@@ -100,10 +81,9 @@ std::vector<PolicyConfig> studio_policies(const StudioConfig& c) {
                          std::to_string(c.policies.size()));
   PolicySettings settings;
   settings.budget = c.budget;
-  settings.given["sinks"] = c.sinks;
-  // An explicit H2O split: the part not given takes the rest of the budget.
-  if (c.heavy > 0) settings.given["heavy"] = c.heavy;
-  if (c.recent > 0) settings.given["recent"] = c.recent;
+  // The parts left at 0 (auto) share what the given ones leave of the budget.
+  for (const auto& [name, value] : c.params)
+    if (value > 0 || !is_automatic_param(name)) settings.given[name] = value;
   settings.slack = c.slack >= 0 ? c.slack : default_slack(c.backend);  // -1: the backend's default
   settings.rolling = c.rolling;
   if (!c.kv_bits.empty()) settings.kv = parse_kv_bits(c.kv_bits, "--kv-bits");

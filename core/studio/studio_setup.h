@@ -4,12 +4,14 @@
 // the worker thread, the tests and a replay agree on one definition. The
 // member initialisers below are the app's defaults (the one table of them).
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/runtime/engine.h"
+#include "core/studio/studio_params.h"
 
 namespace h2o {
 
@@ -26,8 +28,10 @@ struct StudioConfig {
   std::string kv_bits;
   int kv_group = 32, kv_residual = 64;
   std::vector<std::string> policies = {"full", "streaming", "h2o"};  // the panes, in order (1 to 4)
-  int budget = 64, sinks = 4;
-  int heavy = 0, recent = 0;  // H2O's split; 0 and 0: half the rest each
+  int budget = 64;
+  // The policies' parameters by name (studio_params.h): the sinks, and the
+  // parts a kind splits its budget into (0: auto, its share).
+  std::map<std::string, int> params = default_studio_params();
   int slack = -1;  // -1: the backend's default (default_slack: 0 on the CPU, kDeviceSlack on a GPU)
   bool rolling = false;
   int max_new_tokens = 128;
@@ -39,16 +43,6 @@ struct StudioConfig {
 
 // The most policies shown side by side.
 inline constexpr int kMaxStudioPolicies = 4;
-
-// The budget controls' values made into a split every policy can take: sinks
-// leave room for one more token, an explicit heavy leaves room for one recent
-// token, and an explicit recent beside an explicit heavy takes exactly the
-// rest. `adjusted` says what changed, in one line ("" if nothing did).
-struct BudgetSplit {
-  int budget = 64, sinks = 4, heavy = 0, recent = 0;  // 0 heavy / recent: auto
-  std::string adjusted;
-};
-BudgetSplit fit_budget_split(int budget, int sinks, int heavy, int recent);
 
 // Every setting of a StudioConfig with its key, once: its JSON (below), the
 // app's remembered settings (QSettings) and the restart question all walk
@@ -66,9 +60,7 @@ void for_each_studio_field(Config& c, Visit&& visit) {
   visit("kv_limit_mib", c.kv_limit_mib);
   visit("policies", c.policies);
   visit("budget", c.budget);
-  visit("sinks", c.sinks);
-  visit("heavy", c.heavy);
-  visit("recent", c.recent);
+  for (auto& [name, value] : c.params) visit(name.c_str(), value);
   visit("slack", c.slack);
   visit("rolling", c.rolling);
   visit("kv_bits", c.kv_bits);

@@ -23,7 +23,7 @@ inline MainWindowOptions synthetic_options() {
   c.tokenizer.clear();
   c.prompts.clear();
   c.budget = 32;
-  c.sinks = 4;
+  c.params["sinks"] = 4;
   c.max_new_tokens = 24;
   c.greedy = true;
   c.threads = 1;

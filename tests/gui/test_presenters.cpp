@@ -281,7 +281,7 @@ TEST(Timeline, ReplayRestoresTheRecordedViewAndSettingsPlaysAtItsPaceAndSeeks) {
   QTemporaryDir dir;
   MainWindowOptions o = synthetic_options();
   o.settings.config.budget = 32;
-  o.settings.config.sinks = 2;
+  o.settings.config.params["sinks"] = 2;
   o.settings.config.capture_layer = 2;
   o.settings.head = 3;
   const QString recorded = record_run(dir, 60, o);
@@ -301,7 +301,7 @@ TEST(Timeline, ReplayRestoresTheRecordedViewAndSettingsPlaysAtItsPaceAndSeeks) {
     }
   }
   MainWindowOptions r = synthetic_options();  // budget 32? no: the defaults of the test, 32/4
-  r.settings.config.sinks = 4;
+  r.settings.config.params["sinks"] = 4;
   r.settings.config.capture_layer = 0;
   r.settings.head = -1;
   r.replay = path;
@@ -314,7 +314,7 @@ TEST(Timeline, ReplayRestoresTheRecordedViewAndSettingsPlaysAtItsPaceAndSeeks) {
   EXPECT_EQ(w.transport()->layer(), 2);
   EXPECT_EQ(w.transport()->head(), 3);
   EXPECT_EQ(w.controls()->config().budget, 32);
-  EXPECT_EQ(w.controls()->config().sinks, 2);
+  EXPECT_EQ(w.controls()->config().params.at("sinks"), 2);
   EXPECT_TRUE(w.transport()->replay());
   ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& x) { return x.shown_layer == 2 && x.shown_head == 3; }));
   EXPECT_DOUBLE_EQ(w.transport()->speed(), 1.0);

@@ -216,21 +216,21 @@ TEST(FrameStatsTest, NearestRankPercentiles) {
 TEST(StudioSetup, SplitsOneBudgetIntoThreePolicies) {
   StudioConfig c;
   c.budget = 64;
-  c.sinks = 4;
+  c.params["sinks"] = 4;
   const auto p = studio_policies(c);
   ASSERT_EQ(p.size(), 3u);
   EXPECT_EQ(p[0].name(), "full");
   EXPECT_EQ(p[1].get("window"), 60);
   EXPECT_EQ(p[2].get("heavy") + p[2].get("recent"), 60);
-  c.heavy = 10;
+  c.params["heavy"] = 10;
   EXPECT_EQ(studio_policies(c)[2].get("recent"), 50);
-  c.heavy = 70;
+  c.params["heavy"] = 70;
   EXPECT_THROW(studio_policies(c), Error);
-  c.heavy = 0;
-  c.sinks = 64;
+  c.params["heavy"] = 0;
+  c.params["sinks"] = 64;
   EXPECT_THROW(studio_policies(c), Error);
   // Any 1 to 4 kinds, in the order chosen.
-  c.sinks = 4;
+  c.params["sinks"] = 4;
   c.policies = {"tova", "h2o"};
   const auto two = studio_policies(c);
   ASSERT_EQ(two.size(), 2u);
@@ -365,7 +365,7 @@ std::unique_ptr<Engine> synthetic_engine() {
   StudioConfig c;
   c.model = "synthetic:stories260K";
   c.budget = 24;
-  c.sinks = 2;
+  c.params["sinks"] = 2;
   c.max_new_tokens = 12;
   c.greedy = true;
   c.capture_layer = 1;

@@ -16,6 +16,7 @@
 #include "core/studio/capture_schedule.h"
 #include "core/studio/recording.h"
 #include "core/studio/run_export.h"
+#include "core/studio/studio_params.h"
 #include "core/studio/studio_setup.h"
 #include "core/studio/survival.h"
 #include "core/studio/text_cells.h"
@@ -37,7 +38,7 @@ StudioConfig small_config() {
   StudioConfig c;
   c.model = "synthetic:stories260K";
   c.budget = 24;
-  c.sinks = 2;
+  c.params["sinks"] = 2;
   c.max_new_tokens = 12;
   c.greedy = true;
   c.capture_layer = 1;
@@ -150,7 +151,7 @@ TEST(Timeline, RecordingIndexReadsAnyStepAsTheReaderDid) {
   header.view_head = 3;
   StudioConfig c = small_config();
   c.budget = 32;
-  c.sinks = 2;
+  c.params["sinks"] = 2;
   header.settings = studio_config_json(c);
   {
     RecordingWriter w(path, header);
@@ -163,7 +164,7 @@ TEST(Timeline, RecordingIndexReadsAnyStepAsTheReaderDid) {
   EXPECT_EQ(reader.header().context, 512);
   const StudioConfig back = studio_config_from_json(reader.header().settings);
   EXPECT_EQ(back.budget, 32);
-  EXPECT_EQ(back.sinks, 2);
+  EXPECT_EQ(back.params.at("sinks"), 2);
   EXPECT_EQ(back.model, "synthetic:stories260K");
   std::vector<std::string> lines;
   while (auto r = reader.next()) lines.push_back(json_dump(to_json(*r)));
@@ -321,7 +322,7 @@ TEST(StudioSetup, ChangesReadAsTheControlsSayThem) {
   b.backend = "cuda";
   b.model = "kjv-1M.bin";
   b.budget = 32;
-  b.heavy = 12;
+  b.params["heavy"] = 12;
   b.rolling = true;
   b.policies = {"full", "h2o"};
   b.kv_limit_mib = 100;
@@ -330,33 +331,67 @@ TEST(StudioSetup, ChangesReadAsTheControlsSayThem) {
             "policies full,streaming,h2o → full,h2o, rolling off → on");
 }
 
+namespace {
+BudgetSplit fit(int budget, int sinks, int heavy, int recent) {
+  return fit_budget_split(budget, {{"sinks", sinks}, {"heavy", heavy}, {"recent", recent}});
+}
+}  // namespace
+
+TEST(StudioSetup, TheControlsParametersComeFromThePolicyUnits) {
+  std::vector<std::string> names;
+  for (const StudioParam& p : studio_params()) names.push_back(p.name);
+  // The sinks (every kind that evicts), and H2O's two parts; a window is the rest of the budget.
+  EXPECT_EQ(names, (std::vector<std::string>{"sinks", "heavy", "recent"}));
+  const StudioParam& sinks = studio_params()[0];
+  EXPECT_TRUE(sinks.every_kind);
+  EXPECT_FALSE(sinks.automatic);
+  EXPECT_EQ(sinks.default_value, 4);
+  EXPECT_EQ(sinks.kinds, "StreamingLLM, H2O, TOVA");
+  const StudioParam& recent = studio_params()[2];
+  EXPECT_EQ(recent.kinds, "H2O");
+  EXPECT_EQ(recent.kind_names, std::vector<std::string>{"h2o"});
+  EXPECT_TRUE(recent.automatic);
+  EXPECT_EQ(recent.min_value, 1);
+  EXPECT_NE(recent.help.find("auto"), std::string::npos);
+  EXPECT_TRUE(is_automatic_param("heavy"));
+  EXPECT_FALSE(is_automatic_param("sinks"));
+  EXPECT_EQ(StudioConfig().params, (std::map<std::string, int>{{"heavy", 0}, {"recent", 0}, {"sinks", 4}}));
+  // Settings keep their keys: "sinks", "heavy", "recent", as before they were fields.
+  StudioConfig c;
+  c.params["heavy"] = 12;
+  const StudioConfig back = studio_config_from_json(studio_config_json(c));
+  EXPECT_EQ(back.params.at("heavy"), 12);
+  EXPECT_EQ(back.params.at("sinks"), 4);
+}
+
 TEST(StudioSetup, BudgetSplitIsAlwaysOneEveryPolicyTakes) {
   // The case: budget 32, sinks 2, heavy 50, recent 8.
-  const BudgetSplit s = fit_budget_split(32, 2, 50, 8);
-  EXPECT_EQ(s.sinks + s.heavy + s.recent, 32);
-  EXPECT_EQ(s.heavy, 29);
-  EXPECT_EQ(s.recent, 1);
-  EXPECT_NE(s.adjusted.find("heavy 50 → 29"), std::string::npos) << s.adjusted;
-  EXPECT_NE(s.adjusted.find("recent 8 → 1"), std::string::npos) << s.adjusted;
+  const BudgetSplit s = fit(32, 2, 50, 8);
+  EXPECT_EQ(s.params.at("sinks") + s.params.at("heavy") + s.params.at("recent"), 32);
+  EXPECT_EQ(s.params.at("heavy"), 29);
+  EXPECT_EQ(s.params.at("recent"), 1);
+  EXPECT_NE(s.adjusted.find("heavy 50 → 29 (room for one recent token)"), std::string::npos) << s.adjusted;
+  EXPECT_NE(s.adjusted.find("recent 8 → 1 (sinks + heavy + recent = budget)"), std::string::npos) << s.adjusted;
   StudioConfig c;
-  c.budget = s.budget, c.sinks = s.sinks, c.heavy = s.heavy, c.recent = s.recent;
+  c.budget = s.budget, c.params = s.params;
   c.policies = {"full", "streaming", "h2o", "tova"};
   for (const PolicyConfig& p : studio_policies(c))
     if (p.evicts()) {
       EXPECT_EQ(p.budget(), 32) << p.describe();
     }
   // Valid values pass untouched; sinks leave room for one more token.
-  EXPECT_TRUE(fit_budget_split(64, 4, 10, 50).adjusted.empty());
-  EXPECT_TRUE(fit_budget_split(64, 4, 0, 0).adjusted.empty());
-  EXPECT_EQ(fit_budget_split(8, 12, 0, 0).sinks, 7);
-  EXPECT_EQ(fit_budget_split(64, 4, 0, 80).recent, 60);
+  EXPECT_TRUE(fit(64, 4, 10, 50).adjusted.empty());
+  EXPECT_TRUE(fit(64, 4, 0, 0).adjusted.empty());
+  EXPECT_EQ(fit(8, 12, 0, 0).params.at("sinks"), 7);
+  EXPECT_EQ(fit(64, 4, 0, 80).params.at("recent"), 60);
+  EXPECT_NE(fit(64, 4, 0, 80).adjusted.find("at most budget − sinks"), std::string::npos);
   for (int budget : {2, 3, 17, 64})
     for (int sinks : {0, 1, 4, 70})
       for (int heavy : {0, 1, 9, 99})
         for (int recent : {0, 1, 7, 99}) {
-          const BudgetSplit f = fit_budget_split(budget, sinks, heavy, recent);
+          const BudgetSplit f = fit(budget, sinks, heavy, recent);
           StudioConfig k;
-          k.budget = f.budget, k.sinks = f.sinks, k.heavy = f.heavy, k.recent = f.recent;
+          k.budget = f.budget, k.params = f.params;
           k.policies = {"streaming", "h2o", "tova"};
           EXPECT_NO_THROW(studio_policies(k)) << budget << ' ' << sinks << ' ' << heavy << ' ' << recent;
         }

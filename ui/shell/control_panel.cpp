@@ -142,9 +142,13 @@ QGroupBox* ControlPanel::backendBox() {
 // The policies shown, their budget and split, slack, KV precision and position rolling.
 QGroupBox* ControlPanel::cacheBox() {
   budget_ = spin("budget", 2, 1 << 20, "Tokens per KV head for every policy that evicts");
-  sinks_ = spin("sinks", 0, 1 << 16, "Attention sinks: the first tokens, always kept");
-  heavy_ = spin("heavy", 0, 1 << 20, "H2O heavy hitters (auto: half of budget − sinks)", "auto");
-  recent_ = spin("recent", 0, 1 << 20, "H2O recent window (auto: the rest of the budget)", "auto");
+  for (const StudioParam& p : studio_params()) {
+    QString tip = QString::fromStdString(p.help);
+    tip[0] = tip[0].toUpper();
+    if (!p.every_kind) tip += "\nTaken by " + QString::fromStdString(p.kinds);
+    // A part's 0 stands for "auto"; the sinks' least is the kinds' own.
+    params_.emplace_back(p.name, spin(p.name.c_str(), p.automatic ? 0 : p.min_value, 1 << 20, tip, p.automatic ? "auto" : ""));
+  }
   slack_ = spin("slack", -1, 1 << 16,
                 "Let the cache grow to budget + slack before cutting back (0: exact; auto: 0 on the CPU, " +
                     QString::number(kDeviceSlack) + " on the GPU, where each cut moves the cache on the device)",
@@ -176,9 +180,14 @@ QGroupBox* ControlPanel::cacheBox() {
   auto* fc = new QFormLayout(cache);
   fc->addRow("Policies", kinds);
   fc->addRow("Budget", budget_);
-  fc->addRow("Sinks", sinks_);
-  fc->addRow("Heavy (H2O)", heavy_);
-  fc->addRow("Recent (H2O)", recent_);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    // "Sinks", "Heavy (H2O)": a parameter not every kind takes names those that do.
+    const StudioParam& p = studio_params()[i];
+    QString label = QString::fromStdString(p.name);
+    label[0] = label[0].toUpper();
+    if (!p.every_kind) label += " (" + QString::fromStdString(p.kinds) + ")";
+    fc->addRow(label, params_[i].second);
+  }
   fc->addRow("Slack", slack_);
   fc->addRow("KV precision", kv_bits_);
   fc->addRow(rolling_);
@@ -218,7 +227,9 @@ void ControlPanel::connectChanges() {
     if (!loading_) emit runSettingsChanged();
   };
   for (QSpinBox* s : {threads_, kv_limit_, slack_, max_new_, seed_}) connect(s, &QSpinBox::valueChanged, this, changed);
-  for (QSpinBox* s : {budget_, sinks_, heavy_, recent_})
+  std::vector<QSpinBox*> split_fields = {budget_};
+  for (const auto& [name, field] : params_) split_fields.push_back(field);
+  for (QSpinBox* s : split_fields)
     connect(s, &QSpinBox::valueChanged, this, [this, changed] {
       if (loading_) return;
       fitSplit();
@@ -229,6 +240,7 @@ void ControlPanel::connectChanges() {
   for (QCheckBox* c : policies_)
     connect(c, &QCheckBox::toggled, this, [this, changed] {
       limitPolicyChoice();
+      enableParams();
       if (!loading_) fitSplit();
       changed();
     });
@@ -239,12 +251,12 @@ void ControlPanel::connectChanges() {
 void ControlPanel::fitSplit() {
   const bool was = loading_;
   loading_ = true;
-  const BudgetSplit fit = fit_budget_split(budget_->value(), sinks_->value(), heavy_->value(), recent_->value());
+  std::map<std::string, int> values;
+  for (const auto& [name, field] : params_) values[name] = field->value();
+  const BudgetSplit fit = fit_budget_split(budget_->value(), values);
   // The fields take any number typed (a maximum would turn a typed 50 into 5 on its first digit);
   // what does not fit the budget is set back at once and said in the split's line.
-  sinks_->setValue(fit.sinks);
-  heavy_->setValue(fit.heavy);
-  recent_->setValue(fit.recent);
+  for (const auto& [name, field] : params_) field->setValue(fit.params.at(name));
   loading_ = was;
   QStringList parts;
   try {
@@ -268,6 +280,23 @@ void ControlPanel::limitPolicyChoice() {
   for (QCheckBox* box : policies_) checked += box->isChecked();
   for (QCheckBox* box : policies_)
     box->setEnabled(box->isChecked() ? checked > 2 : checked < kMaxStudioPolicies);
+}
+
+void ControlPanel::enableParams() {
+  std::vector<std::string> chosen;  // the panes' kinds, aliases and precisions resolved
+  for (const std::string& pane : config().policies) {
+    try {
+      chosen.push_back(parse_policy_entry(pane, "policies").kind);
+    } catch (const std::exception&) {  // the split's line says what is wrong with it
+    }
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& kinds = studio_params()[i].kind_names;
+    const bool taken = std::any_of(chosen.begin(), chosen.end(), [&](const std::string& k) {
+      return std::find(kinds.begin(), kinds.end(), k) != kinds.end();
+    });
+    params_[i].second->setEnabled(taken);
+  }
 }
 
 void ControlPanel::setDefaultInputs(const StudioConfig& d) {
@@ -294,9 +323,10 @@ void ControlPanel::setConfig(const StudioConfig& c) {
   threads_->setValue(c.threads);
   // Ranges first wide open: the stored values are fitted below, visibly.
   budget_->setValue(c.budget);
-  sinks_->setValue(c.sinks);
-  heavy_->setValue(c.heavy);
-  recent_->setValue(c.recent);
+  for (const auto& [name, field] : params_) {
+    const auto it = c.params.find(name);
+    field->setValue(it != c.params.end() ? it->second : default_studio_params().at(name));
+  }
   slack_->setValue(c.slack);
   kv_limit_->setValue(c.kv_limit_mib);
   rolling_->setChecked(c.rolling);
@@ -320,6 +350,7 @@ void ControlPanel::setConfig(const StudioConfig& c) {
     box->setChecked(std::find(c.policies.begin(), c.policies.end(), box->property("policy").toString().toStdString()) !=
                     c.policies.end());
   limitPolicyChoice();
+  enableParams();
   fitSplit();
   loading_ = false;
 }
@@ -334,9 +365,7 @@ StudioConfig ControlPanel::config() const {
   c.backend = backend_->currentText().toStdString();
   c.threads = threads_->value();
   c.budget = budget_->value();
-  c.sinks = sinks_->value();
-  c.heavy = heavy_->value();
-  c.recent = recent_->value();
+  for (const auto& [name, field] : params_) c.params[name] = field->value();
   c.slack = slack_->value();
   c.kv_limit_mib = kv_limit_->value();
   c.rolling = rolling_->isChecked();

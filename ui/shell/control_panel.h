@@ -1,11 +1,16 @@
 #pragma once
 // The controls dock: inputs, backend, cache policy and generation. It only
 // holds values: a change is reported as runSettingsChanged (the window asks
-// before restarting the run). The budget fields can only hold a split every
-// policy takes: they are fitted as they change (h2o::fit_budget_split), and a
-// line under them says what was adjusted and what each policy keeps. (What is
-// shown — layer, head, speed — sits in the always-visible transport bar.)
+// before restarting the run). The policy parameters' fields come from the
+// policy units (h2o::studio_params: their names, least values and help), each
+// enabled while a chosen policy takes it. The budget fields can only hold a
+// split every policy takes: they are fitted as they change
+// (h2o::fit_budget_split), and a line under them says what was adjusted and
+// what each policy keeps. (What is shown — layer, head, speed — sits in the
+// always-visible transport bar.)
 #include <QWidget>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ui/shell/studio_settings.h"
@@ -44,7 +49,8 @@ class ControlPanel : public QWidget {
   void connectChanges();
   QLineEdit *model_, *tokenizer_, *prompts_, *forced_text_;
   QComboBox *mode_, *backend_, *kv_bits_;
-  QSpinBox *threads_, *kv_limit_, *budget_, *sinks_, *heavy_, *recent_, *slack_, *max_new_, *seed_;
+  QSpinBox *threads_, *kv_limit_, *budget_, *slack_, *max_new_, *seed_;
+  std::vector<std::pair<std::string, QSpinBox*>> params_;  // one per h2o::studio_params() entry, in its order
   QCheckBox *rolling_, *greedy_;
   std::vector<QCheckBox*> policies_;  // one per registered kind, in registry order
   QDoubleSpinBox* temperature_;
@@ -56,6 +62,8 @@ class ControlPanel : public QWidget {
   std::vector<std::string> own_precision_panes_;
   bool loading_ = false;  // setConfig() in progress: no change signals
   void limitPolicyChoice();
+  // A parameter's field is enabled while a chosen policy takes it.
+  void enableParams();
   // Fits the budget fields to a valid split (visibly) and says what each policy keeps.
   void fitSplit();
 };
