@@ -1,15 +1,11 @@
 #pragma once
-// The engine's thread. An EngineWorker lives on its own QThread and owns the
-// run: h2o::RunLoop (core/studio/run_loop.h) from the Engine (live) or a
-// RecordingReader (replay) to the Analyzer that turns steps into snapshots
-// and the spool every step is recorded to. The worker adds only threading,
-// timing and signals. The GUI talks to it only through queued slots and reads
-// its pictures from a LatestSlot; it never waits on it.
-//
-// The timeline (which step is shown, the captures read back around it, a
-// replay's pace) and the exports (recording, logs, report) are plain C++ in
-// core/studio (timeline.h, run_export.h); at the newest step, stepping on
-// runs the engine (or reads the replay on).
+// The engine's thread. An EngineWorker lives on its own QThread and holds the
+// run: an h2o::StudioRun (core/studio/studio_run.h) — a live engine or a
+// replayed recording, the loop that feeds the Analyzer, the spool every step
+// is recorded to, the timeline over what was seen, the exports. The run is
+// plain C++; the worker adds only threading, timing and signals. The GUI
+// talks to it only through queued slots and reads its pictures from a
+// LatestSlot; it never waits on it.
 #include <QElapsedTimer>
 #include <QObject>
 #include <QString>
@@ -17,13 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "core/studio/analyzer.h"
-#include "core/studio/capture_schedule.h"
-#include "core/studio/recording.h"
-#include "core/studio/run_export.h"
-#include "core/studio/run_loop.h"
-#include "core/studio/studio_setup.h"
-#include "core/studio/timeline.h"
+#include "core/studio/studio_run.h"
 #include "ui/shell/snapshot_mailbox.h"
 
 class QTimer;
@@ -103,30 +93,29 @@ class EngineWorker : public QObject {
  private:
   void onLoaded(quint64 generation, std::shared_ptr<StudioInputs> inputs, QString error);
   void startLive();  // a fresh engine on the loaded inputs
+  // A run just started: the window hears what it is and sees it, and a waiting autoplay begins.
+  void runStarted();
   // The chosen backend, or the CPU (with a warning) when that one cannot start.
   std::unique_ptr<Backend> makeBackend(const StudioConfig& config);
-  bool stepOnceInternal();  // false when the run has nothing more to give
+  // A new file name for a live run's spool, in the system's temporary folder.
+  std::string newSpoolPath() const;
   // One step of a Play tick; false (paused, last frame published) when the
   // run ended or autoplay's last step was taken.
   bool stepForTick();
+  // Says what stepping said (warned, banner, status, failed); returns whether it stepped.
+  bool report(const StepResult& result);
+  void warn(const std::string& warning);  // nothing when empty
   void publish(bool force);
-  // The timeline's cursor one step on through the history (warns when a line cannot be read back).
-  void advanceCursor();
-  // Reads the replay on to `step` (or its end) without drawing each step.
-  void readReplayTo(int64_t step);
-  // Where the timeline reads earlier steps from: the spool, or the replay's file.
-  TimelineFile timelineFile() const;
-  // The run as the exports see it now.
-  RunExport runExport() const;
   // The tick interval for the current run (tick_interval_ms).
   void restartTimer();
+  bool isReplay() const { return run_ && run_->is_replay(); }
   void printStats();
   void setRunning(bool running);
-  void openSpool();
-  void closeRun();  // drops the loop, its source and its sinks
   void fail(const QString& message);
   // Runs one of RunExport's writers and says how it went (fileWritten, or failed naming `action`).
   void writeFile(const QString& path, const QString& action, void (RunExport::*writer)(const std::string&) const);
+  // The run as the exports see it now.
+  RunExport runExport() const;
   void finishAutoplayIfDue();
 
   std::shared_ptr<SnapshotSlot> slot_;
@@ -137,25 +126,12 @@ class EngineWorker : public QObject {
   StudioConfig config_;
   bool have_config_ = false;
   std::shared_ptr<StudioInputs> inputs_;
-  StudioCaptureSchedule schedule_;           // what each live step reads out
-  std::unique_ptr<Engine> engine_;           // live runs
-  std::unique_ptr<EngineSource> engine_source_;
-  std::unique_ptr<RecordingReader> replay_;  // replays
-  QString replay_path_;
-  std::unique_ptr<Analyzer> analyzer_;
-  std::unique_ptr<RecordingWriter> spool_;   // live runs: every step, up to recording_limit_
-  std::unique_ptr<RunLoop> loop_;
+  std::unique_ptr<StudioRun> run_;  // null: none yet, or the last one failed to start
   ViewSelection view_;
-  nlohmann::json manifest_;
-  RunInfo run_info_;  // live runs: studio_run_info
-
-  std::string spool_path_;
   qint64 recording_limit_ = 0;
-  bool spool_stop_told_ = false;
 
   bool running_ = false;
   double speed_limit_ = 0;
-  Timeline timeline_;
   ReplayPace pace_;
   QElapsedTimer wall_;                        // the pace's clock
   QString unusable_;                          // why there is no run (Play says it)

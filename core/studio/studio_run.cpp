@@ -1,0 +1,261 @@
+#include "core/studio/studio_run.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "core/base/error.h"
+
+namespace h2o {
+
+std::unique_ptr<StudioRun> StudioRun::live(const StudioConfig& settings, const StudioInputs& inputs,
+                                           std::unique_ptr<Backend> backend, const ViewSelection& view,
+                                           const std::string& spool_path, int64_t recording_limit) {
+  std::unique_ptr<StudioRun> run(new StudioRun());
+  StudioConfig config = settings;
+  config.capture_layer = std::clamp(view.layer, 0, inputs.model->config.n_layers - 1);
+  run->schedule_.set_layer(config.capture_layer);
+  run->engine_ = make_studio_engine(config, inputs, std::move(backend));
+  run->engine_source_ = std::make_unique<EngineSource>(*run->engine_, &run->schedule_);
+  // Hashing is quick for small files and would stall the start of big ones.
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(inputs.model_path, ec);
+  run->manifest_ = describe_run(*run->engine_, studio_run_info(config, inputs, !ec && size < (64u << 20)));
+  run->run_info_ = studio_run_info(config, inputs, false);
+  const std::string mode = config.forced ? "forced" : "stream";
+  run->manifest_["mode"] = mode;
+  RecordingHeader header = make_header(*run->engine_, run->manifest_, mode);
+  // What a replay restores: the view when recording began and the settings.
+  header.view_layer = config.capture_layer;
+  header.view_head = view.head;
+  header.settings = studio_config_json(config);
+  run->analyzer_ = std::make_unique<Analyzer>(std::move(header));
+  run->spool_path_ = spool_path;  // set first: a file half made still goes with the run
+  run->spool_ = std::make_unique<RecordingWriter>(spool_path, run->analyzer_->header(), recording_limit);
+  run->loop_ = std::make_unique<RunLoop>(*run->engine_source_);
+  run->loop_->add_sink(*run->spool_);
+  run->loop_->add_sink(*run->analyzer_);
+  return run;
+}
+
+std::unique_ptr<StudioRun> StudioRun::replay(const std::string& path) {
+  std::unique_ptr<StudioRun> run(new StudioRun());
+  run->replay_ = std::make_unique<RecordingReader>(path);
+  run->replay_path_ = path;
+  run->recorded_steps_ = count_recorded_steps(path);
+  run->analyzer_ = std::make_unique<Analyzer>(run->replay_->header());
+  run->manifest_ = run->analyzer_->header().manifest;
+  run->loop_ = std::make_unique<RunLoop>(*run->replay_);
+  run->loop_->add_sink(*run->analyzer_);
+  return run;
+}
+
+StudioRun::~StudioRun() { close(); }
+
+void StudioRun::close() {
+  loop_.reset();
+  engine_source_.reset();
+  spool_.reset();
+  if (!spool_path_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove(spool_path_, ignored);
+  }
+  engine_.reset();
+  replay_.reset();
+}
+
+RunDescription StudioRun::describe() const {
+  if (!engine_) {
+    const RecordingHeader& h = analyzer_->header();
+    return {h.title + " (replay)",
+            "replay of " + std::filesystem::path(replay_path_).filename().string() + " · " + std::to_string(h.layers) +
+                " layers × " + std::to_string(h.heads) + " heads (" + std::to_string(h.kv_heads) +
+                " KV) · no model needed",
+            "replay"};
+  }
+  const Model& m = engine_->model();
+  return {model_display_name(m.path),
+          m.config.architecture + " (" + m.format + " file) · " + m.weight_types() + " · " +
+              std::to_string(m.config.n_layers) + " layers × " + std::to_string(m.config.n_heads) + " heads (" +
+              std::to_string(m.config.n_kv_heads) + " KV) · vocab " + std::to_string(m.config.vocab_size) +
+              " · context " + std::to_string(m.config.max_seq_len) + " · " + engine_->backend().describe(),
+          m.weight_types()};
+}
+
+ReplayOpening StudioRun::replay_opening() {
+  const RecordingHeader& h = analyzer_->header();
+  ReplayOpening opening;
+  opening.layer = h.view_layer;
+  opening.head = h.view_head;
+  opening.settings = studio_config_from_json(h.settings);
+  opening.has_settings = !h.settings.is_null();
+  opening.steps = recorded_steps_;
+  if (opening.layer < 0) {
+    opening.first = step();
+    opening.layer = std::max(0, analyzer_->live_window().watched_layer());
+    opening.head = -1;
+  }
+  return opening;
+}
+
+// ---- stepping ------------------------------------------------------------------------
+
+StepResult StudioRun::step() {
+  StepResult result;
+  if (!loop_) return result;
+  try {
+    const std::optional<StepRecord> record = loop_->step();
+    if (!record) {
+      result.end_reason = loop_->source().end_reason();
+      return result;
+    }
+    result.stepped = true;
+    result.warnings = stop_messages(analyzer_->header().policies, *record, engine_ && engine_->done());
+    tell_spool_stop(result);
+  } catch (const std::bad_alloc&) {
+    result.failure = "Out of memory in the engine; the run is paused. Lower the budget or reset.";
+  } catch (const std::exception& e) {
+    result.failure = std::string("Engine step failed: ") + e.what();
+  }
+  return result;
+}
+
+void StudioRun::tell_spool_stop(StepResult& result) {
+  if (!spool_ || !spool_->stopped() || spool_stop_told_) return;
+  spool_stop_told_ = true;
+  const std::string last = std::to_string(spool_->last_step());
+  result.warnings.push_back(spool_->stop_reason() + " at step " + last +
+                            ": later steps are shown but not recorded; recordings, logs and reports hold steps 0–" +
+                            last);
+  result.banner = "Recording stopped at step " + last + " (" + spool_->stop_reason() + ").";
+}
+
+StepResult StudioRun::read_replay_to(int64_t step) {
+  StepResult all;
+  if (!replay_) return all;
+  while (analyzer_->latest_step() < step) {
+    StepResult one = this->step();
+    all.warnings.insert(all.warnings.end(), one.warnings.begin(), one.warnings.end());
+    if (!one.banner.empty()) all.banner = one.banner;
+    if (!one.stepped) {
+      all.end_reason = one.end_reason;
+      all.failure = one.failure;
+      break;
+    }
+    all.stepped = true;
+  }
+  return all;
+}
+
+// ---- the timeline ----------------------------------------------------------------------
+
+TimelineFile StudioRun::timeline_file() const {
+  if (replay_) return {&replay_->index(), replay_path_, replay_->version(), nullptr};
+  if (spool_) return {&spool_->index(), spool_path_, 2, spool_.get()};
+  return {};
+}
+
+std::string StudioRun::seek(int64_t step) { return timeline_.seek(*analyzer_, timeline_file(), step); }
+
+std::string StudioRun::advance() { return timeline_.advance(*analyzer_, timeline_file()); }
+
+StepResult StudioRun::step_forward() {
+  if (!timeline_.behind(*analyzer_)) {
+    timeline_.follow();
+    return step();
+  }
+  StepResult result;
+  result.stepped = true;
+  if (std::string warning = advance(); !warning.empty()) result.warnings.push_back(std::move(warning));
+  return result;
+}
+
+void StudioRun::start_playing() {
+  if (!replay_) timeline_.follow();
+}
+
+double StudioRun::engine_seconds_at_shown() const {
+  return analyzer_->engine_seconds_at(timeline_.following() ? analyzer_->latest_step() : timeline_.cursor());
+}
+
+bool StudioRun::next_step_due(double engine_seconds) const {
+  if (!timeline_.following()) return !(analyzer_->engine_seconds_at(timeline_.cursor() + 1) > engine_seconds);
+  return analyzer_->steps_ingested() == 0 || !(analyzer_->engine_seconds_at(analyzer_->latest_step()) > engine_seconds);
+}
+
+StudioSnapshot StudioRun::snapshot(ViewSelection view) const {
+  view.step = timeline_.cursor();
+  return analyzer_->snapshot(view, timeline_.window());
+}
+
+void StudioRun::apply_view(const ViewSelection& view) {
+  analyzer_->pin(view.inspect_position);
+  if (engine_) schedule_.set_layer(std::clamp(view.layer, 0, engine_->model().config.n_layers - 1));
+}
+
+std::string StudioRun::queue_prompt(const std::string& text) {
+  if (!engine_) throw Error("a typed prompt needs a live run");
+  Turn typed;
+  typed.category = "typed";
+  typed.text = text;
+  engine_->queue_turn(std::move(typed));
+  return "Queued: “" + text + "” follows the current turn (" + std::to_string(engine_->queued_turns()) + " waiting)";
+}
+
+// ---- files and figures -------------------------------------------------------------------
+
+RunExport StudioRun::run_export(const std::string& state, const ViewSelection& view) const {
+  RunExport run;
+  run.engine = engine_.get();
+  run.spool = spool_.get();
+  run.replay = replay_.get();
+  run.recording = replay_ ? replay_path_ : spool_path_;
+  run.manifest = &manifest_;
+  run.info = run_info_;
+  run.state = state;
+  run.steps = analyzer_->steps_ingested();
+  run.view_layer = view.layer;
+  run.view_head = view.head;
+  return run;
+}
+
+namespace {
+
+int64_t resident_bytes() {
+  int64_t rss = 0;
+#ifdef __linux__
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) rss = std::stoll(line.substr(6)) * 1024;
+#endif
+  return rss;
+}
+
+}  // namespace
+
+std::string StudioRun::stats_line(double seconds) const {
+  int64_t positions = 0;
+  const StudioSnapshot s = analyzer_->snapshot(ViewSelection{.max_tokens = 1, .heatmap_rows = 1, .overview_columns = 1,
+                                                             .overview_rows = 1, .detail_positions = 1, .detail_rows = 1});
+  for (const auto& p : s.panes) positions += p.stream_length;
+  int64_t kv_allocated = 0;
+  if (engine_)
+    for (const auto& session : engine_->sessions()) kv_allocated += session->cache().allocated_bytes();
+  std::error_code ec;
+  const auto spool = spool_ ? int64_t(std::filesystem::file_size(spool_path_, ec)) : 0;
+  // The timeline's index of the recording is whole-history state too (9 bytes a step).
+  const TimelineFile file = timeline_file();
+  const int64_t history = analyzer_->history_bytes() + (file.index ? file.index->bytes() : 0);
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "h2o-studio stats: seconds %.0f step %lld positions %lld rss_bytes %lld history_bytes %lld "
+                "bounded_bytes %lld kv_allocated_bytes %lld spool_bytes %lld",
+                seconds, static_cast<long long>(analyzer_->latest_step()), static_cast<long long>(positions),
+                static_cast<long long>(resident_bytes()), static_cast<long long>(history),
+                static_cast<long long>(analyzer_->bounded_bytes()), static_cast<long long>(kv_allocated),
+                static_cast<long long>(ec ? 0 : spool));
+  return line;
+}
+
+}  // namespace h2o

@@ -1,0 +1,144 @@
+#pragma once
+// One run of the app, in plain C++ (the app's worker adds only threads,
+// timers and signals): a live run — the engine, what each step reads out
+// (capture_schedule.h) and the spool every step is recorded to — or a replay
+// of a recording; either way the loop (run_loop.h) that feeds the Analyzer,
+// the timeline over what was seen (timeline.h) and what the exports need
+// (run_export.h). What stepping has to say comes back as plain text in a
+// StepResult; the worker turns it into signals.
+//
+// The spool is the run's own temporary file: it goes when the run closes.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/studio/analyzer.h"
+#include "core/studio/capture_schedule.h"
+#include "core/studio/recording.h"
+#include "core/studio/run_export.h"
+#include "core/studio/run_loop.h"
+#include "core/studio/studio_setup.h"
+#include "core/studio/timeline.h"
+
+namespace h2o {
+
+// What stepping said, in a user's words, for the front end to pass on.
+struct StepResult {
+  bool stepped = false;               // a step was taken (several: at least one)
+  std::string end_reason;             // the run has nothing more to give: why ("replay finished", ...)
+  std::string failure;                // a step failed (the run should pause): why
+  std::vector<std::string> warnings;  // sessions that stopped, the recording that stopped, a step not read back
+  std::string banner;                 // the recording stopped: what stays said until the run is replaced
+};
+
+// How a run names itself: a title, one line of details, the weights' type mix ("Q4_K_M"; "replay").
+struct RunDescription {
+  std::string title, details, types;
+};
+
+// What a replay opens on: the view and the settings it was recorded with, and its length.
+struct ReplayOpening {
+  int layer = 0, head = -1;
+  StudioConfig settings;
+  bool has_settings = false;
+  int64_t steps = 0;
+  StepResult first;  // older files name no view: their first step is read to find its watched layer
+};
+
+class StudioRun {
+ public:
+  // A live run: a fresh engine on `inputs` and `backend`, every step recorded
+  // to a new file at `spool_path` (up to `recording_limit` bytes; 0: no
+  // limit). `view`: the layer it watches (clamped to the model's) and the
+  // head, which a replay of its recording opens on. Throws Error (or
+  // std::bad_alloc); nothing is left behind then.
+  static std::unique_ptr<StudioRun> live(const StudioConfig& config, const StudioInputs& inputs,
+                                         std::unique_ptr<Backend> backend, const ViewSelection& view,
+                                         const std::string& spool_path, int64_t recording_limit);
+  // A replay of the recording at `path`. Throws Error.
+  static std::unique_ptr<StudioRun> replay(const std::string& path);
+  ~StudioRun();
+  StudioRun(const StudioRun&) = delete;
+  StudioRun& operator=(const StudioRun&) = delete;
+
+  bool is_replay() const { return replay_ != nullptr; }
+  bool is_live() const { return engine_ != nullptr; }
+  // Whether it can step: false once closed.
+  bool runs() const { return loop_ != nullptr; }
+  // Drops the engine, the replay's reader and the spool (a new model is on
+  // its way): nothing more runs or is read back, and what was seen stays on show.
+  void close();
+
+  // What the window's title and status bar say of it (before it is closed).
+  RunDescription describe() const;
+  // Call once, right after replay(): may read the first step.
+  ReplayOpening replay_opening();
+  const std::string& replay_path() const { return replay_path_; }
+
+  // One new step from the engine or the recording. Never throws: a failure is said in the result.
+  StepResult step();
+  // Reads a replay on to `step` (or its end) without a snapshot of each step; nothing for a live run.
+  StepResult read_replay_to(int64_t step);
+
+  // ---- the timeline: which step is shown (timeline.h) ----
+  bool has_steps() const { return analyzer_->steps_ingested() > 0; }
+  int64_t latest_step() const { return analyzer_->latest_step(); }
+  bool following() const { return timeline_.following(); }
+  void follow() { timeline_.follow(); }
+  // Shows `step` (at or past the newest: follows). Returns a warning ("" : none).
+  std::string seek(int64_t step);
+  // The step before the shown one (not before the first); -1 with no steps.
+  int64_t step_before() const { return timeline_.step_before(*analyzer_); }
+  // The shown step one on through the history. Returns a warning ("" : none).
+  std::string advance();
+  // One step forward: through the history from the shown step, else a new step.
+  StepResult step_forward();
+  // A live run cannot rewind its engine: it plays on from the newest step; a replay from the step shown.
+  void start_playing();
+
+  // ---- a replay's pace (ReplayPace) ----
+  double engine_seconds_at_shown() const;
+  // Whether a paced replay may show its next step once the pace reached
+  // `engine_seconds`: through the history, by the next step's recorded time;
+  // at the newest step, by the newest one's (the next is not read yet).
+  bool next_step_due(double engine_seconds) const;
+
+  // The snapshot at the shown step, as `view` looks at it.
+  StudioSnapshot snapshot(ViewSelection view) const;
+  // The view changed: the clicked position's scores are kept, a live run reads out the layer shown.
+  void apply_view(const ViewSelection& view);
+  // A typed prompt into a live stream (Engine::queue_turn), after the current turn.
+  // Returns what to say ("Queued: …"); throws Error.
+  std::string queue_prompt(const std::string& text);
+
+  // The run as the exports see it now; `state`: "running" or "paused".
+  RunExport run_export(const std::string& state, const ViewSelection& view) const;
+  // One line of memory figures, "name value" pairs (scripts/soak_studio.sh
+  // reads them), `seconds` since the app began sampling; no newline.
+  std::string stats_line(double seconds) const;
+
+ private:
+  StudioRun() = default;
+  // Where the timeline reads earlier steps from: the spool, or the replay's file.
+  TimelineFile timeline_file() const;
+  // The one warning and banner when the spool stops recording.
+  void tell_spool_stop(StepResult& result);
+
+  StudioCaptureSchedule schedule_;           // what each live step reads out
+  std::unique_ptr<Engine> engine_;           // live runs
+  std::unique_ptr<EngineSource> engine_source_;
+  std::unique_ptr<RecordingReader> replay_;  // replays
+  std::string replay_path_;
+  int64_t recorded_steps_ = 0;
+  std::unique_ptr<Analyzer> analyzer_;
+  std::unique_ptr<RecordingWriter> spool_;   // live runs: every step, up to its limit
+  std::string spool_path_;
+  bool spool_stop_told_ = false;
+  std::unique_ptr<RunLoop> loop_;
+  nlohmann::json manifest_;
+  RunInfo run_info_;  // live runs: studio_run_info
+  Timeline timeline_;
+};
+
+}  // namespace h2o
