@@ -56,8 +56,8 @@ struct Options {
     std::vector<std::pair<std::string, QCommandLineOption>> out;
     for (const h2o::StudioParam& p : h2o::studio_params()) {
       QString help = QString::fromStdString(p.help);
-      help[0] = help[0].toUpper();
-      if (!p.every_kind) help = QString::fromStdString(p.kinds) + ": " + help;
+      if (p.every_kind) help[0] = help[0].toUpper();
+      else help = QString::fromStdString(p.kinds) + ": " + help;
       out.emplace_back(p.name, QCommandLineOption(QString::fromStdString(p.name), help + ".", "n"));
     }
     return out;

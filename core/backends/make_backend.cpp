@@ -36,4 +36,31 @@ std::unique_ptr<Backend> make_backend(std::shared_ptr<const Model> model, const 
   fail("--backend", "unknown backend '" + options.kind + "' (expected cpu, cuda or cuda-sim)");
 }
 
+BackendChoice make_backend_or_cpu(const std::shared_ptr<const Model>& model, const BackendOptions& options) {
+  BackendChoice choice;
+  try {
+    choice.backend = make_backend(model, options);
+    return choice;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    if (options.kind == "cpu") throw;
+    choice.error = e.what();
+  }
+  // The reason without the flag and device it names, and without the driver's details in brackets.
+  std::string_view reason = choice.error;
+  for (const std::string prefix : {std::string("--backend:"), options.kind + ":"})
+    if (reason.rfind(prefix, 0) == 0) {
+      reason.remove_prefix(prefix.size());
+      while (!reason.empty() && reason.front() == ' ') reason.remove_prefix(1);
+    }
+  if (const size_t cut = reason.find(" ("); cut != std::string_view::npos && cut > 0) reason = reason.substr(0, cut);
+  choice.reason = reason;
+  BackendOptions cpu = options;
+  cpu.kind = "cpu";
+  cpu.precision.clear();
+  choice.backend = make_backend(model, cpu);
+  return choice;
+}
+
 }  // namespace h2o

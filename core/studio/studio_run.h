@@ -78,7 +78,8 @@ class StudioRun {
 
   // One new step from the engine or the recording. Never throws: a failure is said in the result.
   StepResult step();
-  // Reads a replay on to `step` (or its end) without a snapshot of each step; nothing for a live run.
+  // Reads a replay on to `step` (or its end) without a snapshot of each step,
+  // skimming the steps it passes (h2o::read_replay_to); nothing for a live run.
   StepResult read_replay_to(int64_t step);
 
   // ---- the timeline: which step is shown (timeline.h) ----

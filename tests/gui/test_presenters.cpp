@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
+#include <QFormLayout>
 #include <QDir>
 #include <QDockWidget>
 #include <QFontDatabase>
@@ -403,6 +405,35 @@ TEST(NoSilentFailures, BudgetFieldsOnlyHoldAValidSplitAndSaySo) {
   QTest::keyClick(heavy, Qt::Key_Enter);
   EXPECT_EQ(heavy->value(), 29);
   EXPECT_TRUE(w.controls()->splitText().contains("heavy 50 → 29")) << w.controls()->splitText().toStdString();
+}
+
+TEST(NoSilentFailures, PolicyFieldsComeFromThePolicyUnitsAndFollowTheChosenPanes) {
+  MainWindow w(synthetic_options());
+  ControlPanel* panel = w.controls();
+  auto* heavy = panel->findChild<QSpinBox*>("heavy");
+  auto* sinks = panel->findChild<QSpinBox*>("sinks");
+  ASSERT_TRUE(heavy && sinks);
+  // Labels and tooltips in the units' words: a part only H2O takes says so.
+  auto* form = qobject_cast<QFormLayout*>(heavy->parentWidget()->layout());
+  ASSERT_TRUE(form);
+  EXPECT_EQ(qobject_cast<QLabel*>(form->labelForField(heavy))->text(), "Heavy (H2O)");
+  EXPECT_EQ(qobject_cast<QLabel*>(form->labelForField(sinks))->text(), "Sinks");
+  EXPECT_TRUE(heavy->toolTip().contains("accumulated attention")) << heavy->toolTip().toStdString();
+  EXPECT_EQ(heavy->specialValueText(), "auto");
+  EXPECT_EQ(panel->findChild<QSpinBox*>("window"), nullptr) << "a window is the rest of the budget: no field";
+  // Without an H2O pane its parts have nothing to set; the sinks still do.
+  auto* h2o = panel->findChild<QCheckBox*>("policy_h2o");
+  auto* tova = panel->findChild<QCheckBox*>("policy_tova");
+  ASSERT_TRUE(h2o && tova);
+  tova->setChecked(true);
+  h2o->setChecked(true);
+  EXPECT_TRUE(heavy->isEnabled());
+  h2o->setChecked(false);
+  EXPECT_FALSE(heavy->isEnabled());
+  EXPECT_FALSE(panel->findChild<QSpinBox*>("recent")->isEnabled());
+  EXPECT_TRUE(sinks->isEnabled());
+  h2o->setChecked(true);
+  EXPECT_TRUE(heavy->isEnabled());
 }
 
 TEST(NoSilentFailures, AChangeThatRestartsTheRunAsksFirst) {

@@ -21,7 +21,7 @@ StudioConfig small_config() {
   StudioConfig c;
   c.model = "synthetic:stories260K";
   c.budget = 24;
-  c.sinks = 2;
+  c.params["sinks"] = 2;
   c.max_new_tokens = 12;
   c.greedy = true;
   c.capture_layer = 1;

@@ -346,7 +346,7 @@ TEST(StudioSetup, TheControlsParametersComeFromThePolicyUnits) {
   EXPECT_TRUE(sinks.every_kind);
   EXPECT_FALSE(sinks.automatic);
   EXPECT_EQ(sinks.default_value, 4);
-  EXPECT_EQ(sinks.kinds, "StreamingLLM, H2O, TOVA");
+  EXPECT_EQ(sinks.kinds, "Streaming, H2O, TOVA");
   const StudioParam& recent = studio_params()[2];
   EXPECT_EQ(recent.kinds, "H2O");
   EXPECT_EQ(recent.kind_names, std::vector<std::string>{"h2o"});

@@ -2,7 +2,6 @@
 
 #include <QCoreApplication>
 #include <QDir>
-#include <QRegularExpression>
 #include <QTimer>
 #include <algorithm>
 #include <cstdio>
@@ -167,28 +166,16 @@ void EngineWorker::runStarted() {
 }
 
 std::unique_ptr<Backend> EngineWorker::makeBackend(const StudioConfig& config) {
-  try {
-    auto backend = make_backend(inputs_->model, studio_backend_options(config));
+  BackendChoice choice = make_backend_or_cpu(inputs_->model, studio_backend_options(config));
+  if (choice.error.empty()) {
     emit banner("backend", {});
-    return backend;
-  } catch (const std::bad_alloc&) {
-    throw;
-  } catch (const std::exception& e) {
-    if (config.backend == "cpu") throw;
-    // No CUDA in this build, or no GPU: say so — for as long as it lasts — and
-    // stream on the CPU rather than show nothing.
-    const QString why = QString::fromUtf8(e.what());
-    emit warned(why + " — running on the CPU instead.");
-    // The banner in a teacher's words: which device, why in short (the
-    // driver's details stay in the warning above, in the status bar's log).
-    QString reason = why;
-    reason.remove(QRegularExpression("^--backend: *")).remove(QRegularExpression("^" + QRegularExpression::escape(q(config.backend)) + ": *"));
-    if (const qsizetype cut = reason.indexOf(" ("); cut > 0) reason.truncate(cut);
-    emit banner("backend", QString("Running on the CPU: the %1 device cannot start here (%2).").arg(q(config.backend), reason));
-    StudioConfig cpu = config;
-    cpu.backend = "cpu";
-    return make_backend(inputs_->model, studio_backend_options(cpu));
+  } else {
+    // Said for as long as it lasts, in a teacher's words; the driver's details go to the status bar's log.
+    emit warned(QString::fromUtf8(choice.error) + " — running on the CPU instead.");
+    emit banner("backend", QString("Running on the CPU: the %1 device cannot start here (%2).")
+                               .arg(q(config.backend), QString::fromUtf8(choice.reason)));
   }
+  return std::move(choice.backend);
 }
 
 std::string EngineWorker::newSpoolPath() const {
