@@ -53,12 +53,14 @@ QString short_policy_title(const PolicyConfig& policy) {
   return text(policy.unit().short_title) + precision_suffix(policy);
 }
 
-// The names every kind that keeps tokens by score gives them: "heavy hitter / attended now".
+// The names every kind that keeps tokens by score gives them, each with the
+// kind it belongs to, "heavy hitter (H2O) / attended now (TOVA)": a TOVA pane
+// is all "attended now" between its sinks, and says so in its own words.
 static QString scored_roles() {
   QStringList roles;
   for (const PolicyUnit* unit : policy_units())
-    if (PolicyConfig::named(unit->name).rule().by_score > 0) roles << text(unit->scored_role);
-  roles.removeDuplicates();
+    if (PolicyConfig::named(unit->name).rule().by_score > 0)
+      roles << text(unit->scored_role) + " (" + text(unit->short_title) + ")";
   return roles.join(" / ");
 }
 

@@ -29,7 +29,7 @@ QColor fate_color(Fate fate);
 QColor raster_color(Fate fate);
 // What a fate means (Heavy in the words of the policy given, or of every kind that keeps by score).
 QString fate_tooltip(Fate fate, const PolicyConfig* policy = nullptr);
-// The legend's name of a fate: "heavy hitter / attended now" for Heavy, across every kind.
+// The legend's name of a fate: "heavy hitter (H2O) / attended now (TOVA)" for Heavy, across every kind.
 QString fate_legend_name(Fate fate);
 
 ThemeKind current_theme();
