@@ -656,19 +656,16 @@ void CudaBackend::write_choices(const Step& st, kern::ChooseDesc* choose) const 
 void CudaBackend::write_forced_rows(Step& st, kern::ForcedRow* forced_rows) const {
   const int N = st.N;
   for (int i = 0; i < N; ++i)
-    if (st.items[size_t(i)].forced) {
-      st.caches[size_t(i)]->reference_rows = st.shapes[size_t(i)].forced_rows;
-      st.caches[size_t(i)]->reference_at = st.shapes[size_t(i)].tokens_seen + st.shapes[size_t(i)].rows;
-    }
+    if (st.items[size_t(i)].forced)
+      st.caches[size_t(i)]->mark_forced_rows(st.shapes[size_t(i)].forced_rows,
+                                             st.shapes[size_t(i)].tokens_seen + st.shapes[size_t(i)].rows);
   st.compared.assign(size_t(N), false);
   for (int i = 0, k = 0; i < N; ++i) {
     const ForwardItem& item = st.items[size_t(i)];
     if (!item.forced || !item.scores) continue;
-    const auto* reference = dynamic_cast<const CudaCache*>(item.forced->reference);
+    const auto* reference = static_cast<const CudaCache*>(st.caches[size_t(i)]->same_step_reference(item.forced->reference));
     const int rows = st.shapes[size_t(i)].forced_rows;
-    // Only rows of this same step compare: a reference that stopped is behind.
-    const bool compared = reference && reference->reference_at == st.caches[size_t(i)]->reference_at &&
-                          reference->reference_rows == rows;
+    const bool compared = reference != nullptr;
     st.compared[size_t(i)] = compared;
     for (int r = 0; r < rows; ++r, ++k) {
       kern::ForcedRow f;
@@ -827,9 +824,9 @@ void CudaBackend::enqueue_forced(const StepArgs& a, std::span<ForwardItem> items
   const int vocab = dims_.vocab;
   kern::row_log_z(logits_.as<float>(), a.classified, vocab, log_z_.as<double>(), tuning_.threads, s);
   for (size_t i = 0; i < items.size(); ++i) {
-    if (!items[i].forced || caches[i]->reference_rows == 0) continue;
+    if (!items[i].forced || caches[i]->forced_rows() == 0) continue;
     const int first = plan.items[i].logit_row[0];
-    const int rows = caches[i]->reference_rows;
+    const int rows = caches[i]->forced_rows();
     gpu::copy_on_device(caches[i]->reference_logits(), logits_.as<float>() + size_t(first) * vocab,
                         size_t(rows) * vocab * sizeof(float), s);
     gpu::copy_on_device(caches[i]->reference_log_z(), log_z_.as<double>() + first, size_t(rows) * sizeof(double), s);

@@ -56,12 +56,11 @@ class CudaCache final : public CacheBook {
   void end_forward(int rows, int kept, EvictionSummary evictions, std::map<int, LayerState> layers);
 
   // Teacher forcing: this cache's classified rows of its last forced step
-  // (logits and log Z), kept on the device for the sessions compared with it.
+  // (logits and log Z), kept on the device for the sessions compared with it
+  // (CacheBook::mark_forced_rows).
   void reserve_reference(int rows, int vocab);
   float* reference_logits() const { return reference_logits_.as<float>(); }
   double* reference_log_z() const { return reference_log_z_.as<double>(); }
-  int reference_rows = 0;
-  int64_t reference_at = -1;  // tokens_seen() after the step that stored them
 
  private:
   kern::ModelDims dims_;

@@ -49,7 +49,7 @@ BackendChoice make_backend_or_cpu(const std::shared_ptr<const Model>& model, con
   }
   // The reason without the flag and device it names, and without the driver's details in brackets.
   std::string_view reason = choice.error;
-  for (const std::string prefix : {std::string("--backend:"), options.kind + ":"})
+  for (const std::string& prefix : {std::string("--backend:"), options.kind + ":"})
     if (reason.rfind(prefix, 0) == 0) {
       reason.remove_prefix(prefix.size());
       while (!reason.empty() && reason.front() == ' ') reason.remove_prefix(1);

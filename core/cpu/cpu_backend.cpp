@@ -220,11 +220,8 @@ void CpuBackend::forward(std::span<ForwardItem> items) {
     const ForwardItem& item = items[i];
     if (!item.forced || !item.scores) continue;
     *item.scores = {};
-    const auto* reference = dynamic_cast<const CpuCache*>(item.forced->reference);
-    // Only rows of this same step compare: a reference that stopped is behind.
-    const bool compare = reference && reference->logprobs_at == caches[i]->tokens_seen() &&
-                         reference->logprobs.size() == caches[i]->logprobs.size();
-    score_forced_rows(caches[i]->logprobs, compare ? std::span<const double>(reference->logprobs) : std::span<const double>(),
+    const auto* reference = static_cast<const CpuCache*>(caches[i]->same_step_reference(item.forced->reference));
+    score_forced_rows(caches[i]->logprobs, reference ? std::span<const double>(reference->logprobs) : std::span<const double>(),
                       cfg_.vocab_size, item.forced->next, *item.scores);
   }
 }
@@ -312,7 +309,7 @@ void CpuBackend::finish(ForwardItem& item, CpuCache& cache, const Span& span, co
     const int k = int(std::min<size_t>(item.forced->next.size(), size_t(span.rows)));
     cache.logprobs.clear();
     if (k > 0) log_softmax_rows(row(0), k, vocab, cache.logprobs);
-    cache.logprobs_at = cache.tokens_seen();
+    cache.mark_forced_rows(k, cache.tokens_seen());
   }
   if (item.capture && item.layer_states) {
     item.layer_states->clear();

@@ -61,9 +61,8 @@ class CpuCache final : public CacheBook {
   const RopeAngles& slot_angles(int slot) const { return slot_angles_[size_t(slot)]; }
 
   // Teacher forcing: the log-probabilities of the last forward's scored rows,
-  // kept for the sessions that compare with this one in the same step.
+  // kept for the sessions that compare with this one in the same step (CacheBook::mark_forced_rows).
   std::vector<double> logprobs;
-  int64_t logprobs_at = -1;  // tokens_seen() when they were computed
 
  private:
   int head_dim_;

@@ -19,6 +19,11 @@ void CacheBook::unbook(int64_t bytes) {
   booked_ -= bytes;
 }
 
+const CacheBook* CacheBook::same_step_reference(const SessionCache* reference) const {
+  const auto* book = dynamic_cast<const CacheBook*>(reference);
+  return book && forced_at_ >= 0 && book->forced_at_ == forced_at_ && book->forced_rows_ == forced_rows_ ? book : nullptr;
+}
+
 void CacheBook::end_step(int rows, EvictionSummary evictions) {
   seen_ += rows;
   evictions_ = std::move(evictions);

@@ -33,6 +33,18 @@ class CacheBook : public SessionCache {
   const EvictionSummary& last_evictions() const override { return evictions_; }
   int64_t booked_bytes() const { return booked_; }
 
+  // Teacher forcing: a session scores its rows against the full cache's rows
+  // of the same step. Each forced step marks how many rows its cache stored
+  // for that and the tokens seen after it; a reference compares only when it
+  // marked the same step and as many rows (one that stopped is behind).
+  void mark_forced_rows(int rows, int64_t seen_after) {
+    forced_rows_ = rows;
+    forced_at_ = seen_after;
+  }
+  int forced_rows() const { return forced_rows_; }  // of the last forced step marked
+  // `reference` when its marked rows are this cache's step's, else null.
+  const CacheBook* same_step_reference(const SessionCache* reference) const;
+
  protected:
   // Books `bytes` more in the account: CacheCannotGrow, booking nothing, past its limit.
   void book(int64_t bytes);
@@ -45,6 +57,8 @@ class CacheBook : public SessionCache {
   EvictionRule rule_;
   int layers_, kv_heads_;
   int64_t seen_ = 0, booked_ = 0;
+  int forced_rows_ = 0;
+  int64_t forced_at_ = -1;
   EvictionSummary evictions_;
   std::shared_ptr<KvMemoryAccount> account_;
 };

@@ -260,7 +260,7 @@ prepare_deps() {  # prepare_deps LOG
 # Where the smoke project found each dependency (its "deps:" status lines).
 found_note() {  # LOG
   local lines outside
-  lines=$(grep -a -- '-- deps: ' "$1" | tail -8 || true)
+  lines=$(grep -a -- '-- deps: ' "$1" | tail -9 || true)
   outside=$(echo "$lines" | grep -v "$DEPS" | sed 's/.*deps: //' | cut -d= -f1 | tr '\n' ' ' || true)
   if [ -z "$lines" ]; then echo "no deps lines"; elif [ -z "${outside// /}" ]; then echo "every dependency found under $DEPS"
   else echo "not under $DEPS: $outside"; fi

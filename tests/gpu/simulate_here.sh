@@ -46,9 +46,11 @@ exec unshare -m bash -euo pipefail -c '
   for d in /usr/include/nlohmann /usr/include/gtest /usr/include/gmock /usr/include/openssl \
            /usr/include/x86_64-linux-gnu/openssl /usr/include/CLI /usr/share/cmake/nlohmann_json \
            /usr/share/cmake/CLI11 /usr/lib/x86_64-linux-gnu/cmake/GTest /usr/src/googletest \
+           /usr/lib/x86_64-linux-gnu/cmake/simdjson \
            /usr/lib/x86_64-linux-gnu/pkgconfig /usr/share/pkgconfig; do hide_dir "$d"; done
   for f in /usr/include/sentencepiece_processor.h /usr/include/sentencepiece_trainer.h \
-           /usr/include/pcre2.h /usr/include/utf8proc.h \
+           /usr/include/pcre2.h /usr/include/utf8proc.h /usr/include/simdjson.h \
+           /usr/lib/x86_64-linux-gnu/libsimdjson.so.14 \
            /usr/lib/x86_64-linux-gnu/libgtest.a /usr/lib/x86_64-linux-gnu/libgtest_main.a \
            /usr/lib/x86_64-linux-gnu/libgmock.a /usr/lib/x86_64-linux-gnu/libgmock_main.a \
            /usr/lib/x86_64-linux-gnu/libsentencepiece.so.0 /usr/lib/x86_64-linux-gnu/libsentencepiece_train.so.0; do
@@ -57,9 +59,9 @@ exec unshare -m bash -euo pipefail -c '
   [ -e /usr/bin/pkgconf ] && mount --bind "$SIM/hidden-program" /usr/bin/pkgconf && echo "hidden: /usr/bin/pkgconf (and pkg-config)"
   OUT=$SIM/out H2O_DEPS_PREFIX=$SIM/deps H2O_GPU_BUILD=${H2O_GPU_BUILD:-$SIM/build} \
     H2O_STAGE_BUDGET_S=${H2O_STAGE_BUDGET_S:-1800} H2O_BUILD_LIMIT_S=${H2O_BUILD_LIMIT_S:-1200} bash "$HERE/run_on_device.sh" "$@" && rc=0 || rc=$?
-  # What the built programs load (check/bench): the carried libcrypto and SentencePiece, not the system copies.
+  # What the built programs load (check/bench): the carried libcrypto, SentencePiece and simdjson, not the system copies.
   for exe in "${H2O_GPU_BUILD:-$SIM/build}/app/h2o-cli" "${H2O_GPU_BUILD:-$SIM/build}/tests/h2o_tests"; do
-    [ -x "$exe" ] && { echo "ldd $exe:"; ldd "$exe" | grep -E "crypto|ssl|sentencepiece" || true; }
+    [ -x "$exe" ] && { echo "ldd $exe:"; ldd "$exe" | grep -E "crypto|ssl|sentencepiece|simdjson" || true; }
   done
   exit $rc
 ' _ "$SIM" "$HERE" "$@"

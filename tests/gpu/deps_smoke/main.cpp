@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 #include <string>
 #ifdef HAVE_SENTENCEPIECE
 #include <sentencepiece_processor.h>
@@ -32,6 +33,15 @@ TEST(DepsSmoke, OpenSslSha256) {
 TEST(DepsSmoke, NlohmannJson) {
   const auto j = nlohmann::json::parse(R"({"a": [1, 2, 3]})");
   EXPECT_EQ(j["a"][2], 3);
+}
+
+TEST(DepsSmoke, Simdjson) {
+  simdjson::ondemand::parser parser;
+  simdjson::padded_string text(std::string(R"({"a": [1, 2, 3]})"));
+  auto doc = parser.iterate(text);
+  int64_t last = 0;
+  for (int64_t v : doc["a"].get_array()) last = v;
+  EXPECT_EQ(last, 3);
 }
 
 TEST(DepsSmoke, Cli11) {
