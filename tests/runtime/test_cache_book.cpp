@@ -147,3 +147,32 @@ TEST(CacheBook, ALowBitRunGrowsFromItsOwnLeastAndTheLimitBindsUnlessNeeded) {
   EXPECT_TRUE(bounded.cut_due(28));
   EXPECT_FALSE(full.cut_due(1 << 20));
 }
+
+namespace {
+// A cache with the book alone: what teacher forcing's rule needs.
+struct BookOnly final : CacheBook {
+  BookOnly() : CacheBook(PolicyConfig{}, 1, 1, std::make_shared<KvMemoryAccount>()) {}
+  int size(int, int) const override { return 0; }
+  LayerState read_layer(int) const override { return {}; }
+  int64_t live_bytes() const override { return 0; }
+  int64_t allocated_bytes() const override { return 0; }
+};
+}  // namespace
+
+TEST(CacheBook, ForcedRowsCompareOnlyWithTheReferencesRowsOfTheSameStep) {
+  BookOnly policy, reference;
+  EXPECT_EQ(policy.same_step_reference(&reference), nullptr) << "nothing marked yet";
+  reference.mark_forced_rows(8, 64);
+  policy.mark_forced_rows(8, 64);
+  EXPECT_EQ(policy.same_step_reference(&reference), &reference);
+  EXPECT_EQ(policy.same_step_reference(nullptr), nullptr);
+  // A reference that stopped keeps its last step's rows: behind, not compared.
+  policy.mark_forced_rows(8, 72);
+  EXPECT_EQ(policy.same_step_reference(&reference), nullptr);
+  // The same step with other rows (a shorter last chunk elsewhere) does not compare either.
+  reference.mark_forced_rows(6, 72);
+  EXPECT_EQ(policy.same_step_reference(&reference), nullptr);
+  reference.mark_forced_rows(8, 72);
+  EXPECT_EQ(policy.same_step_reference(&reference), &reference);
+  EXPECT_EQ(reference.forced_rows(), 8);
+}
