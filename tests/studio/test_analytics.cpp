@@ -21,6 +21,7 @@
 #include "core/studio/step_line.h"
 #include "core/studio/studio_setup.h"
 #include "tests/assets.h"
+#include "tests/studio/small_studio_config.h"
 #include "ui/shell/frame_stats.h"
 
 using namespace h2o;
@@ -362,13 +363,7 @@ namespace {
 const StudioCaptureSchedule kWatchLayer1(1);
 
 std::unique_ptr<Engine> synthetic_engine() {
-  StudioConfig c;
-  c.model = "synthetic:stories260K";
-  c.budget = 24;
-  c.params["sinks"] = 2;
-  c.max_new_tokens = 12;
-  c.greedy = true;
-  c.capture_layer = 1;
+  const StudioConfig c = test::small_studio_config();
   const StudioInputs in = load_studio_inputs(c);
   return make_studio_engine(c, in, make_cpu_backend(in.model, 1));
 }

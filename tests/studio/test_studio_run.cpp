@@ -12,21 +12,13 @@
 #include "core/cpu/cpu_backend.h"
 #include "core/studio/studio_run.h"
 #include "tests/assets.h"
+#include "tests/studio/small_studio_config.h"
 
 using namespace h2o;
 
 namespace {
 
-StudioConfig small_config() {
-  StudioConfig c;
-  c.model = "synthetic:stories260K";
-  c.budget = 24;
-  c.params["sinks"] = 2;
-  c.max_new_tokens = 12;
-  c.greedy = true;
-  c.capture_layer = 1;
-  return c;
-}
+StudioConfig small_config() { return test::small_studio_config(); }
 
 struct LiveSetup {
   StudioConfig config = small_config();

@@ -22,6 +22,7 @@
 #include "core/studio/text_cells.h"
 #include "core/studio/timeline.h"
 #include "tests/assets.h"
+#include "tests/studio/small_studio_config.h"
 
 using namespace h2o;
 
@@ -34,16 +35,7 @@ std::unique_ptr<Engine> engine_for(const StudioConfig& c) {
   return make_studio_engine(c, in, make_cpu_backend(in.model, 1));
 }
 
-StudioConfig small_config() {
-  StudioConfig c;
-  c.model = "synthetic:stories260K";
-  c.budget = 24;
-  c.params["sinks"] = 2;
-  c.max_new_tokens = 12;
-  c.greedy = true;
-  c.capture_layer = 1;
-  return c;
-}
+StudioConfig small_config() { return test::small_studio_config(); }
 
 std::string fingerprint(const StudioSnapshot& s) {
   std::ostringstream o;
