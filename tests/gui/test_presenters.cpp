@@ -6,6 +6,8 @@
 // drawn once. (The CLI's flags and signals: test_studio_cli.cpp.)
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
@@ -334,6 +336,18 @@ TEST(Timeline, ReplayRestoresTheRecordedViewAndSettingsPlaysAtItsPaceAndSeeks) {
   // Seek ahead (read on) and back.
   w.seek(50);
   ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.step == 50; }));
+  // The steps passed over were read skimmed; the heatmaps show the rows of the steps before 50, read whole.
+  EXPECT_TRUE(w.lastSnapshot()->captures_recorded);
+  for (PolicyPane* pane : w.panes()) {
+    const HeatmapData& h = pane->heatmap()->data();
+    ASSERT_GT(h.rows(), 8);
+    // Every row holds attention: none left empty by the skim.
+    for (int r = 0; r < h.rows(); ++r) {
+      double sum = 0;
+      for (int c = 0; c < h.cols(); ++c) sum += std::isnan(h.at(r, c)) ? 0 : h.at(r, c);
+      EXPECT_GT(sum, 0.0) << "row " << r << " of " << h.rows();
+    }
+  }
   w.seek(10);
   ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.step == 10 && !s.following; }));
   EXPECT_TRUE(w.lastSnapshot()->captures_recorded);
