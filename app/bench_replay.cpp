@@ -46,7 +46,12 @@ void make_recording(const std::string& path, int64_t steps) {
   auto engine = make_studio_engine(config, inputs, make_backend(inputs.model, studio_backend_options(config)));
   const StudioCaptureSchedule schedule(0);
   EngineSource source(*engine, &schedule);
-  RecordingWriter writer(path, make_header(*engine, nlohmann::json::object(), "stream"));
+  // The header the app writes: its settings and the view, which a replay opens on.
+  RecordingHeader header = make_header(*engine, nlohmann::json::object(), "stream");
+  header.settings = studio_config_json(config);
+  header.view_layer = 0;
+  header.view_head = -1;
+  RecordingWriter writer(path, header);
   RunLoop loop(source);
   loop.add_sink(writer);
   std::fprintf(stderr, "making %s: %lld steps of %s...\n", path.c_str(), static_cast<long long>(steps),
