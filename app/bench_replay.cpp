@@ -5,7 +5,8 @@
 // next to reading every step whole. A benchmark, not a timed test.
 //
 // The recording is made first when the file does not exist: the demo model
-// (kjv-1M), four policies, the app's capture schedule, --steps steps.
+// (kjv-1M, or --model), four policies (or --policies), the app's capture
+// schedule, --steps steps.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -35,13 +36,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 // A live run of the demo as the app records it: every step, the watched layer's captures and the scheduled rest.
-void make_recording(const std::string& path, int64_t steps) {
+void make_recording(const std::string& path, int64_t steps, const std::string& model, const std::string& policies) {
   StudioConfig config;
   const DefaultInputs defaults = default_inputs(std::getenv("H2O_ASSETS") ? std::getenv("H2O_ASSETS") : "../shared/assets");
-  config.model = defaults.model;
-  config.tokenizer = defaults.tokenizer;
+  config.model = model.empty() ? defaults.model : model;
+  config.tokenizer = model.empty() ? defaults.tokenizer : "";
   config.prompts = defaults.prompts;
-  config.policies = {"full", "streaming", "h2o", "tova"};
+  config.policies = split_list(policies);
   const StudioInputs inputs = load_studio_inputs(config);
   auto engine = make_studio_engine(config, inputs, make_backend(inputs.model, studio_backend_options(config)));
   const StudioCaptureSchedule schedule(0);
@@ -87,16 +88,18 @@ Timing seek(const std::string& path, int64_t step, bool skim) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Seeking a freshly opened replay: seconds to open it and read on to a step, skimmed and whole"};
-  std::string path = "/tmp/h2o-bench-replay.jsonl", seeks = "1000,3000";
+  std::string path = "/tmp/h2o-bench-replay.jsonl", seeks = "1000,3000", model, policies = "full,streaming,h2o,tova";
   int64_t steps = 3300;
   int repeats = 3;
   app.add_option("--recording", path, "the recording (made first when absent)");
   app.add_option("--steps", steps, "steps of the recording made when absent")->check(CLI::Range(1, 1000000));
+  app.add_option("--model", model, "the model of the recording made (default: the demo's)");
+  app.add_option("--policies", policies, "the panes of the recording made");
   app.add_option("--seek", seeks, "steps to seek to, comma-separated");
   app.add_option("--repeats", repeats, "times each seek runs; the best is reported")->check(CLI::Range(1, 100));
   CLI11_PARSE(app, argc, argv);
   try {
-    if (!std::filesystem::exists(path)) make_recording(path, steps);
+    if (!std::filesystem::exists(path)) make_recording(path, steps, model, policies);
     const double mib = double(std::filesystem::file_size(path)) / double(1 << 20);
     const int64_t recorded = count_recorded_steps(path);
     std::printf("recording %s: %.0f MiB, %lld steps; %u hardware threads\n\n", path.c_str(), mib,

@@ -1,5 +1,7 @@
 #include "core/base/json_text.h"
 
+#include <climits>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "core/base/error.h"
@@ -23,6 +25,29 @@ std::string text_from_json(const nlohmann::json& j) {
   std::string out;
   for (const auto& b : j) out += char(b.get<int>());
   return out;
+}
+
+bool json_whole(const nlohmann::json& j, int64_t& out) {
+  if (j.is_number_integer()) {
+    out = j.get<int64_t>();
+    return true;
+  }
+  if (j.is_number_unsigned() && j.get<uint64_t>() <= uint64_t(INT64_MAX)) {
+    out = int64_t(j.get<uint64_t>());
+    return true;
+  }
+  return false;
+}
+
+int json_int(const nlohmann::json& j, const std::string& what) {
+  int64_t v = 0;
+  if (!json_whole(j, v) || v < INT32_MIN || v > INT32_MAX)
+    throw Error(what + ": expected a whole number, got " + json_dump(j).substr(0, 40));
+  return int(v);
+}
+
+int json_int_or(const nlohmann::json& obj, const char* key, int fallback, const std::string& what) {
+  return obj.is_object() && obj.contains(key) ? json_int(obj[key], what) : fallback;
 }
 
 nlohmann::json parse_json_document(const char* begin, const char* end, const std::string& file) {

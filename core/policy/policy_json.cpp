@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/error.h"
+#include "core/base/json_text.h"
 #include "core/policy/policy.h"
 
 namespace h2o {
@@ -23,14 +24,17 @@ PolicyConfig policy_from_json(const nlohmann::json& j) {
   const char* key = j.contains("policy") ? "policy" : "kind";
   if (!j.contains(key) || !j[key].is_string()) throw Error("policy: missing \"policy\" name");
   PolicyConfig p = PolicyConfig::named(j[key].get<std::string>());
+  const auto number = [&](const char* name) { return "policy: \"" + std::string(name) + "\""; };
   for (const PolicyParam& param : p.unit().params)
-    if (j.contains(param.name)) p.set(param.name, j[param.name].get<int>());
-  p.slack = j.value("slack", 0);
+    if (j.contains(param.name)) p.set(param.name, json_int(j[param.name], number(param.name)));
+  p.slack = json_int_or(j, "slack", 0, number("slack"));
   p.rolling = j.value("rolling", false);
   if (j.contains("kv_bits")) {
-    const auto bits = j["kv_bits"].get<std::vector<int>>();
-    if (bits.size() != 2) throw Error("policy: \"kv_bits\" must list the key's and the value's bits");
-    p.kv = {bits[0], bits[1], j.value("kv_group", KvPrecision{}.group), j.value("kv_residual", KvPrecision{}.residual)};
+    const nlohmann::json& bits = j["kv_bits"];
+    if (!bits.is_array() || bits.size() != 2) throw Error("policy: \"kv_bits\" must list the key's and the value's bits");
+    p.kv = {json_int(bits[0], number("kv_bits")), json_int(bits[1], number("kv_bits")),
+            json_int_or(j, "kv_group", KvPrecision{}.group, number("kv_group")),
+            json_int_or(j, "kv_residual", KvPrecision{}.residual, number("kv_residual"))};
   }
   p.validate();
   return p;

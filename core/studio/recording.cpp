@@ -7,12 +7,15 @@
 #include "core/base/error.h"
 #include "core/base/json_text.h"
 #include "core/studio/step_line.h"
+#include "core/studio/studio_setup.h"
 
 namespace h2o {
 using nlohmann::json;
 
 namespace {
 constexpr int kVersion = 2;
+// The largest shapes a recording's header may name (beyond any model there is).
+constexpr int kMaxLayers = 1024, kMaxHeads = 1024;
 }
 
 RecordingHeader make_header(const Engine& engine, const json& manifest, const std::string& mode) {
@@ -48,20 +51,28 @@ RecordingHeader header_from_json(const json& j) {
   h.manifest = j.value("manifest", json::object());
   h.mode = j.at("mode").get<std::string>();
   h.title = j.value("title", "");
-  h.layers = j.at("layers").get<int>();
-  h.heads = j.at("heads").get<int>();
-  h.kv_heads = j.at("kv_heads").get<int>();
+  h.layers = json_int(j.at("layers"), "header: \"layers\"");
+  h.heads = json_int(j.at("heads"), "header: \"heads\"");
+  h.kv_heads = json_int(j.at("kv_heads"), "header: \"kv_heads\"");
   for (const auto& p : j.at("policies")) h.policies.push_back(policy_from_json(p));
   // Optional: older files say nothing of the context (the manifest may), the view or the settings.
-  h.context = j.value("context", 0);
-  if (h.context <= 0 && h.manifest.contains("model") && h.manifest["model"].is_object())
-    h.context = h.manifest["model"].value("max_seq_len", 0);
+  h.context = json_int_or(j, "context", 0, "header: \"context\"");
+  if (h.context <= 0 && h.manifest.contains("model"))
+    h.context = json_int_or(h.manifest["model"], "max_seq_len", 0, "header: the manifest's \"max_seq_len\"");
   if (j.contains("view") && j["view"].is_object()) {
-    h.view_layer = j["view"].value("layer", -1);
-    h.view_head = j["view"].value("head", -1);
+    h.view_layer = json_int_or(j["view"], "layer", -1, "header: the view's \"layer\"");
+    h.view_head = json_int_or(j["view"], "head", -1, "header: the view's \"head\"");
   }
   if (j.contains("settings") && j["settings"].is_object()) h.settings = j["settings"];
-  if (h.policies.empty() || h.layers < 1 || h.heads < 1 || h.kv_heads < 1) throw Error("header: empty shape or no policies");
+  // Shapes a model can have, and no more panes than the app shows.
+  if (h.layers < 1 || h.layers > kMaxLayers || h.heads < 1 || h.heads > kMaxHeads || h.kv_heads < 1 ||
+      h.kv_heads > h.heads || h.heads % h.kv_heads != 0)
+    throw Error("header: no model has " + std::to_string(h.layers) + " layers of " + std::to_string(h.heads) +
+                " heads (" + std::to_string(h.kv_heads) + " KV)");
+  if (h.policies.empty() || int(h.policies.size()) > kMaxStudioPolicies)
+    throw Error("header: " + std::to_string(h.policies.size()) + " policies (1 to " +
+                std::to_string(kMaxStudioPolicies) + ")");
+  if (h.view_layer >= h.layers || h.view_head >= h.heads) h.view_layer = h.view_head = -1;  // not this model's view
   return h;
 }
 

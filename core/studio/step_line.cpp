@@ -221,10 +221,17 @@ RecordingLine parse_recording_line(std::string& line, int version, int64_t skim_
     od::object o = doc.get_object();
     RecordingLine out;
     // The step number decides how much to read; the fields come in name order, so look it up first.
+    // (After any other error the parser gives up on the document: it must not be read on.)
+    const auto find = [&](std::string_view key, od::value& at) {
+      const simdjson::error_code e = o.find_field_unordered(key).get(at);
+      if (e != simdjson::SUCCESS && e != simdjson::NO_SUCH_FIELD) throw simdjson::simdjson_error(e);
+      return e == simdjson::SUCCESS;
+    };
     int64_t number = std::numeric_limits<int64_t>::max();
     od::value at;
-    if (o.find_field_unordered("step").get(at) == simdjson::SUCCESS) number = as_int64(at);
-    else if (o.find_field_unordered("totals").get(at) == simdjson::SUCCESS) {
+    if (find("step", at)) {
+      number = as_int64(at);
+    } else if (find("totals", at)) {
       out.totals = true;
       return out;
     }

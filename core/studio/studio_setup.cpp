@@ -1,11 +1,16 @@
 #include "core/studio/studio_setup.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <utility>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/base/error.h"
+#include "core/base/json_text.h"
 #include "core/base/text_file.h"
 
 namespace h2o {
@@ -66,10 +71,21 @@ StudioConfig studio_config_from_json(const nlohmann::json& j) {
   if (!j.is_object()) return c;
   for_each_studio_field(c, [&](const char* key, auto& field) {
     if (!j.contains(key)) return;
-    try {
-      j.at(key).get_to(field);
-    } catch (const nlohmann::json::exception&) {
-      // A value of the wrong type keeps the default.
+    using T = std::decay_t<decltype(field)>;
+    // A number that does not fit the field keeps the default (nlohmann's
+    // conversion of 1e110 to an int, or to a float, is undefined behaviour).
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      int64_t v = 0;
+      if (json_whole(j.at(key), v) && std::in_range<T>(v)) field = T(v);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (j.at(key).is_number() && std::abs(j.at(key).get<double>()) <= double(std::numeric_limits<T>::max()))
+        field = T(j.at(key).get<double>());
+    } else {
+      try {
+        j.at(key).get_to(field);
+      } catch (const nlohmann::json::exception&) {
+        // A value of the wrong type keeps the default.
+      }
     }
   });
   return c;

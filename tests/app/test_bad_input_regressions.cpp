@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/fuzz/fuzz_recording_target.h"
 #include "tests/fuzz/fuzz_targets.h"
 
 namespace fs = std::filesystem;
@@ -26,7 +27,7 @@ const std::map<std::string, Target>& targets() {
       {"llama2c", h2o::fuzz::run_llama2c},         {"gguf", h2o::fuzz::run_gguf},
       {"safetensors", h2o::fuzz::run_safetensors}, {"sentencepiece", h2o::fuzz::run_sentencepiece},
       {"tokenizer", h2o::fuzz::run_tokenizer},     {"prompts", h2o::fuzz::run_prompts},
-      {"token_ids", h2o::fuzz::run_token_ids}};
+      {"token_ids", h2o::fuzz::run_token_ids},     {"recording", h2o::fuzz::run_recording}};
   return all;
 }
 
@@ -62,4 +63,4 @@ TEST_P(FuzzRegressions, SeedCorpusReplays) {
 
 INSTANTIATE_TEST_SUITE_P(Targets, FuzzRegressions,
                          ::testing::Values("llama2c", "gguf", "safetensors", "sentencepiece", "tokenizer", "prompts",
-                                           "token_ids"));
+                                           "token_ids", "recording"));

@@ -309,6 +309,36 @@ TEST(Recording, StepRoundTripsExactlyIncludingPartialUtf8) {
   EXPECT_EQ(back.sessions[1].stopped, stopped.stopped);
 }
 
+TEST(Recording, AHeaderOfImpossibleNumbersIsOneError) {
+  const auto dir = test::temp_dir("recording-header");
+  const std::string path = (dir / "bad.jsonl").string();
+  const auto header_with = [&](const std::string& layers, const std::string& policy_extra) {
+    write_file_atomic(path, R"({"format":"h2o-studio-recording","version":2,"header":{"mode":"stream","layers":)" + layers +
+                                R"(,"heads":2,"kv_heads":1,"policies":[{"policy":"h2o")" + policy_extra + "}]}}\n");
+  };
+  const auto error_of = [&] {
+    try {
+      RecordingReader reader(path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  header_with("1e110", "");
+  EXPECT_NE(error_of().find("\"layers\": expected a whole number"), std::string::npos) << error_of();
+  header_with("2", R"(,"heavy":3.5e300)");
+  EXPECT_NE(error_of().find("\"heavy\": expected a whole number"), std::string::npos) << error_of();
+  header_with("100000", "");
+  EXPECT_NE(error_of().find("no model has 100000 layers"), std::string::npos) << error_of();
+  header_with("2", "");
+  EXPECT_EQ(error_of(), "no error");
+  // Settings of the wrong size keep their defaults.
+  const StudioConfig c = studio_config_from_json(nlohmann::json::parse(R"({"budget": 1e110, "temperature": 1e300, "seed": -1})"));
+  EXPECT_EQ(c.budget, StudioConfig{}.budget);
+  EXPECT_EQ(c.temperature, StudioConfig{}.temperature);
+  EXPECT_EQ(c.seed, StudioConfig{}.seed);
+}
+
 TEST(Recording, ReaderNamesTheBadLine) {
   const auto dir = test::temp_dir("recording");
   const std::string path = (dir / "bad.jsonl").string();
