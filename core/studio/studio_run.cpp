@@ -88,8 +88,8 @@ ReplayOpening StudioRun::replay_opening() {
   ReplayOpening opening;
   opening.layer = h.view_layer;
   opening.head = h.view_head;
-  opening.settings = studio_config_from_json(h.settings);
-  opening.has_settings = !h.settings.is_null();
+  // Older files kept no settings: the controls show what the panes say of themselves.
+  opening.settings = h.settings.is_null() ? studio_config_from_policies(h.policies) : studio_config_from_json(h.settings);
   opening.steps = recorded_steps_;
   if (opening.layer < 0) {
     opening.first = step();

@@ -40,8 +40,7 @@ struct RunDescription {
 // What a replay opens on: the view and the settings it was recorded with, and its length.
 struct ReplayOpening {
   int layer = 0, head = -1;
-  StudioConfig settings;
-  bool has_settings = false;
+  StudioConfig settings;  // as recorded; for older files, what the panes say of themselves
   int64_t steps = 0;
   StepResult first;  // older files name no view: their first step is read to find its watched layer
 };

@@ -91,6 +91,28 @@ StudioConfig studio_config_from_json(const nlohmann::json& j) {
   return c;
 }
 
+StudioConfig studio_config_from_policies(const std::vector<PolicyConfig>& policies) {
+  StudioConfig c;
+  c.policies.clear();
+  for (const PolicyConfig& p : policies) {
+    std::string entry(p.name());
+    if (!p.kv.native()) entry.append("@").append(p.kv.label());
+    c.policies.push_back(std::move(entry));
+  }
+  const auto evicting = std::find_if(policies.begin(), policies.end(), [](const PolicyConfig& p) { return p.evicts(); });
+  if (evicting == policies.end()) return c;
+  c.budget = evicting->budget();
+  c.slack = evicting->slack;
+  c.rolling = evicting->rolling;
+  for (auto& [name, value] : c.params)
+    for (const PolicyConfig& p : policies)
+      if (p.has(name)) {
+        value = p.get(name);
+        break;
+      }
+  return c;
+}
+
 std::vector<PolicyConfig> studio_policies(const StudioConfig& c) {
   if (c.policies.empty() || int(c.policies.size()) > kMaxStudioPolicies)
     fail("policies", "choose 1 to " + std::to_string(kMaxStudioPolicies) + " policies, got " +

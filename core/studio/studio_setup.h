@@ -78,6 +78,11 @@ void for_each_studio_field(Config& c, Visit&& visit) {
 nlohmann::json studio_config_json(const StudioConfig& config);
 StudioConfig studio_config_from_json(const nlohmann::json& j);
 
+// What the controls show for a recording that kept no settings (older
+// files): its panes as a policy list (with their own precisions), and the
+// budget, parameters, slack and position rolling of the first that evicts.
+StudioConfig studio_config_from_policies(const std::vector<PolicyConfig>& policies);
+
 // What differs between two settings that restarts a run (the view does not),
 // as a teacher reads it: "budget 64 → 32, device cpu → cuda, tokenizer
 // default → a.model, heavy auto → 12" ("" : nothing that restarts).

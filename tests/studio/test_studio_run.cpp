@@ -66,7 +66,6 @@ TEST(StudioRun, AReplayStepsToItsEndAndSaysSo) {
   EXPECT_EQ(opening.layer, 1);
   EXPECT_EQ(opening.head, 3);
   EXPECT_EQ(opening.steps, 20);
-  EXPECT_TRUE(opening.has_settings);
   EXPECT_EQ(opening.settings.budget, 24);
   EXPECT_FALSE(opening.first.stepped) << "a file that names its view is not read to find it";
   EXPECT_FALSE(run->has_steps());
@@ -97,7 +96,10 @@ TEST(StudioRun, AnOlderReplayOpensOnItsFirstStepsWatchedLayer) {
   EXPECT_TRUE(opening.first.stepped);
   EXPECT_EQ(opening.layer, 1);
   EXPECT_EQ(opening.head, -1);
-  EXPECT_FALSE(opening.has_settings);
+  // No settings in the file: the controls show its panes and their budget.
+  EXPECT_EQ(opening.settings.policies, (std::vector<std::string>{"full", "streaming", "h2o"}));
+  EXPECT_EQ(opening.settings.budget, 24);
+  EXPECT_EQ(opening.settings.params.at("sinks"), 2);
   EXPECT_EQ(run->latest_step(), 0);
 }
 

@@ -356,6 +356,28 @@ TEST(StudioSetup, TheControlsParametersComeFromThePolicyUnits) {
   EXPECT_EQ(back.params.at("sinks"), 4);
 }
 
+TEST(StudioSetup, ARecordingWithoutSettingsShowsWhatItsPanesSay) {
+  PolicySettings settings;
+  settings.budget = 40;
+  settings.given["sinks"] = 2;
+  settings.given["heavy"] = 10;
+  settings.slack = 3;
+  const std::vector<PolicyConfig> panes = {make_policy(parse_policy_entry("full", "p"), settings),
+                                           make_policy(parse_policy_entry("h2o@2bit", "p"), settings),
+                                           make_policy(parse_policy_entry("tova", "p"), settings)};
+  const StudioConfig c = studio_config_from_policies(panes);
+  EXPECT_EQ(c.policies, (std::vector<std::string>{"full", "h2o@2bit", "tova"}));
+  EXPECT_EQ(c.budget, 40);
+  EXPECT_EQ(c.slack, 3);
+  EXPECT_EQ(c.params.at("sinks"), 2);
+  EXPECT_EQ(c.params.at("heavy"), 10);
+  EXPECT_EQ(c.params.at("recent"), 28);
+  // And they make the same panes again.
+  const std::vector<PolicyConfig> again = studio_policies(c);
+  ASSERT_EQ(again.size(), panes.size());
+  for (size_t i = 0; i < panes.size(); ++i) EXPECT_EQ(again[i].describe(), panes[i].describe());
+}
+
 TEST(StudioSetup, BudgetSplitIsAlwaysOneEveryPolicyTakes) {
   // The case: budget 32, sinks 2, heavy 50, recent 8.
   const BudgetSplit s = fit(32, 2, 50, 8);

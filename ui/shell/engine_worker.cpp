@@ -206,7 +206,7 @@ void EngineWorker::openReplay(const QString& path) {
   const ReplayOpening opening = run_->replay_opening();
   report(opening.first);
   // The window owns the view: it applies this one (and sends it back).
-  emit replayOpened(opening.layer, opening.head, opening.settings, opening.has_settings, opening.steps);
+  emit replayOpened(opening.layer, opening.head, opening.settings, opening.steps);
   runStarted();
 }
 

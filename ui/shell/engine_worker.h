@@ -80,7 +80,7 @@ class EngineWorker : public QObject {
   // A message that stays until cleared (empty text): "backend", "model", "recording".
   void banner(const QString& key, const QString& text);
   // A replay was opened: the view and the settings it was recorded with, and its length in steps.
-  void replayOpened(int layer, int head, const h2o::StudioConfig& settings, bool has_settings, qint64 steps);
+  void replayOpened(int layer, int head, const h2o::StudioConfig& settings, qint64 steps);
   // A live run started: the prompt box applies (stream mode) or not.
   void liveStarted(bool accepts_prompts);
   void autoplayDone();

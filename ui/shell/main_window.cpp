@@ -160,7 +160,7 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
                                : "● recording");
   });
   connect(worker_, &EngineWorker::replayOpened, this,
-          [this](int layer, int head, const StudioConfig& settings, bool has_settings, qint64 steps) {
+          [this](int layer, int head, const StudioConfig& settings, qint64 steps) {
             replaying_ = true;
             replay_steps_ = steps;
             setView(layer, head);
@@ -168,12 +168,10 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
             transport_->setSpeed(1.0);
             onWorker([w = worker_] { w->setReplayPace(1.0); });
             transport_->setPromptEnabled(false, "A replay plays what was recorded: prompts join live runs");
-            if (has_settings) {
-              // Shown as recorded (not remembered, not applied: a change asks to start a live run).
-              controls_->setConfig(settings);
-              applied_.config = controls_->config();
-              have_applied_ = true;
-            }
+            // Shown as recorded (not remembered, not applied: a change asks to start a live run).
+            controls_->setConfig(settings);
+            applied_.config = controls_->config();
+            have_applied_ = true;
             record_label_->setText(QString("replay · %1 steps").arg(steps));
             emit replayOpened();
           });
