@@ -58,11 +58,12 @@ const LayerState* CaptureWindow::state(size_t policy, int layer) const {
 }
 
 CaptureWindow load_capture_window(const std::string& path, const RecordingIndex& index, int version,
-                                  size_t policies, int64_t step) {
+                                  const RecordingHeader& header, int64_t step) {
+  const size_t policies = header.policies.size();
   CaptureWindow window(policies);
   const int64_t first = std::max(index.first_step, step - CaptureWindow::kSteps + 1);
   if (!index.has(step)) return window;
-  RecordingLines lines(path, version);
+  RecordingLines lines(path, header, version);
   // States older than the window: the latest line at or before `step` that read one, per session.
   for (size_t s = 0; s < policies && s < 8; ++s) {
     const int64_t at = index.last_state_at(int(s), step);

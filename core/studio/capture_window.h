@@ -15,6 +15,7 @@
 
 namespace h2o {
 
+struct RecordingHeader;
 struct RecordingIndex;
 
 struct StepCapture {
@@ -65,6 +66,6 @@ class CaptureWindow {
 // analyzer had at that step. Empty if the recording does not hold `step`.
 // Throws Error naming the file and step.
 CaptureWindow load_capture_window(const std::string& path, const RecordingIndex& index, int version,
-                                  size_t policies, int64_t step);
+                                  const RecordingHeader& header, int64_t step);
 
 }  // namespace h2o

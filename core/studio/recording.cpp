@@ -178,6 +178,7 @@ void RecordingReader::read_ahead() {
     try {
       RecordingLine parsed = parse_recording_line(lines[i], version_, skim_below_);
       p.record = std::move(parsed.step);
+      if (p.record) check_step_fits(*p.record, header_);
       p.is_totals = parsed.totals;
       if (p.is_totals) p.totals = json::parse(lines[i]).at("totals");
     } catch (const std::exception& e) {  // said when the step is reached
@@ -215,6 +216,66 @@ std::optional<StepRecord> RecordingReader::next() {
   }
 }
 
+// ---- checks ---------------------------------------------------------------------------
+
+namespace {
+
+void check(bool ok, const std::string& what) {
+  if (!ok) throw Error(what);
+}
+
+void check_capture(const AttentionCapture& a, const RecordingHeader& h) {
+  const std::string at = "attention of layer " + std::to_string(a.layer) + ": ";
+  check(a.layer >= 0 && a.layer < h.layers, at + "no such layer");
+  check(a.head == kAllHeads || a.head == kGroupMean || (a.head >= 0 && a.head < h.heads), at + "no such head");
+  check(a.rows >= 0 && a.rows <= (1 << 20), at + "rows out of range");
+  const int heads = AttentionCapture::captured_heads(a.head, h.heads, h.kv_heads);
+  check(a.top_share.empty() || int(a.top_share.size()) == heads, at + "top_share does not list every head");
+  if (a.probs.empty() && a.key_positions.empty() && a.query_positions.empty()) return;  // skimmed
+  check(int(a.query_positions.size()) == a.rows, at + "query positions do not match its rows");
+  check(int(a.key_positions.size()) == h.kv_heads, at + "key positions do not list every KV head");
+  check(int(a.probs.size()) == heads, at + "probabilities do not list every head captured");
+  for (int c = 0; c < heads; ++c) {
+    const auto& keys = a.key_positions[size_t(AttentionCapture::kv_head_of(a.head, c, h.heads, h.kv_heads))];
+    check(a.probs[size_t(c)].size() == size_t(a.rows) * keys.size(), at + "probabilities are not rows x keys");
+  }
+  for (const auto& keys : a.key_positions)
+    for (int32_t p : keys) check(p >= 0, at + "a negative key position");
+  for (int32_t p : a.query_positions) check(p >= 0, at + "a negative query position");
+}
+
+void check_state(const LayerState& s, const RecordingHeader& h) {
+  const std::string at = "state of layer " + std::to_string(s.layer) + ": ";
+  check(s.layer >= 0 && s.layer < h.layers, at + "no such layer");
+  check(int(s.positions.size()) == h.kv_heads && s.scores.size() == s.positions.size(),
+        at + "positions and scores do not list every KV head");
+  for (size_t kv = 0; kv < s.positions.size(); ++kv) {
+    check(s.scores[kv].size() == s.positions[kv].size(), at + "a score for every position");
+    for (int32_t p : s.positions[kv]) check(p >= 0, at + "a negative position");
+  }
+}
+
+}  // namespace
+
+void check_step_fits(const StepRecord& r, const RecordingHeader& h) {
+  for (const SessionRecord& s : r.sessions) {
+    const std::string at = "session " + std::to_string(s.session) + ": ";
+    check(s.session >= 0 && s.session < int(h.policies.size()), at + "no such policy in the header");
+    check(s.fed_text.size() <= s.fed.size(), at + "more texts than tokens fed");
+    check(s.cached_tokens >= 0 && s.live_bytes >= 0 && s.allocated_bytes >= 0, at + "negative sizes");
+    for (int32_t p : s.evictions.everywhere) check(p >= 0, at + "a negative evicted position");
+    for (const EvictionEvent& e : s.evictions.by_head)
+      check(e.layer >= 0 && e.layer < h.layers && e.kv_head >= 0 && e.kv_head < h.kv_heads && e.position >= 0,
+            at + "an eviction outside the model");
+    try {
+      for (const AttentionCapture& a : s.attention) check_capture(a, h);
+      for (const LayerState& st : s.layer_states) check_state(st, h);
+    } catch (const Error& e) {
+      throw Error(at + e.what());
+    }
+  }
+}
+
 // ---- random access ----------------------------------------------------------------
 
 void RecordingIndex::add(int64_t offset, const StepRecord& record) {
@@ -235,9 +296,13 @@ int64_t RecordingIndex::last_state_at(int session, int64_t step) const {
   return -1;
 }
 
-RecordingLines::RecordingLines(const std::string& path, int version)
+RecordingLines::RecordingLines(const std::string& path, const RecordingHeader& header, int version)
     : path_(path), in_(path, std::ios::binary), version_(version) {
   if (!in_) fail(path, "cannot open the recording");
+  shape_.layers = header.layers;
+  shape_.heads = header.heads;
+  shape_.kv_heads = header.kv_heads;
+  shape_.policies = header.policies;
 }
 
 StepRecord RecordingLines::read(const RecordingIndex& index, int64_t step) {
@@ -248,7 +313,9 @@ StepRecord RecordingLines::read(const RecordingIndex& index, int64_t step) {
   std::string line;
   if (!std::getline(in_, line)) fail(where, "cannot read the line");
   try {
-    return parse_step_line(line, version_);
+    StepRecord record = parse_step_line(line, version_);
+    check_step_fits(record, shape_);
+    return record;
   } catch (const std::exception& e) {
     fail(where, e.what());
   }

@@ -71,16 +71,25 @@ struct RecordingIndex {
   int64_t bytes() const { return int64_t(offsets.capacity() * 8 + state_mask.capacity()); }
 };
 
-// Reads single lines of a recording by step, through an index. Throws Error("<path>: step N: ...").
+// Checks that a step read back fits its recording's header: sessions of its
+// policies, layers, heads and KV heads of its model, captures and states whose
+// arrays have the sizes their shapes give, no negative positions. Every line
+// read is checked, so a recording that does not fit itself is one Error
+// naming the line, never a crash further on. Throws Error.
+void check_step_fits(const StepRecord& record, const RecordingHeader& header);
+
+// Reads single lines of a recording by step, through an index, each checked
+// against `header`. Throws Error("<path>: step N: ...").
 class RecordingLines {
  public:
-  RecordingLines(const std::string& path, int version = 2);
+  RecordingLines(const std::string& path, const RecordingHeader& header, int version = 2);
   StepRecord read(const RecordingIndex& index, int64_t step);
 
  private:
   std::string path_;
   std::ifstream in_;
   int version_;
+  RecordingHeader shape_;  // the header without its manifest and settings
 };
 
 // Lines in a file that hold steps (not the header, not the totals), counted fast.

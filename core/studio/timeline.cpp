@@ -30,7 +30,7 @@ std::string Timeline::advance(const Analyzer& analyzer, const TimelineFile& file
   std::string warning;
   try {
     if (window_ && file.index && file.index->has(cursor_)) {
-      if (!lines_) lines_ = std::make_unique<RecordingLines>(file.path, file.version);
+      if (!lines_) lines_ = std::make_unique<RecordingLines>(file.path, analyzer.header(), file.version);
       if (file.spool) file.spool->flush();
       window_->add(lines_->read(*file.index, cursor_));
     } else {
@@ -52,7 +52,7 @@ std::string Timeline::load_window(const Analyzer& analyzer, const TimelineFile& 
   try {
     if (file.spool) file.spool->flush();
     window_ = std::make_unique<CaptureWindow>(
-        load_capture_window(file.path, *file.index, file.version, analyzer.header().policies.size(), cursor_));
+        load_capture_window(file.path, *file.index, file.version, analyzer.header(), cursor_));
   } catch (const std::exception& e) {
     return read_failed(e);
   }
@@ -72,7 +72,8 @@ void restore_whole_window(const RecordingReader& replay, Analyzer& analyzer) {
   CaptureWindow window(policies);
   try {
     if (analyzer.steps_ingested() > 0)
-      window = load_capture_window(replay.path(), replay.index(), replay.version(), policies, analyzer.latest_step());
+      window = load_capture_window(replay.path(), replay.index(), replay.version(), analyzer.header(),
+                                   analyzer.latest_step());
   } catch (const std::exception&) {
     analyzer.restore_live_window(CaptureWindow(policies));
     throw;

@@ -46,8 +46,8 @@ inline void run_recording(const uint8_t* data, size_t size) {
       (void)analyzer.snapshot(view(reader.header(), -1));
       (void)analyzer.snapshot(ViewSelection{});
       if (analyzer.steps_ingested() > 0) {
-        const CaptureWindow window = load_capture_window(path, reader.index(), reader.version(),
-                                                         reader.header().policies.size(), analyzer.first_step());
+        const CaptureWindow window =
+            load_capture_window(path, reader.index(), reader.version(), reader.header(), analyzer.first_step());
         (void)analyzer.snapshot(view(reader.header(), analyzer.first_step()), &window);
       }
     } catch (const h2o::Error&) {

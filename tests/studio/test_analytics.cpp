@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 
 #include <algorithm>
 #include <sstream>
@@ -337,6 +338,61 @@ TEST(Recording, AHeaderOfImpossibleNumbersIsOneError) {
   EXPECT_EQ(c.budget, StudioConfig{}.budget);
   EXPECT_EQ(c.temperature, StudioConfig{}.temperature);
   EXPECT_EQ(c.seed, StudioConfig{}.seed);
+}
+
+TEST(Recording, AStepThatDoesNotFitItsHeaderIsOneErrorNamingItsLine) {
+  const auto dir = test::temp_dir("recording-fit");
+  const std::string path = (dir / "unfit.jsonl").string();
+  RecordingHeader h;
+  h.layers = 2;
+  h.heads = 2;
+  h.kv_heads = 1;
+  h.policies = {PolicyConfig{}};
+  const auto first_error = [&](const std::function<void(SessionRecord&)>& spoil) {
+    {
+      RecordingWriter writer(path, h);
+      StepRecord r;
+      r.sessions.resize(1);
+      AttentionCapture a;
+      a.layer = 1;
+      a.rows = 1;
+      a.query_positions = {0};
+      a.key_positions = {{0}};
+      a.probs = {{1.0f}, {1.0f}};
+      r.sessions[0].attention = {a};
+      r.sessions[0].layer_states = {LayerState{0, {{0}}, {{0.5f}}}};
+      writer.write(r);  // a good step first
+      r.step = 1;
+      spoil(r.sessions[0]);
+      writer.write(r);
+    }
+    RecordingReader reader(path);
+    try {
+      while (reader.next()) {
+      }
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const auto says = [](const std::string& error, const std::string& what) {
+    return error.find("unfit.jsonl:3: session 0: ") != std::string::npos && error.find(what) != std::string::npos;
+  };
+  std::string e = first_error([](SessionRecord& s) { s.attention[0].key_positions = {{0}, {1}}; });
+  EXPECT_TRUE(says(e, "key positions do not list every KV head")) << e;
+  e = first_error([](SessionRecord& s) { s.attention[0].probs[1] = {0.5f, 0.5f}; });
+  EXPECT_TRUE(says(e, "probabilities are not rows x keys")) << e;
+  e = first_error([](SessionRecord& s) { s.attention[0].key_positions = {{-100}}; });
+  EXPECT_TRUE(says(e, "a negative key position")) << e;
+  e = first_error([](SessionRecord& s) { s.attention[0].layer = 7; });
+  EXPECT_TRUE(says(e, "no such layer")) << e;
+  e = first_error([](SessionRecord& s) { s.layer_states[0].scores = {}; });
+  EXPECT_TRUE(says(e, "positions and scores do not list every KV head")) << e;
+  e = first_error([](SessionRecord& s) { s.session = 3; });
+  EXPECT_NE(e.find("session 3: no such policy in the header"), std::string::npos) << e;
+  e = first_error([](SessionRecord& s) { s.evictions.by_head = {{0, 5, 2}}; });
+  EXPECT_TRUE(says(e, "an eviction outside the model")) << e;
+  EXPECT_EQ(first_error([](SessionRecord&) {}), "no error");
 }
 
 TEST(Recording, ReaderNamesTheBadLine) {

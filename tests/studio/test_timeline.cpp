@@ -113,7 +113,7 @@ TEST(Timeline, AnEarlierStepLooksAsItDidWhenItWasTheNewest) {
   }
   spool.flush();
   for (int64_t step : checked) {
-    const CaptureWindow window = load_capture_window(path, spool.index(), 2, header.policies.size(), step);
+    const CaptureWindow window = load_capture_window(path, spool.index(), 2, header, step);
     ASSERT_EQ(window.last_step(), step);
     for (auto [name, v] : views) {
       v.step = step;
@@ -161,7 +161,7 @@ TEST(Timeline, RecordingIndexReadsAnyStepAsTheReaderDid) {
   std::vector<std::string> lines;
   while (auto r = reader.next()) lines.push_back(json_dump(to_json(*r)));
   ASSERT_EQ(lines.size(), 30u);
-  RecordingLines random(path);
+  RecordingLines random(path, reader.header());
   for (int64_t step : {29, 0, 17, 8}) EXPECT_EQ(json_dump(to_json(random.read(reader.index(), step))), lines[size_t(step)]);
   EXPECT_THROW(random.read(reader.index(), 30), Error);
   // Sessions whose states were read: the bounded ones every step.
@@ -512,7 +512,7 @@ TEST(TimelineCursor, SeeksStepsAndFollowsAgainAtTheNewestStep) {
   EXPECT_EQ(t.cursor(), 41);
   ViewSelection v;
   v.step = 41;
-  const CaptureWindow fresh = load_capture_window(run.spool_path, run.spool->index(), 2, a.header().policies.size(), 41);
+  const CaptureWindow fresh = load_capture_window(run.spool_path, run.spool->index(), 2, a.header(), 41);
   EXPECT_EQ(fingerprint(a.snapshot(v, t.window())), fingerprint(a.snapshot(v, &fresh)));
 
   EXPECT_EQ(t.seek(a, run.file(), -5), "");  // not before the first step
