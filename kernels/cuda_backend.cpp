@@ -268,10 +268,14 @@ std::string CudaBackend::describe() const {
 
 std::unique_ptr<SessionCache> CudaBackend::new_cache(const PolicyConfig& policy) {
   policy.validate();
-  // The device cache keeps its own type (f16 or f32) until the quantized layout lands here too.
-  if (!policy.kv.native())
+  // The device cache keeps its own type (f16 or f32) until the quantized layout lands here too. f16
+  // KV (--kv-bits 16) is what an f16 device cache keeps already: keys after RoPE and values rounded
+  // to nearest even, read back exactly, 2 bytes an element (SEMANTICS.md).
+  const bool f16_kv = policy.kv.key_bits == 16 && policy.kv.value_bits == 16;
+  if (!policy.kv.native() && !(f16_kv && kv_ == DType::F16))
     fail("--kv-bits", policy.kv.label() + " KV runs on the cpu backend only for now; the " + name() +
-                          " backend keeps its KV cache at " + dtype_name(kv_));
+                          " backend keeps its KV cache at " + dtype_name(kv_) +
+                          (f16_kv ? " (with --precision f16 it keeps f16, which 16-bit KV is)" : ""));
   return std::make_unique<CudaCache>(policy, dims_, kv_, stream_, account_);
 }
 

@@ -234,6 +234,31 @@ H2O_CUDA_TEST(KvMemory, AFullDeviceStopsTheSessionAlone) {
 }
 #endif
 
+// --kv-bits 16 is what an f16 device cache keeps: the same tokens and bytes as
+// the native policy at f16, and one line naming the flag on an f32 cache.
+H2O_CUDA_TEST(Engine, SixteenBitKvIsTheF16CacheItKeeps) {
+  const auto model = tiny_model();
+  std::vector<PolicyConfig> policies = three_policies();
+  for (PolicyConfig p : three_policies()) {
+    p.kv = parse_kv_bits("16");
+    policies.push_back(p);
+  }
+  const StreamRun run = stream(test::cuda_backend(model, test::cpu_projection_tuning(), "f16"), model, true, {}, policies);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(run.tokens.at(i).empty());
+    EXPECT_EQ(run.tokens.at(i + 3), run.tokens.at(i)) << policies[size_t(i)].describe();
+    EXPECT_EQ(run.allocated[size_t(i + 3)], run.allocated[size_t(i)]);
+  }
+  auto f32 = test::cuda_backend(model, test::cpu_projection_tuning(), "f32");
+  try {
+    (void)f32->new_cache(policies[3]);
+    FAIL() << "an f32 cache took 16-bit KV";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--kv-bits: 16bit KV runs on the cpu backend only for now"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("--precision f16"), std::string::npos) << e.what();
+  }
+}
+
 H2O_CUDA_TEST(Engine, SamplingPicksTheCpuBackendsTokens) {
   H2O_REQUIRE_CUDA();
   auto model = tiny_model();

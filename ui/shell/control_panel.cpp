@@ -160,7 +160,7 @@ QGroupBox* ControlPanel::cacheBox() {
     kv_bits_->addItem(label, QString(bits));
   kv_bits_->setToolTip("KV precision of every pane (KIVI): keys per channel and values per token quantized in groups "
                        "of 32; the sinks and the newest 64..95 tokens stay f16. Fewer bits: less memory, more drift. "
-                       "A pane list may give one pane its own (--policies full,h2o,h2o@2bit). CPU backend only");
+                       "A pane list may give one pane its own (--policies full,h2o,h2o@2bit). Below 16 bits: CPU backend only");
   rolling_ = new QCheckBox("Position rolling");
   rolling_->setObjectName("rolling");
   rolling_->setToolTip("RoPE positions from cache slots instead of stream positions (StreamingLLM's fix)");
