@@ -28,15 +28,15 @@ std::string text_from_json(const nlohmann::json& j) {
 }
 
 bool json_whole(const nlohmann::json& j, int64_t& out) {
-  if (j.is_number_integer()) {
-    out = j.get<int64_t>();
-    return true;
-  }
-  if (j.is_number_unsigned() && j.get<uint64_t>() <= uint64_t(INT64_MAX)) {
+  // (is_number_integer() is true of unsigned numbers too: those above INT64_MAX are not whole here.)
+  if (j.is_number_unsigned()) {
+    if (j.get<uint64_t>() > uint64_t(INT64_MAX)) return false;
     out = int64_t(j.get<uint64_t>());
     return true;
   }
-  return false;
+  if (!j.is_number_integer()) return false;
+  out = j.get<int64_t>();
+  return true;
 }
 
 int json_int(const nlohmann::json& j, const std::string& what) {

@@ -65,8 +65,7 @@ class Analyzer final : public StepSink {
   double engine_seconds_at(int64_t step) const;
   const CaptureWindow& live_window() const { return live_; }
   // After steps were ingested skimmed (RecordingReader::skim_below): the
-  // window of captures it would have had at its newest step, read back whole
-  // (load_capture_window).
+  // window of captures at its newest step, read back whole (load_capture_window).
   void restore_live_window(CaptureWindow window) { live_ = std::move(window); }
   // Keep this position's score history from now on (the user clicked it).
   void pin(int64_t position) { pinned_ = position; }

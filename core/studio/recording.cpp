@@ -1,6 +1,7 @@
 #include "core/studio/recording.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <thread>
 
@@ -14,8 +15,9 @@ using nlohmann::json;
 
 namespace {
 constexpr int kVersion = 2;
-// The largest shapes a recording's header may name (beyond any model there is).
-constexpr int kMaxLayers = 1024, kMaxHeads = 1024;
+// The largest shapes a recording's header may name (beyond any model there is:
+// 80 layers x 8 KV heads for a 70B Llama; the analyzer keeps a list per layer and KV head).
+constexpr int kMaxLayers = 1024, kMaxHeads = 256, kMaxLayerKvHeads = 16384;
 }
 
 RecordingHeader make_header(const Engine& engine, const json& manifest, const std::string& mode) {
@@ -66,7 +68,7 @@ RecordingHeader header_from_json(const json& j) {
   if (j.contains("settings") && j["settings"].is_object()) h.settings = j["settings"];
   // Shapes a model can have, and no more panes than the app shows.
   if (h.layers < 1 || h.layers > kMaxLayers || h.heads < 1 || h.heads > kMaxHeads || h.kv_heads < 1 ||
-      h.kv_heads > h.heads || h.heads % h.kv_heads != 0)
+      h.kv_heads > h.heads || h.heads % h.kv_heads != 0 || h.layers * h.kv_heads > kMaxLayerKvHeads)
     throw Error("header: no model has " + std::to_string(h.layers) + " layers of " + std::to_string(h.heads) +
                 " heads (" + std::to_string(h.kv_heads) + " KV)");
   if (h.policies.empty() || int(h.policies.size()) > kMaxStudioPolicies)
@@ -147,7 +149,7 @@ RecordingReader::RecordingReader(const std::string& path) : path_(path) {
   try {
     const json first = json::parse(line);
     if (first.value("format", "") != "h2o-studio-recording") fail(path, "not an H2O Studio recording");
-    version_ = first.value("version", 0);
+    version_ = json_int_or(first, "version", 0, "\"version\"");
     if (version_ < 1 || version_ > kVersion)
       fail(path, "recording version " + std::to_string(version_) + " is not one this build reads (1 to " +
                      std::to_string(kVersion) + ")");
@@ -178,7 +180,7 @@ void RecordingReader::read_ahead() {
     try {
       RecordingLine parsed = parse_recording_line(lines[i], version_, skim_below_);
       p.record = std::move(parsed.step);
-      if (p.record) check_step_fits(*p.record, header_);
+      if (p.record) check_step_fits(*p.record, header_, p.record->step < skim_below_);
       p.is_totals = parsed.totals;
       if (p.is_totals) p.totals = json::parse(lines[i]).at("totals");
     } catch (const std::exception& e) {  // said when the step is reached
@@ -195,6 +197,19 @@ void RecordingReader::read_ahead() {
   for (size_t i = 0; i < lines.size(); i += threads) parse(i);
   for (std::thread& w : workers) w.join();
   for (Parsed& p : batch) ahead_.push_back(std::move(p));
+}
+
+void RecordingReader::skim_below(int64_t step) {
+  const auto stale = std::find_if(ahead_.begin(), ahead_.end(), [&](const Parsed& p) {
+    return p.record && p.record->step < skim_below_ && p.record->step >= step;
+  });
+  if (stale != ahead_.end()) {  // from there on, read again
+    in_->clear();
+    in_->seekg(stale->offset);
+    line_ = stale->line - 1;
+    ahead_.erase(stale, ahead_.end());
+  }
+  skim_below_ = step;
 }
 
 std::optional<StepRecord> RecordingReader::next() {
@@ -224,14 +239,14 @@ void check(bool ok, const std::string& what) {
   if (!ok) throw Error(what);
 }
 
-void check_capture(const AttentionCapture& a, const RecordingHeader& h) {
+void check_capture(const AttentionCapture& a, const RecordingHeader& h, bool skimmed) {
   const std::string at = "attention of layer " + std::to_string(a.layer) + ": ";
   check(a.layer >= 0 && a.layer < h.layers, at + "no such layer");
   check(a.head == kAllHeads || a.head == kGroupMean || (a.head >= 0 && a.head < h.heads), at + "no such head");
   check(a.rows >= 0 && a.rows <= (1 << 20), at + "rows out of range");
   const int heads = AttentionCapture::captured_heads(a.head, h.heads, h.kv_heads);
   check(a.top_share.empty() || int(a.top_share.size()) == heads, at + "top_share does not list every head");
-  if (a.probs.empty() && a.key_positions.empty() && a.query_positions.empty()) return;  // skimmed
+  if (skimmed) return;  // its arrays were skipped unread
   check(int(a.query_positions.size()) == a.rows, at + "query positions do not match its rows");
   check(int(a.key_positions.size()) == h.kv_heads, at + "key positions do not list every KV head");
   check(int(a.probs.size()) == heads, at + "probabilities do not list every head captured");
@@ -257,7 +272,9 @@ void check_state(const LayerState& s, const RecordingHeader& h) {
 
 }  // namespace
 
-void check_step_fits(const StepRecord& r, const RecordingHeader& h) {
+void check_step_fits(const StepRecord& r, const RecordingHeader& h, bool skimmed) {
+  // The analyzer keeps steps in 32 bits.
+  check(r.step >= 0 && r.step < INT32_MAX, "step " + std::to_string(r.step) + " out of range");
   for (const SessionRecord& s : r.sessions) {
     const std::string at = "session " + std::to_string(s.session) + ": ";
     check(s.session >= 0 && s.session < int(h.policies.size()), at + "no such policy in the header");
@@ -268,7 +285,7 @@ void check_step_fits(const StepRecord& r, const RecordingHeader& h) {
       check(e.layer >= 0 && e.layer < h.layers && e.kv_head >= 0 && e.kv_head < h.kv_heads && e.position >= 0,
             at + "an eviction outside the model");
     try {
-      for (const AttentionCapture& a : s.attention) check_capture(a, h);
+      for (const AttentionCapture& a : s.attention) check_capture(a, h, skimmed);
       for (const LayerState& st : s.layer_states) check_state(st, h);
     } catch (const Error& e) {
       throw Error(at + e.what());

@@ -76,7 +76,8 @@ struct RecordingIndex {
 // arrays have the sizes their shapes give, no negative positions. Every line
 // read is checked, so a recording that does not fit itself is one Error
 // naming the line, never a crash further on. Throws Error.
-void check_step_fits(const StepRecord& record, const RecordingHeader& header);
+// `skimmed`: read as StepDetail::Skim, its captures' arrays may be empty.
+void check_step_fits(const StepRecord& record, const RecordingHeader& header, bool skimmed = false);
 
 // Reads single lines of a recording by step, through an index, each checked
 // against `header`. Throws Error("<path>: step N: ...").
@@ -121,8 +122,8 @@ class RecordingReader final : public StepSource {
   // Steps numbered below `step` are read skimmed (StepDetail::Skim: without
   // their attention probabilities and positions or their other layers'
   // states), which a seek passes over several times faster; -1: every step
-  // whole. Applies to lines not yet read ahead.
-  void skim_below(int64_t step) { skim_below_ = step; }
+  // whole. Lines read ahead skimmed that the new bound reads whole are read again.
+  void skim_below(int64_t step);
 
  private:
   // A line read ahead and parsed (steps are parsed a batch at a time, on every

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <utility>
 #include <simdjson.h>
 
 #include "core/base/error.h"
@@ -15,22 +17,33 @@ namespace {
 
 int64_t as_int64(od::value v) { return int64_t(v.get_int64()); }
 
-int as_int(od::value v) {
+// A whole number of type T; one that does not fit T is an error, not wrapped.
+template <typename T>
+T as_whole(od::value v) {
   const int64_t x = as_int64(v);
-  if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
-    throw Error("number " + std::to_string(x) + " out of range");
-  return int(x);
+  if (!std::in_range<T>(x)) throw Error("number " + std::to_string(x) + " out of range");
+  return T(x);
 }
+int as_int(od::value v) { return as_whole<int>(v); }
 
-// Numbers the writer wrote as null (NaN) read back as NaN.
-double as_double(od::value v) { return v.is_null() ? NAN : double(v.get_double()); }
+// A real number of type T (a float beyond float's range is an error, not
+// undefined behaviour). `null_is_nan`: where the writer writes NaN, as null
+// (the top-k shares of a capture that asked for none), it reads back as NaN.
+template <typename T>
+T as_real(od::value v, bool null_is_nan = false) {
+  if (null_is_nan && v.is_null()) return T(NAN);
+  const double x = v.get_double();
+  if (std::abs(x) > double(std::numeric_limits<T>::max())) throw Error("number out of range");
+  return T(x);
+}
+double as_double(od::value v) { return as_real<double>(v); }
 
 template <typename T>
-std::vector<T> numbers(od::value v) {
+std::vector<T> numbers(od::value v, bool null_is_nan = false) {
   std::vector<T> out;
   for (od::value x : v.get_array()) {
-    if constexpr (std::is_floating_point_v<T>) out.push_back(T(as_double(x)));
-    else out.push_back(T(as_int64(x)));
+    if constexpr (std::is_floating_point_v<T>) out.push_back(as_real<T>(x, null_is_nan));
+    else out.push_back(as_whole<T>(x));
   }
   return out;
 }
@@ -46,7 +59,7 @@ std::vector<std::vector<T>> number_rows(od::value v) {
 std::string text(od::value v) {
   if (v.type() == od::json_type::string) return std::string(std::string_view(v.get_string()));
   std::string out;
-  for (od::value b : v.get_array()) out += char(as_int64(b));
+  for (od::value b : v.get_array()) out += char(as_whole<uint8_t>(b));
   return out;
 }
 
@@ -84,7 +97,7 @@ AttentionCapture capture(od::value v, StepDetail detail) {
       needs.seen |= 16;
       if (whole) c.probs = number_rows<float>(x);
     }
-    else if (key == "top_share") c.top_share = numbers<float>(x), needs.seen |= 32;
+    else if (key == "top_share") c.top_share = numbers<float>(x, true), needs.seen |= 32;
   }
   needs.check();
   return c;
@@ -109,9 +122,9 @@ LayerState layer_state(od::value v, std::string_view scores_key) {
 void evictions(od::value v, int version, EvictionSummary& e) {
   const auto events = [&](od::value list) {
     for (od::value triple : list.get_array()) {
-      const std::vector<int64_t> t = numbers<int64_t>(triple);
+      const std::vector<int32_t> t = numbers<int32_t>(triple);
       if (t.size() != 3) throw Error("an eviction is not [layer, kv_head, position]");
-      e.by_head.push_back({int(t[0]), int(t[1]), int32_t(t[2])});
+      e.by_head.push_back({t[0], t[1], t[2]});
     }
   };
   // Version 1: one list of every (layer, KV head, position).

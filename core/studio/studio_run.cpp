@@ -83,13 +83,14 @@ RunDescription StudioRun::describe() const {
           m.weight_types()};
 }
 
-ReplayOpening StudioRun::replay_opening() {
+ReplayOpening StudioRun::replay_opening(const StudioConfig& controls) {
   const RecordingHeader& h = analyzer_->header();
   ReplayOpening opening;
   opening.layer = h.view_layer;
   opening.head = h.view_head;
   // Older files kept no settings: the controls show what the panes say of themselves.
-  opening.settings = h.settings.is_null() ? studio_config_from_policies(h.policies) : studio_config_from_json(h.settings);
+  opening.settings = h.settings.is_null() ? studio_config_from_policies(controls, h.policies, h.mode == "forced")
+                                          : studio_config_from_json(h.settings);
   opening.steps = recorded_steps_;
   if (opening.layer < 0) {
     opening.first = step();

@@ -71,8 +71,9 @@ class StudioRun {
 
   // What the window's title and status bar say of it (before it is closed).
   RunDescription describe() const;
-  // Call once, right after replay(): may read the first step.
-  ReplayOpening replay_opening();
+  // Call once, right after replay(): may read the first step. `controls`: the
+  // settings shown until now, which a file that kept none changes only in what its panes say.
+  ReplayOpening replay_opening(const StudioConfig& controls);
   const std::string& replay_path() const { return replay_path_; }
 
   // One new step from the engine or the recording. Never throws: a failure is said in the result.

@@ -91,8 +91,10 @@ StudioConfig studio_config_from_json(const nlohmann::json& j) {
   return c;
 }
 
-StudioConfig studio_config_from_policies(const std::vector<PolicyConfig>& policies) {
-  StudioConfig c;
+StudioConfig studio_config_from_policies(StudioConfig base, const std::vector<PolicyConfig>& policies, bool forced) {
+  StudioConfig c = std::move(base);
+  c.forced = forced;
+  c.kv_bits.clear();  // each pane names its own
   c.policies.clear();
   for (const PolicyConfig& p : policies) {
     std::string entry(p.name());

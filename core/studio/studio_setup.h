@@ -79,9 +79,10 @@ nlohmann::json studio_config_json(const StudioConfig& config);
 StudioConfig studio_config_from_json(const nlohmann::json& j);
 
 // What the controls show for a recording that kept no settings (older
-// files): its panes as a policy list (with their own precisions), and the
+// files): `base` (the controls as they were) with the cache settings its
+// panes give — the policy list (with their own precisions), the mode, and the
 // budget, parameters, slack and position rolling of the first that evicts.
-StudioConfig studio_config_from_policies(const std::vector<PolicyConfig>& policies);
+StudioConfig studio_config_from_policies(StudioConfig base, const std::vector<PolicyConfig>& policies, bool forced);
 
 // What differs between two settings that restarts a run (the view does not),
 // as a teacher reads it: "budget 64 → 32, device cpu → cuda, tokenizer

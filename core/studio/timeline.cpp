@@ -83,7 +83,8 @@ void restore_whole_window(const RecordingReader& replay, Analyzer& analyzer) {
 }  // namespace
 
 void read_replay_to(RecordingReader& replay, Analyzer& analyzer, int64_t step, const std::function<bool()>& step_once) {
-  if (analyzer.steps_ingested() > 0 && analyzer.latest_step() >= step) return;
+  const int64_t before = analyzer.steps_ingested() > 0 ? analyzer.latest_step() : -1;
+  if (before >= step) return;
   replay.skim_below(step);
   try {
     while ((analyzer.steps_ingested() == 0 || analyzer.latest_step() < step) && step_once()) {
@@ -97,7 +98,10 @@ void read_replay_to(RecordingReader& replay, Analyzer& analyzer, int64_t step, c
     throw;
   }
   replay.skim_below(-1);
-  restore_whole_window(replay, analyzer);
+  // Steps before `step` were read, hence skimmed: their window is read again whole.
+  const bool skimmed = analyzer.steps_ingested() > 0 && analyzer.latest_step() > before &&
+                       std::min(analyzer.latest_step(), before + 1) < step;
+  if (skimmed) restore_whole_window(replay, analyzer);
 }
 
 int tick_interval_ms(bool replay, const ReplayPace& pace, double speed_limit) {

@@ -60,9 +60,11 @@ class Timeline {
 // Reads a replay on until `analyzer` holds `step` (or the recording ends),
 // one step at a time through `step_once` (the reader's next step into the
 // analyzer; false at the end). The steps before `step` are skimmed
-// (RecordingReader::skim_below) and the analyzer then gets back the window of
-// captures it would have had, read whole: the state of reading every step
-// whole, several times faster. Throws what `step_once` and the reader throw.
+// (RecordingReader::skim_below) and the analyzer then gets the window of
+// captures at its newest step read back whole, as a seek back to an earlier
+// step reads it (load_capture_window): every picture and number as reading
+// every step whole gives them, save the states of layers no longer read in
+// that window. Several times faster. Throws what `step_once` and the reader throw.
 void read_replay_to(RecordingReader& replay, Analyzer& analyzer, int64_t step, const std::function<bool()>& step_once);
 
 // A replay at its recorded pace times a speed: a step shows once the wall

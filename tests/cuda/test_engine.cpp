@@ -237,6 +237,7 @@ H2O_CUDA_TEST(KvMemory, AFullDeviceStopsTheSessionAlone) {
 // --kv-bits 16 is what an f16 device cache keeps: the same tokens and bytes as
 // the native policy at f16, and one line naming the flag on an f32 cache.
 H2O_CUDA_TEST(Engine, SixteenBitKvIsTheF16CacheItKeeps) {
+  H2O_REQUIRE_CUDA();
   const auto model = tiny_model();
   std::vector<PolicyConfig> policies = three_policies();
   for (PolicyConfig p : three_policies()) {

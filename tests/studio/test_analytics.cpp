@@ -392,7 +392,29 @@ TEST(Recording, AStepThatDoesNotFitItsHeaderIsOneErrorNamingItsLine) {
   EXPECT_NE(e.find("session 3: no such policy in the header"), std::string::npos) << e;
   e = first_error([](SessionRecord& s) { s.evictions.by_head = {{0, 5, 2}}; });
   EXPECT_TRUE(says(e, "an eviction outside the model")) << e;
+  // Read whole, a capture's arrays may not be missing.
+  e = first_error([](SessionRecord& s) {
+    s.attention[0].rows = 1000;
+    s.attention[0].query_positions.clear();
+    s.attention[0].key_positions.clear();
+    s.attention[0].probs.clear();
+  });
+  EXPECT_TRUE(says(e, "query positions do not match its rows")) << e;
   EXPECT_EQ(first_error([](SessionRecord&) {}), "no error");
+  // Steps the analyzer cannot number.
+  {
+    RecordingWriter writer(path, h);
+    StepRecord r;
+    r.step = -5;
+    writer.write(r);
+  }
+  try {
+    RecordingReader reader(path);
+    reader.next();
+    FAIL() << "a negative step was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unfit.jsonl:2: step -5 out of range"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Recording, ReaderNamesTheBadLine) {

@@ -62,7 +62,7 @@ TEST(StudioRun, AReplayStepsToItsEndAndSaysSo) {
   EXPECT_TRUE(run->runs());
   EXPECT_EQ(run->replay_path(), path);
 
-  const ReplayOpening opening = run->replay_opening();
+  const ReplayOpening opening = run->replay_opening(StudioConfig{});
   EXPECT_EQ(opening.layer, 1);
   EXPECT_EQ(opening.head, 3);
   EXPECT_EQ(opening.steps, 20);
@@ -92,7 +92,7 @@ TEST(StudioRun, AReplayStepsToItsEndAndSaysSo) {
 TEST(StudioRun, AnOlderReplayOpensOnItsFirstStepsWatchedLayer) {
   const auto dir = test::temp_dir("studio-run-old");
   auto run = StudioRun::replay(write_recording(dir, 5, -1));
-  const ReplayOpening opening = run->replay_opening();
+  const ReplayOpening opening = run->replay_opening(StudioConfig{});
   EXPECT_TRUE(opening.first.stepped);
   EXPECT_EQ(opening.layer, 1);
   EXPECT_EQ(opening.head, -1);

@@ -212,6 +212,12 @@ TEST(Timeline, ASeekSkimsTheStepsItPassesAndShowsWhatAWholeReadShows) {
   EXPECT_TRUE(first->sessions[2].attention.at(0).key_positions.empty());
   EXPECT_FALSE(first->sessions[2].attention.at(0).top_share.empty());
   EXPECT_LE(first->sessions[2].layer_states.size(), 1u);
+  // Lines read ahead skimmed are read again, whole, once the bound no longer skims them.
+  again.skim_below(-1);
+  const auto second = again.next();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->step, 1);
+  EXPECT_FALSE(second->sessions[2].attention.at(0).probs.empty());
   // Past the recording's end: its last step, shown as a whole read shows it.
   RecordingReader to_end(path);
   Analyzer read_to_end(to_end.header());
@@ -365,7 +371,13 @@ TEST(StudioSetup, ARecordingWithoutSettingsShowsWhatItsPanesSay) {
   const std::vector<PolicyConfig> panes = {make_policy(parse_policy_entry("full", "p"), settings),
                                            make_policy(parse_policy_entry("h2o@2bit", "p"), settings),
                                            make_policy(parse_policy_entry("tova", "p"), settings)};
-  const StudioConfig c = studio_config_from_policies(panes);
+  StudioConfig controls;
+  controls.model = "mine.gguf";
+  controls.kv_bits = "4";
+  const StudioConfig c = studio_config_from_policies(controls, panes, true);
+  EXPECT_EQ(c.model, "mine.gguf") << "what the panes do not say stays as it was";
+  EXPECT_TRUE(c.forced);
+  EXPECT_EQ(c.kv_bits, "") << "each pane names its own precision";
   EXPECT_EQ(c.policies, (std::vector<std::string>{"full", "h2o@2bit", "tova"}));
   EXPECT_EQ(c.budget, 40);
   EXPECT_EQ(c.slack, 3);

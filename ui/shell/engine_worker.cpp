@@ -203,7 +203,7 @@ void EngineWorker::openReplay(const QString& path) {
   emit banner("backend", {});
   emit banner("model", {});
   emit banner("recording", {});
-  const ReplayOpening opening = run_->replay_opening();
+  const ReplayOpening opening = run_->replay_opening(config_);
   report(opening.first);
   // The window owns the view: it applies this one (and sends it back).
   emit replayOpened(opening.layer, opening.head, opening.settings, opening.steps);
