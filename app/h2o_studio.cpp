@@ -52,14 +52,10 @@ struct Options {
   QCommandLineOption kv_residual{"kv-residual", "Newest tokens kept in f16 (R, a multiple of G; default 64).", "n"};
   QCommandLineOption budget{"budget", "Tokens per KV head for every policy that evicts.", "n"};
   // One flag per policy parameter the controls show (core/studio/studio_params.h): --sinks, --heavy, --recent.
-  std::vector<std::pair<std::string, QCommandLineOption>> params = [] {
-    std::vector<std::pair<std::string, QCommandLineOption>> out;
-    for (const h2o::StudioParam& p : h2o::studio_params()) {
-      QString help = QString::fromStdString(p.help);
-      if (p.every_kind) help[0] = help[0].toUpper();
-      else help = QString::fromStdString(p.kinds) + ": " + help;
-      out.emplace_back(p.name, QCommandLineOption(QString::fromStdString(p.name), help + ".", "n"));
-    }
+  std::vector<std::pair<const h2o::StudioParam*, QCommandLineOption>> params = [] {
+    std::vector<std::pair<const h2o::StudioParam*, QCommandLineOption>> out;
+    for (const h2o::StudioParam& p : h2o::studio_params())
+      out.emplace_back(&p, QCommandLineOption(QString::fromStdString(p.name), QString::fromStdString(p.description) + ".", "n"));
     return out;
   }();
   QCommandLineOption rolling{"position-rolling", "RoPE positions from cache slots instead of stream positions."};
@@ -221,10 +217,8 @@ int main(int argc, char** argv) {
   if (parser.isSet(opts.kv_group)) c.kv_group = int_flag(parser, opts.kv_group, 1, 1 << 16);
   if (parser.isSet(opts.kv_residual)) c.kv_residual = int_flag(parser, opts.kv_residual, 0, 1 << 20);
   if (parser.isSet(opts.budget)) c.budget = int_flag(parser, opts.budget, 2, 1 << 20);
-  for (const h2o::StudioParam& p : h2o::studio_params()) {
-    const auto& option = std::find_if(opts.params.begin(), opts.params.end(), [&](const auto& o) { return o.first == p.name; })->second;
-    if (parser.isSet(option)) c.params[p.name] = int_flag(parser, option, p.min_value, 1 << 20);
-  }
+  for (const auto& [p, option] : opts.params)
+    if (parser.isSet(option)) c.params[p->name] = int_flag(parser, option, p->min_value, 1 << 20);
   if (parser.isSet(opts.rolling)) c.rolling = true;
   if (parser.isSet(opts.layer)) c.capture_layer = int_flag(parser, opts.layer, 0, 4096);
   if (parser.isSet(opts.head)) options.settings.head = int_flag(parser, opts.head, -1, 4096);

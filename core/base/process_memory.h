@@ -8,5 +8,7 @@ namespace h2o {
 // The resident set's high-water mark of the whole process so far (VmHWM in
 // /proc/self/status), bytes; 0 where the system does not say (not Linux).
 int64_t process_peak_rss_bytes();
+// The resident set now (VmRSS), bytes; 0 where the system does not say.
+int64_t process_rss_bytes();
 
 }  // namespace h2o

@@ -172,7 +172,7 @@ void RecordingReader::read_ahead() {
     if (!std::getline(*in_, line)) break;
     ++line_;
     if (line.empty()) continue;
-    batch.push_back({offset, line_, std::nullopt, false, nullptr, ""});
+    batch.push_back({offset, line_, std::nullopt, false, false, nullptr, ""});
     lines.push_back(std::move(line));
   }
   const auto parse = [&](size_t i) {
@@ -180,7 +180,8 @@ void RecordingReader::read_ahead() {
     try {
       RecordingLine parsed = parse_recording_line(lines[i], version_, skim_below_);
       p.record = std::move(parsed.step);
-      if (p.record) check_step_fits(*p.record, header_, p.record->step < skim_below_);
+      p.skimmed = parsed.skimmed;
+      if (p.record) check_step_fits(*p.record, header_, p.skimmed);
       p.is_totals = parsed.totals;
       if (p.is_totals) p.totals = json::parse(lines[i]).at("totals");
     } catch (const std::exception& e) {  // said when the step is reached
@@ -201,7 +202,7 @@ void RecordingReader::read_ahead() {
 
 void RecordingReader::skim_below(int64_t step) {
   const auto stale = std::find_if(ahead_.begin(), ahead_.end(), [&](const Parsed& p) {
-    return p.record && p.record->step < skim_below_ && p.record->step >= step;
+    return p.skimmed && p.record->step >= step;
   });
   if (stale != ahead_.end()) {  // from there on, read again
     in_->clear();

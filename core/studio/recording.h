@@ -132,6 +132,7 @@ class RecordingReader final : public StepSource {
     int64_t offset = 0;
     int line = 0;
     std::optional<StepRecord> record;
+    bool skimmed = false;  // read as StepDetail::Skim
     bool is_totals = false;
     nlohmann::json totals;  // the totals line's
     std::string error;      // why the line could not be read

@@ -249,7 +249,8 @@ RecordingLine parse_recording_line(std::string& line, int version, int64_t skim_
       return out;
     }
     o.reset();
-    out.step = step(o, version, number < skim_below ? StepDetail::Skim : StepDetail::Full);
+    out.skimmed = number < skim_below;
+    out.step = step(o, version, out.skimmed ? StepDetail::Skim : StepDetail::Full);
     return out;
   } catch (const simdjson::simdjson_error& e) {
     throw Error(std::string("invalid JSON: ") + e.what());

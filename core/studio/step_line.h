@@ -27,6 +27,7 @@ enum class StepDetail {
 // One non-header line: a step, or the totals line (left to the caller: it is read once).
 struct RecordingLine {
   std::optional<StepRecord> step;
+  bool skimmed = false;  // the step was read as StepDetail::Skim
   bool totals = false;
 };
 

@@ -1,6 +1,7 @@
 #include "core/studio/studio_params.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "core/policy/policy.h"
 
@@ -47,9 +48,15 @@ std::vector<StudioParam> collect_params() {
     if (parts.size() >= 2)
       for (const PolicyParam* p : parts) take(entry(*p, true), *unit);
   }
+  const auto capitalized = [](std::string text) {
+    if (!text.empty()) text[0] = char(std::toupper(static_cast<unsigned char>(text[0])));
+    return text;
+  };
   for (StudioParam& s : out) {
     s.every_kind = s.name == kSinks && with_sinks == evicting;
     if (s.automatic) s.help += " (auto: its share of the budget)";
+    s.label = capitalized(s.name) + (s.every_kind ? "" : " (" + s.kinds + ")");
+    s.description = s.every_kind ? capitalized(s.help) : s.kinds + ": " + s.help;
   }
   return out;
 }

@@ -16,7 +16,9 @@ struct StudioParam {
   std::string kinds;        // short titles of the kinds that take it: "H2O", "StreamingLLM, H2O, TOVA"
   std::vector<std::string> kind_names;  // their names: "h2o"
   bool every_kind = false;  // every kind that evicts takes it (the sinks)
-  std::string help;         // what it is, per kind where they differ: tooltips and --help
+  std::string help;         // what it is: "heavy hitters kept for ... (auto: its share of the budget)"
+  std::string label;        // the controls' name: "Sinks", "Heavy (H2O)" (a part not every kind takes names those that do)
+  std::string description;  // tooltips and --help: "Attention sinks: ...", "H2O: heavy hitters ..."
   int default_value = 0;    // 0 for a part: automatic
   int min_value = 0;        // the least value a user may give (a part: at least 1, as 0 means automatic)
   bool automatic = false;   // a part: 0 stands for its share of the budget ("auto")

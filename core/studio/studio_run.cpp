@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "core/base/error.h"
+#include "core/base/process_memory.h"
 
 namespace h2o {
 
@@ -228,20 +228,6 @@ RunExport StudioRun::run_export(const std::string& state, const ViewSelection& v
   return run;
 }
 
-namespace {
-
-int64_t resident_bytes() {
-  int64_t rss = 0;
-#ifdef __linux__
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmRSS:", 0) == 0) rss = std::stoll(line.substr(6)) * 1024;
-#endif
-  return rss;
-}
-
-}  // namespace
-
 std::string StudioRun::stats_line(double seconds) const {
   int64_t positions = 0;
   const StudioSnapshot s = analyzer_->snapshot(ViewSelection{.max_tokens = 1, .heatmap_rows = 1, .overview_columns = 1,
@@ -260,7 +246,7 @@ std::string StudioRun::stats_line(double seconds) const {
                 "h2o-studio stats: seconds %.0f step %lld positions %lld rss_bytes %lld history_bytes %lld "
                 "bounded_bytes %lld kv_allocated_bytes %lld spool_bytes %lld",
                 seconds, static_cast<long long>(analyzer_->latest_step()), static_cast<long long>(positions),
-                static_cast<long long>(resident_bytes()), static_cast<long long>(history),
+                static_cast<long long>(process_rss_bytes()), static_cast<long long>(history),
                 static_cast<long long>(analyzer_->bounded_bytes()), static_cast<long long>(kv_allocated),
                 static_cast<long long>(ec ? 0 : spool));
   return line;

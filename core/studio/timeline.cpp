@@ -98,10 +98,9 @@ void read_replay_to(RecordingReader& replay, Analyzer& analyzer, int64_t step, c
     throw;
   }
   replay.skim_below(-1);
-  // Steps before `step` were read, hence skimmed: their window is read again whole.
-  const bool skimmed = analyzer.steps_ingested() > 0 && analyzer.latest_step() > before &&
-                       std::min(analyzer.latest_step(), before + 1) < step;
-  if (skimmed) restore_whole_window(replay, analyzer);
+  // The first step this read was skimmed if it came before `step`: the window is read again whole.
+  const int64_t first_read = before >= 0 ? before + 1 : analyzer.first_step();
+  if (analyzer.latest_step() > before && first_read < step) restore_whole_window(replay, analyzer);
 }
 
 int tick_interval_ms(bool replay, const ReplayPace& pace, double speed_limit) {

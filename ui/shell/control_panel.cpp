@@ -143,11 +143,9 @@ QGroupBox* ControlPanel::backendBox() {
 QGroupBox* ControlPanel::cacheBox() {
   budget_ = spin("budget", 2, 1 << 20, "Tokens per KV head for every policy that evicts");
   for (const StudioParam& p : studio_params()) {
-    QString tip = QString::fromStdString(p.help);
-    tip[0] = tip[0].toUpper();
-    if (!p.every_kind) tip += "\nTaken by " + QString::fromStdString(p.kinds);
     // A part's 0 stands for "auto"; the sinks' least is the kinds' own.
-    params_.emplace_back(p.name, spin(p.name.c_str(), p.automatic ? 0 : p.min_value, 1 << 20, tip, p.automatic ? "auto" : ""));
+    params_.emplace_back(p.name, spin(p.name.c_str(), p.automatic ? 0 : p.min_value, 1 << 20,
+                                      QString::fromStdString(p.description), p.automatic ? "auto" : ""));
   }
   slack_ = spin("slack", -1, 1 << 16,
                 "Let the cache grow to budget + slack before cutting back (0: exact; auto: 0 on the CPU, " +
@@ -180,14 +178,7 @@ QGroupBox* ControlPanel::cacheBox() {
   auto* fc = new QFormLayout(cache);
   fc->addRow("Policies", kinds);
   fc->addRow("Budget", budget_);
-  for (size_t i = 0; i < params_.size(); ++i) {
-    // "Sinks", "Heavy (H2O)": a parameter not every kind takes names those that do.
-    const StudioParam& p = studio_params()[i];
-    QString label = QString::fromStdString(p.name);
-    label[0] = label[0].toUpper();
-    if (!p.every_kind) label += " (" + QString::fromStdString(p.kinds) + ")";
-    fc->addRow(label, params_[i].second);
-  }
+  for (size_t i = 0; i < params_.size(); ++i) fc->addRow(QString::fromStdString(studio_params()[i].label), params_[i].second);
   fc->addRow("Slack", slack_);
   fc->addRow("KV precision", kv_bits_);
   fc->addRow(rolling_);
