@@ -84,6 +84,7 @@ void put(char* dst, const void* src, size_t bytes) {
 // The device pointers of one step's inputs and scratch, as the kernels take them.
 struct StepArgs {
   int items = 0, rows = 0, tiles = 0, tile_queries = 0, classified = 0, forced = 0, units = 0;
+  int low_bit_tiles = 0;  // the last tiles: quantized caches' (attention_low_bit, then kv_flush)
   const int* tokens = nullptr;
   const int* row_item = nullptr;
   const kern::ItemDesc* item_desc = nullptr;
@@ -118,8 +119,9 @@ struct Step {
   bool graphable = false;  // a decode step a graph may serve
   // The readback (what comes down) and the inputs block (what goes up).
   kern::BlockLayout out, in, capture_lists;  // the lists go last in `in`: fixed offsets before them serve a graph
-  size_t chosen_at = 0, evicted_at = 0, evicted_end = 0;
+  size_t chosen_at = 0, evicted_at = 0, plain_end = 0;  // plain_end: what a plain decode step brings back
   std::vector<int> evicted_base;  // per item: its first evicted position in the readback
+  std::vector<size_t> counts_at;  // per quantized item: its heads' counts (kern::LowBitCount)
   std::vector<size_t> forced_at;  // per item: its forced scores
   std::optional<kern::CaptureLayout> capture;
   std::vector<LayerReadout> layer_readouts;
@@ -179,6 +181,8 @@ class CudaBackend final : public Backend {
   void write_forced_rows(Step& st, kern::ForcedRow* forced_rows) const;
   void run(Step& st);
   void deliver(const Step& st);
+  // Bytes of a quantized cache's counts, every (layer, KV head).
+  size_t counts_bytes() const { return size_t(dims_.layers) * dims_.kv_heads * kern::kCounts * sizeof(int32_t); }
   std::map<int, LayerState> layer_states_of(const Step& st, size_t item, const char* back) const;
 
   std::shared_ptr<const Model> model_;
@@ -268,14 +272,14 @@ std::string CudaBackend::describe() const {
 
 std::unique_ptr<SessionCache> CudaBackend::new_cache(const PolicyConfig& policy) {
   policy.validate();
-  // The device cache keeps its own type (f16 or f32) until the quantized layout lands here too. f16
-  // KV (--kv-bits 16) is what an f16 device cache keeps already: keys after RoPE and values rounded
-  // to nearest even, read back exactly, 2 bytes an element (SEMANTICS.md).
+  // Below 16 bits: the quantized layout (LowBitArrays). f16 KV (--kv-bits 16) is what an f16 device
+  // cache keeps already: keys after RoPE and values rounded to nearest even, read back exactly, 2
+  // bytes an element (SEMANTICS.md); an f32 cache does not keep it.
+  if (policy.kv.quantized()) policy.kv.validate_for(dims_.head_dim);
   const bool f16_kv = policy.kv.key_bits == 16 && policy.kv.value_bits == 16;
-  if (!policy.kv.native() && !(f16_kv && kv_ == DType::F16))
-    fail("--kv-bits", policy.kv.label() + " KV runs on the cpu backend only for now; the " + name() +
-                          " backend keeps its KV cache at " + dtype_name(kv_) +
-                          (f16_kv ? " (with --precision f16 it keeps f16, which 16-bit KV is)" : ""));
+  if (f16_kv && kv_ != DType::F16)
+    fail("--kv-bits", "16bit KV on the " + name() + " backend is its f16 cache, and this one keeps " +
+                          dtype_name(kv_) + " (with --precision f16 it keeps f16)");
   return std::make_unique<CudaCache>(policy, dims_, kv_, stream_, account_);
 }
 
@@ -371,8 +375,11 @@ void CudaBackend::enqueue_attention(const StepArgs& a, int layer) {
   }
   kern::rope_append(kv_, qkv_.as<float>(), a.item_desc, a.row_item, T, layer, d, s);
   mark("rope_append");
-  kern::attention_partial(kv_, qkv_.as<float>(), a.item_desc, a.tile_desc, a.tiles, a.tile_queries, layer, d,
+  const int plain_tiles = a.tiles - a.low_bit_tiles;
+  kern::attention_partial(kv_, qkv_.as<float>(), a.item_desc, a.tile_desc, plain_tiles, a.tile_queries, layer, d,
                           a.attention, s);
+  kern::attention_low_bit(qkv_.as<float>(), a.item_desc, a.tile_desc + plain_tiles, a.low_bit_tiles, a.tile_queries,
+                          layer, d, a.attention, s);
   mark("attention_partial", a.kv_bytes_per_layer);
   kern::attention_combine(storage_, a.item_desc, a.row_item, T, d, a.attention, att_.get(), s);
   mark("attention_combine");
@@ -423,6 +430,10 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
                 threads, s);
     mark("evict");
   }
+  if (a.low_bit_tiles > 0) {
+    kern::kv_flush(a.item_desc, a.items, d, threads, s);
+    mark("kv_flush");
+  }
 }
 
 // One forward pass, as named steps: plan it from host bookkeeping, size the
@@ -453,6 +464,7 @@ Step CudaBackend::plan_forward(std::span<ForwardItem> items) {
     s.rows = int(items[i].tokens.size());
     s.tokens_seen = st.caches[i]->tokens_seen();
     s.rule = st.caches[i]->rule();
+    s.low_bit = st.caches[i]->low_bit();
     static_cast<LogitNeeds&>(s) = logit_needs(items[i]);
   }
   st.plan = kern::plan_step(st.shapes, d.group, {d.kv_heads, info_.multiprocessors});
@@ -509,7 +521,10 @@ void CudaBackend::lay_out_readback(Step& st) {
     evicted_total += st.plan.items[size_t(i)].evicted * L * H;
   }
   st.evicted_at = st.out.add(size_t(evicted_total) * 4);
-  st.evicted_end = st.out.size();
+  st.counts_at.assign(size_t(N), 0);
+  for (int i = 0; i < N; ++i)
+    if (st.caches[size_t(i)]->low_bit()) st.counts_at[size_t(i)] = st.out.add(counts_bytes());
+  st.plain_end = st.out.size();
   st.forced_at.assign(size_t(N), 0);
   for (int i = 0; i < N; ++i)
     if (st.items[size_t(i)].forced && st.items[size_t(i)].scores)
@@ -591,6 +606,7 @@ void CudaBackend::write_inputs(Step& st) {
   a.rows = T;
   a.tiles = int(st.plan.tiles.size());
   a.tile_queries = st.plan.tile_queries;
+  a.low_bit_tiles = st.plan.low_bit_tiles;
   a.classified = R;
   a.forced = forced_count;
   a.units = int(units.size());
@@ -609,8 +625,8 @@ void CudaBackend::write_inputs(Step& st) {
   a.any_cut = st.plan.any_cut;
   a.any_forced = st.forced;
   a.rope_slots = rope_slots_.as<float>();
-  for (const kern::ItemPlan& p : st.plan.items)
-    a.kv_bytes_per_layer += int64_t(p.keys) * dims_.kv_dim * 2 * dtype_size(kv_);
+  for (int i = 0; i < N; ++i)
+    a.kv_bytes_per_layer += st.caches[size_t(i)]->attention_bytes_per_layer(st.plan.items[size_t(i)].keys);
 }
 
 // Each item's cache and cut, as the kernels read them.
@@ -710,9 +726,13 @@ void CudaBackend::run(Step& st) {
     gpu::copy_rows_on_device(readback + lr.scores, size_t(kept) * 4, arrays.score + first, size_t(arrays.cap) * 4,
                              size_t(kept) * 4, size_t(H), s);
   }
-  // Plain decode steps bring back only the chosen tokens and the evicted positions.
+  for (int i = 0; i < st.N; ++i)
+    if (st.caches[size_t(i)]->low_bit())
+      gpu::copy_on_device(readback + st.counts_at[size_t(i)], st.caches[size_t(i)]->arrays().low.counts,
+                          counts_bytes(), s);
+  // Plain decode steps bring back only the chosen tokens, the evicted positions and quantized caches' counts.
   const bool plain = st.graphable && !st.captures && st.layer_readouts.empty();
-  gpu::copy_to_host(readback_host_.get(), readback, plain ? st.evicted_end : st.out.size(), s);
+  gpu::copy_to_host(readback_host_.get(), readback, plain ? st.plain_end : st.out.size(), s);
   for (int i = 0; i < st.N; ++i) {
     const ForwardItem& item = st.items[size_t(i)];
     if (!item.logits) continue;
@@ -756,8 +776,14 @@ void CudaBackend::deliver(const Step& st) {
       item.layer_states->clear();
       for (int layer : item.capture->layer_states) item.layer_states->push_back(states.at(layer));
     }
+    std::vector<int32_t> counts;
+    if (st.caches[size_t(i)]->low_bit()) {
+      const auto* c = reinterpret_cast<const int32_t*>(back + st.counts_at[size_t(i)]);
+      counts.assign(c, c + counts_bytes() / sizeof(int32_t));
+    }
     st.caches[size_t(i)]->end_forward(st.shapes[size_t(i)].rows, p.kept,
-                                      EvictionSummary::from_events(std::move(events), L, H), std::move(states));
+                                      EvictionSummary::from_events(std::move(events), L, H), std::move(states),
+                                      std::move(counts));
     if (item.forced && item.scores) {
       *item.scores = {};
       const auto* f = reinterpret_cast<const double*>(back + st.forced_at[size_t(i)]);

@@ -6,9 +6,17 @@
 // of tokens (a cut keeps the same count everywhere), so that count, the
 // tokens seen and the byte counts are host bookkeeping; the device is read
 // only for what a forward pass brings back.
+//
+// At a quantized precision (--kv-bits 8, 4, 2) the keys and values live in
+// step_desc.h's LowBitArrays instead: f16 rows for the sinks and residual,
+// code rows for the quantized run, the groups' numbers. How long each head's
+// runs are differs from head to head after cuts; the device keeps those
+// counts, and each step brings them back (end_forward) for the capacities
+// and the live bytes.
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "core/runtime/cache_book.h"
 #include "kernels/device_buffer.h"
@@ -52,8 +60,13 @@ class CudaCache final : public CacheBook {
   // Bytes one token takes in every array of one (layer, KV head).
   static int64_t row_bytes(const kern::ModelDims& dims, DType storage, bool rolling);
   kern::CacheArrays arrays() const;
-  // After the step: `rows` more seen, `kept` held by every head, what left, what was read.
-  void end_forward(int rows, int kept, EvictionSummary evictions, std::map<int, LayerState> layers);
+  bool low_bit() const { return low_bit_; }
+  // Keys and values attention reads in one layer over `keys` slots (for --op-times).
+  int64_t attention_bytes_per_layer(int keys) const;
+  // After the step: `rows` more seen, `kept` held by every head, what left,
+  // what was read; a quantized cache's counts ([layer][kv_head][kCounts]).
+  void end_forward(int rows, int kept, EvictionSummary evictions, std::map<int, LayerState> layers,
+                   std::vector<int32_t> counts = {});
 
   // Teacher forcing: this cache's classified rows of its last forced step
   // (logits and log Z), kept on the device for the sessions compared with it
@@ -63,11 +76,25 @@ class CudaCache final : public CacheBook {
   double* reference_log_z() const { return reference_log_z_.as<double>(); }
 
  private:
+  // A quantized cache's capacities for a step of `rows`: f16 rows, key groups.
+  struct LowBitCaps {
+    int full = 0, groups = 0;
+  };
+  LowBitCaps low_bit_caps(int slots, int rows) const;
+  // Bytes of every array at these capacities.
+  int64_t bytes_at(int slots, const LowBitCaps& caps) const;
+  void reserve_low_bit(int target, const LowBitCaps& caps);
+
   kern::ModelDims dims_;
   DType storage_;
   std::shared_ptr<SharedStream> stream_;
   int held_ = 0, cap_ = 0;
   gpu::DeviceBuffer k_, v_, k_raw_, pos_, score_;
+  // A quantized cache (LowBitArrays), and its counts as the last step left them.
+  bool low_bit_ = false;
+  LowBitCaps low_caps_;
+  gpu::DeviceBuffer full_k_, full_v_, quant_k_, quant_v_, value_scales_, key_scales_, group_of_, counts_device_;
+  std::vector<int32_t> counts_;  // [layer][kv_head][kCounts], as the last step left them
   gpu::DeviceBuffer reference_logits_, reference_log_z_;
   std::map<int, LayerState> last_layers_;
 };

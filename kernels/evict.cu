@@ -18,6 +18,8 @@
 #include "core/policy/cut_shape.h"
 #include "kernels/block_reduce.cuh"
 #include "kernels/launch.h"
+#include "kernels/low_bit_rows.cuh"
+#include "kernels/move_rows.cuh"
 #include "kernels/rope.cuh"
 #include "kernels/vec.cuh"
 
@@ -36,10 +38,11 @@ struct HeadRows {
 
 // Which slots stay: each slot's destination into src_of (src_of[dst] = slot),
 // the evicted positions in slot order into `out`; returns the first evicted
-// slot (n where none leaves). Sets *kept_total to the slots that stay.
+// slot (n where none leaves). Sets *kept_total to the slots that stay and
+// *sink_slots to the sinks among them.
 template <class T>
 __device__ int select_survivors(const ItemDesc& it, const HeadRows<T>& h, int n, int* src_of, int order_stride,
-                                int32_t* out, int evicted_here, int* kept_total) {
+                                int32_t* out, int evicted_here, int* kept_total, int* sink_slots) {
   H2O_SHARED(int, counts, [1025]);
   H2O_SHARED(int, partials, [32]);
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
@@ -49,6 +52,7 @@ __device__ int select_survivors(const ItemDesc& it, const HeadRows<T>& h, int n,
   for (int j = tid; j < n; j += threads) below += h.pos[j] < it.sinks ? 1 : 0;
   const int sinks = block_reduce(below, Sum{}, 0, partials);
   const CutShape cut = cut_shape(n, sinks, it.recent, it.by_score);
+  *sink_slots = cut.sinks;
 
   // The by_score-th largest survival key of the middle slots: the threshold to stay.
   unsigned long long threshold = ~0ull;
@@ -132,6 +136,67 @@ H2O_UNROLL
   }
 }
 
+// A quantized cache's cut after select_survivors (SEMANTICS.md, "KV
+// precision"): positions and scores move by slot as for any cache; the sinks
+// never move (a cut keeps them all); the quantized survivors' codes, value
+// numbers and group numbers move down their run, the residual's f16 rows down
+// theirs; key groups left empty go and the others are renumbered in order,
+// their numbers moved with them, never re-quantized. Then the head's counts.
+__device__ void compact_low_bit(LowBitHead h, int32_t* pos, float* score, int* src_of, int first, int total) {
+  H2O_SHARED(int, partials, [32]);
+  H2O_SHARED(int, prefix, [1025]);
+  const int tid = int(threadIdx.x), threads = int(blockDim.x);
+  const int q_begin = h.sinks, q_end = h.sinks + h.quantized;
+  int mine = 0;
+  for (int d = tid; d < total; d += threads) mine += src_of[d] >= q_begin && src_of[d] < q_end ? 1 : 0;
+  const int kept_q = block_reduce(mine, Sum{}, 0, partials);
+  const auto same = [](int d) { return d; };
+  const auto from = [&](int d) { return src_of[d]; };
+  move_rows(pos, 4, first, total, same, from);
+  move_rows(score, 4, first, total, same, from);
+  // The residual's f16 rows: destination slot d is row d - kept_q, its source row src - quantized.
+  const int r_begin = h.sinks + kept_q;
+  const auto res_dst = [&](int d) { return h.sinks + d; };
+  const auto res_src = [&](int d) { return src_of[r_begin + d] - h.quantized; };
+  const int residual = total - r_begin;
+  move_rows(h.full_k, h.hd * 2, 0, residual, res_dst, res_src);
+  move_rows(h.full_v, h.hd * 2, 0, residual, res_dst, res_src);
+  // The quantized survivors: row d from row src - sinks (rows before the first eviction stay).
+  const int q_first = imax(0, imin(first, r_begin) - h.sinks);
+  const auto q_dst = [](int d) { return d; };
+  const auto q_src = [&](int d) { return src_of[h.sinks + d] - h.sinks; };
+  move_rows(h.quant_k, h.key_row_bytes, q_first, kept_q, q_dst, q_src);
+  move_rows(h.quant_v, h.value_row_bytes, q_first, kept_q, q_dst, q_src);
+  if (h.value_bits < 16) move_rows(h.value_scales, (h.hd / h.group) * 4, q_first, kept_q, q_dst, q_src);
+  move_rows(h.group_of, 4, q_first, kept_q, q_dst, q_src);
+  // Groups renumbered: each thread a contiguous range of rows; a row starts a
+  // group where its old number differs from the row before it.
+  const int per = (kept_q + threads - 1) / threads;
+  const int begin = imin(kept_q, tid * per), end = imin(kept_q, begin + per);
+  int before = begin > 0 ? h.group_of[begin - 1] : -1;
+  int starts = 0;
+  for (int r = begin, last = before; r < end; last = h.group_of[r], ++r) starts += h.group_of[r] != last ? 1 : 0;
+  int groups = 0;
+  int id = block_exclusive_scan(starts, prefix, &groups) - 1;  // its barriers order the reads above before the writes
+  int* group_src = src_of;  // no longer read: old number of each new group
+  for (int r = begin; r < end; ++r) {
+    const int old = h.group_of[r];
+    if (old != before) group_src[++id] = old;
+    h.group_of[r] = id;
+    before = old;
+  }
+  __syncthreads();
+  if (h.key_bits < 16)
+    move_rows(h.key_scales, h.hd * 4, 0, groups, [](int g) { return g; }, [&](int g) { return group_src[g]; });
+  __syncthreads();  // every thread has read the counts it started from
+  if (tid == 0) {
+    h.counts[kSinks] = h.sinks;
+    h.counts[kQuantized] = kept_q;
+    h.counts[kResidual] = residual;
+    h.counts[kGroups] = groups;
+  }
+}
+
 template <class T>
 __global__ void evict_kernel(const ItemDesc* items, ModelDims d, int32_t* evicted, int* order, int order_stride,
                              const float* rope) {
@@ -139,24 +204,33 @@ __global__ void evict_kernel(const ItemDesc* items, ModelDims d, int32_t* evicte
   if (!it.cut) return;  // the grid covers every item, so one graph serves any set of cuts
   const int layer = int(blockIdx.x) / d.kv_heads, g = int(blockIdx.x) % d.kv_heads;
   const int n = it.n_before + it.rows, hd = d.head_dim;
+  const bool low_bit = it.cache.low.key_bits != 0;
   const size_t head = (size_t(layer) * d.kv_heads + g) * size_t(it.cache.cap);
-  HeadRows<T> h;
-  h.keys = static_cast<T*>(it.cache.k) + head * hd;
-  h.values = static_cast<T*>(it.cache.v) + head * hd;
-  h.raw = it.rolling ? static_cast<T*>(it.cache.k_raw) + head * hd : nullptr;
+  HeadRows<T> h{};
+  if (!low_bit) {
+    h.keys = static_cast<T*>(it.cache.k) + head * hd;
+    h.values = static_cast<T*>(it.cache.v) + head * hd;
+    h.raw = it.rolling ? static_cast<T*>(it.cache.k_raw) + head * hd : nullptr;
+  }
   h.pos = it.cache.pos + head;
   h.score = it.cache.score + head;
   int* src_of = order + size_t(blockIdx.y * gridDim.x + blockIdx.x) * size_t(order_stride);
   const int evicted_here = n - it.kept;
   int32_t* out = evicted + it.evicted_base + size_t(blockIdx.x) * size_t(evicted_here);
 
-  int total = 0;
-  const int first = select_survivors(it, h, n, src_of, order_stride, out, evicted_here, &total);
+  int total = 0, sinks = 0;
+  const int first = select_survivors(it, h, n, src_of, order_stride, out, evicted_here, &total, &sinks);
   if (total != it.kept) {
     // The host counted otherwise: a bug, not a device state. Leave the cache
     // as it is and mark the evicted list, which the host checks.
     if (threadIdx.x == 0)
       for (int e = 0; e < evicted_here; ++e) out[e] = -1;
+    return;
+  }
+  if (low_bit) {
+    LowBitHead lb = low_bit_head(it.cache, layer, g, d.kv_heads, hd);
+    lb.sinks = sinks;  // this step's rows may have brought the first ones
+    compact_low_bit(lb, h.pos, h.score, src_of, first, total);
     return;
   }
   // 16-byte pieces where every row is a whole number of them (the cache's rows are

@@ -26,6 +26,7 @@ namespace h2o::kern {
 struct GraphKey {
   int items = 0, rows = 0, key_bucket = 0, split_keys = 0, split_bucket = 0, classified = 0;
   bool any_cut = false;
+  int low_bit_tiles = 0;   // attention_low_bit's grid, and whether the flush runs
   int capture_units = -1;  // attention captures: capture.cu's grid (the app captures every step); -1 none
   uint64_t buffers = 0;   // scratch generation
   bool operator==(const GraphKey&) const = default;

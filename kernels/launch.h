@@ -50,6 +50,11 @@ struct AttentionScratch {
 void attention_partial(DType dtype, const float* qkv, const ItemDesc* items, const RowTile* tiles, int tile_count,
                        int tile_queries, int layer, const ModelDims& dims, const AttentionScratch& scratch,
                        gpu::Stream stream);
+// The same over quantized caches (step_desc.h's LowBitArrays): sinks and
+// residual read as f16 rows, the quantized run straight from its codes
+// (attention_low_bit.cu). `tiles` are the quantized items' tiles alone.
+void attention_low_bit(const float* qkv, const ItemDesc* items, const RowTile* tiles, int tile_count, int tile_queries,
+                       int layer, const ModelDims& dims, const AttentionScratch& scratch, gpu::Stream stream);
 // Combines the splits of every (row, head): the attention output and the softmax's max and 1/sum (attention_combine.cu).
 void attention_combine(DType dtype, const ItemDesc* items, const int* row_item, int rows, const ModelDims& dims,
                        const AttentionScratch& scratch, void* out, gpu::Stream stream);
@@ -98,6 +103,10 @@ void gelu(DType dtype, const float* up, const float* bias, void* out, int rows, 
 // (null when no item rolls).
 void evict(DType dtype, const ItemDesc* items, int item_count, const ModelDims& dims, int32_t* evicted, int* order,
            int order_stride, const float* rope_slots, int threads, gpu::Stream stream);
+// After the cut, every (layer, KV head) of each quantized item: its counts
+// take in the step's rows, and its residual's oldest whole groups of G are
+// quantized while R + G or more wait (kv_flush.cu).
+void kv_flush(const ItemDesc* items, int item_count, const ModelDims& dims, int threads, gpu::Stream stream);
 // table[slot][pair] = {cos, sin} of slot * freq[pair], for slots < rows and
 // pairs < half (rope_slots.cu).
 void rope_slots(const double* freq, float* table, int rows, int half, int threads, gpu::Stream stream);

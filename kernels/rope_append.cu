@@ -6,10 +6,42 @@
 #include <algorithm>
 
 #include "kernels/launch.h"
+#include "kernels/low_bit_rows.cuh"
 #include "kernels/rope.cuh"
 
 namespace H2O_KERN_NS {
 namespace {
+
+// The position and a zero score of `slot` in every KV head.
+__device__ void append_slot(const ItemDesc& it, int layer, int slot, long long stream_pos, const ModelDims& d) {
+  for (int g = int(threadIdx.x); g < d.kv_heads; g += int(blockDim.x)) {
+    const size_t at = (size_t(layer) * d.kv_heads + g) * size_t(it.cache.cap) + size_t(slot);
+    it.cache.pos[at] = int32_t(stream_pos);
+    it.cache.score[at] = 0.0f;
+  }
+}
+
+// A quantized cache: the new key and value rounded to f16 as its next f16 row
+// (a sink or the residual's newest: slot - quantized, its counts being those
+// of the step's start); the flush at the step's end takes them in.
+__device__ void append_low_bit(const ItemDesc& it, int layer, int slot, const float* k, const float* v,
+                               SharedPtr<float> cos_of, SharedPtr<float> sin_of, const ModelDims& d) {
+  const int hd = d.head_dim, half = hd / 2;
+  const LowBitArrays& a = it.cache.low;
+  for (int p = int(threadIdx.x); p < d.kv_heads * half; p += int(blockDim.x)) {
+    const int g = p / half, i = p % half;
+    const size_t head = size_t(layer) * d.kv_heads + g;
+    const int row = slot - a.counts[head * kCounts + kQuantized];
+    const size_t at = (head * size_t(a.full_cap) + size_t(row)) * hd + 2 * i;
+    float r0, r1;
+    rope_rotate(k[g * hd + 2 * i], k[g * hd + 2 * i + 1], cos_of[i], sin_of[i], &r0, &r1);
+    a.full_k[at] = f32_to_half_bits(r0);
+    a.full_k[at + 1] = f32_to_half_bits(r1);
+    a.full_v[at] = f32_to_half_bits(v[g * hd + 2 * i]);
+    a.full_v[at + 1] = f32_to_half_bits(v[g * hd + 2 * i + 1]);
+  }
+  append_slot(it, layer, slot, it.tokens_seen + (slot - it.n_before), d);
+}
 
 template <class T>
 __global__ void rope_append_kernel(float* qkv, const ItemDesc* items, const int* row_item, int layer, ModelDims d) {
@@ -32,6 +64,7 @@ __global__ void rope_append_kernel(float* qkv, const ItemDesc* items, const int*
     float* x = q + h * hd + 2 * i;
     rope_rotate(x[0], x[1], cos_of[i], sin_of[i], &x[0], &x[1]);
   }
+  if (it.cache.low.key_bits != 0) return append_low_bit(it, layer, slot, k, v, cos_of, sin_of, d);
   T* keys = static_cast<T*>(it.cache.k);
   T* raw = static_cast<T*>(it.cache.k_raw);
   T* values = static_cast<T*>(it.cache.v);
@@ -50,11 +83,7 @@ __global__ void rope_append_kernel(float* qkv, const ItemDesc* items, const int*
     values[at] = from_f32<T>(v[g * hd + 2 * i]);
     values[at + 1] = from_f32<T>(v[g * hd + 2 * i + 1]);
   }
-  for (int g = int(threadIdx.x); g < d.kv_heads; g += int(blockDim.x)) {
-    const size_t at = (size_t(layer) * d.kv_heads + g) * size_t(it.cache.cap) + size_t(slot);
-    it.cache.pos[at] = int32_t(stream_pos);
-    it.cache.score[at] = 0.0f;
-  }
+  append_slot(it, layer, slot, stream_pos, d);
 }
 
 }  // namespace

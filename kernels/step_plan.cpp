@@ -25,6 +25,7 @@ StepPlan plan_step(std::span<const ItemShape> items, int group, const SplitTarge
   StepPlan plan;
   plan.items.resize(items.size());
   const int per_tile = tile_rows(group);
+  std::vector<RowTile> low_bit_tiles;  // after the others: attention_low_bit takes them
   for (size_t i = 0; i < items.size(); ++i) {
     const ItemShape& s = items[i];
     if (s.rows <= 0) throw Error("plan: an item with no rows");
@@ -38,11 +39,14 @@ StepPlan plan_step(std::span<const ItemShape> items, int group, const SplitTarge
     plan.max_keys = std::max(plan.max_keys, p.keys);
     for (int r = 0; r < s.rows; ++r) plan.row_item.push_back(int(i));
     for (int r = 0; r < s.rows; r += per_tile) {
-      plan.tiles.push_back({int(i), r, std::min(per_tile, s.rows - r)});
-      plan.tile_queries = std::max(plan.tile_queries, plan.tiles.back().row_count * std::max(group, 1));
+      const RowTile tile{int(i), r, std::min(per_tile, s.rows - r)};
+      (s.low_bit ? low_bit_tiles : plan.tiles).push_back(tile);
+      plan.tile_queries = std::max(plan.tile_queries, tile.row_count * std::max(group, 1));
     }
     plan.rows += s.rows;
   }
+  plan.low_bit_tiles = int(low_bit_tiles.size());
+  plan.tiles.insert(plan.tiles.end(), low_bit_tiles.begin(), low_bit_tiles.end());
   // The grid depends on the bucket, the tiles (items and rows: the graph key)
   // and the device, never on the exact key count, so one graph serves a bucket.
   plan.key_bucket = kKeyBucket * next_power_of_two(std::max((plan.max_keys + kKeyBucket - 1) / kKeyBucket, 1));

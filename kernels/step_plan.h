@@ -23,6 +23,7 @@ struct ItemShape : LogitNeeds {
   int rows = 0;             // new tokens
   int64_t tokens_seen = 0;  // before this step
   EvictionRule rule;
+  bool low_bit = false;     // a quantized cache (attention_low_bit reads it)
 };
 
 struct ItemPlan {
@@ -52,7 +53,8 @@ struct StepPlan {
   int tile_queries = 0;  // most queries (rows x group) of one tile: the attention kernel's register tile
   bool any_cut = false;
   std::vector<ItemPlan> items;
-  std::vector<RowTile> tiles;  // attention query tiles
+  std::vector<RowTile> tiles;  // attention query tiles: the quantized items' last
+  int low_bit_tiles = 0;       // how many tiles, at the end, are quantized items'
   std::vector<int> row_item;   // the item of every batch row
   std::vector<int> classify;   // batch rows whose logits are computed, ascending
 };

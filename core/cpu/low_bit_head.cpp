@@ -280,11 +280,7 @@ void LowBitHead::index_groups() {
 }
 
 int64_t LowBitHead::live_bytes() const {
-  const int64_t full = int64_t(sinks_ + residual_) * hd_ * 2 * 2;
-  int64_t quant = int64_t(quantized_) * (key_row_bytes() + value_row_bytes());
-  if (low(kv_.value_bits)) quant += int64_t(quantized_) * (hd_ / kv_.group) * 4;
-  if (low(kv_.key_bits)) quant += int64_t(groups()) * hd_ * 4;
-  return full + quant;
+  return low_bit_live_bytes(kv_, hd_, sinks_ + residual_, quantized_, groups());
 }
 
 int64_t LowBitHead::allocated_bytes() const {

@@ -5,6 +5,7 @@
 // over groups of G channels, the sinks and the newest R..R+G-1 tokens in f16.
 // A policy carries one (PolicyConfig::kv), so any policy may run at any
 // precision, and the same policy at two precisions side by side.
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,13 @@ struct KvPrecision {
   void validate_for(int head_dim) const;
   bool operator==(const KvPrecision&) const = default;
 };
+
+// KV bytes (live) of one (layer, KV head) at a quantized precision, as
+// SEMANTICS.md counts them, for both backends: the f16 tokens (sinks and
+// residual) at 2 bytes an element, the quantized tokens' packed codes (b bits
+// an element; f16 where a half keeps 16 bits), two f16 numbers per value run
+// of each quantized token and per channel of each key group.
+int64_t low_bit_live_bytes(const KvPrecision& kv, int head_dim, int f16_tokens, int quantized, int groups);
 
 // "--kv-bits K[,V]" (one value: both): 16, 8, 4 or 2. Throws Error naming `flag`.
 KvPrecision parse_kv_bits(std::string_view text, const std::string& flag = "--kv-bits");

@@ -243,6 +243,9 @@ struct alignas(16) uint4 {
   unsigned x, y, z, w;
 };
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+struct alignas(8) uint2 {
+  unsigned x, y;
+};
 
 // ---- 16-bit floats (round to nearest even, as cuda_fp16.h and cuda_bf16.h) ----
 struct __half {
@@ -254,6 +257,8 @@ struct __nv_bfloat16 {
 inline __half __float2half(float x) { return {h2o::f32_to_f16(x)}; }
 inline __half __float2half_rn(float x) { return {h2o::f32_to_f16(x)}; }
 inline float __half2float(__half x) { return h2o::f16_to_f32(x.bits); }
+inline __half __ushort_as_half(unsigned short bits) { return {bits}; }
+inline unsigned short __half_as_ushort(__half x) { return x.bits; }
 inline __nv_bfloat16 __float2bfloat16(float x) { return {h2o::f32_to_bf16(x)}; }
 inline __nv_bfloat16 __float2bfloat16_rn(float x) { return {h2o::f32_to_bf16(x)}; }
 inline float __bfloat162float(__nv_bfloat16 x) { return h2o::bf16_to_f32(x.bits); }

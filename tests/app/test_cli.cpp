@@ -366,12 +366,19 @@ TEST(CliKvPrecision, OnePolicyAtTwoPrecisionsSideBySide) {
   EXPECT_EQ(manifest["policies"][1]["kv_group"], 32);
 }
 
-TEST(CliKvPrecision, BenchRowsPerPrecisionAndTheDeviceRefusesIt) {
+TEST(CliKvPrecision, BenchRowsPerPrecisionAndTheDeviceTakesIt) {
   const CliResult r = run_program(H2O_BENCH_PATH, "--shapes test-256 --policies h2o --budget 32 --contexts 64 "
                                                   "--tokens 4 --repeats 1 --kv-bits 32,4");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("| h2o(sinks=4,heavy=14,recent=14) |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| h2o(sinks=4,heavy=14,recent=14,kv=4bit) |"), std::string::npos) << r.out;
-  expect_one_line_error(run_cli("generate --model synthetic:test-256 --prompt-ids 1 --backend cuda-sim --kv-bits 4"),
-                        "--kv-bits: 4bit KV runs on the cpu backend only for now");
+  // Below 16 bits the device keeps the quantized layout, and picks the CPU's tokens.
+  const std::string generate = "generate --model synthetic:test-256 --prompt-ids 1,2,3 --max-new-tokens 6 --print-ids "
+                               "--kv-bits 4 --kv-group 16 --kv-residual 16 --backend ";
+  const CliResult cpu = run_cli(generate + "cpu"), device = run_cli(generate + "cuda-sim");
+  ASSERT_EQ(device.exit_code, 0) << device.err;
+  EXPECT_EQ(device.out.substr(0, device.out.find('\n')), cpu.out.substr(0, cpu.out.find('\n')));
+  // 16 bits is the device's f16 cache, which an f32 one is not.
+  expect_one_line_error(run_cli("generate --model synthetic:test-256 --prompt-ids 1 --backend cuda-sim --kv-bits 16"),
+                        "--kv-bits: 16bit KV on the cuda-sim backend is its f16 cache, and this one keeps f32");
 }

@@ -155,7 +155,7 @@ void check_case(const Case& c, const std::vector<ItemCase>& shapes, int threads)
     caches.push_back(random_cache(rng, c, cap, s.get()));
     ItemDesc it;
     it.cache = {caches.back().k->get() + pad, caches.back().v->get() + pad, nullptr, nullptr, caches.back().score->get(),
-                cap};
+                cap, {}};
     it.n_before = shapes[i].n_before;
     it.rows = shapes[i].rows;
     it.first_row = plan.items[i].first_row;

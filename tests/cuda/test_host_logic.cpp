@@ -142,6 +142,30 @@ TEST(CudaHostPlan, BlockLayoutAligns) {
   EXPECT_EQ(l.size(), 32u);
 }
 
+// Quantized caches' tiles go last (attention_low_bit takes them), each
+// item's in row order, and their count is part of the graph key.
+TEST(CudaHostPlan, QuantizedItemsTilesComeLast) {
+  std::vector<ItemShape> items(3);
+  for (ItemShape& s : items) s.rows = 20, s.choose = true;
+  items[0].low_bit = true;
+  const StepPlan plan = plan_step(items, 1);
+  const int per_item = (20 + tile_rows(1) - 1) / tile_rows(1);
+  ASSERT_EQ(int(plan.tiles.size()), 3 * per_item);
+  EXPECT_EQ(plan.low_bit_tiles, per_item);
+  for (int t = 0; t < int(plan.tiles.size()); ++t) {
+    const RowTile& tile = plan.tiles[size_t(t)];
+    EXPECT_EQ(tile.item == 0, t >= 2 * per_item) << t;
+    if (t > 0 && plan.tiles[size_t(t - 1)].item == tile.item) {
+      EXPECT_EQ(tile.row_begin, plan.tiles[size_t(t - 1)].row_begin + plan.tiles[size_t(t - 1)].row_count);
+    }
+  }
+  EXPECT_EQ(plan.items[1].first_row, 20);  // rows stay in item order
+  for (ItemShape& s : items) s.rows = 1;
+  const GraphKey mixed = graph_key(plan_step(items, 1), 0);
+  items[0].low_bit = false;
+  EXPECT_NE(graph_key(plan_step(items, 1), 0), mixed);
+}
+
 TEST(CudaHostGraphs, KeySeparatesShapesButNotLengthsWithinABucket) {
   ItemShape s;
   s.rows = 1;

@@ -190,7 +190,7 @@ void check_cuts(TestStream& s, std::mt19937& rng, int head_dim, int threads) {
       DeviceArray<float> score(c.score, s.get());
       const int kept = predicted_cut(rule, n, c.seen).kept, evicted_per_head = n - kept;
       ItemDesc it;
-      it.cache = {k.get(), v.get(), rule.rolling ? k_raw.get() : nullptr, pos.get(), score.get(), c.cap};
+      it.cache = {k.get(), v.get(), rule.rolling ? k_raw.get() : nullptr, pos.get(), score.get(), c.cap, {}};
       it.tokens_seen = c.seen - 1;
       it.n_before = n - 1;
       it.rows = 1;

@@ -1,0 +1,139 @@
+// Split-K attention over quantized caches (SEMANTICS.md, "KV precision"):
+// the block's work is attention_common.cuh's; this file says how a lane reads
+// its chunk of eight channels of a key or value from the runs of a
+// LowBitHead. A sink or residual slot is an f16 row (one 16-byte load); a
+// quantized slot is read straight from its codes — eight codes of one plane
+// are eight consecutive bytes of the packed row (one 8-byte load), each
+// read back as m + code * s with its key group's per-channel numbers or its
+// value run's — so no dequantized copy of the cache is ever made.
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/attention_common.cuh"
+#include "kernels/low_bit_rows.cuh"
+
+namespace H2O_KERN_NS {
+namespace {
+
+constexpr int kLanes = 8;  // channels of a lane's chunk: one 16-byte load of f16
+
+// Eight f16 at p (count of them, zeros after), widened.
+__device__ __forceinline__ void f16_chunk(const uint16_t* p, int count, bool vector, float (&out)[kLanes]) {
+  uint16_t e[kLanes] = {};
+  if (vector) {
+    const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+    memcpy(e, &u, sizeof u);
+  } else {
+    for (int i = 0; i < count; ++i) e[i] = __ldg(p + i);
+  }
+  H2O_UNROLL
+  for (int i = 0; i < kLanes; ++i) out[i] = i < count ? half_bits_to_f32(e[i]) : 0.0f;
+}
+
+// One (layer, KV head) of a quantized cache, as attention reads it: a key's
+// K and V chunks read back together when it is loaded (no stores between the
+// unrolled keys' reads, so all their loads may be in flight at once).
+struct LowBitRows {
+  static constexpr int N = kLanes;
+  struct Raw {
+    float k[kLanes], v[kLanes];
+  };
+  LowBitHead h;
+  bool planes_whole = false;  // every chunk's codes are eight consecutive bytes of one plane, 8-byte aligned
+
+  __device__ Raw load(const Layout& L, int key) const {
+    Raw r;
+    read(L, key, true, r.k);
+    read(L, key, false, r.v);
+    return r;
+  }
+  __device__ void key(const Layout&, const Raw& r, float (&k)[N]) const {
+    H2O_UNROLL
+    for (int i = 0; i < N; ++i) k[i] = r.k[i];
+  }
+  __device__ void value(const Layout&, const Raw& r, float (&v)[N]) const {
+    H2O_UNROLL
+    for (int i = 0; i < N; ++i) v[i] = r.v[i];
+  }
+
+  // This lane's chunk of slot's key or value, as SEMANTICS.md reads it back.
+  __device__ void read(const Layout& L, int slot, bool keys, float (&out)[N]) const {
+    const int c0 = L.chunk * N;
+    if (slot < 0 || L.count == 0) {
+      H2O_UNROLL
+      for (int i = 0; i < N; ++i) out[i] = 0.0f;
+      return;
+    }
+    if (!h.quantized_slot(slot)) {
+      const uint16_t* full = keys ? h.full_k : h.full_v;
+      return f16_chunk(full + size_t(h.full_row(slot)) * h.hd + c0, L.count, L.vector, out);
+    }
+    const int row = slot - h.sinks, bits = keys ? h.key_bits : h.value_bits;
+    const int row_bytes = keys ? h.key_row_bytes : h.value_row_bytes;
+    const uint8_t* packed = (keys ? h.quant_k : h.quant_v) + size_t(row) * row_bytes;
+    if (bits == 16)  // this half kept at f16 in the quantized run
+      return f16_chunk(reinterpret_cast<const uint16_t*>(packed) + c0, L.count, L.vector, out);
+    // Codes: eight bytes of one plane where the row allows, else one by one.
+    uint32_t codes[N];
+    if (planes_whole) {
+      const int stride = row_bytes, shift = (c0 / stride) * bits;
+      const uint2 bytes = __ldg(reinterpret_cast<const uint2*>(packed + c0 % stride));
+      H2O_UNROLL
+      for (int i = 0; i < N; ++i) {
+        const uint32_t byte = ((i < 4 ? bytes.x : bytes.y) >> (8 * (i % 4))) & 0xffu;
+        codes[i] = (byte >> shift) & ((1u << bits) - 1u);
+      }
+    } else {
+      H2O_UNROLL
+      for (int i = 0; i < N; ++i) codes[i] = i < L.count ? code_at(packed, h.hd, bits, c0 + i) : 0u;
+    }
+    H2O_UNROLL
+    for (int i = 0; i < N; ++i) {
+      const uint32_t scale = i >= L.count ? 0u
+                             : keys      ? __ldg(h.key_scales + size_t(h.group_of[row]) * h.hd + c0 + i)
+                                         : __ldg(h.value_scales + size_t(row) * (h.hd / h.group) + (c0 + i) / h.group);
+      out[i] = i < L.count ? read_back(codes[i], scale) : 0.0f;
+    }
+  }
+};
+
+template <int Q>
+__global__ void __launch_bounds__(kAttentionThreads)
+    attention_low_bit_kernel(const float* qkv, const ItemDesc* items, const RowTile* tiles, int layer, ModelDims d,
+                             float scale, AttentionScratch s) {
+  H2O_SHARED(float, sm_acc, [kAttentionWarps * 32 * kLanes * Q]);
+  H2O_SHARED(float, sm_ml, [kAttentionWarps * 32 * Q * 2]);
+
+  const RowTile tile = tiles[blockIdx.z];
+  const ItemDesc& it = items[tile.item];
+  const SplitKeys k = split_keys_of(it, tile, s.split_keys);
+  if (!k.live) return;  // the whole block: no barrier is skipped by a part of it
+  LowBitRows rows;
+  rows.h = low_bit_head(it.cache, layer, k.kv_head, d.kv_heads, d.head_dim);
+  // f16 rows are 16-byte aligned where head_dim is a multiple of 8 (allocations are 256-byte aligned).
+  const bool vector = d.head_dim % kLanes == 0;
+  rows.planes_whole = vector && rows.h.key_row_bytes % kLanes == 0 && rows.h.value_row_bytes % kLanes == 0;
+  const Layout L = make_layout(d.head_dim, kLanes, vector);
+  attention_block<LowBitRows, Q>(rows, L, qkv, it, tile, k, d, scale, s, sm_acc, sm_ml);
+}
+
+}  // namespace
+
+void attention_low_bit(const float* qkv, const ItemDesc* items, const RowTile* tiles, int tile_count, int tile_queries,
+                       int layer, const ModelDims& dims, const AttentionScratch& s, gpu::Stream stream) {
+  if (tile_count == 0) return;
+  const float scale = 1.0f / sqrtf(float(dims.head_dim));
+  const dim3 grid(unsigned(s.split_bucket), unsigned(dims.kv_heads), unsigned(tile_count));
+  const dim3 block{unsigned(kAttentionThreads)};
+  if (tile_queries <= 1)
+    H2O_LAUNCH(grid, block, stream, attention_low_bit_kernel<1>)(qkv, items, tiles, layer, dims, scale, s);
+  else if (tile_queries <= 2)
+    H2O_LAUNCH(grid, block, stream, attention_low_bit_kernel<2>)(qkv, items, tiles, layer, dims, scale, s);
+  else if (tile_queries <= 4)
+    H2O_LAUNCH(grid, block, stream, attention_low_bit_kernel<4>)(qkv, items, tiles, layer, dims, scale, s);
+  else
+    H2O_LAUNCH(grid, block, stream, attention_low_bit_kernel<8>)(qkv, items, tiles, layer, dims, scale, s);
+  gpu::check_launch("attention_low_bit");
+}
+
+}  // namespace H2O_KERN_NS

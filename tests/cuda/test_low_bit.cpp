@@ -1,0 +1,293 @@
+// Quantized KV caches on the CUDA backend (SEMANTICS.md, "KV precision"): the
+// flush kernel's codes and numbers bit for bit the CPU's kvq arithmetic; a cut
+// and the flushes after it leaving every slot's key and value read back as
+// the CPU's LowBitHead reads its own; and whole streams on the engine taking
+// the CPU backend's tokens, evictions and live bytes step by step.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include "core/cpu/cpu_backend.h"
+#include "core/cpu/kv_quant.h"
+#include "core/cpu/low_bit_head.h"
+#include "core/model/dtype.h"
+#include "core/policy/cut_shape.h"
+#include "core/runtime/engine.h"
+#include "core/text/tokenizer.h"
+#include "kernels/launch.h"
+#include "tests/cuda/cuda_test_support.h"
+#include "tests/cuda/device_array.h"
+
+using namespace h2o;
+using namespace h2o::kern;
+using test::DeviceArray;
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// One (layer, KV head) of a quantized cache on the device, and on the CPU.
+
+struct DeviceHead {
+  KvPrecision kv;
+  int hd = 0, cap = 0, full_cap = 0, group_cap = 0, sinks = 0;
+  std::unique_ptr<DeviceArray<uint16_t>> full_k, full_v;
+  std::unique_ptr<DeviceArray<uint8_t>> quant_k, quant_v;
+  std::unique_ptr<DeviceArray<uint32_t>> value_scales, key_scales;
+  std::unique_ptr<DeviceArray<int32_t>> group_of, counts, pos;
+  std::unique_ptr<DeviceArray<float>> score;
+
+  CacheArrays arrays() const {
+    CacheArrays a;
+    a.pos = pos->get();
+    a.score = score->get();
+    a.cap = cap;
+    a.low = {kv.key_bits, kv.value_bits, kv.group, kv.residual, full_k->get(), full_v->get(), full_cap,
+             quant_k->get(), quant_v->get(), value_scales->get(), key_scales->get(), group_cap,
+             group_of->get(), counts->get()};
+    return a;
+  }
+};
+
+// A head holding `n` tokens at positions 0..n-1, all still f16 (sinks, then
+// the residual), none flushed: as the step that appended them leaves it.
+DeviceHead device_head(const KvPrecision& kv, int hd, int sinks, const std::vector<uint16_t>& k,
+                       const std::vector<uint16_t>& v, const std::vector<float>& scores, gpu::Stream s) {
+  DeviceHead h;
+  h.kv = kv;
+  h.hd = hd;
+  h.sinks = sinks;
+  const int n = int(k.size()) / hd;
+  h.cap = h.full_cap = h.group_cap = n;
+  std::vector<uint16_t> full_k(k), full_v(v);
+  h.full_k = std::make_unique<DeviceArray<uint16_t>>(full_k, s);
+  h.full_v = std::make_unique<DeviceArray<uint16_t>>(full_v, s);
+  h.quant_k = std::make_unique<DeviceArray<uint8_t>>(std::vector<uint8_t>(size_t(n) * hd * 2, 0xEE), s);
+  h.quant_v = std::make_unique<DeviceArray<uint8_t>>(std::vector<uint8_t>(size_t(n) * hd * 2, 0xEE), s);
+  h.value_scales = std::make_unique<DeviceArray<uint32_t>>(std::vector<uint32_t>(size_t(n) * hd, 0), s);
+  h.key_scales = std::make_unique<DeviceArray<uint32_t>>(std::vector<uint32_t>(size_t(n) * hd, 0), s);
+  h.group_of = std::make_unique<DeviceArray<int32_t>>(std::vector<int32_t>(size_t(n), -1), s);
+  h.counts = std::make_unique<DeviceArray<int32_t>>(std::vector<int32_t>(kCounts, 0), s);
+  std::vector<int32_t> positions(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) positions[size_t(i)] = i;
+  h.pos = std::make_unique<DeviceArray<int32_t>>(positions, s);
+  h.score = std::make_unique<DeviceArray<float>>(scores, s);
+  return h;
+}
+
+ModelDims one_head_dims(int hd) {
+  ModelDims d;
+  d.layers = d.heads = d.kv_heads = d.group = 1;
+  d.head_dim = hd;
+  d.q_dim = d.kv_dim = hd;
+  return d;
+}
+
+// Every slot's key and value as the device's arrays read back (the spec's m + code * s), for `held` slots.
+struct ReadBack {
+  std::vector<float> k, v;
+  std::vector<int32_t> counts;
+};
+ReadBack read_back(const DeviceHead& h, int held) {
+  const int hd = h.hd, G = h.kv.group;
+  const auto full_k = h.full_k->read(), full_v = h.full_v->read();
+  const auto quant_k = h.quant_k->read(), quant_v = h.quant_v->read();
+  const auto vs = h.value_scales->read(), ks = h.key_scales->read();
+  const auto group_of = h.group_of->read();
+  ReadBack out;
+  out.counts = h.counts->read();
+  const int sinks = out.counts[kSinks], quantized = out.counts[kQuantized];
+  out.k.resize(size_t(held) * hd);
+  out.v.resize(size_t(held) * hd);
+  const auto scale = [](uint32_t packed) { return kvq::Scale{uint16_t(packed & 0xffff), uint16_t(packed >> 16)}; };
+  for (int slot = 0; slot < held; ++slot) {
+    float* k = &out.k[size_t(slot) * hd];
+    float* v = &out.v[size_t(slot) * hd];
+    if (slot < sinks || slot >= sinks + quantized) {
+      const size_t row = size_t(slot < sinks ? slot : slot - quantized) * hd;
+      kvq::f16_to_f32_row(&full_k[row], hd, k);
+      kvq::f16_to_f32_row(&full_v[row], hd, v);
+      continue;
+    }
+    const int r = slot - sinks;
+    // A half's row: f16 where it keeps 16 bits, else codes under `scale_of(channel)`.
+    const auto row = [&](const std::vector<uint8_t>& packed, int bits, auto scale_of, float* out) {
+      const uint8_t* p = &packed[size_t(r) * kvq::row_bytes(hd, bits)];
+      if (bits == 16) return kvq::f16_to_f32_row(reinterpret_cast<const uint16_t*>(p), hd, out);
+      std::vector<uint8_t> codes(static_cast<size_t>(hd));
+      kvq::unpack_row(p, hd, bits, codes.data());
+      for (int c = 0; c < hd; ++c) out[c] = kvq::read_back(codes[size_t(c)], scale(scale_of(c)));
+    };
+    row(quant_k, h.kv.key_bits, [&](int c) { return ks[size_t(group_of[size_t(r)]) * hd + c]; }, k);
+    row(quant_v, h.kv.value_bits, [&](int c) { return vs[size_t(r) * (hd / G) + c / G]; }, v);
+  }
+  return out;
+}
+
+std::vector<uint16_t> random_f16_rows(int n, int hd, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.5f);
+  std::vector<uint16_t> out(size_t(n) * hd);
+  for (uint16_t& x : out) x = f32_to_f16(normal(rng));
+  out[size_t(hd) + 1] = out[size_t(2 * hd) + 1];  // a repeated value somewhere
+  return out;
+}
+
+// The CPU head holding the same rows, appended as f32 values that are already f16.
+std::unique_ptr<LowBitHead> cpu_head(const KvPrecision& kv, int hd, int sinks, const std::vector<uint16_t>& k,
+                                     const std::vector<uint16_t>& v) {
+  auto head = std::make_unique<LowBitHead>(kv, hd, sinks, false);
+  const int n = int(k.size()) / hd;
+  head->grow(head->plan(n, 1 << 20));
+  std::vector<float> key(static_cast<size_t>(hd)), value(static_cast<size_t>(hd));
+  for (int t = 0; t < n; ++t) {
+    kvq::f16_to_f32_row(&k[size_t(t) * hd], hd, key.data());
+    kvq::f16_to_f32_row(&v[size_t(t) * hd], hd, value.data());
+    head->append(key.data(), nullptr, value.data(), t);
+  }
+  return head;
+}
+
+void expect_same_slots(LowBitHead& cpu, const ReadBack& device, int held, int hd, const std::string& what) {
+  ASSERT_EQ(cpu.size(), held) << what;
+  std::vector<float> k(size_t(held) * hd), v(size_t(held) * hd);
+  cpu.read_keys(0, held, k.data());
+  cpu.read_values(0, held, v.data());
+  for (size_t i = 0; i < k.size(); ++i) {
+    ASSERT_EQ(device.k[i], k[i]) << what << ": key of slot " << i / size_t(hd) << ", channel " << i % size_t(hd);
+    ASSERT_EQ(device.v[i], v[i]) << what << ": value of slot " << i / size_t(hd) << ", channel " << i % size_t(hd);
+  }
+  EXPECT_EQ(device.counts[kSinks], cpu.sinks()) << what;
+  EXPECT_EQ(device.counts[kQuantized], cpu.quantized()) << what;
+  EXPECT_EQ(device.counts[kGroups], cpu.groups()) << what;
+}
+
+struct HeadCase {
+  int hd, key_bits, value_bits, group, residual;
+};
+
+}  // namespace
+
+// The flush, then a cut through quantized groups and the residual, then the
+// flush after it: every slot reads back bit for bit as the CPU head's, and
+// the runs and groups count the same. Head sizes take both of the attention
+// kernel's paths (whole planes of eight bytes, and codes one by one).
+H2O_CUDA_TEST(LowBit, FlushAndCutKeepWhatTheCpuHeadKeepsBitForBit) {
+  H2O_REQUIRE_CUDA();
+  const HeadCase cases[] = {{64, 2, 2, 32, 32}, {64, 4, 2, 16, 32}, {32, 8, 4, 8, 16},
+                            {8, 2, 2, 8, 16},   {8, 16, 4, 4, 8},   {64, 4, 16, 32, 64}};
+  for (const HeadCase& c : cases) {
+    KvPrecision kv;
+    kv.key_bits = c.key_bits, kv.value_bits = c.value_bits, kv.group = c.group, kv.residual = c.residual;
+    const std::string what = "hd " + std::to_string(c.hd) + ", " + kv.label() + ", G " + std::to_string(c.group);
+    std::mt19937 rng(uint32_t(c.hd * 131 + c.key_bits * 7 + c.value_bits));
+    const int sinks = 3, n = sinks + c.residual + 3 * c.group + 5;
+    const auto k = random_f16_rows(n, c.hd, rng), v = random_f16_rows(n, c.hd, rng);
+    std::vector<float> scores(static_cast<size_t>(n));
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    for (float& x : scores) x = unit(rng);
+    for (int j = sinks; j < sinks + c.group; ++j) scores[size_t(j)] = -unit(rng);  // the first key group goes whole
+
+    test::TestStream s;
+    DeviceHead dev = device_head(kv, c.hd, sinks, k, v, scores, s.get());
+    auto cpu = cpu_head(kv, c.hd, sinks, k, v);
+    const ModelDims d = one_head_dims(c.hd);
+
+    // The step that appended them ends: its flush.
+    ItemDesc it;
+    it.cache = dev.arrays();
+    it.n_before = n - 1, it.rows = 1, it.kept = n, it.sinks = sinks;
+    DeviceArray<ItemDesc> items(std::vector<ItemDesc>{it}, s.get());
+    kv_flush(items.get(), 1, d, 64, s.get());
+    cpu->flush();
+    expect_same_slots(*cpu, read_back(dev, n), n, c.hd, what + ", flushed");
+    ASSERT_GT(cpu->groups(), 1) << what;
+
+    // A cut keeping the sinks, a few recent slots and the best-scored between
+    // them (quantized or not), then the flush of the step it ends.
+    EvictionRule rule;
+    rule.sinks = sinks, rule.recent = c.group / 2 + 1, rule.by_score = n / 3;
+    const CutShape cut = cut_shape(n, sinks, rule.recent, rule.by_score);
+    std::vector<int> middle;
+    for (int j = cut.sinks; j < cut.recent_begin; ++j) middle.push_back(j);
+    std::sort(middle.begin(), middle.end(), [&](int a, int b) {
+      return survival_key(scores[size_t(a)], a) > survival_key(scores[size_t(b)], b);
+    });
+    std::vector<int> kept;
+    for (int j = 0; j < n; ++j)
+      if (j < cut.sinks || j >= cut.recent_begin ||
+          std::find(middle.begin(), middle.begin() + cut.by_score, j) != middle.begin() + cut.by_score)
+        kept.push_back(j);
+    ASSERT_EQ(int(kept.size()), cut.kept);
+    it.cut = 1, it.recent = rule.recent, it.by_score = rule.by_score, it.kept = cut.kept;
+    DeviceArray<ItemDesc> cut_items(std::vector<ItemDesc>{it}, s.get());
+    DeviceArray<int32_t> evicted(size_t(n - cut.kept), s.get());
+    DeviceArray<int> order(size_t(n), s.get());
+    evict(DType::F16, cut_items.get(), 1, d, evicted.get(), order.get(), n, nullptr, 64, s.get());
+    kv_flush(cut_items.get(), 1, d, 64, s.get());
+    cpu->cut(kept);
+    cpu->flush();
+    for (int32_t p : evicted.read()) ASSERT_EQ(std::find(kept.begin(), kept.end(), p), kept.end()) << what;
+    expect_same_slots(*cpu, read_back(dev, cut.kept), cut.kept, c.hd, what + ", cut");
+  }
+}
+
+// Whole streams through the engine, several precisions side by side (batched
+// and one at a time): each step's tokens, evictions and KV bytes (live) are
+// the CPU backend's. Heads of 8 (stories260K's) read codes one by one, heads
+// of 64 (test-256's) eight bytes of a plane at a time.
+H2O_CUDA_TEST(LowBit, StreamsTakeTheCpuBackendsTokensEvictionsAndBytes) {
+  H2O_REQUIRE_CUDA();
+  struct Case {
+    const char* shape;
+    int group, residual;
+  };
+  for (const Case& c : {Case{"stories260K", 8, 16}, Case{"test-256", 16, 32}}) {
+    const auto model = make_synthetic({c.shape, 11, DType::F32, 0, 0});
+    std::vector<PolicyConfig> policies = {
+        PolicyConfig::named("h2o").set("sinks", 4).set("heavy", 14).set("recent", 10),
+        PolicyConfig::named("tova").set("sinks", 2).set("window", 26),
+        PolicyConfig::named("streaming").set("sinks", 4).set("window", 24), PolicyConfig{},
+        PolicyConfig::named("h2o").set("sinks", 0).set("heavy", 20).set("recent", 8)};
+    const char* bits[] = {"2", "4", "8", "4,2", "16,4"};
+    for (size_t i = 0; i < policies.size(); ++i) {
+      policies[i].kv = parse_kv_bits(bits[i]);
+      policies[i].kv.group = c.group;
+      policies[i].kv.residual = c.residual;
+    }
+    for (bool batched : {true, false}) {
+      std::vector<std::vector<SessionRecord>> runs;
+      for (bool on_cuda : {false, true}) {
+        EngineOptions o;
+        o.policies = policies;
+        o.max_new_tokens = 48;
+        o.batched = batched;
+        o.prefill_chunk = 24;
+        std::unique_ptr<Backend> backend =
+            on_cuda ? test::cuda_backend(model, test::cpu_projection_tuning(), "f32") : make_cpu_backend(model, 1);
+        Engine engine(model, std::move(backend), make_byte_tokenizer(512), o);
+        std::vector<Turn> turns(2);
+        for (int t = 0; t < 2; ++t)
+          for (int i = 0; i < 40; ++i) turns[size_t(t)].ids.push_back((t * 97 + i * 29 + 3) % 512);
+        engine.start_stream(turns);
+        runs.emplace_back();
+        while (!engine.done())
+          for (SessionRecord& r : engine.step().sessions) runs.back().push_back(std::move(r));
+      }
+      const std::string what = std::string(c.shape) + (batched ? ", batched" : ", one at a time");
+      ASSERT_EQ(runs[0].size(), runs[1].size()) << what;
+      int64_t quantized_bytes_seen = 0;
+      for (size_t r = 0; r < runs[0].size(); ++r) {
+        const SessionRecord &cpu = runs[0][r], &gpu = runs[1][r];
+        const std::string at = what + ", record " + std::to_string(r) + ", session " + std::to_string(cpu.session);
+        ASSERT_EQ(gpu.session, cpu.session) << at;
+        ASSERT_EQ(gpu.token, cpu.token) << at;
+        ASSERT_EQ(gpu.evictions, cpu.evictions) << at;
+        ASSERT_EQ(gpu.cached_tokens, cpu.cached_tokens) << at;
+        ASSERT_EQ(gpu.live_bytes, cpu.live_bytes) << at;
+        quantized_bytes_seen = std::max(quantized_bytes_seen, cpu.live_bytes);
+      }
+      EXPECT_GT(quantized_bytes_seen, 0);
+    }
+  }
+}
