@@ -87,13 +87,37 @@ struct LowBitRows {
       H2O_UNROLL
       for (int i = 0; i < N; ++i) codes[i] = i < L.count ? code_at(packed, h.hd, bits, c0 + i) : 0u;
     }
+    uint32_t scales[N];
+    if (keys)
+      key_scales(L, h.key_scales + size_t(__ldg(h.group_of + row)) * h.hd + c0, scales);
+    else
+      value_scales(L, h.value_scales + size_t(row) * (h.hd / h.group), c0, scales);
     H2O_UNROLL
-    for (int i = 0; i < N; ++i) {
-      const uint32_t scale = i >= L.count ? 0u
-                             : keys      ? __ldg(h.key_scales + size_t(h.group_of[row]) * h.hd + c0 + i)
-                                         : __ldg(h.value_scales + size_t(row) * (h.hd / h.group) + (c0 + i) / h.group);
-      out[i] = i < L.count ? read_back(codes[i], scale) : 0.0f;
+    for (int i = 0; i < N; ++i) out[i] = i < L.count ? read_back(codes[i], scales[i]) : 0.0f;
+  }
+
+  // The chunk's channels' numbers in their key group: two 16-byte loads on the vector path.
+  __device__ static void key_scales(const Layout& L, const uint32_t* at, uint32_t (&out)[N]) {
+    if (L.vector) {
+      const uint4 a = __ldg(reinterpret_cast<const uint4*>(at)), b = __ldg(reinterpret_cast<const uint4*>(at + 4));
+      const uint32_t both[N] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+      H2O_UNROLL
+      for (int i = 0; i < N; ++i) out[i] = both[i];
+      return;
     }
+    H2O_UNROLL
+    for (int i = 0; i < N; ++i) out[i] = i < L.count ? __ldg(at + i) : 0u;
+  }
+  // The numbers of the value runs the chunk's channels fall in: one load where a run holds the whole chunk.
+  __device__ void value_scales(const Layout& L, const uint32_t* runs, int c0, uint32_t (&out)[N]) const {
+    if (h.group % N == 0) {
+      const uint32_t one = __ldg(runs + c0 / h.group);
+      H2O_UNROLL
+      for (int i = 0; i < N; ++i) out[i] = one;
+      return;
+    }
+    H2O_UNROLL
+    for (int i = 0; i < N; ++i) out[i] = i < L.count ? __ldg(runs + (c0 + i) / h.group) : 0u;
   }
 };
 

@@ -55,8 +55,13 @@ EvictionRule PolicyConfig::rule() const {
 std::string PolicyConfig::describe() const {
   std::string inside;
   const auto params = unit_->params;
-  for (size_t i = 0; i < params.size(); ++i)
-    inside += (inside.empty() ? "" : ",") + std::string(params[i].name) + "=" + std::to_string(values_[i]);
+  // Appended piece by piece: GCC 12 warns -Wrestrict (falsely) on const char* + std::string&&.
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!inside.empty()) inside += ',';
+    inside += params[i].name;
+    inside += '=';
+    inside += std::to_string(values_[i]);
+  }
   if (evicts() && slack > 0) inside += ",slack=" + std::to_string(slack);
   if (rolling) inside += inside.empty() ? "rolling" : ",rolling";
   if (!kv.native()) {
