@@ -20,10 +20,10 @@ __device__ void quantize_keys(const LowBitHead& h, const uint16_t* rows, int id,
   uint32_t* scales = h.key_scales + size_t(id) * hd;
   for (int c = tid; c < hd; c += threads) {
     float lo = half_bits_to_f32(rows[c]), hi = lo;
-    for (int t = 1; t < G; ++t) {
+    for (int t = 1; t < G; ++t) {  // as std::min / std::max keep the first of equals (-0 and +0 included)
       const float x = half_bits_to_f32(rows[size_t(t) * hd + c]);
-      lo = fminf(lo, x);
-      hi = fmaxf(hi, x);
+      lo = x < lo ? x : lo;
+      hi = hi < x ? x : hi;
     }
     scales[c] = scale_of(lo, hi, bits);
   }
@@ -49,9 +49,10 @@ __device__ void quantize_values(const LowBitHead& h, const uint16_t* rows, uint3
     const int t = e / runs, run = e % runs;
     const uint16_t* x = rows + size_t(t) * hd + size_t(run) * G;
     float lo = half_bits_to_f32(x[0]), hi = lo;
-    for (int c = 1; c < G; ++c) {
-      lo = fminf(lo, half_bits_to_f32(x[c]));
-      hi = fmaxf(hi, half_bits_to_f32(x[c]));
+    for (int c = 1; c < G; ++c) {  // as std::minmax_element: the first smallest, the last largest
+      const float e = half_bits_to_f32(x[c]);
+      lo = e < lo ? e : lo;
+      hi = e < hi ? hi : e;
     }
     scales[size_t(t) * runs + run] = scale_of(lo, hi, bits);
   }

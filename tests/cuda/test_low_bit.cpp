@@ -14,6 +14,7 @@
 #include "core/cpu/low_bit_head.h"
 #include "core/model/dtype.h"
 #include "core/policy/cut_shape.h"
+#include "core/policy/kept_set.h"
 #include "core/runtime/engine.h"
 #include "core/text/tokenizer.h"
 #include "kernels/launch.h"
@@ -31,7 +32,7 @@ namespace {
 
 struct DeviceHead {
   KvPrecision kv;
-  int hd = 0, cap = 0, full_cap = 0, group_cap = 0, sinks = 0;
+  int hd = 0, cap = 0, full_cap = 0, group_cap = 0;
   std::unique_ptr<DeviceArray<uint16_t>> full_k, full_v;
   std::unique_ptr<DeviceArray<uint8_t>> quant_k, quant_v;
   std::unique_ptr<DeviceArray<uint32_t>> value_scales, key_scales;
@@ -50,29 +51,44 @@ struct DeviceHead {
   }
 };
 
-// A head holding `n` tokens at positions 0..n-1, all still f16 (sinks, then
-// the residual), none flushed: as the step that appended them leaves it.
-DeviceHead device_head(const KvPrecision& kv, int hd, int sinks, const std::vector<uint16_t>& k,
-                       const std::vector<uint16_t>& v, const std::vector<float>& scores, gpu::Stream s) {
+// A head with room for `cap` tokens in every run, holding none.
+DeviceHead empty_device_head(const KvPrecision& kv, int hd, int cap, gpu::Stream s) {
   DeviceHead h;
   h.kv = kv;
   h.hd = hd;
-  h.sinks = sinks;
-  const int n = int(k.size()) / hd;
-  h.cap = h.full_cap = h.group_cap = n;
-  std::vector<uint16_t> full_k(k), full_v(v);
-  h.full_k = std::make_unique<DeviceArray<uint16_t>>(full_k, s);
-  h.full_v = std::make_unique<DeviceArray<uint16_t>>(full_v, s);
-  h.quant_k = std::make_unique<DeviceArray<uint8_t>>(std::vector<uint8_t>(size_t(n) * hd * 2, 0xEE), s);
-  h.quant_v = std::make_unique<DeviceArray<uint8_t>>(std::vector<uint8_t>(size_t(n) * hd * 2, 0xEE), s);
-  h.value_scales = std::make_unique<DeviceArray<uint32_t>>(std::vector<uint32_t>(size_t(n) * hd, 0), s);
-  h.key_scales = std::make_unique<DeviceArray<uint32_t>>(std::vector<uint32_t>(size_t(n) * hd, 0), s);
-  h.group_of = std::make_unique<DeviceArray<int32_t>>(std::vector<int32_t>(size_t(n), -1), s);
+  h.cap = h.full_cap = h.group_cap = cap;
+  const size_t rows = size_t(cap);
+  h.full_k = std::make_unique<DeviceArray<uint16_t>>(std::vector<uint16_t>(rows * hd, 0x7e00), s);  // NaN: unwritten
+  h.full_v = std::make_unique<DeviceArray<uint16_t>>(std::vector<uint16_t>(rows * hd, 0x7e00), s);
+  h.quant_k = std::make_unique<DeviceArray<uint8_t>>(std::vector<uint8_t>(rows * hd * 2, 0xEE), s);
+  h.quant_v = std::make_unique<DeviceArray<uint8_t>>(std::vector<uint8_t>(rows * hd * 2, 0xEE), s);
+  h.value_scales = std::make_unique<DeviceArray<uint32_t>>(std::vector<uint32_t>(rows * hd, 0), s);
+  h.key_scales = std::make_unique<DeviceArray<uint32_t>>(std::vector<uint32_t>(rows * hd, 0), s);
+  h.group_of = std::make_unique<DeviceArray<int32_t>>(std::vector<int32_t>(rows, -1), s);
   h.counts = std::make_unique<DeviceArray<int32_t>>(std::vector<int32_t>(kCounts, 0), s);
+  h.pos = std::make_unique<DeviceArray<int32_t>>(std::vector<int32_t>(rows, -1), s);
+  h.score = std::make_unique<DeviceArray<float>>(std::vector<float>(rows, 0.0f), s);
+  return h;
+}
+
+template <class T>
+void upload(const DeviceArray<T>& to, size_t at, const std::vector<T>& from, gpu::Stream s) {
+  gpu::copy_to_device(to.get() + at, from.data(), from.size() * sizeof(T), s);
+  gpu::synchronize(s);
+}
+
+// A head holding `n` tokens at positions 0..n-1, all still f16 (sinks, then
+// the residual), none flushed: as the step that appended them leaves it.
+DeviceHead device_head(const KvPrecision& kv, int hd, const std::vector<uint16_t>& k, const std::vector<uint16_t>& v,
+                       const std::vector<float>& scores, gpu::Stream s) {
+  const int n = int(k.size()) / hd;
+  DeviceHead h = empty_device_head(kv, hd, n, s);
+  upload(*h.full_k, 0, k, s);
+  upload(*h.full_v, 0, v, s);
   std::vector<int32_t> positions(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) positions[size_t(i)] = i;
-  h.pos = std::make_unique<DeviceArray<int32_t>>(positions, s);
-  h.score = std::make_unique<DeviceArray<float>>(scores, s);
+  upload(*h.pos, 0, positions, s);
+  upload(*h.score, 0, scores, s);
   return h;
 }
 
@@ -189,7 +205,7 @@ H2O_CUDA_TEST(LowBit, FlushAndCutKeepWhatTheCpuHeadKeepsBitForBit) {
     for (int j = sinks; j < sinks + c.group; ++j) scores[size_t(j)] = -unit(rng);  // the first key group goes whole
 
     test::TestStream s;
-    DeviceHead dev = device_head(kv, c.hd, sinks, k, v, scores, s.get());
+    DeviceHead dev = device_head(kv, c.hd, k, v, scores, s.get());
     auto cpu = cpu_head(kv, c.hd, sinks, k, v);
     const ModelDims d = one_head_dims(c.hd);
 
@@ -230,6 +246,122 @@ H2O_CUDA_TEST(LowBit, FlushAndCutKeepWhatTheCpuHeadKeepsBitForBit) {
     for (int32_t p : evicted.read()) ASSERT_EQ(std::find(kept.begin(), kept.end(), p), kept.end()) << what;
     expect_same_slots(*cpu, read_back(dev, cut.kept), cut.kept, c.hd, what + ", cut");
   }
+}
+
+namespace {
+
+// One random run of LowBit.RandomSteps: a precision (any halves, every G that
+// divides the head), a rule, a block size.
+struct RandomCase {
+  KvPrecision kv;
+  EvictionRule rule;
+  int hd = 0, threads = 0;
+  std::string what;
+};
+
+RandomCase random_case(std::mt19937& rng, int trial) {
+  RandomCase c;
+  const int hds[] = {8, 16, 32, 64, 128}, bits[] = {2, 4, 8, 16}, threads[] = {32, 64, 128, 256, 1024};
+  c.hd = hds[rng() % 5];
+  do {
+    c.kv.key_bits = bits[rng() % 4];
+    c.kv.value_bits = bits[rng() % 4];
+  } while (c.kv.key_bits == 16 && c.kv.value_bits == 16);
+  std::vector<int> groups;
+  for (int g = 1; g <= c.hd; ++g)
+    if (c.hd % g == 0) groups.push_back(g);
+  c.kv.group = groups[rng() % groups.size()];
+  c.kv.residual = c.kv.group * int(1 + rng() % 3);
+  c.threads = threads[rng() % 5];
+  c.rule.sinks = int(rng() % 5);
+  c.rule.recent = int(1 + rng() % 12);
+  c.rule.by_score = int(rng() % 40);
+  c.rule.budget = c.rule.sinks + c.rule.recent + c.rule.by_score;
+  c.rule.slack = int(rng() % 8);
+  c.what = "trial " + std::to_string(trial) + ": hd " + std::to_string(c.hd) + ", " + c.kv.label() + ", G " +
+           std::to_string(c.kv.group) + ", R " + std::to_string(c.kv.residual) + ", " + std::to_string(c.threads) +
+           " threads, sinks " + std::to_string(c.rule.sinks);
+  return c;
+}
+
+// `rows` random f16 tokens appended to both heads (to the device's at slot -
+// quantized, as rope_append puts them), a quarter of them constant keys (s = 0).
+void append_random_rows(std::mt19937& rng, int rows, int64_t seen, DeviceHead& dev, LowBitHead& cpu,
+                        std::vector<int32_t>& pos, gpu::Stream s) {
+  std::normal_distribution<float> normal(0.0f, 1.5f);
+  const int hd = dev.hd, quantized = dev.counts->read()[kQuantized];
+  std::vector<uint16_t> k(static_cast<size_t>(hd)), v(static_cast<size_t>(hd));
+  std::vector<float> key(static_cast<size_t>(hd)), value(static_cast<size_t>(hd));
+  for (int r = 0; r < rows; ++r) {
+    for (uint16_t& x : k) x = f32_to_f16(normal(rng));
+    for (uint16_t& x : v) x = f32_to_f16(normal(rng));
+    if (rng() % 4 == 0) std::fill(k.begin(), k.end(), k[0]);
+    kvq::f16_to_f32_row(k.data(), hd, key.data());
+    kvq::f16_to_f32_row(v.data(), hd, value.data());
+    cpu.append(key.data(), nullptr, value.data(), int32_t(seen + r));
+    const size_t row = size_t(int(pos.size()) - quantized) * hd;
+    upload(*dev.full_k, row, k, s);
+    upload(*dev.full_v, row, v, s);
+    pos.push_back(int32_t(seen + r));
+  }
+}
+
+}  // namespace
+
+// Many random steps of one head (prefills of up to 120 rows, decode steps,
+// scores with ties, cuts as the rule makes them due, the flush after each),
+// over random precisions, groups, residuals and block sizes: after every
+// step each slot reads back bit for bit as the CPU head's.
+H2O_CUDA_TEST(LowBit, RandomStepsKeepWhatTheCpuHeadKeeps) {
+  H2O_REQUIRE_CUDA();
+  std::mt19937 rng(12345);
+  int steps_checked = 0;
+  constexpr int kCap = 1024;
+  for (int trial = 0; trial < 60; ++trial) {
+    const RandomCase c = random_case(rng, trial);
+    test::TestStream s;
+    DeviceHead dev = empty_device_head(c.kv, c.hd, kCap, s.get());
+    LowBitHead cpu(c.kv, c.hd, c.rule.sinks, false);
+    cpu.grow(cpu.plan(kCap, 1 << 20));
+    const ModelDims d = one_head_dims(c.hd);
+    std::vector<int32_t> pos;
+    std::vector<float> score;
+    std::uniform_int_distribution<int> score_step(0, 3);
+    for (int step = 0, seen = 0; step < 25; ++step) {
+      const int rows = step % 5 == 0 ? int(1 + rng() % 120) : int(1 + rng() % 3), n_before = int(pos.size());
+      if (n_before + rows > kCap) break;
+      append_random_rows(rng, rows, seen, dev, cpu, pos, s.get());
+      score.resize(pos.size(), 0.0f);
+      for (float& x : score) x += float(score_step(rng));  // ties happen
+      upload(*dev.pos, 0, pos, s.get());
+      upload(*dev.score, 0, score, s.get());
+      const std::vector<int> kept = select_kept(c.rule, pos, score);
+      ItemDesc it;
+      it.cache = dev.arrays();
+      it.n_before = n_before, it.rows = rows, it.kept = int(kept.size()), it.tokens_seen = seen;
+      it.sinks = c.rule.sinks, it.recent = c.rule.recent, it.by_score = c.rule.by_score;
+      it.cut = c.rule.cut_due(int(pos.size())) ? 1 : 0;
+      DeviceArray<ItemDesc> items(std::vector<ItemDesc>{it}, s.get());
+      if (it.cut) {
+        DeviceArray<int32_t> evicted(pos.size() - kept.size() + 1, s.get());
+        DeviceArray<int> order(size_t(kCap), s.get());
+        evict(DType::F16, items.get(), 1, d, evicted.get(), order.get(), kCap, nullptr, c.threads, s.get());
+        cpu.cut(kept);
+        std::vector<int32_t> kept_pos;
+        std::vector<float> kept_score;
+        for (int j : kept) kept_pos.push_back(pos[size_t(j)]), kept_score.push_back(score[size_t(j)]);
+        pos = std::move(kept_pos), score = std::move(kept_score);
+      }
+      kv_flush(items.get(), 1, d, c.threads, s.get());
+      cpu.flush();
+      seen += rows;
+      expect_same_slots(cpu, read_back(dev, int(pos.size())), int(pos.size()), c.hd,
+                        c.what + ", step " + std::to_string(step));
+      if (HasFailure()) return;
+      ++steps_checked;
+    }
+  }
+  EXPECT_GT(steps_checked, 1000);
 }
 
 // Whole streams through the engine, several precisions side by side (batched
