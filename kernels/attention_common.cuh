@@ -30,6 +30,7 @@
 // slots < n_before + r + 1. Every sum has a fixed order, so results are
 // deterministic.
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/launch.h"
 #include "kernels/portable.h"
@@ -246,6 +247,20 @@ __device__ __forceinline__ void attention_block(const Rows& rows, const Layout& 
   // partials[row_head][split_bucket][head_dim + 2], this split's slice.
   merge(L, st, queries, map, s.partials + size_t(int(blockIdx.x)) * (d.head_dim + 2), s.split_bucket * (d.head_dim + 2),
         sm_acc, sm_ml);
+}
+
+// Calls launch(std::integral_constant<int, Q>{}) for the kernel instance of
+// Q queries a block: the least of 1, 2, 4 and 8 that holds tile_queries.
+template <class Launch>
+void for_tile_queries(int tile_queries, Launch launch) {
+  if (tile_queries <= 1)
+    launch(std::integral_constant<int, 1>{});
+  else if (tile_queries <= 2)
+    launch(std::integral_constant<int, 2>{});
+  else if (tile_queries <= 4)
+    launch(std::integral_constant<int, 4>{});
+  else
+    launch(std::integral_constant<int, 8>{});
 }
 
 }  // namespace H2O_KERN_NS

@@ -149,14 +149,10 @@ void attention_low_bit(const float* qkv, const ItemDesc* items, const RowTile* t
   const float scale = 1.0f / sqrtf(float(dims.head_dim));
   const dim3 grid(unsigned(s.split_bucket), unsigned(dims.kv_heads), unsigned(tile_count));
   const dim3 block{unsigned(kAttentionThreads)};
-  if (tile_queries <= 1)
-    H2O_LAUNCH(grid, block, stream, attention_low_bit_kernel<1>)(qkv, items, tiles, layer, dims, scale, s);
-  else if (tile_queries <= 2)
-    H2O_LAUNCH(grid, block, stream, attention_low_bit_kernel<2>)(qkv, items, tiles, layer, dims, scale, s);
-  else if (tile_queries <= 4)
-    H2O_LAUNCH(grid, block, stream, attention_low_bit_kernel<4>)(qkv, items, tiles, layer, dims, scale, s);
-  else
-    H2O_LAUNCH(grid, block, stream, attention_low_bit_kernel<8>)(qkv, items, tiles, layer, dims, scale, s);
+  for_tile_queries(tile_queries, [&](auto q) {
+    H2O_LAUNCH(grid, block, stream, attention_low_bit_kernel<decltype(q)::value>)(qkv, items, tiles, layer, dims, scale,
+                                                                                  s);
+  });
   gpu::check_launch("attention_low_bit");
 }
 

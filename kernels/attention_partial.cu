@@ -88,14 +88,10 @@ template <class T>
 void launch(int tile_queries, dim3 grid, gpu::Stream stream, const float* qkv, const ItemDesc* items,
             const RowTile* tiles, int layer, const ModelDims& d, float scale, const AttentionScratch& s) {
   const dim3 block{unsigned(kAttentionThreads)};
-  if (tile_queries <= 1)
-    H2O_LAUNCH(grid, block, stream, attention_partial_kernel<T, 1>)(qkv, items, tiles, layer, d, scale, s);
-  else if (tile_queries <= 2)
-    H2O_LAUNCH(grid, block, stream, attention_partial_kernel<T, 2>)(qkv, items, tiles, layer, d, scale, s);
-  else if (tile_queries <= 4)
-    H2O_LAUNCH(grid, block, stream, attention_partial_kernel<T, 4>)(qkv, items, tiles, layer, d, scale, s);
-  else
-    H2O_LAUNCH(grid, block, stream, attention_partial_kernel<T, 8>)(qkv, items, tiles, layer, d, scale, s);
+  for_tile_queries(tile_queries, [&](auto q) {
+    H2O_LAUNCH(grid, block, stream, attention_partial_kernel<T, decltype(q)::value>)(qkv, items, tiles, layer, d,
+                                                                                     scale, s);
+  });
 }
 
 }  // namespace

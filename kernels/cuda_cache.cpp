@@ -81,98 +81,54 @@ CudaCache::LowBitCaps CudaCache::low_bit_caps(int slots, int rows) const {
   return caps;
 }
 
-int64_t CudaCache::bytes_at(int slots, const LowBitCaps& caps) const {
-  const int64_t heads = int64_t(dims_.layers) * dims_.kv_heads, hd = dims_.head_dim;
-  if (slots == 0) return 0;
-  const KvPrecision& kv = policy().kv;
-  int64_t slot_bytes = int64_t(sizeof(int32_t) + sizeof(float)) + kern::low_bit_row_bytes(int(hd), kv.key_bits) +
-                       kern::low_bit_row_bytes(int(hd), kv.value_bits) + int64_t(sizeof(int32_t));
-  if (kv.value_bits < 16) slot_bytes += hd / kv.group * 4;
-  const int64_t group_bytes = kv.key_bits < 16 ? hd * 4 : 0;
-  return heads * (slots * slot_bytes + int64_t(caps.full) * hd * 2 * 2 + int64_t(caps.groups) * group_bytes +
-                  kern::kCounts * int64_t(sizeof(int32_t)));
-}
-
 void CudaCache::reserve_for(int rows) {
   const int target = grown_capacity(rule(), held_, cap_, rows);
-  if (low_bit_) {
-    const LowBitCaps caps = low_bit_caps(target, rows);
-    if (target != cap_ || caps.full != low_caps_.full || caps.groups != low_caps_.groups) reserve_low_bit(target, caps);
-    return;
-  }
-  if (target == cap_) return;
-  const int64_t heads = int64_t(dims_.layers) * dims_.kv_heads;
-  const bool rolling = rule().rolling;
-  const int64_t more = (int64_t(target) - cap_) * heads * row_bytes(dims_, storage_, rolling);
-  book(more);  // CacheCannotGrow past the KV limit
-  const size_t hd_bytes = size_t(dims_.head_dim) * size_t(dtype_size(storage_));
-  gpu::DeviceBuffer k, v, k_raw, pos, score;
-  try {
-    k = gpu::DeviceBuffer(size_t(heads) * size_t(target) * hd_bytes);
-    v = gpu::DeviceBuffer(size_t(heads) * size_t(target) * hd_bytes);
-    if (rolling) k_raw = gpu::DeviceBuffer(size_t(heads) * size_t(target) * hd_bytes);
-    pos = gpu::DeviceBuffer(size_t(heads) * size_t(target) * sizeof(int32_t));
-    score = gpu::DeviceBuffer(size_t(heads) * size_t(target) * sizeof(float));
-  } catch (const gpu::OutOfDeviceMemory& e) {
-    unbook(more);
-    throw CacheCannotGrow(std::string("out of device memory growing the KV cache (") + e.what() + ")");
-  } catch (...) {
-    unbook(more);
-    throw;
-  }
-  // The tokens held move to the same slots of the wider rows.
-  if (held_ > 0) {
-    const gpu::Stream s = stream_->stream;
-    const auto move_rows = [&](gpu::DeviceBuffer& to, const gpu::DeviceBuffer& from, size_t bytes_per_slot) {
-      gpu::copy_rows_on_device(to.get(), size_t(target) * bytes_per_slot, from.get(), size_t(cap_) * bytes_per_slot,
-                               size_t(held_) * bytes_per_slot, size_t(heads), s);
-    };
-    move_rows(k, k_, hd_bytes);
-    move_rows(v, v_, hd_bytes);
-    if (rolling) move_rows(k_raw, k_raw_, hd_bytes);
-    move_rows(pos, pos_, sizeof(int32_t));
-    move_rows(score, score_, sizeof(float));
-    gpu::synchronize(s);  // before the old arrays are freed
-  }
-  k_ = std::move(k);
-  v_ = std::move(v);
-  k_raw_ = std::move(k_raw);
-  pos_ = std::move(pos);
-  score_ = std::move(score);
-  cap_ = target;
+  const LowBitCaps caps = low_bit_ ? low_bit_caps(target, rows) : LowBitCaps{};
+  if (target == cap_ && caps.full == low_caps_.full && caps.groups == low_caps_.groups) return;
+  regrow(target, caps);
 }
 
-// Every array of a quantized cache at its new capacities, all allocated
-// before any is replaced (so a failure changes nothing), each head's rows
-// moved to the same place in the wider runs.
-void CudaCache::reserve_low_bit(int target, const LowBitCaps& caps) {
-  const int64_t more = bytes_at(target, caps) - bytes_at(cap_, low_caps_);
-  book(more);  // CacheCannotGrow past the KV limit
-  const size_t heads = size_t(dims_.layers) * size_t(dims_.kv_heads), hd = size_t(dims_.head_dim);
+// Every array of the cache, [layer][kv_head][rows] of row_bytes: the f16 (or
+// f32) keys and values, or a quantized cache's runs, and the positions and scores.
+std::vector<CudaCache::Run> CudaCache::runs(int target, const LowBitCaps& caps) {
+  const size_t hd = size_t(dims_.head_dim);
+  if (!low_bit_) {
+    const size_t row = hd * size_t(dtype_size(storage_));
+    return {{&k_, row, cap_, target, held_},
+            {&v_, row, cap_, target, held_},
+            {&k_raw_, rule().rolling ? row : 0, cap_, target, held_},
+            {&pos_, 4, cap_, target, held_},
+            {&score_, 4, cap_, target, held_}};
+  }
   const KvPrecision& kv = policy().kv;
-  struct Run {
-    gpu::DeviceBuffer* buffer;
-    size_t row_bytes;
-    int old_rows, new_rows;
-  };
-  const std::vector<Run> runs = {
-      {&pos_, 4, cap_, target},
-      {&score_, 4, cap_, target},
-      {&quant_k_, size_t(kern::low_bit_row_bytes(int(hd), kv.key_bits)), cap_, target},
-      {&quant_v_, size_t(kern::low_bit_row_bytes(int(hd), kv.value_bits)), cap_, target},
-      {&value_scales_, kv.value_bits < 16 ? hd / size_t(kv.group) * 4 : 0, cap_, target},
-      {&group_of_, 4, cap_, target},
-      {&full_k_, hd * 2, low_caps_.full, caps.full},
-      {&full_v_, hd * 2, low_caps_.full, caps.full},
-      {&key_scales_, kv.key_bits < 16 ? hd * 4 : 0, low_caps_.groups, caps.groups},
-  };
-  std::vector<gpu::DeviceBuffer> grown(runs.size());
+  return {{&pos_, 4, cap_, target, held_},
+          {&score_, 4, cap_, target, held_},
+          {&quant_k_, size_t(kern::low_bit_row_bytes(int(hd), kv.key_bits)), cap_, target, held_},
+          {&quant_v_, size_t(kern::low_bit_row_bytes(int(hd), kv.value_bits)), cap_, target, held_},
+          {&value_scales_, kv.value_bits < 16 ? hd / size_t(kv.group) * 4 : 0, cap_, target, held_},
+          {&group_of_, 4, cap_, target, held_},
+          {&full_k_, hd * 2, low_caps_.full, caps.full, low_caps_.full},
+          {&full_v_, hd * 2, low_caps_.full, caps.full, low_caps_.full},
+          {&key_scales_, kv.key_bits < 16 ? hd * 4 : 0, low_caps_.groups, caps.groups, low_caps_.groups}};
+}
+
+// Every array at its new capacity, all allocated before any is replaced (so a
+// failure changes nothing), each head's rows moved to the same place in the
+// wider runs. Throws CacheCannotGrow at the KV limit or when the device is full.
+void CudaCache::regrow(int target, const LowBitCaps& caps) {
+  const std::vector<Run> all = runs(target, caps);
+  const size_t heads = size_t(dims_.layers) * size_t(dims_.kv_heads);
+  const size_t counts_bytes = low_bit_ && !counts_device_.get() ? heads * kern::kCounts * sizeof(int32_t) : 0;
+  int64_t more = int64_t(counts_bytes);
+  for (const Run& r : all) more += int64_t(heads) * (r.new_rows - r.old_rows) * int64_t(r.row_bytes);
+  book(more);  // CacheCannotGrow past the KV limit
+  std::vector<gpu::DeviceBuffer> grown(all.size());
   gpu::DeviceBuffer counts;
   try {
-    for (size_t i = 0; i < runs.size(); ++i)
-      if (runs[i].row_bytes > 0 && runs[i].new_rows != runs[i].old_rows)
-        grown[i] = gpu::DeviceBuffer(heads * size_t(runs[i].new_rows) * runs[i].row_bytes);
-    if (!counts_device_.get()) counts = gpu::DeviceBuffer(heads * kern::kCounts * sizeof(int32_t));
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i].row_bytes > 0 && all[i].new_rows != all[i].old_rows)
+        grown[i] = gpu::DeviceBuffer(heads * size_t(all[i].new_rows) * all[i].row_bytes);
+    if (counts_bytes) counts = gpu::DeviceBuffer(counts_bytes);
   } catch (const gpu::OutOfDeviceMemory& e) {
     unbook(more);
     throw CacheCannotGrow(std::string("out of device memory growing the KV cache (") + e.what() + ")");
@@ -181,20 +137,19 @@ void CudaCache::reserve_low_bit(int target, const LowBitCaps& caps) {
     throw;
   }
   const gpu::Stream s = stream_->stream;
-  if (counts.get()) {
-    gpu::fill_on_device(counts.get(), 0, heads * kern::kCounts * sizeof(int32_t), s);
+  if (counts_bytes) {
+    gpu::fill_on_device(counts.get(), 0, counts_bytes, s);
     counts_device_ = std::move(counts);
   }
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const Run& r = runs[i];
-    if (!grown[i].get()) continue;
-    if (r.old_rows > 0)
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Run& r = all[i];
+    if (grown[i].get() && r.used > 0)
       gpu::copy_rows_on_device(grown[i].get(), size_t(r.new_rows) * r.row_bytes, r.buffer->get(),
-                               size_t(r.old_rows) * r.row_bytes, size_t(r.old_rows) * r.row_bytes, heads, s);
+                               size_t(r.old_rows) * r.row_bytes, size_t(r.used) * r.row_bytes, heads, s);
   }
   gpu::synchronize(s);  // before the old arrays are freed
-  for (size_t i = 0; i < runs.size(); ++i)
-    if (grown[i].get()) *runs[i].buffer = std::move(grown[i]);
+  for (size_t i = 0; i < all.size(); ++i)
+    if (grown[i].get()) *all[i].buffer = std::move(grown[i]);
   cap_ = target;
   low_caps_ = caps;
 }

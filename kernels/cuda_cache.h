@@ -81,9 +81,14 @@ class CudaCache final : public CacheBook {
     int full = 0, groups = 0;
   };
   LowBitCaps low_bit_caps(int slots, int rows) const;
-  // Bytes of every array at these capacities.
-  int64_t bytes_at(int slots, const LowBitCaps& caps) const;
-  void reserve_low_bit(int target, const LowBitCaps& caps);
+  // One array, [layer][kv_head][rows] of row_bytes (0: not kept), from old_rows to new_rows, `used` of them held.
+  struct Run {
+    gpu::DeviceBuffer* buffer;
+    size_t row_bytes;
+    int old_rows, new_rows, used;
+  };
+  std::vector<Run> runs(int target, const LowBitCaps& caps);
+  void regrow(int target, const LowBitCaps& caps);
 
   kern::ModelDims dims_;
   DType storage_;

@@ -13,6 +13,22 @@
 namespace H2O_KERN_NS {
 namespace {
 
+// The packed code rows (kvq::pack_row's planes) of `tokens` f16 rows of hd
+// channels: channel c of token t under scale_of(t, c), a thread a byte.
+template <class ScaleOf>
+__device__ void pack_codes(const uint16_t* rows, int tokens, int hd, int bits, ScaleOf scale_of, uint8_t* packed) {
+  const int row_bytes = low_bit_row_bytes(hd, bits), per = 8 / bits;
+  for (int e = int(threadIdx.x); e < tokens * row_bytes; e += int(blockDim.x)) {
+    const int t = e / row_bytes, j = e % row_bytes;
+    uint32_t byte = 0;
+    for (int k = 0; k < per; ++k) {
+      const int c = j + k * row_bytes;
+      byte |= code_of(half_bits_to_f32(rows[size_t(t) * hd + c]), scale_of(t, c), bits) << (k * bits);
+    }
+    packed[size_t(t) * row_bytes + j] = uint8_t(byte);
+  }
+}
+
 // Group `id` from the f16 rows at `rows` (G tokens): per channel c its (m, s)
 // into key_scales, then each token's packed codes (kvq::pack_row's planes).
 __device__ void quantize_keys(const LowBitHead& h, const uint16_t* rows, int id, uint8_t* packed) {
@@ -28,16 +44,7 @@ __device__ void quantize_keys(const LowBitHead& h, const uint16_t* rows, int id,
     scales[c] = scale_of(lo, hi, bits);
   }
   __syncthreads();
-  const int row_bytes = h.key_row_bytes, per = 8 / bits;
-  for (int e = tid; e < G * row_bytes; e += threads) {
-    const int t = e / row_bytes, j = e % row_bytes;
-    uint32_t byte = 0;
-    for (int k = 0; k < per; ++k) {
-      const int c = j + k * row_bytes;
-      byte |= code_of(half_bits_to_f32(rows[size_t(t) * hd + c]), scales[c], bits) << (k * bits);
-    }
-    packed[size_t(t) * row_bytes + j] = uint8_t(byte);
-  }
+  pack_codes(rows, G, hd, bits, [&](int, int c) { return scales[c]; }, packed);
 }
 
 // G values from the f16 rows at `rows`: per token and run of G channels its
@@ -57,16 +64,7 @@ __device__ void quantize_values(const LowBitHead& h, const uint16_t* rows, uint3
     scales[size_t(t) * runs + run] = scale_of(lo, hi, bits);
   }
   __syncthreads();
-  const int row_bytes = h.value_row_bytes, per = 8 / bits;
-  for (int e = tid; e < G * row_bytes; e += threads) {
-    const int t = e / row_bytes, j = e % row_bytes;
-    uint32_t byte = 0;
-    for (int k = 0; k < per; ++k) {
-      const int c = j + k * row_bytes;
-      byte |= code_of(half_bits_to_f32(rows[size_t(t) * hd + c]), scales[size_t(t) * runs + c / G], bits) << (k * bits);
-    }
-    packed[size_t(t) * row_bytes + j] = uint8_t(byte);
-  }
+  pack_codes(rows, G, hd, bits, [&](int t, int c) { return scales[size_t(t) * runs + c / G]; }, packed);
 }
 
 // A half kept at 16 bits in the quantized run: its f16 rows copied as they are.
