@@ -188,15 +188,18 @@ void RecordingReader::read_ahead() {
       p.error = e.what();
     }
   };
-  // Every core takes every n-th line; each line's result goes to its own slot.
-  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
-  std::vector<std::thread> workers;
-  for (size_t t = 1; t < threads && t < lines.size(); ++t)
-    workers.emplace_back([&, t] {
-      for (size_t i = t; i < lines.size(); i += threads) parse(i);
-    });
-  for (size_t i = 0; i < lines.size(); i += threads) parse(i);
-  for (std::thread& w : workers) w.join();
+  // Each core takes lines as they come; each line's result goes to its own slot.
+  if (!pool_) {
+    const int threads = std::clamp(int(std::thread::hardware_concurrency()), 1, 8);
+    try {
+      pool_ = std::make_unique<ThreadPool>(threads);
+    } catch (const Error&) {  // no threads to be had: this one parses alone
+      pool_ = std::make_unique<ThreadPool>(1);
+    }
+  }
+  pool_->parallel_for(int(lines.size()), 1, [&](int begin, int end) {
+    for (int i = begin; i < end; ++i) parse(size_t(i));
+  });
   for (Parsed& p : batch) ahead_.push_back(std::move(p));
 }
 

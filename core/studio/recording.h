@@ -39,6 +39,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "core/base/thread_pool.h"
 #include "core/runtime/engine.h"
 #include "core/studio/run_loop.h"
 
@@ -139,6 +140,8 @@ class RecordingReader final : public StepSource {
   };
   void read_ahead();
 
+  // The cores that parse (up to 8), made once: a seek reads thousands of batches.
+  std::unique_ptr<ThreadPool> pool_;
   RecordingIndex index_;
   std::string path_;
   std::unique_ptr<std::istream> in_;

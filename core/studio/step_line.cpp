@@ -251,6 +251,10 @@ RecordingLine parse_recording_line(std::string& line, int version, int64_t skim_
     o.reset();
     out.skimmed = number < skim_below;
     out.step = step(o, version, out.skimmed ? StepDetail::Skim : StepDetail::Full);
+    // The object is read to its end: anything but blanks after it is another value (simdjson
+    // 3.0 has no at_end(); a location inside the line says there is more).
+    const char* more = nullptr;
+    if (doc.current_location().get(more) == simdjson::SUCCESS) throw Error("text after the step's object");
     return out;
   } catch (const simdjson::simdjson_error& e) {
     throw Error(std::string("invalid JSON: ") + e.what());

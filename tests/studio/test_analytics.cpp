@@ -296,6 +296,9 @@ TEST(Recording, StepRoundTripsExactlyIncludingPartialUtf8) {
   const StepRecord back = parse_step_line(text);
   std::string cut = line.substr(0, line.size() / 2);
   EXPECT_THROW(parse_step_line(cut), Error);
+  std::string two = line + " " + line, blanks = line + "  \t";  // a second object is not this line's
+  EXPECT_THROW(parse_step_line(two), Error);
+  EXPECT_NO_THROW(parse_step_line(blanks));
   EXPECT_EQ(json_dump(to_json(back)), line);
   EXPECT_EQ(back.sessions[0].fed_text[1], s.fed_text[1]);
   EXPECT_EQ(back.sessions[0].text, "\xff");
