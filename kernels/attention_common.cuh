@@ -7,6 +7,7 @@
 //
 //   struct Rows {
 //     static constexpr int N;   // elements of a lane's chunk
+//     static constexpr int unroll(int queries);  // keys a lane loads before it uses any
 //     struct Raw;               // what one key's loads bring, before any use
 //     Raw load(const Layout&, int key) const;
 //     void key(const Layout&, const Raw&, float (&k)[N]) const;
@@ -19,7 +20,7 @@
 // Lanes split head_dim: a key's row is held by `width` lanes (a power of
 // two), each holding one chunk, so a warp reads 32 / width consecutive keys
 // as one contiguous stretch. Each lane loads kUnroll keys before it uses any,
-// so several loads are in flight. The q·k dot is each lane's chunk and then a
+// so several loads are in flight (fewer keys where more queries hold registers). The q·k dot is each lane's chunk and then a
 // butterfly over the key's lanes (__shfl_xor_sync: both lanes of a pair add
 // the same two numbers, so every lane gets the same bits). Each group of
 // `width` lanes keeps its own online softmax (max, sum and its chunk of the
@@ -38,10 +39,6 @@
 namespace H2O_KERN_NS {
 
 inline constexpr int kAttentionThreads = kAttentionWarps * 32;
-
-// Keys a lane loads before it uses any: fewer where more queries hold registers.
-template <int Q>
-inline constexpr int kUnroll = Q <= 2 ? 4 : Q == 4 ? 2 : 1;
 
 // How a block's lanes share a row of `hd` elements in chunks of n.
 struct Layout {
@@ -135,7 +132,7 @@ template <class Rows, int Q>
 __device__ __forceinline__ void attend(const Rows& rows, const Layout& L, int first, int key_end, float scale,
                                        const Queries<Q, Rows::N>& qs, float* logits, int key_stride,
                                        Running<Q, Rows::N>& st) {
-  constexpr int N = Rows::N, U = kUnroll<Q>;
+  constexpr int N = Rows::N, U = Rows::unroll(Q);
   const int step = kAttentionWarps * L.per_warp * U;
   for (int k0 = first; k0 < key_end; k0 += step) {
     typename Rows::Raw raw[U];
@@ -243,7 +240,8 @@ __device__ __forceinline__ void attention_block(const Rows& rows, const Layout& 
     for (int i = 0; i < N; ++i) st.acc[qi][i] = 0.0f;
   }
   const int warp = int(threadIdx.x) >> 5;
-  attend<Rows, Q>(rows, L, k.begin + warp * L.per_warp * kUnroll<Q>, k.end, scale, qs, s.logits, s.key_stride, st);
+  attend<Rows, Q>(rows, L, k.begin + warp * L.per_warp * Rows::unroll(Q), k.end, scale, qs, s.logits, s.key_stride,
+                  st);
   // partials[row_head][split_bucket][head_dim + 2], this split's slice.
   merge(L, st, queries, map, s.partials + size_t(int(blockIdx.x)) * (d.head_dim + 2), s.split_bucket * (d.head_dim + 2),
         sm_acc, sm_ml);

@@ -35,6 +35,8 @@ __device__ __forceinline__ void f16_chunk(const uint16_t* p, int count, bool vec
 // unrolled keys' reads, so all their loads may be in flight at once).
 struct LowBitRows {
   static constexpr int N = kLanes;
+  // Half the f16 cache's: a key read back holds twice the registers of its raw chunks.
+  __host__ __device__ static constexpr int unroll(int queries) { return queries <= 2 ? 2 : 1; }
   struct Raw {
     float k[kLanes], v[kLanes];
   };

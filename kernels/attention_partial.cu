@@ -49,6 +49,7 @@ __device__ __forceinline__ void widen(const uint4& u, float (&out)[kChunk<T>]) {
 template <class T>
 struct StoredRows {
   static constexpr int N = kChunk<T>;
+  __host__ __device__ static constexpr int unroll(int queries) { return queries <= 2 ? 4 : queries == 4 ? 2 : 1; }
   struct Raw {
     uint4 k, v;
   };
