@@ -272,14 +272,12 @@ std::string CudaBackend::describe() const {
 
 std::unique_ptr<SessionCache> CudaBackend::new_cache(const PolicyConfig& policy) {
   policy.validate();
-  // Below 16 bits: the quantized layout (LowBitArrays). f16 KV (--kv-bits 16) is what an f16 device
-  // cache keeps already: keys after RoPE and values rounded to nearest even, read back exactly, 2
-  // bytes an element (SEMANTICS.md); an f32 cache does not keep it.
-  if (policy.kv.quantized()) policy.kv.validate_for(dims_.head_dim);
-  const bool f16_kv = policy.kv.key_bits == 16 && policy.kv.value_bits == 16;
-  if (f16_kv && kv_ != DType::F16)
-    fail("--kv-bits", "16bit KV on the " + name() + " backend is its f16 cache, and this one keeps " +
-                          dtype_name(kv_) + " (with --precision f16 it keeps f16)");
+  // Below 16 bits, or 16 where the device cache is f32: the quantized layout (CudaCache::low_bit()),
+  // whose f16 runs keep no pre-RoPE keys to turn again.
+  if (!policy.kv.native()) policy.kv.validate_for(dims_.head_dim);
+  if (!policy.kv.native() && kv_ != DType::F16 && policy.rolling)
+    fail("--kv-bits", policy.kv.label() + " KV with --position-rolling on the " + name() +
+                          " backend needs its f16 cache (--precision f16)");
   return std::make_unique<CudaCache>(policy, dims_, kv_, stream_, account_);
 }
 

@@ -13,7 +13,10 @@ CudaCache::CudaCache(const PolicyConfig& policy, const kern::ModelDims& dims, DT
       dims_(dims),
       storage_(storage),
       stream_(std::move(stream)),
-      low_bit_(policy.kv.quantized()) {
+      // f16 KV (--kv-bits 16) is what an f16 cache keeps already (keys after RoPE and values rounded to
+      // nearest even, read back exactly, 2 bytes an element: SEMANTICS.md); an f32 cache keeps it in
+      // the quantized layout's f16 runs, which then never flush.
+      low_bit_(policy.kv.quantized() || (!policy.kv.native() && storage != DType::F16)) {
   if (low_bit_) counts_.assign(size_t(dims.layers) * dims.kv_heads * kern::kCounts, 0);
 }
 

@@ -102,10 +102,11 @@ __global__ void kv_flush_kernel(const ItemDesc* items, ModelDims d) {
   while (sinks < imin(it.kept, it.sinks) && pos[sinks] < it.sinks) ++sinks;
   h.sinks = sinks;
   h.residual = it.kept - sinks - h.quantized;
-  // Whole groups while R + G or more wait, then the rest moves down once.
+  // Whole groups while R + G or more wait, then the rest moves down once (16-bit halves alone never flush).
   const int G = h.group;
+  const bool quantizes = h.key_bits < 16 || h.value_bits < 16;
   int flushed = 0;
-  for (; h.residual - flushed >= h.residual_target + G; flushed += G)
+  for (; quantizes && h.residual - flushed >= h.residual_target + G; flushed += G)
     flush_group(h, h.sinks + flushed, h.quantized + flushed, h.groups + flushed / G);
   if (flushed > 0) {
     const int first = h.sinks, rest = h.residual - flushed;

@@ -378,7 +378,8 @@ TEST(CliKvPrecision, BenchRowsPerPrecisionAndTheDeviceTakesIt) {
   const CliResult cpu = run_cli(generate + "cpu"), device = run_cli(generate + "cuda-sim");
   ASSERT_EQ(device.exit_code, 0) << device.err;
   EXPECT_EQ(device.out.substr(0, device.out.find('\n')), cpu.out.substr(0, cpu.out.find('\n')));
-  // 16 bits is the device's f16 cache, which an f32 one is not.
-  expect_one_line_error(run_cli("generate --model synthetic:test-256 --prompt-ids 1 --backend cuda-sim --kv-bits 16"),
-                        "--kv-bits: 16bit KV on the cuda-sim backend is its f16 cache, and this one keeps f32");
+  // 16 bits on an f32 device cache: its f16 runs, which keep no pre-RoPE keys for rolling positions.
+  expect_one_line_error(run_cli("generate --model synthetic:test-256 --prompt-ids 1 --backend cuda-sim --kv-bits 16 "
+                                "--position-rolling"),
+                        "--kv-bits: 16bit KV with --position-rolling on the cuda-sim backend needs its f16 cache");
 }

@@ -235,7 +235,8 @@ H2O_CUDA_TEST(KvMemory, AFullDeviceStopsTheSessionAlone) {
 #endif
 
 // --kv-bits 16 is what an f16 device cache keeps: the same tokens and bytes as
-// the native policy at f16, and one line naming the flag on an f32 cache.
+// the native policy at f16; one line naming the flag for rolling positions on
+// an f32 cache (which keeps it in the quantized layout: CudaEmuLowBit.Streams*).
 H2O_CUDA_TEST(Engine, SixteenBitKvIsTheF16CacheItKeeps) {
   H2O_REQUIRE_CUDA();
   const auto model = tiny_model();
@@ -250,12 +251,16 @@ H2O_CUDA_TEST(Engine, SixteenBitKvIsTheF16CacheItKeeps) {
     EXPECT_EQ(run.tokens.at(i + 3), run.tokens.at(i)) << policies[size_t(i)].describe();
     EXPECT_EQ(run.allocated[size_t(i + 3)], run.allocated[size_t(i)]);
   }
+  // An f32 device cache keeps it in the quantized layout's f16 runs, which cannot turn keys again.
   auto f32 = test::cuda_backend(model, test::cpu_projection_tuning(), "f32");
+  PolicyConfig rolling = policies[5];
+  rolling.rolling = true;
   try {
-    (void)f32->new_cache(policies[3]);
-    FAIL() << "an f32 cache took 16-bit KV";
+    (void)f32->new_cache(rolling);
+    FAIL() << "an f32 cache took 16-bit KV with rolling positions";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--kv-bits: 16bit KV on the cuda"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--kv-bits: 16bit KV with --position-rolling on the cuda"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("--precision f16"), std::string::npos) << e.what();
   }
 }

@@ -365,8 +365,8 @@ H2O_CUDA_TEST(LowBit, RandomStepsKeepWhatTheCpuHeadKeeps) {
 }
 
 // Whole streams through the engine, several precisions side by side (batched
-// and one at a time): each step's tokens, evictions and KV bytes (live) are
-// the CPU backend's. Heads of 8 (stories260K's) read codes one by one, heads
+// and one at a time; 16-bit KV on an f32 device cache too): each step's
+// tokens, evictions and KV bytes (live) are the CPU backend's. Heads of 8 (stories260K's) read codes one by one, heads
 // of 64 (test-256's) eight bytes of a plane at a time.
 H2O_CUDA_TEST(LowBit, StreamsTakeTheCpuBackendsTokensEvictionsAndBytes) {
   H2O_REQUIRE_CUDA();
@@ -380,8 +380,10 @@ H2O_CUDA_TEST(LowBit, StreamsTakeTheCpuBackendsTokensEvictionsAndBytes) {
         PolicyConfig::named("h2o").set("sinks", 4).set("heavy", 14).set("recent", 10),
         PolicyConfig::named("tova").set("sinks", 2).set("window", 26),
         PolicyConfig::named("streaming").set("sinks", 4).set("window", 24), PolicyConfig{},
-        PolicyConfig::named("h2o").set("sinks", 0).set("heavy", 20).set("recent", 8)};
-    const char* bits[] = {"2", "4", "8", "4,2", "16,4"};
+        PolicyConfig::named("h2o").set("sinks", 0).set("heavy", 20).set("recent", 8),
+        PolicyConfig::named("streaming").set("sinks", 2).set("window", 30)};
+    // The last: f16 KV on an f32 device cache (the quantized layout's f16 runs, never flushed).
+    const char* bits[] = {"2", "4", "8", "4,2", "16,4", "16"};
     for (size_t i = 0; i < policies.size(); ++i) {
       policies[i].kv = parse_kv_bits(bits[i]);
       policies[i].kv.group = c.group;
