@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/base/error.h"
+#include "core/base/stopwatch.h"
 #include "core/studio/capture_schedule.h"
 #include "core/studio/teaching.h"
 #include "core/studio/text_cells.h"
@@ -90,6 +91,7 @@ Analyzer::Analyzer(RecordingHeader header, int64_t score_history_horizon)
 }
 
 void Analyzer::ingest(const StepRecord& record) {
+  StageTimer timer(ingest_s_);
   if (steps_.empty()) first_step_ = record.step;
   if (record.step != first_step_ + int64_t(steps_.size()))
     throw Error("analyzer: step " + std::to_string(record.step) + " does not follow step " +
@@ -130,18 +132,22 @@ void Analyzer::ingest_session(size_t index, const StepRecord& record, const Sess
     h.end_step(record.step, n, header_.mode == "forced" ? &f : nullptr);
     return;
   }
-  // Tokens fed: the first may be the previous answer's last token, not the prompt's.
-  for (size_t i = 0; i < s.fed.size(); ++i) {
-    const bool answer = record.phase == Phase::Decode || (i == 0 && x.pending);
-    h.feed(s.fed[i], i < s.fed_text.size() ? std::string_view(s.fed_text[i]) : std::string_view(), !answer, record.step);
+  {
+    StageTimer history(history_s_);
+    // Tokens fed: the first may be the previous answer's last token, not the prompt's.
+    for (size_t i = 0; i < s.fed.size(); ++i) {
+      const bool answer = record.phase == Phase::Decode || (i == 0 && x.pending);
+      h.feed(s.fed[i], i < s.fed_text.size() ? std::string_view(s.fed_text[i]) : std::string_view(), !answer,
+             record.step);
+    }
+    for (int32_t position : s.evictions.everywhere) h.evict_everywhere(position, record.step);
+    for (const EvictionEvent& e : s.evictions.by_head) h.evict(e.layer, e.kv_head, e.position, record.step);
   }
   if (!s.fed.empty()) x.pending = false;
   if (s.token >= 0 && !s.eos) {
     x.pending = true;
     h.set_pending_text(s.text);
   }
-  for (int32_t position : s.evictions.everywhere) h.evict_everywhere(position, record.step);
-  for (const EvictionEvent& e : s.evictions.by_head) h.evict(e.layer, e.kv_head, e.position, record.step);
   if (s.token >= 0) x.generated += 1;
   for (size_t r = 0; r < s.nll.size(); ++r) {
     x.nll_sum += s.nll[r];

@@ -72,6 +72,9 @@ class Analyzer final : public StepSink {
   // Bytes of the whole-history state (stream_history.h), and of everything bounded besides.
   int64_t history_bytes() const;
   int64_t bounded_bytes() const;
+  // Seconds spent ingesting so far, and of them writing the whole history (stream_history.h).
+  double ingest_seconds() const { return ingest_s_; }
+  double history_seconds() const { return history_s_; }
 
  private:
   // A series thinned by halves once it holds `cap` points, so long runs stay cheap to draw.
@@ -131,6 +134,7 @@ class Analyzer final : public StepSink {
   int64_t first_step_ = 0;
   CaptureWindow live_;
   int64_t pinned_ = -1;
+  double ingest_s_ = 0, history_s_ = 0;
 };
 
 // Display text of a token piece: control characters shown as symbols.

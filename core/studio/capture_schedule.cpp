@@ -3,6 +3,13 @@
 namespace h2o {
 
 CapturePlan StudioCaptureSchedule::plan(int64_t step, const Session& session) const {
+  const SessionCache& cache = session.cache();
+  int64_t held = 0;
+  for (int h = 0; h < cache.kv_heads(); ++h) held += cache.size(layer_, h);
+  return plan_for(step, cache.layers(), held);
+}
+
+CapturePlan StudioCaptureSchedule::plan_for(int64_t step, int layers, int64_t held) const {
   CapturePlan plan;
   CaptureRequest attention;
   attention.layer = layer_;
@@ -12,9 +19,8 @@ CapturePlan StudioCaptureSchedule::plan(int64_t step, const Session& session) co
   attention.keep_first = kRecordedFirstKeys;
   attention.top_k = kSparsityTopK;
   plan.attention.push_back(attention);
-  const SessionCache& cache = session.cache();
   if (step % kAllLayersEvery == 0) {
-    for (int l = 0; l < cache.layers(); ++l) {
+    for (int l = 0; l < layers; ++l) {
       if (l == layer_) continue;
       CaptureRequest other = attention;
       other.layer = l;
@@ -24,8 +30,6 @@ CapturePlan StudioCaptureSchedule::plan(int64_t step, const Session& session) co
     }
   }
   // Scores every step while the layer holds little, less often as it grows.
-  int64_t held = 0;
-  for (int h = 0; h < cache.kv_heads(); ++h) held += cache.size(layer_, h);
   if (step % (1 + held / 1024) == 0) plan.layer_states.push_back(layer_);
   return plan;
 }

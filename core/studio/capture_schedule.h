@@ -28,6 +28,9 @@ class StudioCaptureSchedule final : public CaptureSchedule {
   int layer() const { return layer_; }
   void set_layer(int layer) { layer_ = layer; }
   CapturePlan plan(int64_t step, const Session& session) const override;
+  // The same plan for a step source that has no Session (the synthetic one):
+  // a model of `layers` layers whose watched layer holds `held` tokens over all its KV heads.
+  CapturePlan plan_for(int64_t step, int layers, int64_t held) const;
 
  private:
   int layer_;

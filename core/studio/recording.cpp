@@ -7,6 +7,7 @@
 
 #include "core/base/error.h"
 #include "core/base/json_text.h"
+#include "core/base/stopwatch.h"
 #include "core/studio/step_line.h"
 #include "core/studio/studio_setup.h"
 
@@ -358,20 +359,32 @@ int64_t count_recorded_steps(const std::string& path) {
 RecordingWriter::RecordingWriter(const std::string& path, const RecordingHeader& header, int64_t limit_bytes)
     : path_(path), out_(path, std::ios::binary | std::ios::trunc), limit_(limit_bytes) {
   if (!out_) fail(path, "cannot create the recording");
-  out_ << recording_first_line(header) << '\n';
+  const std::string first = recording_first_line(header) + '\n';
+  out_.write(first.data(), std::streamsize(first.size()));
+  bytes_ = int64_t(first.size());
 }
 
 void RecordingWriter::write(const StepRecord& record) {
   if (stopped()) return;
-  const int64_t offset = int64_t(out_.tellp());
-  out_ << json_dump(to_json(record)) << '\n';
+  const int64_t offset = bytes_;
+  std::string line;
+  {
+    StageTimer timer(encode_s_);
+    line = json_dump(to_json(record));
+    line += '\n';
+  }
+  {
+    StageTimer timer(write_s_);
+    out_.write(line.data(), std::streamsize(line.size()));
+  }
+  bytes_ += int64_t(line.size());
   if (!out_) {
     stop_reason_ = "The recording could not be written to " + path_ + " (disk full?)";
     return;
   }
   last_step_ = record.step;
   index_.add(offset, record);
-  if (limit_ > 0 && out_.tellp() >= limit_)
+  if (limit_ > 0 && bytes_ >= limit_)
     stop_reason_ = "The recording reached its limit of " + std::to_string(limit_ >> 20) + " MiB";
 }
 

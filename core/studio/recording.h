@@ -168,9 +168,16 @@ class RecordingWriter final : public StepSink {
   void flush() { out_.flush(); }
   // Every step written (what seeking in a live run reads back).
   const RecordingIndex& index() const { return index_; }
+  // Bytes written so far (the header included), and the seconds spent
+  // turning steps into text and handing that text to the file.
+  int64_t bytes() const { return bytes_; }
+  double encode_seconds() const { return encode_s_; }
+  double write_seconds() const { return write_s_; }
 
  private:
   RecordingIndex index_;
+  int64_t bytes_ = 0;
+  double encode_s_ = 0, write_s_ = 0;
   std::string path_;
   std::ofstream out_;
   int64_t limit_ = 0, last_step_ = -1;

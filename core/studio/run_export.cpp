@@ -36,7 +36,7 @@ std::string with_view(const std::string& first_line, int layer, int head) {
 }  // namespace
 
 void RunExport::write_recording(const std::string& path) const {
-  if (!replay && !(engine && spool)) throw Error("nothing to save: no run yet");
+  if (!replay && !spool) throw Error("nothing to save: no run yet");
   if (spool && !replay) spool->flush();
   std::ifstream in(recording, std::ios::binary);
   std::string first;
@@ -45,7 +45,7 @@ void RunExport::write_recording(const std::string& path) const {
   out.stream() << with_view(first, view_layer, view_head) << '\n';
   out.stream() << in.rdbuf();  // the steps as they were recorded
   // The engine's totals cover every step: they belong only to a whole recording.
-  if (!replay && !spool->stopped())
+  if (engine && !replay && !spool->stopped())
     out.stream() << json_dump(nlohmann::json{{"totals", describe_totals(*engine)}}) << '\n';
   out.commit();
 }

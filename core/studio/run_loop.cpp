@@ -1,5 +1,7 @@
 #include "core/studio/run_loop.h"
 
+#include "core/base/stopwatch.h"
+
 namespace h2o {
 
 std::optional<StepRecord> EngineSource::next() {
@@ -13,7 +15,11 @@ std::string EngineSource::end_reason() const {
 }
 
 std::optional<StepRecord> RunLoop::step() {
-  std::optional<StepRecord> record = source_.next();
+  std::optional<StepRecord> record;
+  {
+    StageTimer timer(source_seconds_);
+    record = source_.next();
+  }
   if (!record) return std::nullopt;
   for (StepSink* sink : sinks_) sink->write(*record);
   return record;

@@ -50,9 +50,12 @@ class RunLoop {
   // One step from the source to every sink; nullopt when the source is done.
   std::optional<StepRecord> step();
   const StepSource& source() const { return source_; }
+  // Seconds spent in the source's next() so far (the engine's steps, a replay's reads).
+  double source_seconds() const { return source_seconds_; }
 
  private:
   StepSource& source_;
+  double source_seconds_ = 0;
   std::vector<StepSink*> sinks_;
 };
 

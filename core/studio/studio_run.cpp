@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/base/error.h"
+#include "core/base/stopwatch.h"
 #include "core/base/process_memory.h"
 
 namespace h2o {
@@ -30,13 +31,43 @@ std::unique_ptr<StudioRun> StudioRun::live(const StudioConfig& settings, const S
   header.view_layer = config.capture_layer;
   header.view_head = view.head;
   header.settings = studio_config_json(config);
-  run->analyzer_ = std::make_unique<Analyzer>(std::move(header));
-  run->spool_path_ = spool_path;  // set first: a file half made still goes with the run
-  run->spool_ = std::make_unique<RecordingWriter>(spool_path, run->analyzer_->header(), recording_limit);
-  run->loop_ = std::make_unique<RunLoop>(*run->engine_source_);
-  run->loop_->add_sink(*run->spool_);
-  run->loop_->add_sink(*run->analyzer_);
+  run->start_recording(std::move(header), *run->engine_source_, spool_path, recording_limit);
   return run;
+}
+
+void StudioRun::start_recording(RecordingHeader header, StepSource& source, const std::string& spool_path,
+                                int64_t recording_limit) {
+  analyzer_ = std::make_unique<Analyzer>(std::move(header));
+  spool_path_ = spool_path;  // set first: a file half made still goes with the run
+  spool_ = std::make_unique<RecordingWriter>(spool_path, analyzer_->header(), recording_limit);
+  loop_ = std::make_unique<RunLoop>(source);
+  loop_->add_sink(*spool_);
+  loop_->add_sink(*analyzer_);
+}
+
+std::unique_ptr<StudioRun> StudioRun::from_source(const std::function<MadeSource(const StudioCaptureSchedule&)>& make_source,
+                                                  const ViewSelection& view, const std::string& spool_path,
+                                                  int64_t recording_limit) {
+  std::unique_ptr<StudioRun> run(new StudioRun());
+  run->schedule_.set_layer(std::max(0, view.layer));
+  MadeSource made = make_source(run->schedule_);
+  const int layer = std::clamp(view.layer, 0, made.header.layers - 1);
+  run->schedule_.set_layer(layer);
+  made.header.view_layer = layer;
+  made.header.view_head = view.head;
+  run->other_source_ = std::move(made.source);
+  run->start_recording(std::move(made.header), *run->other_source_, spool_path, recording_limit);
+  return run;
+}
+
+std::unique_ptr<StudioRun> StudioRun::synthetic(const SyntheticStepsSpec& spec, const ViewSelection& view,
+                                                const std::string& spool_path, int64_t recording_limit) {
+  const auto make = [&](const StudioCaptureSchedule& schedule) {
+    auto source = std::make_unique<SyntheticStepSource>(spec, schedule);
+    RecordingHeader header = source->header();
+    return MadeSource{std::move(source), std::move(header)};
+  };
+  return from_source(make, view, spool_path, recording_limit);
 }
 
 std::unique_ptr<StudioRun> StudioRun::replay(const std::string& path) {
@@ -56,6 +87,7 @@ StudioRun::~StudioRun() { close(); }
 void StudioRun::close() {
   loop_.reset();
   engine_source_.reset();
+  other_source_.reset();
   spool_.reset();
   if (!spool_path_.empty()) {
     std::error_code ignored;
@@ -66,6 +98,13 @@ void StudioRun::close() {
 }
 
 RunDescription StudioRun::describe() const {
+  if (!engine_ && !replay_) {
+    const RecordingHeader& h = analyzer_->header();
+    return {h.title,
+            std::to_string(h.layers) + " layers × " + std::to_string(h.heads) + " heads (" + std::to_string(h.kv_heads) +
+                " KV) · no model: steps of this shape made up at no cost",
+            "synthetic"};
+  }
   if (!engine_) {
     const RecordingHeader& h = analyzer_->header();
     return {h.title + " (replay)",
@@ -193,13 +232,15 @@ bool StudioRun::next_step_due(double engine_seconds) const {
 }
 
 StudioSnapshot StudioRun::snapshot(ViewSelection view) const {
+  StageTimer timer(snapshot_s_);
+  ++snapshots_;
   view.step = timeline_.cursor();
   return analyzer_->snapshot(view, timeline_.window());
 }
 
 void StudioRun::apply_view(const ViewSelection& view) {
   analyzer_->pin(view.inspect_position);
-  if (engine_) schedule_.set_layer(std::clamp(view.layer, 0, engine_->model().config.n_layers - 1));
+  if (spool_) schedule_.set_layer(std::clamp(view.layer, 0, analyzer_->header().layers - 1));
 }
 
 std::string StudioRun::queue_prompt(const std::string& text) {
@@ -250,6 +291,22 @@ std::string StudioRun::stats_line(double seconds) const {
                 static_cast<long long>(analyzer_->bounded_bytes()), static_cast<long long>(kv_allocated),
                 static_cast<long long>(ec ? 0 : spool));
   return line;
+}
+
+PipelineTimes StudioRun::pipeline_times() const {
+  PipelineTimes t;
+  t.steps = analyzer_->steps_ingested();
+  t.snapshots = snapshots_;
+  t.source_s = loop_ ? loop_->source_seconds() : 0;
+  t.history_s = analyzer_->history_seconds();
+  t.analyzer_s = analyzer_->ingest_seconds() - t.history_s;
+  t.snapshot_s = snapshot_s_;
+  if (spool_) {
+    t.encode_s = spool_->encode_seconds();
+    t.write_s = spool_->write_seconds();
+    t.recording_bytes = spool_->bytes();
+  }
+  return t;
 }
 
 }  // namespace h2o

@@ -9,6 +9,7 @@
 //
 // The spool is the run's own temporary file: it goes when the run closes.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "core/studio/run_export.h"
 #include "core/studio/run_loop.h"
 #include "core/studio/studio_setup.h"
+#include "core/studio/synthetic_steps.h"
 #include "core/studio/timeline.h"
 
 namespace h2o {
@@ -30,6 +32,18 @@ struct StepResult {
   std::string failure;                // a step failed (the run should pause): why
   std::vector<std::string> warnings;  // sessions that stopped, the recording that stopped, a step not read back
   std::string banner;                 // the recording stopped: what stays said until the run is replaced
+};
+
+// Where a run's time has gone so far, stage by stage (h2o-bench-studio's table).
+struct PipelineTimes {
+  int64_t steps = 0, snapshots = 0;
+  double source_s = 0;    // the source's steps: the engine's, a replay's reads, the synthetic source's
+  double history_s = 0;   // the analyzer writing the whole history (stream_history.h)
+  double analyzer_s = 0;  // the rest of the analyzer: curves, score histories, the capture window
+  double snapshot_s = 0;  // snapshots built (snapshot())
+  double encode_s = 0;    // the recording spool: steps to text
+  double write_s = 0;     // the recording spool: text to the file
+  int64_t recording_bytes = 0;
 };
 
 // How a run names itself: a title, one line of details, the weights' type mix ("Q4_K_M"; "replay").
@@ -57,6 +71,20 @@ class StudioRun {
                                          const std::string& spool_path, int64_t recording_limit);
   // A replay of the recording at `path`. Throws Error.
   static std::unique_ptr<StudioRun> replay(const std::string& path);
+  // A run fed by any source of steps, recorded to a spool as a live run is:
+  // `make_source` gets the run's capture schedule (which apply_view moves)
+  // and returns the source with the header of its shape and panes.
+  struct MadeSource {
+    std::unique_ptr<StepSource> source;
+    RecordingHeader header;
+  };
+  static std::unique_ptr<StudioRun> from_source(const std::function<MadeSource(const StudioCaptureSchedule&)>& make_source,
+                                                const ViewSelection& view, const std::string& spool_path,
+                                                int64_t recording_limit);
+  // h2o-bench-studio's and the tests' run: steps of a real shape and policy
+  // mix at no model cost (synthetic_steps.h). The app offers only live runs and replays.
+  static std::unique_ptr<StudioRun> synthetic(const SyntheticStepsSpec& spec, const ViewSelection& view,
+                                              const std::string& spool_path, int64_t recording_limit);
   ~StudioRun();
   StudioRun(const StudioRun&) = delete;
   StudioRun& operator=(const StudioRun&) = delete;
@@ -118,6 +146,8 @@ class StudioRun {
   // One line of memory figures, "name value" pairs (scripts/soak_studio.sh
   // reads them), `seconds` since the app began sampling; no newline.
   std::string stats_line(double seconds) const;
+  // Where the run's time has gone so far.
+  PipelineTimes pipeline_times() const;
 
  private:
   StudioRun() = default;
@@ -125,10 +155,14 @@ class StudioRun {
   TimelineFile timeline_file() const;
   // The one warning and banner when the spool stops recording.
   void tell_spool_stop(StepResult& result);
+  // The analyzer, the spool and the loop of a run fed by `source` (live or any other).
+  void start_recording(RecordingHeader header, StepSource& source, const std::string& spool_path,
+                       int64_t recording_limit);
 
   StudioCaptureSchedule schedule_;           // what each live step reads out
   std::unique_ptr<Engine> engine_;           // live runs
   std::unique_ptr<EngineSource> engine_source_;
+  std::unique_ptr<StepSource> other_source_;  // from_source's
   std::unique_ptr<RecordingReader> replay_;  // replays
   std::string replay_path_;
   int64_t recorded_steps_ = 0;
@@ -140,6 +174,8 @@ class StudioRun {
   nlohmann::json manifest_;
   RunInfo run_info_;  // live runs: studio_run_info
   Timeline timeline_;
+  mutable double snapshot_s_ = 0;
+  mutable int64_t snapshots_ = 0;
 };
 
 }  // namespace h2o

@@ -26,7 +26,6 @@ struct LoadTicket {
 };
 
 namespace {
-constexpr int kPublishIntervalMs = 40;   // at most ~25 snapshots a second
 constexpr int kTickBudgetMs = 12;        // engine time per tick before the event loop gets a turn
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
@@ -36,7 +35,7 @@ EngineWorker::EngineWorker(std::shared_ptr<SnapshotSlot> slot, QObject* parent)
     : QObject(parent), slot_(std::move(slot)), timer_(new QTimer(this)), ticket_(std::make_shared<LoadTicket>()) {
   ticket_->worker = this;
   connect(timer_, &QTimer::timeout, this, &EngineWorker::tick);
-  since_publish_.start();
+  since_start_.start();
   wall_.start();
 }
 
@@ -376,9 +375,7 @@ void EngineWorker::finishAutoplayIfDue() {
 
 void EngineWorker::publish(bool force) {
   if (!run_) return;
-  // Building costs worker time: not more often than the GUI can use.
-  if (!force && (since_publish_.elapsed() < kPublishIntervalMs || !slot_->empty())) return;
-  since_publish_.restart();
+  if (!cadence_.due(since_start_.elapsed(), force, !slot_->empty())) return;
   auto snapshot = std::make_shared<StudioSnapshot>(run_->snapshot(view_));
   if (slot_->put(std::move(snapshot))) emit snapshotPending();
 }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "core/studio/snapshot_cadence.h"
 #include "core/studio/studio_run.h"
 #include "ui/shell/snapshot_mailbox.h"
 
@@ -140,7 +141,8 @@ class EngineWorker : public QObject {
   QElapsedTimer stats_clock_;
   int autoplay_left_ = -1;  // -1: no autoplay
   bool autoplay_pending_ = false;
-  QElapsedTimer since_publish_;
+  QElapsedTimer since_start_;  // the snapshot cadence's clock
+  SnapshotCadence cadence_;
 };
 
 }  // namespace h2o::ui

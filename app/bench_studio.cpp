@@ -1,0 +1,244 @@
+// h2o-bench-studio: whether the app's own run keeps up with the engine at
+// the shapes a GPU serves. It runs StudioRun — the whole history, the
+// analyzer, the capture window, snapshots at the app's cadence
+// (SnapshotCadence), the recording spool — with no Qt, fed by the synthetic
+// step source (steps of a real shape and policy mix at no model cost,
+// core/studio/synthetic_steps.h), or with --backend by the real engine. A
+// table (and --csv) of steps a second with the source's own time left out,
+// µs a step per stage, recording bytes a step and resident memory. Each
+// row runs in a child process of its own, so that its peak memory is its own.
+// A benchmark, not a test.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "core/backends/make_backend.h"
+#include "core/base/atomic_file.h"
+#include "core/base/error.h"
+#include "core/base/format.h"
+#include "core/base/process_memory.h"
+#include "core/base/stopwatch.h"
+#include "core/studio/assets.h"
+#include "core/studio/snapshot_cadence.h"
+#include "core/studio/studio_run.h"
+
+using namespace h2o;
+
+namespace {
+
+struct Options {
+  std::string shapes = "stories15M,tinyllama-1.1b,llama2-7b";
+  std::string panes = "2,4";
+  int64_t steps = 2000;
+  int budget = 1024, slack = 64;
+  std::string csv;
+  std::string backend;  // empty: the synthetic source
+  std::string dtype = "f16", precision;
+  int threads = 0;
+  std::string spool_dir = std::filesystem::temp_directory_path().string();
+};
+
+// One row of the table; a plain struct, sent from the child through a pipe.
+struct Row {
+  int64_t steps = 0, snapshots = 0;
+  double wall_s = 0;
+  PipelineTimes t;
+  double rss_mib_quarter = 0, rss_mib_end = 0, peak_rss_mib = 0;
+  int64_t step_quarter = 0;
+  bool ok = false;
+  char error[240] = {};
+};
+
+std::vector<std::string> pane_policies(int panes) {
+  if (panes == 2) return {"full", "h2o"};
+  return {"full", "streaming", "h2o", "tova"};
+}
+
+std::unique_ptr<StudioRun> make_run(const Options& o, const std::string& shape, int panes, const std::string& spool) {
+  StudioConfig config;
+  config.policies = pane_policies(panes);
+  config.budget = o.budget;
+  config.slack = o.slack;
+  const ViewSelection view;  // the app's default view: layer 0, the mean over heads
+  if (o.backend.empty()) {
+    SyntheticStepsSpec spec;
+    spec.shape = shape;
+    spec.policies = studio_policies(config);
+    spec.step_ms = synthetic_step_ms(shape, panes);
+    return StudioRun::synthetic(spec, view, spool, 0);
+  }
+  config.backend = o.backend;
+  config.threads = o.threads;
+  config.model = "synthetic:" + shape + ":dtype=" + o.dtype;
+  const StudioInputs inputs = load_studio_inputs(config);
+  BackendOptions options = studio_backend_options(config);
+  if (!o.precision.empty()) options.precision = o.precision;
+  return StudioRun::live(config, inputs, make_backend(inputs.model, options), view, spool, 0);
+}
+
+// The child's work: one shape at one pane count, `o.steps` steps.
+Row run_row(const Options& o, const std::string& shape, int panes) {
+  Row row;
+  const std::string spool =
+      (std::filesystem::path(o.spool_dir) / ("h2o-bench-studio-" + std::to_string(::getpid()) + ".jsonl")).string();
+  std::unique_ptr<StudioRun> run = make_run(o, shape, panes, spool);
+  SnapshotCadence cadence;
+  const ViewSelection view;
+  const Stopwatch clock;
+  row.step_quarter = o.steps / 4;
+  for (int64_t i = 0; i < o.steps; ++i) {
+    const StepResult r = run->step();
+    if (!r.failure.empty()) throw Error(r.failure);
+    if (!r.stepped) break;
+    if (i + 1 == row.step_quarter) row.rss_mib_quarter = double(process_rss_bytes()) / (1 << 20);
+    // The window takes every snapshot at once: the app's most demanding case.
+    if (cadence.due(int64_t(clock.seconds() * 1000), false, false)) run->snapshot(view);
+  }
+  row.wall_s = clock.seconds();
+  row.t = run->pipeline_times();
+  row.steps = row.t.steps;
+  row.rss_mib_end = double(process_rss_bytes()) / (1 << 20);
+  row.peak_rss_mib = double(process_peak_rss_bytes()) / (1 << 20);
+  row.ok = true;
+  return row;
+}
+
+// Runs `run_row` in a child process: its peak memory is its own.
+Row run_in_child(const Options& o, const std::string& shape, int panes) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw Error("h2o-bench-studio: cannot make a pipe");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error("h2o-bench-studio: cannot fork");
+  if (pid == 0) {
+    ::close(fds[0]);
+    Row row;
+    try {
+      row = run_row(o, shape, panes);
+    } catch (const std::exception& e) {
+      std::snprintf(row.error, sizeof row.error, "%s", e.what());
+    }
+    const ssize_t n = ::write(fds[1], &row, sizeof row);
+    ::_exit(n == ssize_t(sizeof row) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  Row row;
+  const ssize_t n = ::read(fds[0], &row, sizeof row);
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (n != ssize_t(sizeof row)) std::snprintf(row.error, sizeof row.error, "the run's process ended without a result");
+  return row;
+}
+
+double us_per_step(double seconds, int64_t steps) { return steps > 0 ? seconds * 1e6 / double(steps) : 0; }
+
+std::string csv_header(bool engine) {
+  return std::string("shape,panes,steps,steps_per_s,recording_bytes_per_step,peak_rss_mib,rss_mib_at_quarter,") +
+         "rss_mib_at_end,rss_growth_mib_per_1k_steps,snapshots,history_us,analyzer_us,snapshot_us,encode_us,write_us," +
+         (engine ? "engine_us,engine_steps_per_s,whole_steps_per_s" : "source_us");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"The app's run (history, analyzer, snapshots, recording spool; no Qt) at real shapes: steps a second "
+               "with the source's time left out, µs a step per stage, recording bytes a step, resident memory"};
+  Options o;
+  app.add_option("--shapes", o.shapes, "synthetic shapes, comma-separated (their layers and heads)");
+  app.add_option("--panes", o.panes, "pane counts, comma-separated: 2 (full, h2o) or 4 (full, streaming, h2o, tova)");
+  app.add_option("--steps", o.steps, "steps of each run")->check(CLI::Range(int64_t(1), int64_t(10000000)));
+  app.add_option("--budget", o.budget, "tokens per KV head of the panes that evict")->check(CLI::Range(1, kMaxCacheTokens));
+  app.add_option("--slack", o.slack, "tokens a cache grows past its budget before one cut")->check(CLI::Range(0, kMaxCacheTokens));
+  app.add_option("--csv", o.csv, "also write the table as CSV to this file");
+  app.add_option("--backend", o.backend,
+                 "run the real engine instead (cpu|cuda|cuda-sim) on a random-weight model of each shape, and report "
+                 "the engine alone beside the whole pipeline");
+  app.add_option("--dtype", o.dtype, "with --backend: the synthetic weights' type (default f16)");
+  app.add_option("--precision", o.precision, "with --backend cuda: f32|f16|bf16|native");
+  app.add_option("--threads", o.threads, "with --backend cpu: threads (0: the app's choice)");
+  app.add_option("--spool-dir", o.spool_dir, "folder of the recording spool (removed after each run)");
+  CLI11_PARSE(app, argc, argv);
+  const bool engine = !o.backend.empty();
+  std::vector<std::pair<std::string, int>> runs;
+  try {
+    for (const std::string& shape : split_list(o.shapes)) {
+      synthetic_shape(shape);  // an unknown shape is one line naming it
+      for (const std::string& p : split_list(o.panes)) {
+        if (p != "2" && p != "4") throw Error("--panes: " + p + " (2 or 4)");
+        runs.emplace_back(shape, std::stoi(p));
+      }
+    }
+    if (!std::filesystem::is_directory(o.spool_dir)) throw Error("--spool-dir: " + o.spool_dir + " is not a folder");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "h2o-bench-studio: %s\n", e.what());
+    return 2;
+  }
+  // The CSV appears whole at the end, or not at all (an error names it).
+  std::unique_ptr<AtomicFile> csv_file;
+  try {
+    if (!o.csv.empty()) csv_file = std::make_unique<AtomicFile>(o.csv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "h2o-bench-studio: --csv: %s\n", e.what());
+    return 2;
+  }
+  std::ostringstream csv;
+  csv << csv_header(engine) << "\n";
+  std::printf("source: %s; budget %d, slack %d, %lld steps a run; µs a step per stage\n\n",
+              engine ? ("the engine, --backend " + o.backend).c_str() : "synthetic steps (its time left out)", o.budget,
+              o.slack, static_cast<long long>(o.steps));
+  std::printf("| shape | panes | steps/s | history | analyzer | snapshot | encode | write | %s | KB/step | peak RSS MiB | "
+              "RSS growth MiB/1k steps |%s\n",
+              engine ? "engine" : "source", engine ? " engine steps/s | whole steps/s |" : "");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", engine ? "---:|---:|" : "");
+  int failures = 0;
+  for (const auto& [shape, panes] : runs) {
+    const Row r = run_in_child(o, shape, panes);
+    if (r.error[0]) {
+      std::fprintf(stderr, "h2o-bench-studio: %s, %d panes: %s\n", shape.c_str(), panes, r.error);
+      ++failures;
+      continue;
+    }
+    const PipelineTimes& t = r.t;
+    const double pipeline_s = t.history_s + t.analyzer_s + t.snapshot_s + t.encode_s + t.write_s;
+    const double steps_per_s = pipeline_s > 0 ? double(r.steps) / pipeline_s : 0;
+    const double kb = double(t.recording_bytes) / 1024.0 / double(std::max<int64_t>(1, r.steps));
+    const int64_t span = r.steps - r.step_quarter;
+    const double growth = span > 0 ? (r.rss_mib_end - r.rss_mib_quarter) * 1000.0 / double(span) : 0;
+    const double source_us = us_per_step(t.source_s, r.steps);
+    std::printf("| %s | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.0f | %.2f |", shape.c_str(),
+                panes, steps_per_s, us_per_step(t.history_s, r.steps), us_per_step(t.analyzer_s, r.steps),
+                us_per_step(t.snapshot_s, r.steps), us_per_step(t.encode_s, r.steps), us_per_step(t.write_s, r.steps),
+                source_us, kb, r.peak_rss_mib, growth);
+    if (engine) std::printf(" %.0f | %.0f |", double(r.steps) / t.source_s, double(r.steps) / r.wall_s);
+    std::printf("\n");
+    std::fflush(stdout);
+    {
+      char line[1024];
+      std::snprintf(line, sizeof line, "%s,%d,%lld,%.1f,%.0f,%.1f,%.1f,%.1f,%.3f,%lld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f",
+                    shape.c_str(), panes, static_cast<long long>(r.steps), steps_per_s, kb * 1024.0, r.peak_rss_mib,
+                    r.rss_mib_quarter, r.rss_mib_end, growth, static_cast<long long>(t.snapshots),
+                    us_per_step(t.history_s, r.steps), us_per_step(t.analyzer_s, r.steps),
+                    us_per_step(t.snapshot_s, r.steps), us_per_step(t.encode_s, r.steps),
+                    us_per_step(t.write_s, r.steps), source_us);
+      csv << line;
+      if (engine) csv << "," << double(r.steps) / t.source_s << "," << double(r.steps) / r.wall_s;
+      csv << "\n";
+    }
+  }
+  try {
+    if (csv_file) {
+      csv_file->stream() << csv.str();
+      csv_file->commit();
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "h2o-bench-studio: --csv: %s\n", e.what());
+    return 1;
+  }
+  return failures ? 1 : 0;
+}
