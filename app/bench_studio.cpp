@@ -41,6 +41,8 @@ struct Options {
   std::string backend;  // empty: the synthetic source
   std::string dtype = "f16", precision;
   int threads = 0;
+  bool sync = false;              // the sinks in the engine's loop, as before they ran beside it
+  std::string thinning = "auto";  // auto: off for synthetic steps (capacity at full detail), the app's rule for an engine
   std::string spool_dir = std::filesystem::temp_directory_path().string();
 };
 
@@ -90,6 +92,10 @@ Row run_row(const Options& o, const std::string& shape, int panes) {
   std::unique_ptr<StudioRun> run = make_run(o, shape, panes, spool);
   SnapshotCadence cadence;
   const ViewSelection view;
+  if (!o.sync) {
+    if (o.thinning == "auto" && !o.backend.empty()) run->run_beside();  // the app's rule
+    else run->run_beside(PipelineOptions{.thinning = o.thinning == "on"});
+  }
   const Stopwatch clock;
   row.step_quarter = o.steps / 4;
   for (int64_t i = 0; i < o.steps; ++i) {
@@ -98,8 +104,9 @@ Row run_row(const Options& o, const std::string& shape, int panes) {
     if (!r.stepped) break;
     if (i + 1 == row.step_quarter) row.rss_mib_quarter = double(process_rss_bytes()) / (1 << 20);
     // The window takes every snapshot at once: the app's most demanding case.
-    if (cadence.due(int64_t(clock.seconds() * 1000), false, false)) run->snapshot(view);
+    if (cadence.due(int64_t(clock.seconds() * 1000), false, false, run->behind())) run->snapshot(view);
   }
+  if (const std::string failure = run->settle(); !failure.empty()) throw Error(failure);
   row.wall_s = clock.seconds();
   row.t = run->pipeline_times();
   row.steps = row.t.steps;
@@ -140,7 +147,7 @@ double us_per_step(double seconds, int64_t steps) { return steps > 0 ? seconds *
 
 std::string csv_header(bool engine) {
   return std::string("shape,panes,steps,steps_per_s,recording_bytes_per_step,peak_rss_mib,rss_mib_at_quarter,") +
-         "rss_mib_at_end,rss_growth_mib_per_1k_steps,snapshots,history_us,analyzer_us,snapshot_us,encode_us,write_us," +
+         "rss_mib_at_end,rss_growth_mib_per_1k_steps,snapshots,thinned_steps,history_us,analyzer_us,snapshot_us,encode_us,write_us," +
          (engine ? "engine_us,engine_steps_per_s,whole_steps_per_s" : "source_us");
 }
 
@@ -162,6 +169,11 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", o.dtype, "with --backend: the synthetic weights' type (default f16)");
   app.add_option("--precision", o.precision, "with --backend cuda: f32|f16|bf16|native");
   app.add_option("--threads", o.threads, "with --backend cpu: threads (0: the app's choice)");
+  app.add_flag("--sync", o.sync, "take each step into the sinks before the next (the design before they ran beside the engine)");
+  app.add_option("--thinning", o.thinning,
+                 "on|off|auto: thin steps when the sinks fall behind (auto: off for synthetic steps, so the table "
+                 "measures full detail; the app's rule with --backend)")
+      ->check(CLI::IsMember({"on", "off", "auto"}));
   app.add_option("--spool-dir", o.spool_dir, "folder of the recording spool (removed after each run)");
   CLI11_PARSE(app, argc, argv);
   const bool engine = !o.backend.empty();
@@ -189,13 +201,14 @@ int main(int argc, char** argv) {
   }
   std::ostringstream csv;
   csv << csv_header(engine) << "\n";
-  std::printf("source: %s; budget %d, slack %d, %lld steps a run; µs a step per stage\n\n",
+  std::printf("source: %s; budget %d, slack %d, %lld steps a run; sinks %s; µs a step per stage\n\n",
               engine ? ("the engine, --backend " + o.backend).c_str() : "synthetic steps (its time left out)", o.budget,
-              o.slack, static_cast<long long>(o.steps));
+              o.slack, static_cast<long long>(o.steps),
+              o.sync ? "in the engine's loop (--sync)" : ("beside the engine, thinning " + o.thinning).c_str());
   std::printf("| shape | panes | steps/s | history | analyzer | snapshot | encode | write | %s | KB/step | peak RSS MiB | "
-              "RSS growth MiB/1k steps |%s\n",
+              "RSS growth MiB/1k steps | thinned |%s\n",
               engine ? "engine" : "source", engine ? " engine steps/s | whole steps/s |" : "");
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", engine ? "---:|---:|" : "");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", engine ? "---:|---:|" : "");
   int failures = 0;
   for (const auto& [shape, panes] : runs) {
     const Row r = run_in_child(o, shape, panes);
@@ -211,18 +224,19 @@ int main(int argc, char** argv) {
     const int64_t span = r.steps - r.step_quarter;
     const double growth = span > 0 ? (r.rss_mib_end - r.rss_mib_quarter) * 1000.0 / double(span) : 0;
     const double source_us = us_per_step(t.source_s, r.steps);
-    std::printf("| %s | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.0f | %.2f |", shape.c_str(),
+    std::printf("| %s | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.0f | %.2f | %lld |", shape.c_str(),
                 panes, steps_per_s, us_per_step(t.history_s, r.steps), us_per_step(t.analyzer_s, r.steps),
                 us_per_step(t.snapshot_s, r.steps), us_per_step(t.encode_s, r.steps), us_per_step(t.write_s, r.steps),
-                source_us, kb, r.peak_rss_mib, growth);
+                source_us, kb, r.peak_rss_mib, growth, static_cast<long long>(t.thinned_steps));
     if (engine) std::printf(" %.0f | %.0f |", double(r.steps) / t.source_s, double(r.steps) / r.wall_s);
     std::printf("\n");
     std::fflush(stdout);
     {
       char line[1024];
-      std::snprintf(line, sizeof line, "%s,%d,%lld,%.1f,%.0f,%.1f,%.1f,%.1f,%.3f,%lld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f",
+      std::snprintf(line, sizeof line, "%s,%d,%lld,%.1f,%.0f,%.1f,%.1f,%.1f,%.3f,%lld,%lld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f",
                     shape.c_str(), panes, static_cast<long long>(r.steps), steps_per_s, kb * 1024.0, r.peak_rss_mib,
                     r.rss_mib_quarter, r.rss_mib_end, growth, static_cast<long long>(t.snapshots),
+                    static_cast<long long>(t.thinned_steps),
                     us_per_step(t.history_s, r.steps), us_per_step(t.analyzer_s, r.steps),
                     us_per_step(t.snapshot_s, r.steps), us_per_step(t.encode_s, r.steps),
                     us_per_step(t.write_s, r.steps), source_us);

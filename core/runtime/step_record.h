@@ -48,6 +48,9 @@ struct StepRecord {
   bool turn_start = false;
   bool turn_end = false;      // every session has finished its answer
   double engine_seconds = 0;  // engine time since the run began, this step included
+  // The app's pipeline could not keep up and left out every capture of this
+  // step but the watched layer's (core/studio/step_pipeline.h); a recording says so.
+  bool thinned = false;
   std::vector<SessionRecord> sessions;
 };
 

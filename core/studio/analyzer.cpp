@@ -97,6 +97,7 @@ void Analyzer::ingest(const StepRecord& record) {
     throw Error("analyzer: step " + std::to_string(record.step) + " does not follow step " +
                 std::to_string(latest_step()));
   steps_.push_back({record.engine_seconds, int32_t(record.prompt_index), record.phase});
+  if (record.thinned) thinned_.push_back(int32_t(record.step));
   std::vector<bool> seen(histories_.size(), false);
   for (const SessionRecord& s : record.sessions) {
     if (s.session < 0 || s.session >= int(histories_.size())) throw Error("analyzer: session index out of range");
@@ -220,10 +221,15 @@ void Analyzer::record_scores(size_t index, int64_t step, const LayerState& score
     return p >= horizon || p < h.rule().sinks || p == pinned_ || std::binary_search(top.begin(), top.end(), int32_t(p));
   };
   for (size_t kv = 0; kv < kv_heads; ++kv) {
+    // A head's positions ascend: each is found from the one before (a hinted
+    // insert is amortised constant time where a plain one walks the tree).
+    auto hint = x.score_history.begin();
     for (size_t i = 0; i < scores.positions[kv].size() && i < scores.scores[kv].size(); ++i) {
       const int64_t p = scores.positions[kv][i];
       if (!keep(p)) continue;
-      auto& per_head = x.score_history[p];
+      while (hint != x.score_history.end() && hint->first < p) ++hint;
+      hint = x.score_history.try_emplace(hint, p);
+      auto& per_head = hint->second;
       if (per_head.size() < kv_heads) per_head.resize(kv_heads);
       auto& samples = per_head[kv];
       samples.push_back({int32_t(step), scores.scores[kv][i]});
@@ -247,7 +253,7 @@ double Analyzer::engine_seconds_at(int64_t step) const {
 }
 
 int64_t Analyzer::history_bytes() const {
-  int64_t b = int64_t(steps_.capacity() * sizeof(StepInfo));
+  int64_t b = int64_t(steps_.capacity() * sizeof(StepInfo) + thinned_.capacity() * 4);
   for (const auto& h : histories_) b += h.bytes();
   return b;
 }
@@ -566,6 +572,9 @@ StudioSnapshot Analyzer::snapshot(const ViewSelection& requested, const CaptureW
       s.model_view = model_view(*captures, histories_[size_t(policy)], policy, header_.layers, header_.heads, group(), 8, 48);
   }
   s.history_bytes = history_bytes();
+  const auto thinned_end = std::upper_bound(thinned_.begin(), thinned_.end(), int32_t(std::min<int64_t>(step, INT32_MAX)));
+  s.thinned_steps = thinned_end - thinned_.begin();
+  s.last_thinned_step = s.thinned_steps > 0 ? *(thinned_end - 1) : -1;
   return s;
 }
 

@@ -135,6 +135,7 @@ class Analyzer final : public StepSink {
   CaptureWindow live_;
   int64_t pinned_ = -1;
   double ingest_s_ = 0, history_s_ = 0;
+  std::vector<int32_t> thinned_;  // the thinned steps (StepRecord::thinned), ascending
 };
 
 // Display text of a token piece: control characters shown as symbols.

@@ -9,13 +9,14 @@
 #include "core/base/json_text.h"
 #include "core/base/stopwatch.h"
 #include "core/studio/step_line.h"
+#include "core/studio/step_payload.h"
 #include "core/studio/studio_setup.h"
 
 namespace h2o {
 using nlohmann::json;
 
 namespace {
-constexpr int kVersion = 2;
+constexpr int kVersion = kRecordingVersion;
 // The largest shapes a recording's header may name (beyond any model there is:
 // 80 layers x 8 KV heads for a 70B Llama; the analyzer keeps a list per layer and KV head).
 constexpr int kMaxLayers = 1024, kMaxHeads = 256, kMaxLayerKvHeads = 16384;
@@ -85,19 +86,9 @@ std::string recording_first_line(const RecordingHeader& header) {
 
 // ---- steps --------------------------------------------------------------------------
 
-static json capture_json(const AttentionCapture& a) {
-  // A capture asked for no top-k share may carry NaN there: nothing to keep.
-  const bool shares = std::any_of(a.top_share.begin(), a.top_share.end(), [](float v) { return !std::isnan(v); });
-  return {{"layer", a.layer}, {"head", a.head},   {"rows", a.rows},
-          {"query", a.query_positions}, {"keys", a.key_positions}, {"probs", a.probs},
-          {"top_share", shares ? a.top_share : std::vector<float>{}}};
-}
-
 static json session_json(const SessionRecord& s) {
   json fed_text = json::array();
   for (const auto& t : s.fed_text) fed_text.push_back(text_json(t));
-  json heads = json::array();
-  for (const auto& e : s.evictions.by_head) heads.push_back({e.layer, e.kv_head, e.position});
   json j = {{"session", s.session},
             {"fed", s.fed},
             {"position", s.position},
@@ -110,22 +101,14 @@ static json session_json(const SessionRecord& s) {
             {"allocated_bytes", s.allocated_bytes},
             {"step_ms", s.step_ms},
             {"tok_s", s.decode_tokens_per_s},
-            {"evictions", {{"all", s.evictions.everywhere}, {"heads", heads}}},
+            {"evictions", {{"all", s.evictions.everywhere}}},
             {"nll", s.nll},
             {"kl", s.kl},
             {"agree", s.agree}};
   if (s.prefill_tokens_per_s > 0) j["tok_s_prefill"] = s.prefill_tokens_per_s;
-  if (!s.attention.empty()) {
-    json captures = json::array();
-    for (const auto& a : s.attention) captures.push_back(capture_json(a));
-    j["attention"] = captures;
-  }
-  if (!s.layer_states.empty()) {
-    json states = json::array();
-    for (const auto& st : s.layer_states)
-      states.push_back({{"layer", st.layer}, {"positions", st.positions}, {"scores", st.scores}});
-    j["states"] = states;
-  }
+  // Evictions by head, captures and states: one compressed payload (step_payload.h).
+  if (!s.evictions.by_head.empty() || !s.attention.empty() || !s.layer_states.empty())
+    j["payload"] = encode_session_payload(s);
   if (!s.stopped.empty()) j["stopped"] = s.stopped;
   return j;
 }
@@ -133,9 +116,11 @@ static json session_json(const SessionRecord& s) {
 json to_json(const StepRecord& r) {
   json sessions = json::array();
   for (const auto& s : r.sessions) sessions.push_back(session_json(s));
-  return {{"step", r.step},           {"phase", phase_name(r.phase)}, {"prompt", r.prompt_index},
-          {"turn_start", r.turn_start}, {"turn_end", r.turn_end},     {"engine_s", r.engine_seconds},
-          {"sessions", sessions}};
+  json j = {{"step", r.step},           {"phase", phase_name(r.phase)}, {"prompt", r.prompt_index},
+            {"turn_start", r.turn_start}, {"turn_end", r.turn_end},     {"engine_s", r.engine_seconds},
+            {"sessions", sessions}};
+  if (r.thinned) j["thinned"] = true;
+  return j;
 }
 
 // ---- reading --------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 // to replay every picture and number with no model and no GPU. The live app
 // and a replay feed the same records to the same Analyzer.
 //
-// Format (UTF-8, one object per line), version 2:
+// Format (UTF-8, one object per line), version 3 (version 2, still read, wrote
+// the payload's parts as JSON: "heads": [[layer, kv_head, position]...] in
+// "evictions", and "attention" and "states" as below):
 //   line 1   {"format":"h2o-studio-recording","version":2,"header":{
 //              "manifest": <h2o::describe_run>, "mode": "stream"|"forced",
 //              "title": "<model name>", "layers": L, "heads": H, "kv_heads": K,
@@ -12,14 +14,16 @@
 //              recording began, "settings"?: the app's settings (studio_config_json)}}
 //   lines    {"step": n, "phase": "prefill"|"decode"|"forced", "prompt": i,
 //             "turn_start": b, "turn_end": b, "engine_s": seconds of engine time so far,
+//             "thinned"?: true (the app's pipeline kept only the watched layer's capture),
 //             "sessions": [{"session", "fed": [ids], "position": first fed position, "fed_text": [texts],
 //               "token", "text", "eos",
 //               "cached_tokens", "live_bytes", "allocated_bytes", "step_ms", "tok_s",
-//               "evictions": {"all": [positions], "heads": [[layer, kv_head, position]...]},
+//               "evictions": {"all": [positions]},
 //               "nll": [...], "kl": [...], "agree": [...],
-//               "attention"?: [{"layer", "head", "rows", "query": [...], "keys": [[per KV head]...],
-//                               "probs": [[per captured head, rows x keys]...], "top_share": [...]}...],
-//               "states"?: [{"layer", "positions": [[per KV head]...], "scores": [[per KV head]...]}...],
+//               "payload"?: base64 text (step_payload.h): the evictions by (layer, KV head), the
+//                 attention captures {layer, head, rows, query positions, key positions per KV head,
+//                 probabilities per captured head (rows x keys, 8-bit codes), top-k shares} and
+//                 the layer states {layer, positions and scores per KV head},
 //               "stopped"?: "why"}]}
 //   last     {"totals": <h2o::describe_totals>}   (optional)
 // The app records, each step, its watched layer's attention (every query head,
@@ -44,6 +48,9 @@
 #include "core/studio/run_loop.h"
 
 namespace h2o {
+
+// The version this build writes (it reads 1 to this).
+inline constexpr int kRecordingVersion = 3;
 
 struct RecordingHeader {
   nlohmann::json manifest;  // describe_run

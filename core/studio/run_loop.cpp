@@ -15,14 +15,22 @@ std::string EngineSource::end_reason() const {
 }
 
 std::optional<StepRecord> RunLoop::step() {
-  std::optional<StepRecord> record;
-  {
-    StageTimer timer(source_seconds_);
-    record = source_.next();
-  }
-  if (!record) return std::nullopt;
-  for (StepSink* sink : sinks_) sink->write(*record);
+  std::optional<StepRecord> record = next();
+  if (record) deliver(*record);
   return record;
+}
+
+std::optional<StepRecord> RunLoop::next() {
+  StageTimer timer(source_seconds_);
+  return source_.next();
+}
+
+void RunLoop::deliver(StepRecord& record) {
+  if (prepare_) {
+    StageTimer timer(prepare_seconds_);
+    prepare_(record);
+  }
+  for (StepSink* sink : sinks_) sink->write(record);
 }
 
 std::vector<std::string> stop_messages(const std::vector<PolicyConfig>& policies, const StepRecord& record,

@@ -47,15 +47,24 @@ class RunLoop {
  public:
   explicit RunLoop(StepSource& source) : source_(source) {}
   void add_sink(StepSink& sink) { sinks_.push_back(&sink); }
+  // Applied to every record before any sink sees it (a recording's rounding,
+  // so that what a live run shows is what a replay of its recording shows).
+  void set_prepare(void (*prepare)(StepRecord&)) { prepare_ = prepare; }
   // One step from the source to every sink; nullopt when the source is done.
   std::optional<StepRecord> step();
+  // The same in two halves: the source's next record (timed), and the record to the sinks (prepared first).
+  std::optional<StepRecord> next();
+  void deliver(StepRecord& record);
   const StepSource& source() const { return source_; }
   // Seconds spent in the source's next() so far (the engine's steps, a replay's reads).
   double source_seconds() const { return source_seconds_; }
+  // Seconds spent in the prepare function (set_prepare) so far.
+  double prepare_seconds() const { return prepare_seconds_; }
 
  private:
   StepSource& source_;
-  double source_seconds_ = 0;
+  double source_seconds_ = 0, prepare_seconds_ = 0;
+  void (*prepare_)(StepRecord&) = nullptr;
   std::vector<StepSink*> sinks_;
 };
 

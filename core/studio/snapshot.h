@@ -158,6 +158,9 @@ struct StudioSnapshot {
   HeadViewData head_view;
   ModelViewData model_view;
   int64_t history_bytes = 0;  // what the analyzer keeps for the whole history
+  // Steps up to the shown one whose other layers' captures the pipeline left
+  // out (it could not keep up), and the newest of them (-1: none).
+  int64_t thinned_steps = 0, last_thinned_step = -1;
 };
 
 }  // namespace h2o

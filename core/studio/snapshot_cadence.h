@@ -10,14 +10,18 @@ namespace h2o {
 
 class SnapshotCadence {
  public:
-  // At most one snapshot every kIntervalMs: ~25 a second, a screen's worth.
+  // At most one snapshot every kIntervalMs: ~25 a second, a screen's worth;
+  // while the run's sinks fall behind the engine, one every kBehindIntervalMs
+  // (snapshots thin first: building one holds the sinks up), so the window still moves.
   static constexpr int64_t kIntervalMs = 40;
+  static constexpr int64_t kBehindIntervalMs = 250;
   // Whether a snapshot is due at `now_ms` (the caller's monotonic clock);
   // if so, it counts as built. `force`: always (a pause, a seek, a new view);
   // `unread`: the window has not taken the previous one yet, so no new one
-  // is built until it has.
-  bool due(int64_t now_ms, bool force, bool unread) {
-    if (!force && (now_ms - last_ms_ < kIntervalMs || unread)) return false;
+  // is built until it has; `behind`: the sinks are behind (StudioRun::behind).
+  bool due(int64_t now_ms, bool force, bool unread, bool behind = false) {
+    const int64_t interval = behind ? kBehindIntervalMs : kIntervalMs;
+    if (!force && (now_ms - last_ms_ < interval || unread)) return false;
     last_ms_ = now_ms;
     return true;
   }

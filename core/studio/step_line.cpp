@@ -7,6 +7,7 @@
 #include <simdjson.h>
 
 #include "core/base/error.h"
+#include "core/studio/step_payload.h"
 
 namespace h2o {
 namespace od = simdjson::ondemand;
@@ -180,6 +181,9 @@ SessionRecord session(od::value v, int version, StepDetail detail) {
     if (key == "evictions") {
       evictions(x, version, s.evictions);
       needs.seen |= 1u << 14;
+    } else if (key == "payload") {
+      // Version 3: evictions by head, captures and states in one compressed payload.
+      decode_session_payload(std::string_view(x.get_string()), s, detail == StepDetail::Skim);
     } else if (key == "attention") {
       // Version 1 held one capture, version 2 a list.
       if (version < 2) s.attention.push_back(capture(x, detail));
@@ -214,6 +218,7 @@ StepRecord step(od::object o, int version, StepDetail detail) {
     else if (key == "turn_start") r.turn_start = bool(x.get_bool()), needs.seen |= 8;
     else if (key == "turn_end") r.turn_end = bool(x.get_bool()), needs.seen |= 16;
     else if (key == "engine_s") r.engine_seconds = as_double(x), needs.seen |= 32;
+    else if (key == "thinned") r.thinned = bool(x.get_bool());
     else if (key == "sessions") {
       for (od::value s : x.get_array()) r.sessions.push_back(session(s, version, detail));
       needs.seen |= 64;

@@ -6,6 +6,7 @@
 
 #include "core/base/error.h"
 #include "core/base/stopwatch.h"
+#include "core/studio/step_payload.h"
 #include "core/base/process_memory.h"
 
 namespace h2o {
@@ -17,6 +18,7 @@ std::unique_ptr<StudioRun> StudioRun::live(const StudioConfig& settings, const S
   StudioConfig config = settings;
   config.capture_layer = std::clamp(view.layer, 0, inputs.model->config.n_layers - 1);
   run->schedule_.set_layer(config.capture_layer);
+  run->schedule_.set_heads(inputs.model->config.n_heads);
   run->engine_ = make_studio_engine(config, inputs, std::move(backend));
   run->engine_source_ = std::make_unique<EngineSource>(*run->engine_, &run->schedule_);
   // Hashing is quick for small files and would stall the start of big ones.
@@ -41,6 +43,8 @@ void StudioRun::start_recording(RecordingHeader header, StepSource& source, cons
   spool_path_ = spool_path;  // set first: a file half made still goes with the run
   spool_ = std::make_unique<RecordingWriter>(spool_path, analyzer_->header(), recording_limit);
   loop_ = std::make_unique<RunLoop>(source);
+  // What is shown live is what a replay of the spool shows: probabilities as the recording keeps them.
+  loop_->set_prepare(round_to_recorded);
   loop_->add_sink(*spool_);
   loop_->add_sink(*analyzer_);
 }
@@ -85,6 +89,7 @@ std::unique_ptr<StudioRun> StudioRun::replay(const std::string& path) {
 StudioRun::~StudioRun() { close(); }
 
 void StudioRun::close() {
+  pipeline_.reset();  // the steps handed over go through first
   loop_.reset();
   engine_source_.reset();
   other_source_.reset();
@@ -145,13 +150,19 @@ StepResult StudioRun::step() {
   StepResult result;
   if (!loop_) return result;
   try {
-    const std::optional<StepRecord> record = loop_->step();
+    std::optional<StepRecord> record = loop_->next();
     if (!record) {
       result.end_reason = loop_->source().end_reason();
       return result;
     }
     result.stepped = true;
     result.warnings = stop_messages(analyzer_->header().policies, *record, engine_ && engine_->done());
+    if (pipeline_) {
+      pipeline_->push(std::move(*record));
+    } else {
+      std::lock_guard lock(state_);
+      loop_->deliver(*record);
+    }
     tell_spool_stop(result);
   } catch (const std::bad_alloc&) {
     result.failure = "Out of memory in the engine; the run is paused. Lower the budget or reset.";
@@ -161,7 +172,30 @@ StepResult StudioRun::step() {
   return result;
 }
 
+void StudioRun::run_beside(const PipelineOptions& options) {
+  if (!spool_ || pipeline_) return;
+  pipeline_ = std::make_unique<StepPipeline>(std::vector<StepSink*>{spool_.get(), analyzer_.get()}, round_to_recorded,
+                                             state_, options);
+}
+
+void StudioRun::run_beside() {
+  PipelineOptions options;
+  options.thinning = !(engine_ && engine_->backend().name() == "cpu");
+  run_beside(options);
+}
+
+std::string StudioRun::settle() {
+  if (!pipeline_) return {};
+  try {
+    pipeline_->drain();
+  } catch (const std::exception& e) {
+    return std::string("Recording or analysing a step failed: ") + e.what();
+  }
+  return {};
+}
+
 void StudioRun::tell_spool_stop(StepResult& result) {
+  std::lock_guard lock(state_);
   if (!spool_ || !spool_->stopped() || spool_stop_told_) return;
   spool_stop_told_ = true;
   const std::string last = std::to_string(spool_->last_step());
@@ -199,16 +233,46 @@ StepResult StudioRun::read_replay_to(int64_t step) {
 
 TimelineFile StudioRun::timeline_file() const {
   if (replay_) return {&replay_->index(), replay_path_, replay_->version(), nullptr};
-  if (spool_) return {&spool_->index(), spool_path_, 2, spool_.get()};
+  if (spool_) return {&spool_->index(), spool_path_, kRecordingVersion, spool_.get()};
   return {};
 }
 
-std::string StudioRun::seek(int64_t step) { return timeline_.seek(*analyzer_, timeline_file(), step); }
+bool StudioRun::has_steps() const {
+  std::lock_guard lock(state_);
+  return analyzer_->steps_ingested() > 0;
+}
 
-std::string StudioRun::advance() { return timeline_.advance(*analyzer_, timeline_file()); }
+int64_t StudioRun::latest_step() const {
+  std::lock_guard lock(state_);
+  return analyzer_->latest_step();
+}
+
+int64_t StudioRun::step_before() const {
+  std::lock_guard lock(state_);
+  return timeline_.step_before(*analyzer_);
+}
+
+// The timeline reads the spool back: every step taken so far must be in it.
+std::string StudioRun::seek(int64_t step) {
+  std::string failure = settle();
+  std::lock_guard lock(state_);
+  return failure.empty() ? timeline_.seek(*analyzer_, timeline_file(), step) : failure;
+}
+
+std::string StudioRun::advance() {
+  std::string failure = settle();
+  std::lock_guard lock(state_);
+  return failure.empty() ? timeline_.advance(*analyzer_, timeline_file()) : failure;
+}
 
 StepResult StudioRun::step_forward() {
-  if (!timeline_.behind(*analyzer_)) {
+  settle();
+  bool behind_cursor;
+  {
+    std::lock_guard lock(state_);
+    behind_cursor = timeline_.behind(*analyzer_);
+  }
+  if (!behind_cursor) {
     timeline_.follow();
     return step();
   }
@@ -223,15 +287,18 @@ void StudioRun::start_playing() {
 }
 
 double StudioRun::engine_seconds_at_shown() const {
+  std::lock_guard lock(state_);
   return analyzer_->engine_seconds_at(timeline_.following() ? analyzer_->latest_step() : timeline_.cursor());
 }
 
 bool StudioRun::next_step_due(double engine_seconds) const {
+  std::lock_guard lock(state_);
   if (!timeline_.following()) return !(analyzer_->engine_seconds_at(timeline_.cursor() + 1) > engine_seconds);
   return analyzer_->steps_ingested() == 0 || !(analyzer_->engine_seconds_at(analyzer_->latest_step()) > engine_seconds);
 }
 
 StudioSnapshot StudioRun::snapshot(ViewSelection view) const {
+  std::lock_guard lock(state_);
   StageTimer timer(snapshot_s_);
   ++snapshots_;
   view.step = timeline_.cursor();
@@ -239,6 +306,7 @@ StudioSnapshot StudioRun::snapshot(ViewSelection view) const {
 }
 
 void StudioRun::apply_view(const ViewSelection& view) {
+  std::lock_guard lock(state_);
   analyzer_->pin(view.inspect_position);
   if (spool_) schedule_.set_layer(std::clamp(view.layer, 0, analyzer_->header().layers - 1));
 }
@@ -255,6 +323,9 @@ std::string StudioRun::queue_prompt(const std::string& text) {
 // ---- files and figures -------------------------------------------------------------------
 
 RunExport StudioRun::run_export(const std::string& state, const ViewSelection& view) const {
+  // The exports read the spool and the analyzer after this returns: every
+  // step taken must be in, and none is taken meanwhile (only the caller steps).
+  if (pipeline_) pipeline_->drain();
   RunExport run;
   run.engine = engine_.get();
   run.spool = spool_.get();
@@ -270,6 +341,7 @@ RunExport StudioRun::run_export(const std::string& state, const ViewSelection& v
 }
 
 std::string StudioRun::stats_line(double seconds) const {
+  std::lock_guard lock(state_);
   int64_t positions = 0;
   const StudioSnapshot s = analyzer_->snapshot(ViewSelection{.max_tokens = 1, .heatmap_rows = 1, .overview_columns = 1,
                                                              .overview_rows = 1, .detail_positions = 1, .detail_rows = 1});
@@ -294,6 +366,7 @@ std::string StudioRun::stats_line(double seconds) const {
 }
 
 PipelineTimes StudioRun::pipeline_times() const {
+  std::lock_guard lock(state_);
   PipelineTimes t;
   t.steps = analyzer_->steps_ingested();
   t.snapshots = snapshots_;
@@ -302,7 +375,10 @@ PipelineTimes StudioRun::pipeline_times() const {
   t.analyzer_s = analyzer_->ingest_seconds() - t.history_s;
   t.snapshot_s = snapshot_s_;
   if (spool_) {
-    t.encode_s = spool_->encode_seconds();
+    // The rounding is the recording's.
+    t.encode_s = spool_->encode_seconds() + (loop_ ? loop_->prepare_seconds() : 0) +
+                 (pipeline_ ? pipeline_->prepare_seconds() : 0);
+    t.thinned_steps = pipeline_ ? pipeline_->thinned_steps() : 0;
     t.write_s = spool_->write_seconds();
     t.recording_bytes = spool_->bytes();
   }

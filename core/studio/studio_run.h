@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "core/studio/recording.h"
 #include "core/studio/run_export.h"
 #include "core/studio/run_loop.h"
+#include "core/studio/step_pipeline.h"
 #include "core/studio/studio_setup.h"
 #include "core/studio/synthetic_steps.h"
 #include "core/studio/timeline.h"
@@ -41,9 +43,10 @@ struct PipelineTimes {
   double history_s = 0;   // the analyzer writing the whole history (stream_history.h)
   double analyzer_s = 0;  // the rest of the analyzer: curves, score histories, the capture window
   double snapshot_s = 0;  // snapshots built (snapshot())
-  double encode_s = 0;    // the recording spool: steps to text
+  double encode_s = 0;    // the recording spool: steps to text (and their probabilities rounded as it keeps them)
   double write_s = 0;     // the recording spool: text to the file
   int64_t recording_bytes = 0;
+  int64_t thinned_steps = 0;  // steps the pipeline thinned (step_pipeline.h)
 };
 
 // How a run names itself: a title, one line of details, the weights' type mix ("Q4_K_M"; "replay").
@@ -106,19 +109,35 @@ class StudioRun {
 
   // One new step from the engine or the recording. Never throws: a failure is said in the result.
   StepResult step();
+
+  // ---- the sinks beside the engine (step_pipeline.h) ----
+  // From now on a live (or synthetic) run's sinks — the spool, the analyzer —
+  // run on a thread of their own: step() hands the step over and returns.
+  // What the run shows is then the newest step they have taken in; the
+  // timeline, the exports and settle() first wait for the rest. Replays
+  // stay as they are (their pace reads the analyzer each step).
+  // run_beside() thins only where the engine runs on a device (not the CPU
+  // backend, whose engine shares the cores with the sinks).
+  void run_beside(const PipelineOptions& options);
+  void run_beside();
+  // Waits until the sinks have every step taken so far (before a paused
+  // frame, a seek, an export). Returns a failure to say ("": none).
+  std::string settle();
+  // Whether the sinks are behind (the window builds fewer snapshots then: snapshots thin first).
+  bool behind() const { return pipeline_ && pipeline_->behind(); }
   // Reads a replay on to `step` (or its end) without a snapshot of each step,
   // skimming the steps it passes (h2o::read_replay_to); nothing for a live run.
   StepResult read_replay_to(int64_t step);
 
   // ---- the timeline: which step is shown (timeline.h) ----
-  bool has_steps() const { return analyzer_->steps_ingested() > 0; }
-  int64_t latest_step() const { return analyzer_->latest_step(); }
+  bool has_steps() const;
+  int64_t latest_step() const;
   bool following() const { return timeline_.following(); }
   void follow() { timeline_.follow(); }
   // Shows `step` (at or past the newest: follows). Returns a warning ("" : none).
   std::string seek(int64_t step);
   // The step before the shown one (not before the first); -1 with no steps.
-  int64_t step_before() const { return timeline_.step_before(*analyzer_); }
+  int64_t step_before() const;
   // The shown step one on through the history. Returns a warning ("" : none).
   std::string advance();
   // One step forward: through the history from the shown step, else a new step.
@@ -159,6 +178,9 @@ class StudioRun {
   void start_recording(RecordingHeader header, StepSource& source, const std::string& spool_path,
                        int64_t recording_limit);
 
+  // Takes the sinks in (from step(), or on the pipeline's thread).
+  void deliver(StepRecord record);
+
   StudioCaptureSchedule schedule_;           // what each live step reads out
   std::unique_ptr<Engine> engine_;           // live runs
   std::unique_ptr<EngineSource> engine_source_;
@@ -174,6 +196,9 @@ class StudioRun {
   nlohmann::json manifest_;
   RunInfo run_info_;  // live runs: studio_run_info
   Timeline timeline_;
+  // Held by the sinks while they take a step in, and by every reader of what they hold.
+  mutable std::mutex state_;
+  std::unique_ptr<StepPipeline> pipeline_;  // run_beside's
   mutable double snapshot_s_ = 0;
   mutable int64_t snapshots_ = 0;
 };

@@ -140,7 +140,7 @@ SessionRecord SyntheticStepSource::session_step(Pane& pane, const StepRecord& re
 
   // Captured before the cut, as a backend reads them out.
   const int64_t held_watched = int64_t(pane.head(schedule_.layer(), 0).size()) * shape_.n_kv_heads;
-  const CapturePlan plan = schedule_.plan_for(record.step, shape_.n_layers, held_watched);
+  const CapturePlan plan = schedule_.plan_for(record.step, shape_.n_layers, shape_.n_heads, held_watched);
   for (const CaptureRequest& request : plan.attention) s.attention.push_back(capture(pane, request, now));
 
   // The cut: each cache by its rule and the scores below, as every backend cuts.

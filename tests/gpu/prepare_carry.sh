@@ -22,6 +22,7 @@ CARRY_LIMIT_MIB=${CARRY_LIMIT_MIB:-40}
 # core/, app/, tests/):
 #   nlohmann_json 3 (CONFIG)           -> nlohmann-json3-dev
 #   simdjson 3 (CONFIG; core/studio reads recordings with it) -> libsimdjson-dev + libsimdjson14
+#   libzstd (pkg-config; recordings' payloads, core/studio/step_payload.cpp) -> libzstd-dev + libzstd1
 #   CLI11 (CONFIG; app/ links CLI11::CLI11, so it is required in practice) -> libcli11-dev
 #   OpenSSL Crypto (core/sha256.cpp)   -> libssl-dev + libssl3 (runtime, matching version)
 #   PkgConfig (pkg-config program)     -> pkgconf pkgconf-bin libpkgconf3
@@ -33,7 +34,7 @@ CARRY_LIMIT_MIB=${CARRY_LIMIT_MIB:-40}
 # includes GMockTargets OPTIONAL; no test uses gmock).
 # Carried for a tokenizer change that may add them: libpcre2-dev + libpcre2-8-0,
 # libutf8proc-dev + libutf8proc2.
-PACKAGES=(nlohmann-json3-dev libsimdjson-dev libsimdjson14 libcli11-dev libssl-dev libssl3 pkgconf pkgconf-bin libpkgconf3
+PACKAGES=(nlohmann-json3-dev libsimdjson-dev libsimdjson14 libzstd-dev libzstd1 libcli11-dev libssl-dev libssl3 pkgconf pkgconf-bin libpkgconf3
           libsentencepiece-dev libsentencepiece0 libgtest-dev googletest
           libpcre2-dev libpcre2-8-0 libutf8proc-dev libutf8proc2)
 # The assets the GPU run needs (parity references, the demo model, its tokenizer),

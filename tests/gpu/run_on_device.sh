@@ -42,11 +42,14 @@ ASSETS=$CARRY/assets
 RESULTS=$OUT/results.md
 MULTIARCH=x86_64-linux-gnu
 JOBS=$(nproc 2>/dev/null || echo 4)
-DEVICE_TARGETS="h2o_cuda_tests h2o-cli h2o-bench"   # all that check and bench run
+DEVICE_TARGETS="h2o_cuda_tests h2o-cli h2o-bench h2o-bench-studio"   # all that check and bench run
 BACKEND=${H2O_GPU_BACKEND:-cuda}
 case "$BACKEND" in cuda) SIMULATED=0 ;; cuda-sim) SIMULATED=1 ;; *) echo "run_on_device: H2O_GPU_BACKEND must be cuda or cuda-sim, got '$BACKEND'" >&2; exit 2 ;; esac
 # Under simulation: tiny shapes (the emulation decodes stories260K at tens of tokens a second), f16 as on the GPU.
 SIM_BENCH_ARGS="--shapes stories260K --dtype f16 --precision f16 --contexts 64 --budget 32 --tokens 8 --repeats 1 --batched"
+# The app's pipeline beside the engine (h2o-bench-studio): Llama-2-7B, four panes, on the GPU; a few steps of stories260K simulated.
+STUDIO_BENCH_ARGS="--shapes llama2-7b --panes 4 --dtype f16 --precision f16 --steps 1500"
+SIM_STUDIO_BENCH_ARGS="--shapes stories260K --panes 2 --dtype f16 --precision f16 --steps 12"
 FAILS=0                          # failed steps in this stage
 STAGE=""
 STAGE_T0=$SECONDS
@@ -564,6 +567,12 @@ stage_bench() {
     row "h2o-bench" "FAIL (absent)" 0 "no h2o-bench target in this tree yet; the peer still runs"
   elif build_repo "$blog" h2o-bench; then row "build h2o-bench" ok $((SECONDS - t0)) ""
   else have_bench=0; row "build h2o-bench" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "$(why "$blog" 2)"; fi
+  local have_studio=0
+  if grep -qE '(^|[[:space:]])h2o-bench-studio(:|[[:space:]]|$)' <<<"$targets"; then
+    t0=$SECONDS
+    if build_repo "$blog" h2o-bench-studio; then have_studio=1; row "build h2o-bench-studio" ok $((SECONDS - t0)) ""
+    else row "build h2o-bench-studio" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "$(why "$blog" 2)"; fi
+  fi
 
   # Step: the copy bandwidth in this same lease, the roofline the bench and the peer are read against.
   t0=$SECONDS
@@ -586,6 +595,21 @@ stage_bench() {
     grep -aq '^|' "$log" || echo "(no table printed; see bench.log)" >>"$RESULTS"
     if ((rc == 0)); then row "h2o-bench --backend $BACKEND" ok $((SECONDS - t0)) "table above; log bench.log"
     else row "h2o-bench --backend $BACKEND" "FAIL (exit $rc)" $((SECONDS - t0)) "$(why "$log" 2)"; fi
+  fi
+
+  # Step: the app's pipeline on the engine (history, analyzer, snapshots, recording spool) against the engine alone.
+  if ((have_studio)); then
+    t0=$SECONDS
+    local slog=$OUT/bench-studio.log slimit=$(($(remaining) - RESERVE_S - peer_reserve)) srgs
+    ((slimit < 30)) && slimit=30
+    srgs=$STUDIO_BENCH_ARGS
+    ((SIMULATED)) && srgs=$SIM_STUDIO_BENCH_ARGS
+    # shellcheck disable=SC2086  # a list of words on purpose
+    if run_step "$slog" "$slimit" "$BUILD/app/h2o-bench-studio" --backend "$BACKEND" $srgs; then
+      subtable "h2o-bench-studio --backend $BACKEND $srgs:"
+      awk '/^\|/ { print; t = 1; next } t { print ""; t = 0 }' "$slog" >>"$RESULTS"
+      row "h2o-bench-studio --backend $BACKEND" ok $((SECONDS - t0)) "table above; log bench-studio.log"
+    else row "h2o-bench-studio --backend $BACKEND" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "$(why "$slog" 2)"; fi
   fi
 
   # Step: the transformers peer again, in the same lease, with the copy bandwidth measured above.

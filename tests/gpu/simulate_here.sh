@@ -46,11 +46,12 @@ exec unshare -m bash -euo pipefail -c '
   for d in /usr/include/nlohmann /usr/include/gtest /usr/include/gmock /usr/include/openssl \
            /usr/include/x86_64-linux-gnu/openssl /usr/include/CLI /usr/share/cmake/nlohmann_json \
            /usr/share/cmake/CLI11 /usr/lib/x86_64-linux-gnu/cmake/GTest /usr/src/googletest \
-           /usr/lib/x86_64-linux-gnu/cmake/simdjson \
+           /usr/lib/x86_64-linux-gnu/cmake/simdjson /usr/lib/x86_64-linux-gnu/cmake/zstd \
            /usr/lib/x86_64-linux-gnu/pkgconfig /usr/share/pkgconfig; do hide_dir "$d"; done
   for f in /usr/include/sentencepiece_processor.h /usr/include/sentencepiece_trainer.h \
            /usr/include/pcre2.h /usr/include/utf8proc.h /usr/include/simdjson.h \
-           /usr/lib/x86_64-linux-gnu/libsimdjson.so.14 \
+           /usr/lib/x86_64-linux-gnu/libsimdjson.so.14 /usr/include/zstd.h /usr/include/zdict.h \
+           /usr/include/zstd_errors.h /usr/lib/x86_64-linux-gnu/libzstd.a \
            /usr/lib/x86_64-linux-gnu/libgtest.a /usr/lib/x86_64-linux-gnu/libgtest_main.a \
            /usr/lib/x86_64-linux-gnu/libgmock.a /usr/lib/x86_64-linux-gnu/libgmock_main.a \
            /usr/lib/x86_64-linux-gnu/libsentencepiece.so.0 /usr/lib/x86_64-linux-gnu/libsentencepiece_train.so.0; do
@@ -61,7 +62,7 @@ exec unshare -m bash -euo pipefail -c '
     H2O_STAGE_BUDGET_S=${H2O_STAGE_BUDGET_S:-1800} H2O_BUILD_LIMIT_S=${H2O_BUILD_LIMIT_S:-1200} bash "$HERE/run_on_device.sh" "$@" && rc=0 || rc=$?
   # What the built programs load (check/bench): the carried libcrypto, SentencePiece and simdjson, not the system copies.
   for exe in "${H2O_GPU_BUILD:-$SIM/build}/app/h2o-cli" "${H2O_GPU_BUILD:-$SIM/build}/tests/h2o_tests"; do
-    [ -x "$exe" ] && { echo "ldd $exe:"; ldd "$exe" | grep -E "crypto|ssl|sentencepiece|simdjson" || true; }
+    [ -x "$exe" ] && { echo "ldd $exe:"; ldd "$exe" | grep -E "crypto|ssl|sentencepiece|simdjson|zstd" || true; }
   done
   exit $rc
 ' _ "$SIM" "$HERE" "$@"

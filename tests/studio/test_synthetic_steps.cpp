@@ -108,7 +108,7 @@ TEST(SyntheticSteps, CapturesFollowTheAppsScheduleAndLookLikeATrainedModels) {
       EXPECT_EQ(watched.top_share.size(), 32u);
       EXPECT_EQ(s.attention.size(), r.step % kAllLayersEvery == 0 ? 22u : 1u);
       for (const AttentionCapture& a : s.attention) {
-        const int max_keys = &a == &watched ? kRecordedKeys : kAllLayersKeys;
+        const int max_keys = &a == &watched ? kRecordedKeys : all_layers_keys(22, 32);
         for (const auto& keys : a.key_positions) EXPECT_LE(int(keys.size()), max_keys);
         for (const auto& row : a.probs) {
           const float sum = std::accumulate(row.begin(), row.end(), 0.0f);

@@ -20,6 +20,7 @@
 #include "core/studio/studio_setup.h"
 #include "core/studio/survival.h"
 #include "core/studio/text_cells.h"
+#include "core/studio/step_payload.h"
 #include "core/studio/timeline.h"
 #include "tests/assets.h"
 #include "tests/studio/small_studio_config.h"
@@ -105,7 +106,8 @@ TEST(Timeline, AnEarlierStepLooksAsItDidWhenItWasTheNewest) {
     return out;
   }();
   for (int i = 0; i < 140; ++i) {
-    const StepRecord r = engine->step(&kWatch);
+    StepRecord r = engine->step(&kWatch);
+    round_to_recorded(r);  // as StudioRun's loop does
     spool.write(r);
     all.ingest(r);
     if (std::find(checked.begin(), checked.end(), r.step) != checked.end())

@@ -140,6 +140,7 @@ void EngineWorker::startLive() {
   run_.reset();  // the old engine goes before the new one is made
   try {
     run_ = StudioRun::live(config_, *inputs_, makeBackend(config_), view_, newSpoolPath(), recording_limit_);
+    run_->run_beside();  // recording and analysis beside the engine, not between its steps
   } catch (const std::bad_alloc&) {
     unusable_ = "out of memory while starting the engine";
     fail("Out of memory while starting the engine.");
@@ -375,7 +376,9 @@ void EngineWorker::finishAutoplayIfDue() {
 
 void EngineWorker::publish(bool force) {
   if (!run_) return;
-  if (!cadence_.due(since_start_.elapsed(), force, !slot_->empty())) return;
+  // A paused frame shows every step taken; while the sinks are behind, fewer frames (snapshots thin first).
+  if (force) warn(run_->settle());
+  if (!cadence_.due(since_start_.elapsed(), force, !slot_->empty(), run_->behind())) return;
   auto snapshot = std::make_shared<StudioSnapshot>(run_->snapshot(view_));
   if (slot_->put(std::move(snapshot))) emit snapshotPending();
 }

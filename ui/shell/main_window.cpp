@@ -408,6 +408,10 @@ void MainWindow::buildStatusBar() {
   statusBar()->addPermanentWidget(legend_);
   statusBar()->addPermanentWidget(perf_label_);
   statusBar()->addPermanentWidget(record_label_);
+  thin_label_ = new QLabel;
+  thin_label_->setObjectName("thin_label");
+  statusBar()->addPermanentWidget(thin_label_);
+  thin_label_->hide();
   perf_label_->setVisible(options_.perf);
 }
 
@@ -562,6 +566,18 @@ void MainWindow::draw(const StudioSnapshot& s) {
                       .arg(s.prompt_index < 0 ? (s.steps_ingested ? QString("typed") : QString("—")) : QString::number(s.prompt_index + 1))
                       .arg(s.engine_seconds, 0, 'f', 1);
   transport_->stepLabel()->setToolTip(where);
+  showThinning(s);
+}
+
+void MainWindow::showThinning(const StudioSnapshot& s) {
+  thin_label_->setVisible(s.thinned_steps > 0);
+  if (s.thinned_steps == 0) return;
+  thin_label_->setText(QString("thinned: %1 steps").arg(s.thinned_steps));
+  thin_label_->setToolTip(QString("Recording and analysis could not keep up with the engine: %1 steps (the latest %2) "
+                                  "kept only the watched layer's attention; the other layers' views and the "
+                                  "recording lack it there. Tokens, evictions and every number are whole.")
+                              .arg(s.thinned_steps)
+                              .arg(s.last_thinned_step));
 }
 
 void MainWindow::drawAnalysis(const StudioSnapshot& s) {

@@ -162,6 +162,8 @@ class MainWindow : public QMainWindow {
   void persist();
   void draw(const StudioSnapshot& snapshot);
   void drawAnalysis(const StudioSnapshot& snapshot);
+  // The status bar says when (and how many) steps the pipeline thinned.
+  void showThinning(const StudioSnapshot& snapshot);
   void fillHiddenPlots();
   void showError(const QString& message);
   // exportPlots' writer, which throws h2o::Error at the first plot that fails.
@@ -208,6 +210,7 @@ class MainWindow : public QMainWindow {
   QAction *play_, *step_, *back_, *live_, *reset_, *open_, *save_, *report_, *presentation_, *light_, *bigger_, *smaller_;
   QWidget* legend_ = nullptr;  // the fate colours, in the status bar
   QLabel *perf_label_, *load_label_, *record_label_;
+  QLabel* thin_label_;  // shown while the run's pipeline thins steps (core/studio/step_pipeline.h)
   QLabel* model_label_ = nullptr;  // the loaded weights' type mix (details in its tooltip)
   QProgressBar* load_bar_;
   QPushButton* cancel_load_;

@@ -1,0 +1,323 @@
+#include "core/studio/step_payload.h"
+
+#include <openssl/evp.h>
+#include <zstd.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "core/base/error.h"
+
+namespace h2o {
+
+namespace {
+
+// zstd's fastest level: a step's payload is mostly 8-bit codes and small
+// deltas, which level 1 packs within a few percent of level 3 at twice the speed.
+constexpr int kZstdLevel = 1;
+// The most bytes one session's payload may unpack to (a 70B model's capture of every layer is ~2 MiB).
+constexpr size_t kMaxPayloadBytes = size_t(256) << 20;
+
+// ---- bytes ----------------------------------------------------------------------------
+
+class ByteWriter {
+ public:
+  void varint(uint64_t v) {
+    while (v >= 0x80) {
+      out_ += char(uint8_t(v) | 0x80);
+      v >>= 7;
+    }
+    out_ += char(uint8_t(v));
+  }
+  void signed_varint(int64_t v) { varint((uint64_t(v) << 1) ^ uint64_t(v >> 63)); }
+  void f32(float v) {
+    char b[4];
+    std::memcpy(b, &v, 4);
+    out_.append(b, 4);
+  }
+  void byte(uint8_t v) { out_ += char(v); }
+  // Ascending (or any) positions as differences from the one before.
+  template <class Int>
+  void positions(const std::vector<Int>& list) {
+    varint(list.size());
+    int64_t before = 0;
+    for (Int p : list) {
+      signed_varint(int64_t(p) - before);
+      before = int64_t(p);
+    }
+  }
+  std::string& bytes() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class ByteReader {
+ public:
+  explicit ByteReader(std::string_view bytes) : in_(bytes) {}
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      const uint8_t b = byte();
+      v |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    throw Error("payload: a number runs past 64 bits");
+  }
+  int64_t signed_varint() {
+    const uint64_t u = varint();
+    return int64_t(u >> 1) ^ -int64_t(u & 1);
+  }
+  // A count of items each taking at least `min_bytes`: never more than the bytes left can hold.
+  size_t count(size_t min_bytes = 1) {
+    const uint64_t n = varint();
+    if (n > left() / std::max<size_t>(min_bytes, 1)) throw Error("payload: a count of " + std::to_string(n) + " runs past its end");
+    return size_t(n);
+  }
+  int whole(const char* what) {
+    const int64_t v = signed_varint();
+    if (v < INT32_MIN || v > INT32_MAX) throw Error(std::string("payload: ") + what + " out of range");
+    return int(v);
+  }
+  uint8_t byte() {
+    if (at_ >= in_.size()) throw Error("payload: ends early");
+    return uint8_t(in_[at_++]);
+  }
+  float f32() {
+    need(4);
+    float v;
+    std::memcpy(&v, in_.data() + at_, 4);
+    at_ += 4;
+    return v;
+  }
+  std::string_view take(size_t n) {
+    need(n);
+    const std::string_view s = in_.substr(at_, n);
+    at_ += n;
+    return s;
+  }
+  std::vector<int32_t> positions() {
+    std::vector<int32_t> out(count());
+    int64_t p = 0;
+    for (int32_t& x : out) {
+      p += signed_varint();
+      if (p < INT32_MIN || p > INT32_MAX) throw Error("payload: a position out of range");
+      x = int32_t(p);
+    }
+    return out;
+  }
+  void skip_positions() {
+    for (size_t n = count(); n > 0; --n) signed_varint();
+  }
+  size_t left() const { return in_.size() - at_; }
+
+ private:
+  void need(size_t n) const {
+    if (n > left()) throw Error("payload: ends early");
+  }
+  std::string_view in_;
+  size_t at_ = 0;
+};
+
+// ---- probabilities ----------------------------------------------------------------------
+
+const std::array<float, 256>& code_values() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int c = 0; c < 256; ++c) t[size_t(c)] = float(c * c) / 65025.0f;
+    return t;
+  }();
+  return table;
+}
+
+uint8_t probability_code(float p) {
+  if (!(p > 0)) return 0;  // 0, negative zero, and NaN (no backend writes one)
+  if (p >= 1) return 255;
+  return uint8_t(std::lrint(std::sqrt(p) * 255.0f));
+}
+
+// ---- the three parts ----------------------------------------------------------------------
+
+void write_evictions(ByteWriter& w, const std::vector<EvictionEvent>& events) {
+  // Runs of one (layer, KV head), in the order given (ordered by head: one run each).
+  size_t runs = 0;
+  for (size_t i = 0; i < events.size(); ++i)
+    runs += i == 0 || events[i].layer != events[i - 1].layer || events[i].kv_head != events[i - 1].kv_head;
+  w.varint(runs);
+  for (size_t i = 0; i < events.size();) {
+    size_t end = i;
+    while (end < events.size() && events[end].layer == events[i].layer && events[end].kv_head == events[i].kv_head) ++end;
+    w.signed_varint(events[i].layer);
+    w.signed_varint(events[i].kv_head);
+    std::vector<int32_t> positions;
+    for (size_t k = i; k < end; ++k) positions.push_back(events[k].position);
+    w.positions(positions);
+    i = end;
+  }
+}
+
+void read_evictions(ByteReader& r, std::vector<EvictionEvent>& events) {
+  for (size_t runs = r.count(3); runs > 0; --runs) {
+    const int layer = r.whole("an eviction's layer"), kv = r.whole("an eviction's KV head");
+    for (int32_t p : r.positions()) events.push_back({layer, kv, p});
+  }
+}
+
+void write_capture(ByteWriter& w, const AttentionCapture& a) {
+  w.signed_varint(a.layer);
+  w.signed_varint(a.head);
+  w.signed_varint(a.rows);
+  w.positions(a.query_positions);
+  w.varint(a.key_positions.size());
+  for (const auto& keys : a.key_positions) w.positions(keys);
+  w.varint(a.probs.size());
+  for (const auto& row : a.probs) {
+    w.varint(row.size());
+    for (float p : row) w.byte(probability_code(p));
+  }
+  w.varint(a.top_share.size());
+  for (float s : a.top_share) w.f32(s);
+}
+
+AttentionCapture read_capture(ByteReader& r, bool skim) {
+  AttentionCapture a;
+  a.layer = r.whole("a capture's layer");
+  a.head = r.whole("a capture's head");
+  a.rows = r.whole("a capture's rows");
+  if (skim) r.skip_positions();
+  else a.query_positions = r.positions();
+  const size_t kv_heads = r.count();
+  if (!skim) a.key_positions.reserve(kv_heads);
+  for (size_t k = 0; k < kv_heads; ++k) {
+    if (skim) r.skip_positions();
+    else a.key_positions.push_back(r.positions());
+  }
+  const size_t heads = r.count();
+  const auto& value = code_values();
+  if (!skim) a.probs.resize(heads);
+  for (size_t h = 0; h < heads; ++h) {
+    const std::string_view codes = r.take(r.count());
+    if (skim) continue;
+    std::vector<float>& row = a.probs[h];
+    row.resize(codes.size());
+    for (size_t i = 0; i < codes.size(); ++i) row[i] = value[uint8_t(codes[i])];
+  }
+  a.top_share.resize(r.count(4));
+  for (float& s : a.top_share) s = r.f32();
+  return a;
+}
+
+void write_state(ByteWriter& w, const LayerState& s) {
+  w.signed_varint(s.layer);
+  w.varint(s.positions.size());
+  for (const auto& p : s.positions) w.positions(p);
+  w.varint(s.scores.size());
+  for (const auto& row : s.scores) {
+    w.varint(row.size());
+    for (float v : row) w.f32(v);
+  }
+}
+
+LayerState read_state(ByteReader& r) {
+  LayerState s;
+  s.layer = r.whole("a state's layer");
+  s.positions.resize(r.count());
+  for (auto& p : s.positions) p = r.positions();
+  s.scores.resize(r.count());
+  for (auto& row : s.scores) {
+    row.resize(r.count(4));
+    for (float& v : row) v = r.f32();
+  }
+  return s;
+}
+
+void skip_state(ByteReader& r) {
+  r.whole("a state's layer");
+  for (size_t n = r.count(); n > 0; --n) r.skip_positions();
+  for (size_t n = r.count(); n > 0; --n) r.take(r.count(4) * 4);
+}
+
+// ---- compression and text ------------------------------------------------------------------
+
+std::string compress(const std::string& raw) {
+  thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> context(ZSTD_createCCtx(), ZSTD_freeCCtx);
+  std::string out(ZSTD_compressBound(raw.size()), '\0');
+  const size_t n = ZSTD_compressCCtx(context.get(), out.data(), out.size(), raw.data(), raw.size(), kZstdLevel);
+  if (ZSTD_isError(n)) throw Error(std::string("payload: compression failed: ") + ZSTD_getErrorName(n));
+  out.resize(n);
+  return out;
+}
+
+std::string decompress(std::string_view packed) {
+  const unsigned long long size = ZSTD_getFrameContentSize(packed.data(), packed.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) throw Error("payload: not a zstd frame");
+  if (size > kMaxPayloadBytes) throw Error("payload: unpacks to " + std::to_string(size) + " bytes");
+  thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> context(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  std::string out(size_t(size), '\0');
+  const size_t n = ZSTD_decompressDCtx(context.get(), out.data(), out.size(), packed.data(), packed.size());
+  if (ZSTD_isError(n) || n != out.size()) throw Error("payload: corrupt compressed data");
+  return out;
+}
+
+std::string to_base64(const std::string& bytes) {
+  std::string text(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(text.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()), int(bytes.size()));
+  text.resize(size_t(n));
+  return text;
+}
+
+std::string from_base64(std::string_view text) {
+  if (text.size() % 4 != 0 || text.size() > kMaxPayloadBytes) throw Error("payload: not base64");
+  std::string bytes(text.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(bytes.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()), int(text.size()));
+  if (n < 0) throw Error("payload: not base64");
+  // EVP_DecodeBlock counts the bytes the padding stands for: drop them.
+  size_t padding = 0;
+  while (padding < 2 && padding < text.size() && text[text.size() - 1 - padding] == '=') ++padding;
+  bytes.resize(size_t(n) - padding);
+  return bytes;
+}
+
+}  // namespace
+
+std::string encode_session_payload(const SessionRecord& s) {
+  ByteWriter w;
+  write_evictions(w, s.evictions.by_head);
+  w.varint(s.attention.size());
+  for (const AttentionCapture& a : s.attention) write_capture(w, a);
+  w.varint(s.layer_states.size());
+  for (const LayerState& st : s.layer_states) write_state(w, st);
+  return pack_payload(w.bytes());
+}
+
+std::string pack_payload(const std::string& raw) { return to_base64(compress(raw)); }
+std::string unpack_payload(std::string_view base64) { return decompress(from_base64(base64)); }
+
+void decode_session_payload(std::string_view base64, SessionRecord& s, bool skim) {
+  const std::string raw = unpack_payload(base64);
+  ByteReader r(raw);
+  read_evictions(r, s.evictions.by_head);
+  for (size_t n = r.count(4); n > 0; --n) s.attention.push_back(read_capture(r, skim));
+  const size_t states = r.count(3);
+  for (size_t i = 0; i < states; ++i) {
+    // A skim keeps the first state only (the watched layer's), as version 2's reader does.
+    if (skim && i > 0) skip_state(r);
+    else s.layer_states.push_back(read_state(r));
+  }
+  if (r.left() != 0) throw Error("payload: bytes after its end");
+}
+
+float recorded_probability(float p) { return code_values()[probability_code(p)]; }
+
+void round_to_recorded(StepRecord& record) {
+  for (SessionRecord& s : record.sessions)
+    for (AttentionCapture& a : s.attention)
+      for (auto& row : a.probs)
+        for (float& p : row) p = recorded_probability(p);
+}
+
+}  // namespace h2o

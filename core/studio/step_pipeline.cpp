@@ -1,0 +1,106 @@
+#include "core/studio/step_pipeline.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/base/stopwatch.h"
+
+namespace h2o {
+
+void thin_step(StepRecord& record) {
+  record.thinned = true;
+  for (SessionRecord& s : record.sessions)
+    if (s.attention.size() > 1) s.attention.resize(1);
+}
+
+StepPipeline::StepPipeline(std::vector<StepSink*> sinks, void (*prepare)(StepRecord&), std::mutex& state,
+                           PipelineOptions options)
+    : sinks_(std::move(sinks)), prepare_(prepare), state_(state), options_(options) {
+  thread_ = std::thread([this] { run(); });
+}
+
+StepPipeline::~StepPipeline() {
+  {
+    std::lock_guard lock(queue_mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void StepPipeline::push(StepRecord record) {
+  std::unique_lock lock(queue_mutex_);
+  rethrow_failure();
+  if (options_.thinning && queue_.size() >= options_.thin_at) {
+    thin_step(record);
+    ++thinned_;
+  }
+  room_.wait(lock, [&] { return queue_.size() < options_.capacity || failure_; });
+  rethrow_failure();
+  queue_.push_back(std::move(record));
+  wake_.notify_one();
+}
+
+void StepPipeline::drain() {
+  std::unique_lock lock(queue_mutex_);
+  idle_.wait(lock, [&] { return (queue_.empty() && !busy_) || failure_; });
+  rethrow_failure();
+}
+
+bool StepPipeline::behind() const {
+  std::lock_guard lock(queue_mutex_);
+  return queue_.size() >= std::max<size_t>(1, options_.thin_at / 2);
+}
+
+int64_t StepPipeline::thinned_steps() const {
+  std::lock_guard lock(queue_mutex_);
+  return thinned_;
+}
+
+double StepPipeline::prepare_seconds() const {
+  std::lock_guard lock(queue_mutex_);
+  return prepare_s_;
+}
+
+void StepPipeline::rethrow_failure() {
+  if (!failure_) return;
+  std::exception_ptr failure = std::exchange(failure_, nullptr);
+  std::rethrow_exception(failure);
+}
+
+void StepPipeline::run() {
+  std::unique_lock lock(queue_mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+    if (queue_.empty()) return;  // stopping, and every step handed over went through
+    StepRecord record = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    room_.notify_one();
+    lock.unlock();
+    double prepared = 0;
+    std::exception_ptr failure;
+    try {
+      std::lock_guard state(state_);
+      if (prepare_) {
+        StageTimer timer(prepared);
+        prepare_(record);
+      }
+      for (StepSink* sink : sinks_) sink->write(record);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    lock.lock();
+    prepare_s_ += prepared;
+    busy_ = false;
+    if (failure) {
+      // The steps after a failed one would not follow it: they are dropped, and the owner hears why.
+      failure_ = failure;
+      queue_.clear();
+      room_.notify_all();
+    }
+    if (queue_.empty()) idle_.notify_all();
+  }
+}
+
+}  // namespace h2o
