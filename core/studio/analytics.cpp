@@ -1,6 +1,10 @@
 #include "core/studio/analytics.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <functional>
+#include <iterator>
 #include <numeric>
 
 namespace h2o {
@@ -15,19 +19,122 @@ static std::vector<int32_t> keep_first_and_latest(std::vector<int32_t> sorted, i
   return out;
 }
 
+// Without an early exit, so that it vectorizes: snapshots check every key list they read.
+static bool strictly_ascending(std::span<const int32_t> list) {
+  int32_t falls = 0;
+  for (size_t i = 1; i < list.size(); ++i) falls |= list[i - 1] >= list[i];
+  return falls == 0;
+}
+
+// Sorted distinct positions of the lists. Lists that ascend strictly (as the
+// backends write a KV head's keys) are merged in one pass each, far cheaper
+// than sorting their concatenation, which any other list falls back to.
+static std::vector<int32_t> sorted_union(std::span<const std::span<const int32_t>> lists) {
+  size_t total = 0;
+  for (std::span<const int32_t> list : lists) total += list.size();
+  std::vector<int32_t> out, merged;
+  out.reserve(total);
+  merged.reserve(total);
+  for (std::span<const int32_t> list : lists) {
+    if (!strictly_ascending(list)) {
+      out.clear();
+      for (std::span<const int32_t> l : lists) out.insert(out.end(), l.begin(), l.end());
+      std::sort(out.begin(), out.end());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
+      return out;
+    }
+    merged.clear();
+    std::set_union(out.begin(), out.end(), list.begin(), list.end(), std::back_inserter(merged));
+    out.swap(merged);
+  }
+  return out;
+}
+
+std::vector<int32_t> union_columns(std::span<const std::span<const int32_t>> key_lists, int max_columns,
+                                   int keep_first) {
+  return keep_first_and_latest(sorted_union(key_lists), max_columns, keep_first);
+}
+
 std::vector<int32_t> attention_columns(const AttentionCapture& capture, int head, int group_size, int max_columns,
                                        int keep_first) {
-  std::vector<int32_t> keys;
+  std::vector<std::span<const int32_t>> lists;
   const int kv_heads = int(capture.key_positions.size());
   if (head >= 0) {
     const int kv = head / std::max(group_size, 1);
-    if (kv < kv_heads) keys = capture.key_positions[size_t(kv)];
+    if (kv < kv_heads) lists.emplace_back(capture.key_positions[size_t(kv)]);
   } else {
-    for (const auto& k : capture.key_positions) keys.insert(keys.end(), k.begin(), k.end());
+    lists.assign(capture.key_positions.begin(), capture.key_positions.end());
   }
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  return keep_first_and_latest(std::move(keys), max_columns, keep_first);
+  return union_columns(lists, max_columns, keep_first);
+}
+
+// The first index at or after `from` whose position is >= p, in ascending
+// positions: steps of doubling length, then a binary search within the last.
+static size_t gallop(std::span<const int32_t> positions, size_t from, int32_t p) {
+  size_t lo = from, hi = from + 1;
+  while (hi < positions.size() && positions[hi - 1] < p) {
+    lo = hi;
+    hi = from + 2 * (hi - from);
+  }
+  hi = std::min(hi, positions.size());
+  return size_t(std::lower_bound(positions.begin() + long(lo), positions.begin() + long(hi), p) - positions.begin());
+}
+
+// Position `i` found on column `c` (positions in any order): the last run grows where both follow it.
+static void add_to_runs(size_t i, size_t c, std::vector<ColumnRun>& runs) {
+  if (!runs.empty()) {
+    ColumnRun& last = runs.back();
+    if (last.index + last.length == i && last.column + last.length == c) {
+      last.length += 1;
+      return;
+    }
+  }
+  runs.push_back({uint32_t(i), uint32_t(c), 1});
+}
+
+void find_columns(std::span<const int32_t> positions, std::span<const int32_t> columns, std::vector<ColumnRun>& out) {
+  out.clear();
+  if (!strictly_ascending(positions)) {
+    for (size_t i = 0; i < positions.size(); ++i) {
+      const auto it = std::lower_bound(columns.begin(), columns.end(), positions[i]);
+      if (it != columns.end() && *it == positions[i]) add_to_runs(i, size_t(it - columns.begin()), out);
+    }
+    return;
+  }
+  // Both ascend: each column is looked for past the last one found. Most of
+  // a capture's keys lie between its first and its latest, which the columns
+  // skip: galloping passes them in a few steps. Runs of columns that are
+  // runs of keys (the latest) cost a comparison each.
+  size_t i = 0, c = 0;
+  while (c < columns.size() && i < positions.size()) {
+    if (positions[i] < columns[c]) i = gallop(positions, i, columns[c]);
+    if (i == positions.size()) break;
+    if (positions[i] != columns[c]) {
+      ++c;
+      continue;
+    }
+    const size_t run_index = i, run_column = c;
+    for (; i < positions.size() && c < columns.size() && positions[i] == columns[c]; ++i, ++c) {}
+    out.push_back({uint32_t(run_index), uint32_t(run_column), uint32_t(i - run_index)});
+  }
+}
+
+// Adds one captured head's rows into `out` (rows x cols, from its start) on
+// the columns `runs` name; `mean_over` > 0: its share of the mean over that
+// many heads. A cell gets the head's keys in key order, as it always did, so
+// sums stay the same bit for bit; within a run the cells differ, so it vectorizes.
+static void add_head_rows(std::span<const float> probs, size_t keys, int rows, std::span<const ColumnRun> runs,
+                          int mean_over, size_t cols, double* out) {
+  for (int r = 0; r < rows; ++r) {
+    for (const ColumnRun& run : runs) {
+      const float* p = probs.data() + size_t(r) * keys + run.index;
+      double* cells = out + size_t(r) * cols + run.column;
+      for (size_t j = 0; j < run.length; ++j) {
+        const double share = mean_over > 0 ? double(p[j]) / mean_over : double(p[j]);
+        cells[j] = (std::isnan(cells[j]) ? 0.0 : cells[j]) + share;
+      }
+    }
+  }
 }
 
 void append_attention_rows(const AttentionCapture& capture, int head, int group_size,
@@ -37,31 +144,24 @@ void append_attention_rows(const AttentionCapture& capture, int head, int group_
   out.resize(base + size_t(capture.rows) * cols, NAN);
   const int heads = int(capture.probs.size());
   const int group = std::max(group_size, 1);
-  auto column_of = [&](int32_t position) -> long {
-    const auto it = std::lower_bound(columns.begin(), columns.end(), position);
-    return it != columns.end() && *it == position ? long(it - columns.begin()) : -1;
-  };
-  auto add_head = [&](int h, bool mean) {
+  // One head, or every head in order (the mean's sums depend on it).
+  const int first = std::max(head, 0), end = head >= 0 ? std::min(head + 1, heads) : heads;
+  // A group's query heads share their KV head's columns. A snapshot calls
+  // this thousands of times (the model view): the scratch is kept.
+  thread_local std::vector<ColumnRun> runs;
+  int runs_kv = -1;
+  for (int h = first; h < end; ++h) {
     const int kv = h / group;
-    if (kv >= int(capture.key_positions.size())) return;
+    if (kv >= int(capture.key_positions.size())) continue;
     const auto& keys = capture.key_positions[size_t(kv)];
     const auto& probs = capture.probs[size_t(h)];
-    if (probs.size() < size_t(capture.rows) * keys.size()) return;
-    for (size_t k = 0; k < keys.size(); ++k) {
-      const long c = column_of(keys[k]);
-      if (c < 0) continue;
-      for (int r = 0; r < capture.rows; ++r) {
-        double& cell = out[base + size_t(r) * cols + size_t(c)];
-        const double p = probs[size_t(r) * keys.size() + k];
-        cell = (std::isnan(cell) ? 0.0 : cell) + (mean ? p / heads : p);
-      }
+    if (probs.size() < size_t(capture.rows) * keys.size()) continue;
+    if (kv != runs_kv) {
+      find_columns(keys, columns, runs);
+      runs_kv = kv;
     }
-  };
-  if (head >= 0) {
-    if (head < heads) add_head(head, false);
-    return;
+    add_head_rows(probs, keys.size(), capture.rows, runs, head >= 0 ? 0 : heads, cols, out.data() + base);
   }
-  for (int h = 0; h < heads; ++h) add_head(h, true);
 }
 
 // ---- heavy hitters ----------------------------------------------------------
@@ -87,9 +187,44 @@ PowerLawFit fit_power_law(std::span<const double> ranks, std::span<const double>
   return fit;
 }
 
+// A float's bits as a key that orders descending values ascending (NaN
+// aside); its own inverse, so the same function turns keys back into bits.
+static uint32_t descending_key(uint32_t bits) { return bits >> 31 ? bits : ~bits & 0x7fffffffu; }
+
+// LSD radix sort, three passes of 11 bits.
+static void radix_sort(std::vector<uint32_t>& keys) {
+  std::vector<uint32_t> other(keys.size());
+  for (int shift = 0; shift < 32; shift += 11) {
+    std::array<size_t, 2049> at{};
+    for (uint32_t k : keys) ++at[((k >> shift) & 2047) + 1];
+    std::partial_sum(at.begin(), at.end(), at.begin());
+    for (uint32_t k : keys) other[at[(k >> shift) & 2047]++] = k;
+    keys.swap(other);
+  }
+}
+
+// The scores in descending order, as doubles. Without NaNs and negative
+// zeros, equal scores are equal bits and every sorted order is the same
+// sequence: a radix sort of the bits gives std::sort's very result several
+// times faster (a 7B cache's scores are tens of thousands a pane and frame).
+static std::vector<double> sorted_descending(std::span<const float> scores) {
+  const bool plain = std::none_of(scores.begin(), scores.end(),
+                                  [](float s) { return std::isnan(s) || (s == 0 && std::signbit(s)); });
+  if (!plain) {
+    std::vector<double> sorted(scores.begin(), scores.end());
+    std::sort(sorted.begin(), sorted.end(), std::greater<double>());
+    return sorted;
+  }
+  std::vector<uint32_t> keys(scores.size());
+  for (size_t i = 0; i < scores.size(); ++i) keys[i] = descending_key(std::bit_cast<uint32_t>(scores[i]));
+  radix_sort(keys);
+  std::vector<double> sorted(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) sorted[i] = std::bit_cast<float>(descending_key(keys[i]));
+  return sorted;
+}
+
 ScoreRank score_rank(std::span<const float> scores, int max_points) {
-  std::vector<double> sorted(scores.begin(), scores.end());
-  std::sort(sorted.begin(), sorted.end(), std::greater<double>());
+  std::vector<double> sorted = sorted_descending(scores);
   std::vector<double> ranks(sorted.size());
   std::iota(ranks.begin(), ranks.end(), 1.0);
   ScoreRank out;

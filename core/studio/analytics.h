@@ -18,13 +18,29 @@ namespace h2o {
 
 // These read captures of every query head (kAllHeads), as the app records them.
 
+// Sorted distinct positions of the key lists (a capture's KV heads, or one KV
+// head in several captures). More than `max_columns`: the first `keep_first`
+// and the latest rest.
+std::vector<int32_t> union_columns(std::span<const std::span<const int32_t>> key_lists, int max_columns,
+                                   int keep_first);
+
 // The heatmap's columns for one capture: the key positions of the query head's
 // KV head (head >= 0) or of all KV heads merged (head < 0, "mean over heads"),
 // ascending. More than `max_columns`: the first `keep_first` and the latest rest.
 std::vector<int32_t> attention_columns(const AttentionCapture& capture, int head, int group_size, int max_columns,
                                        int keep_first);
 
-// Appends the capture's rows, aligned on `columns`, to `out` (row-major,
+// Where a list of positions (a KV head's keys, or a cache state's positions)
+// falls among ascending `columns`, in list order: runs of consecutive
+// positions on consecutive columns (list[index + j] is column `column + j`
+// for j < length). Cheapest when the list ascends, as the backends write it;
+// its latest positions then make one long run.
+struct ColumnRun {
+  uint32_t index, column, length;
+};
+void find_columns(std::span<const int32_t> positions, std::span<const int32_t> columns, std::vector<ColumnRun>& out);
+
+// Appends the capture's rows, aligned on ascending `columns`, to `out` (row-major,
 // capture.rows x columns.size()). A key the head did not attend reads NaN for
 // one head; for the mean over heads (head < 0) a head that no longer holds the
 // key contributes 0, and NaN only marks keys no head holds.

@@ -324,15 +324,16 @@ HeatmapData Analyzer::heatmap(size_t index, const ViewSelection& view, int64_t s
   if (const LayerState* scores = window->state(index, view.layer)) {
     std::vector<double> sum(h.columns.size(), 0.0);
     std::vector<int> count(h.columns.size(), 0);
+    std::vector<ColumnRun> runs;
     for (size_t kv = 0; kv < scores->positions.size(); ++kv) {
       if (view.head >= 0 && int(kv) != view.head / group()) continue;
       const auto& pos = scores->positions[kv];
-      for (size_t i = 0; i < pos.size() && i < scores->scores[kv].size(); ++i) {
-        const auto it = std::lower_bound(h.columns.begin(), h.columns.end(), pos[i]);
-        if (it == h.columns.end() || *it != pos[i]) continue;
-        sum[size_t(it - h.columns.begin())] += scores->scores[kv][i];
-        count[size_t(it - h.columns.begin())] += 1;
-      }
+      find_columns(std::span(pos).first(std::min(pos.size(), scores->scores[kv].size())), h.columns, runs);
+      for (const ColumnRun& run : runs)
+        for (size_t j = 0; j < run.length; ++j) {
+          sum[run.column + j] += scores->scores[kv][run.index + j];
+          count[run.column + j] += 1;
+        }
     }
     for (size_t c = 0; c < sum.size(); ++c)
       if (count[c]) h.column_scores[c] = sum[c] / count[c];

@@ -61,19 +61,22 @@ SurvivalRaster survival_raster(const EvictionRule& rule, std::span<const int32_t
   const int64_t n_steps = r.steps();
   const int64_t never = std::numeric_limits<int64_t>::max();
 
-  // Per fate level, per column, a difference array over rows: +1 where an
-  // interval starts covering a row, -1 after its last row.
+  // Per fate level, a difference array over rows x columns (row-major, one
+  // row more): +1 where an interval starts covering a row, -1 after its last row.
   constexpr int kLevels = 6;
-  const size_t stride = size_t(r.rows) + 1;
-  std::vector<int32_t> diff(size_t(kLevels) * size_t(r.cols) * stride, 0);
-  const auto row_of = [&](int64_t step) { return int((step - r.first_step) * r.rows / n_steps); };
+  const size_t cols = size_t(r.cols), level_size = (size_t(r.rows) + 1) * cols;
+  // Kept per thread: rasters are built every frame, and a buffer this size,
+  // freed each time, would be mapped afresh (page faults) every time.
+  thread_local std::vector<int32_t> diff;
+  diff.assign(size_t(kLevels) * level_size, 0);
+  const auto row_of = [&](int64_t step) { return size_t((step - r.first_step) * r.rows / n_steps); };
   const auto cover = [&](int col, Fate fate, int64_t from, int64_t to) {  // steps [from, to)
     from = std::max(from, r.first_step);
     to = std::min(to, r.last_step + 1);
     if (from >= to) return;
-    int32_t* d = &diff[(size_t(fate_priority(fate)) * size_t(r.cols) + size_t(col)) * stride];
-    d[row_of(from)] += 1;
-    d[row_of(to - 1) + 1] -= 1;
+    int32_t* d = &diff[size_t(fate_priority(fate)) * level_size + size_t(col)];
+    d[row_of(from) * cols] += 1;
+    d[(row_of(to - 1) + 1) * cols] -= 1;
   };
   const Fate scored = rule.by_score > 0 ? Fate::Heavy : Fate::Cached;
   for (int64_t p = r.first_position; p < r.end_position; ++p) {
@@ -94,19 +97,22 @@ SurvivalRaster survival_raster(const EvictionRule& rule, std::span<const int32_t
       cover(col, scored, std::max(b, recent_end), e);
     }
   }
-  r.cells.assign(size_t(r.rows) * size_t(r.cols), uint8_t(Fate::Unborn));
+  r.cells.assign(size_t(r.rows) * cols, uint8_t(Fate::Unborn));
   static constexpr Fate kByLevel[kLevels] = {Fate::Unborn, Fate::Evicted, Fate::Cached,
                                              Fate::Recent, Fate::Heavy,   Fate::Sink};
-  std::vector<int32_t> running(kLevels);
-  for (int c = 0; c < r.cols; ++c) {
+  // A cell shows the highest level covering it: levels in rising order, each
+  // overwriting, a whole row of columns at a time (the inner loop vectorizes).
+  std::vector<int32_t> running(cols);
+  for (int level = 1; level < kLevels; ++level) {
     std::fill(running.begin(), running.end(), 0);
-    for (int row = 0; row < r.rows; ++row) {
-      uint8_t best = uint8_t(Fate::Unborn);
-      for (int level = 1; level < kLevels; ++level) {
-        running[size_t(level)] += diff[(size_t(level) * size_t(r.cols) + size_t(c)) * stride + size_t(row)];
-        if (running[size_t(level)] > 0) best = uint8_t(kByLevel[level]);
+    const int32_t* d = &diff[size_t(level) * level_size];
+    const uint8_t fate = uint8_t(kByLevel[level]);
+    for (size_t row = 0; row < size_t(r.rows); ++row) {
+      uint8_t* cells = &r.cells[row * cols];
+      for (size_t c = 0; c < cols; ++c) {
+        running[c] += d[row * cols + c];
+        if (running[c] > 0) cells[c] = fate;
       }
-      r.cells[size_t(row) * size_t(r.cols) + size_t(c)] = best;
     }
   }
   return r;

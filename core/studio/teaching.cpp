@@ -90,6 +90,31 @@ HeadViewData head_view(const CaptureWindow& window, const std::vector<PolicyHist
   return out;
 }
 
+namespace {
+
+// A layer's latest captures, until `max_rows` rows, oldest first.
+std::vector<const AttentionCapture*> latest_captures(const std::deque<StepCapture>* captures, int max_rows) {
+  std::vector<const AttentionCapture*> picked;
+  if (!captures) return picked;
+  int rows = 0;
+  for (auto it = captures->rbegin(); it != captures->rend() && rows < max_rows; ++it) {
+    picked.push_back(&it->capture);
+    rows += it->capture.rows;
+  }
+  std::reverse(picked.begin(), picked.end());
+  return picked;
+}
+
+// The keys KV head `kv` held in any of the captures: the first 4 and the latest rest, at most `max_cols`.
+std::vector<int32_t> kv_head_columns(const std::vector<const AttentionCapture*>& picked, int kv, int max_cols) {
+  std::vector<std::span<const int32_t>> lists;
+  for (const AttentionCapture* c : picked)
+    if (kv < int(c->key_positions.size())) lists.emplace_back(c->key_positions[size_t(kv)]);
+  return union_columns(lists, max_cols, 4);
+}
+
+}  // namespace
+
 ModelViewData model_view(const CaptureWindow& window, const PolicyHistory& history, int policy, int layers, int heads,
                          int group, int max_rows, int max_cols) {
   ModelViewData out;
@@ -97,35 +122,22 @@ ModelViewData model_view(const CaptureWindow& window, const PolicyHistory& histo
   out.policy_title = std::string(history.policy().unit().title);
   out.layers = layers;
   out.heads = heads;
+  std::vector<double> values;
   for (int l = 0; l < layers; ++l) {
-    const auto* captures = window.captures(size_t(policy), l);
-    std::vector<const AttentionCapture*> picked;
-    if (captures) {
-      int rows = 0;
-      for (auto it = captures->rbegin(); it != captures->rend() && rows < max_rows; ++it) {
-        picked.push_back(&it->capture);
-        rows += it->capture.rows;
-      }
-      std::reverse(picked.begin(), picked.end());
-    }
+    const std::vector<const AttentionCapture*> picked = latest_captures(window.captures(size_t(policy), l), max_rows);
+    // The query heads of a group (consecutive) share their KV head's columns.
+    std::vector<int32_t> keys;
+    int keys_kv = -1;
     for (int h = 0; h < heads; ++h) {
       ModelViewCell cell;
       cell.layer = l;
       cell.head = h;
       if (!picked.empty()) {
-        std::vector<int32_t> keys;
-        for (const AttentionCapture* c : picked) {
-          const auto k = attention_columns(*c, h, group, 0, 0);
-          keys.insert(keys.end(), k.begin(), k.end());
+        if (const int kv = h / std::max(group, 1); kv != keys_kv) {
+          keys = kv_head_columns(picked, kv, max_cols);
+          keys_kv = kv;
         }
-        std::sort(keys.begin(), keys.end());
-        keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-        if (int(keys.size()) > max_cols) {
-          std::vector<int32_t> trimmed(keys.begin(), keys.begin() + 4);
-          trimmed.insert(trimmed.end(), keys.end() - (max_cols - 4), keys.end());
-          keys = std::move(trimmed);
-        }
-        std::vector<double> values;
+        values.clear();
         for (const AttentionCapture* c : picked) append_attention_rows(*c, h, group, keys, values);
         cell.cols = int(keys.size());
         cell.rows = cell.cols ? int(values.size() / keys.size()) : 0;

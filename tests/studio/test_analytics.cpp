@@ -7,6 +7,8 @@
 #include <functional>
 
 #include <algorithm>
+#include <bit>
+#include <random>
 #include <sstream>
 
 #include "core/base/atomic_file.h"
@@ -130,6 +132,147 @@ TEST(Attention, TrimKeepsTheFirstAndTheLatestSlots) {
   EXPECT_EQ(kept_key_slots(5, 0, 1), (std::vector<int>{0, 1, 2, 3, 4}));  // 0: every key
   EXPECT_EQ(kept_key_slots(5, 5, 2), (std::vector<int>{0, 1, 2, 3, 4}));
   EXPECT_EQ(kept_key_slots(6, 3, 9), (std::vector<int>{0, 1, 2}));        // keep_first beyond the cap
+}
+
+namespace {
+
+// `kv_heads` KV heads, each holding a random ascending subset of positions
+// 0..59 (different keys, as after evictions by head), `group` query heads each.
+AttentionCapture random_capture(std::mt19937& rng, int kv_heads, int group, int rows) {
+  AttentionCapture a;
+  a.rows = rows;
+  for (int r = 0; r < rows; ++r) a.query_positions.push_back(60 + r);
+  std::uniform_real_distribution<float> weight(0.0f, 1.0f);
+  for (int kv = 0; kv < kv_heads; ++kv) {
+    std::vector<int32_t> keys;
+    for (int32_t p = 0; p < 60; ++p)
+      if (p < 2 || weight(rng) < 0.4f) keys.push_back(p);
+    a.key_positions.push_back(keys);
+    for (int g = 0; g < group; ++g) {
+      std::vector<float> probs(size_t(rows) * keys.size());
+      for (float& p : probs) p = weight(rng);
+      a.probs.push_back(probs);
+    }
+  }
+  return a;
+}
+
+// attention_columns as plainly as it can be said: every key listed, sorted, trimmed.
+std::vector<int32_t> plain_columns(const AttentionCapture& a, int head, int group, int max_columns, int keep_first) {
+  std::vector<int32_t> keys;
+  for (size_t kv = 0; kv < a.key_positions.size(); ++kv) {
+    if (head >= 0 && int(kv) != head / group) continue;
+    keys.insert(keys.end(), a.key_positions[kv].begin(), a.key_positions[kv].end());
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  if (max_columns <= 0 || int(keys.size()) <= max_columns) return keys;
+  keep_first = std::clamp(keep_first, 0, max_columns);
+  std::vector<int32_t> out(keys.begin(), keys.begin() + keep_first);
+  out.insert(out.end(), keys.end() - (max_columns - keep_first), keys.end());
+  return out;
+}
+
+// append_attention_rows as plainly: each key searched among the columns, the
+// heads added in order, one cell at a time.
+std::vector<double> plain_rows(const AttentionCapture& a, int head, int group, const std::vector<int32_t>& columns) {
+  std::vector<double> out(size_t(a.rows) * columns.size(), NAN);
+  const int heads = int(a.probs.size());
+  for (int h = 0; h < heads; ++h) {
+    if (head >= 0 && h != head) continue;
+    const auto& keys = a.key_positions[size_t(h / group)];
+    for (size_t k = 0; k < keys.size(); ++k) {
+      const auto it = std::lower_bound(columns.begin(), columns.end(), keys[k]);
+      if (it == columns.end() || *it != keys[k]) continue;
+      for (int r = 0; r < a.rows; ++r) {
+        double& cell = out[size_t(r) * columns.size() + size_t(it - columns.begin())];
+        const double p = a.probs[size_t(h)][size_t(r) * keys.size() + k];
+        cell = (std::isnan(cell) ? 0.0 : cell) + (head < 0 ? p / heads : p);
+      }
+    }
+  }
+  return out;
+}
+
+// Bit for bit: the same doubles, the same NaNs.
+void expect_same_bits(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_EQ(std::bit_cast<uint64_t>(got[i]), std::bit_cast<uint64_t>(want[i])) << what << ", cell " << i;
+}
+
+// Every head (and the mean) of `a`, on its own columns (trimmed or not) and on columns no key list matches.
+void expect_rows_and_columns_as_plainly_computed(const AttentionCapture& a, int group, const std::string& what) {
+  std::vector<int32_t> every_third;
+  for (int32_t p = 1; p < 64; p += 3) every_third.push_back(p);
+  const int heads = int(a.probs.size());
+  for (int head = -1; head < heads; ++head) {
+    for (const auto& [max_columns, keep_first] : {std::pair{0, 0}, {7, 2}, {20, 4}, {100, 4}}) {
+      const std::string at = what + ", head " + std::to_string(head) + ", max " + std::to_string(max_columns);
+      const std::vector<int32_t> columns = attention_columns(a, head, group, max_columns, keep_first);
+      ASSERT_EQ(columns, plain_columns(a, head, group, max_columns, keep_first)) << at;
+      std::vector<double> rows = {1.5};  // appended after what is there
+      append_attention_rows(a, head, group, columns, rows);
+      std::vector<double> want = plain_rows(a, head, group, columns);
+      want.insert(want.begin(), 1.5);
+      expect_same_bits(rows, want, at);
+    }
+    std::vector<double> rows;
+    append_attention_rows(a, head, group, every_third, rows);
+    expect_same_bits(rows, plain_rows(a, head, group, every_third), what + ", every third position");
+  }
+}
+
+}  // namespace
+
+TEST(Attention, RowsOfKvHeadsHoldingDifferentKeysAreThePlainSums) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    // Three KV heads of two query heads each: a mean over six heads, whose sums round.
+    const AttentionCapture a = random_capture(rng, 3, 2, 1 + trial % 3);
+    expect_rows_and_columns_as_plainly_computed(a, 2, "trial " + std::to_string(trial));
+  }
+}
+
+TEST(Attention, KeysOutOfOrderOrRepeatedGiveThePlainRowsToo) {
+  std::mt19937 rng(11);
+  AttentionCapture a = random_capture(rng, 3, 2, 2);
+  // KV head 1's keys reversed (with its heads' columns of probabilities), KV head 2 holding one key twice.
+  auto& reversed = a.key_positions[1];
+  std::reverse(reversed.begin(), reversed.end());
+  for (int h : {2, 3})
+    for (int r = 0; r < a.rows; ++r) {
+      const auto row = a.probs[size_t(h)].begin() + long(r * reversed.size());
+      std::reverse(row, row + long(reversed.size()));
+    }
+  auto& repeated = a.key_positions[2];
+  repeated.insert(repeated.begin() + 3, repeated[3]);
+  for (int h : {4, 5}) {
+    std::vector<float> probs;
+    for (int r = 0; r < a.rows; ++r) {
+      const auto row = a.probs[size_t(h)].begin() + long(r * (repeated.size() - 1));
+      probs.insert(probs.end(), row, row + 4);
+      probs.push_back(0.125f);
+      probs.insert(probs.end(), row + 4, row + long(repeated.size() - 1));
+    }
+    a.probs[size_t(h)] = probs;
+  }
+  expect_rows_and_columns_as_plainly_computed(a, 2, "keys out of order");
+}
+
+TEST(ScoreRankCurve, SortsAsStdSortDoesBitForBit) {
+  std::mt19937 rng(3);
+  std::lognormal_distribution<float> score(0.0f, 3.0f);
+  std::vector<float> many(5000);
+  for (float& s : many) s = std::round(score(rng) * 64) / 64;  // ties too
+  const std::vector<std::vector<float>> cases = {
+      many, {}, {2.0f}, {0.0f, 3.0f, 0.0f, 1.0f}, {-0.0f, 0.0f, 1.0f, -0.0f},  // equal zeros of both signs
+      {NAN, 2.0f, 1.0f, NAN, 5.0f}, {INFINITY, -1.0f, 0.5f, -INFINITY, 1e-40f, -2.5f}};
+  for (size_t c = 0; c < cases.size(); ++c) {
+    std::vector<double> want(cases[c].begin(), cases[c].end());
+    std::sort(want.begin(), want.end(), std::greater<double>());
+    expect_same_bits(score_rank(cases[c], 0).score, want, "case " + std::to_string(c));
+  }
 }
 
 TEST(Sparsity, TopKShareIsTheMassOnTheLargestKeys) {
