@@ -221,15 +221,15 @@ void Analyzer::record_scores(size_t index, int64_t step, const LayerState& score
     return p >= horizon || p < h.rule().sinks || p == pinned_ || std::binary_search(top.begin(), top.end(), int32_t(p));
   };
   for (size_t kv = 0; kv < kv_heads; ++kv) {
-    // A head's positions ascend: each is found from the one before (a hinted
-    // insert is amortised constant time where a plain one walks the tree).
+    // A head's positions ascend: each is looked for just after the one before
+    // (constant time when it is there or belongs there; a tree search otherwise).
     auto hint = x.score_history.begin();
     for (size_t i = 0; i < scores.positions[kv].size() && i < scores.scores[kv].size(); ++i) {
       const int64_t p = scores.positions[kv][i];
       if (!keep(p)) continue;
-      while (hint != x.score_history.end() && hint->first < p) ++hint;
-      hint = x.score_history.try_emplace(hint, p);
-      auto& per_head = hint->second;
+      const auto it = hint != x.score_history.end() && hint->first == p ? hint : x.score_history.try_emplace(hint, p);
+      hint = std::next(it);
+      auto& per_head = it->second;
       if (per_head.size() < kv_heads) per_head.resize(kv_heads);
       auto& samples = per_head[kv];
       samples.push_back({int32_t(step), scores.scores[kv][i]});

@@ -32,7 +32,7 @@ inline constexpr int kAllLayersKeys = 48;
 int all_layers_keys(int layers, int heads);
 // The layer states' values a step, on average: a layer holding `held`
 // tokens over its KV heads is read every 1 + held / kStateValuesPerStep steps.
-inline constexpr int kStateValuesPerStep = 256;
+inline constexpr int kStateValuesPerStep = 192;
 // The k of the sparsity meter: share of attention on the top-k keys.
 inline constexpr int kSparsityTopK = 8;
 

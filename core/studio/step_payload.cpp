@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -38,6 +39,12 @@ class ByteWriter {
     out_.append(b, 4);
   }
   void byte(uint8_t v) { out_ += char(v); }
+  // Room for `n` bytes at the end, to be written through the pointer.
+  char* append(size_t n) {
+    const size_t at = out_.size();
+    out_.resize(at + n);
+    return out_.data() + at;
+  }
   // Ascending (or any) positions as differences from the one before.
   template <class Int>
   void positions(const std::vector<Int>& list) {
@@ -102,7 +109,10 @@ class ByteReader {
     std::vector<int32_t> out(count());
     int64_t p = 0;
     for (int32_t& x : out) {
-      p += signed_varint();
+      const int64_t step = signed_varint();
+      // Checked before the sum, which a crafted delta near 2^63 would overflow.
+      if (step < -(int64_t(1) << 33) || step > (int64_t(1) << 33)) throw Error("payload: a position out of range");
+      p += step;
       if (p < INT32_MIN || p > INT32_MAX) throw Error("payload: a position out of range");
       x = int32_t(p);
     }
@@ -132,10 +142,15 @@ const std::array<float, 256>& code_values() {
   return table;
 }
 
-uint8_t probability_code(float p) {
-  if (!(p > 0)) return 0;  // 0, negative zero, and NaN (no backend writes one)
-  if (p >= 1) return 255;
-  return uint8_t(std::lrint(std::sqrt(p) * 255.0f));
+// round(255 sqrt(p)) for p in [0, 1]; 0 for NaN (no backend writes one) and
+// below, 255 above. Branch-free, so that a row's codes are computed in vector registers.
+inline uint8_t probability_code(float p) {
+  const float clamped = std::min(p > 0.0f ? p : 0.0f, 1.0f);
+  return uint8_t(int(std::sqrt(clamped) * 255.0f + 0.5f));
+}
+
+void probability_codes(const std::vector<float>& row, char* out) {
+  for (size_t i = 0; i < row.size(); ++i) out[i] = char(probability_code(row[i]));
 }
 
 // ---- the three parts ----------------------------------------------------------------------
@@ -175,7 +190,7 @@ void write_capture(ByteWriter& w, const AttentionCapture& a) {
   w.varint(a.probs.size());
   for (const auto& row : a.probs) {
     w.varint(row.size());
-    for (float p : row) w.byte(probability_code(p));
+    probability_codes(row, w.append(row.size()));
   }
   w.varint(a.top_share.size());
   for (float s : a.top_share) w.f32(s);
@@ -243,11 +258,12 @@ void skip_state(ByteReader& r) {
 
 std::string compress(const std::string& raw) {
   thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> context(ZSTD_createCCtx(), ZSTD_freeCCtx);
-  std::string out(ZSTD_compressBound(raw.size()), '\0');
+  // One buffer per thread, grown as needed: a fresh one would be cleared for every step.
+  thread_local std::vector<char> out;
+  if (out.size() < ZSTD_compressBound(raw.size())) out.resize(ZSTD_compressBound(raw.size()));
   const size_t n = ZSTD_compressCCtx(context.get(), out.data(), out.size(), raw.data(), raw.size(), kZstdLevel);
   if (ZSTD_isError(n)) throw Error(std::string("payload: compression failed: ") + ZSTD_getErrorName(n));
-  out.resize(n);
-  return out;
+  return std::string(out.data(), n);
 }
 
 std::string decompress(std::string_view packed) {
@@ -286,6 +302,10 @@ std::string from_base64(std::string_view text) {
 
 std::string encode_session_payload(const SessionRecord& s) {
   ByteWriter w;
+  size_t values = 0;
+  for (const AttentionCapture& a : s.attention)
+    for (const auto& row : a.probs) values += row.size() + 8;
+  w.bytes().reserve(values * 2 + 64);
   write_evictions(w, s.evictions.by_head);
   w.varint(s.attention.size());
   for (const AttentionCapture& a : s.attention) write_capture(w, a);
@@ -314,10 +334,11 @@ void decode_session_payload(std::string_view base64, SessionRecord& s, bool skim
 float recorded_probability(float p) { return code_values()[probability_code(p)]; }
 
 void round_to_recorded(StepRecord& record) {
+  const auto& value = code_values();
   for (SessionRecord& s : record.sessions)
     for (AttentionCapture& a : s.attention)
       for (auto& row : a.probs)
-        for (float& p : row) p = recorded_probability(p);
+        for (float& p : row) p = value[probability_code(p)];
 }
 
 }  // namespace h2o

@@ -27,8 +27,9 @@ TEST(CaptureSchedule, ThePlanAsksEachLayerOnItsScheduleAndScoresByHowMuchTheLaye
   EXPECT_EQ(every_layer.attention[1].max_keys, 24);
   EXPECT_EQ(every_layer.layer_states, std::vector<int>{5});  // holding little: every step
   EXPECT_EQ(schedule.plan_for(17, 32, 32, 100).attention.size(), 1u);
-  // 32 KV heads of 1088 tokens: scores every 1 + 34816 / 256 = 137 steps.
+  // 32 KV heads of 1088 tokens: scores every 1 + 34816 / kStateValuesPerStep = 182 steps.
+  static_assert(kStateValuesPerStep == 192);
   int reads = 0;
-  for (int64_t step = 0; step < 137 * 3; ++step) reads += !schedule.plan_for(step, 32, 32, 32 * 1088).layer_states.empty();
+  for (int64_t step = 0; step < 182 * 3; ++step) reads += !schedule.plan_for(step, 32, 32, 32 * 1088).layer_states.empty();
   EXPECT_EQ(reads, 3);
 }

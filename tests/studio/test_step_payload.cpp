@@ -70,9 +70,12 @@ TEST(StepPayload, EverythingComesBackExactlyWithProbabilitiesAsTheirCodesGiveThe
   SessionRecord back;
   decode_session_payload(encode_session_payload(sent), back, false);
   expect_same(back, sent);
-  // Codes: 0 and 1 exactly, and within half a code step of the square root elsewhere.
+  // Codes: 0 and 1 exactly, and within half a code step of the square root elsewhere (NaN: 0).
   EXPECT_EQ(recorded_probability(0.0f), 0.0f);
   EXPECT_EQ(recorded_probability(1.0f), 1.0f);
+  EXPECT_EQ(recorded_probability(NAN), 0.0f);
+  EXPECT_EQ(recorded_probability(-0.5f), 0.0f);
+  EXPECT_EQ(recorded_probability(1.5f), 1.0f);
   for (float p : {1e-6f, 1e-3f, 0.01f, 0.3f, 0.77f, 0.999f})
     EXPECT_LE(std::abs(std::sqrt(recorded_probability(p)) - std::sqrt(p)), 0.5f / 255 + 1e-6f) << p;
   // Rounding twice changes nothing: a live run's rounded record is what its recording reads back.

@@ -210,6 +210,24 @@ void EngineWorker::openReplay(const QString& path) {
   runStarted();
 }
 
+void EngineWorker::startSynthetic(const SyntheticStepsSpec& spec) {
+  setRunning(false);
+  ++generation_;  // a model still loading is no longer wanted
+  loading_ = false;
+  run_.reset();
+  try {
+    run_ = StudioRun::synthetic(spec, view_, newSpoolPath(), recording_limit_);
+    run_->run_beside();
+  } catch (const std::exception& e) {
+    fail(QString::fromUtf8(e.what()));
+    return;
+  }
+  inputs_.reset();
+  unusable_.clear();
+  emit liveStarted(false);
+  runStarted();
+}
+
 // ---- playing ----------------------------------------------------------------------
 
 void EngineWorker::play() {

@@ -59,6 +59,8 @@ class EngineWorker : public QObject {
   void setRecordingLimit(qint64 bytes);
   void setView(const h2o::ViewSelection& view);
   void openReplay(const QString& path);
+  // Tests only: a run fed by synthetic steps (StudioRun::synthetic), its sinks beside the source.
+  void startSynthetic(const h2o::SyntheticStepsSpec& spec);
   void saveRecording(const QString& path);
   // Steps, evictions and manifest as h2o::RunLog writes them (live runs only).
   void exportLogs(const QString& dir);

@@ -509,6 +509,13 @@ void MainWindow::playSteps(int steps) {
   onWorker([w = worker_, steps] { w->playSteps(steps); });
 }
 
+void MainWindow::startSyntheticRun(const SyntheticStepsSpec& spec) {
+  onWorker([w = worker_, spec, view = view_] {
+    w->setView(view);
+    w->startSynthetic(spec);
+  });
+}
+
 void MainWindow::openReplay(const QString& path) {
   onWorker([w = worker_, path, view = view_] {
     w->setView(view);

@@ -71,6 +71,10 @@ class MainWindow : public QMainWindow {
   void start();
   void playSteps(int steps);
   void openReplay(const QString& path);
+  // Tests only (the UI offers live runs and replays): a run fed by synthetic
+  // steps of a real model's shape (core/studio/synthetic_steps.h), recorded
+  // and analysed beside the source as a live run on a GPU is.
+  void startSyntheticRun(const SyntheticStepsSpec& spec);
   void saveRecording(const QString& path);
   // Every plot with data in each format, into `dir`; returns the file names
   // written (none, with an error shown, if one failed).
