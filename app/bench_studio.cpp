@@ -63,18 +63,13 @@ std::vector<std::string> pane_policies(int panes) {
 }
 
 std::unique_ptr<StudioRun> make_run(const Options& o, const std::string& shape, int panes, const std::string& spool) {
+  const ViewSelection view;  // the app's default view: layer 0, the mean over heads
+  if (o.backend.empty())
+    return StudioRun::synthetic(synthetic_steps_spec(shape, pane_policies(panes), o.budget, o.slack), view, spool, 0);
   StudioConfig config;
   config.policies = pane_policies(panes);
   config.budget = o.budget;
   config.slack = o.slack;
-  const ViewSelection view;  // the app's default view: layer 0, the mean over heads
-  if (o.backend.empty()) {
-    SyntheticStepsSpec spec;
-    spec.shape = shape;
-    spec.policies = studio_policies(config);
-    spec.step_ms = synthetic_step_ms(shape, panes);
-    return StudioRun::synthetic(spec, view, spool, 0);
-  }
   config.backend = o.backend;
   config.threads = o.threads;
   config.model = "synthetic:" + shape + ":dtype=" + o.dtype;

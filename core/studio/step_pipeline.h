@@ -29,7 +29,7 @@ namespace h2o {
 
 struct PipelineOptions {
   bool thinning = true;
-  size_t thin_at = 16;    // steps waiting from which a step handed over is thinned
+  size_t thin_at = 16;    // steps waiting from which a step handed over is thinned (0: every step)
   size_t capacity = 256;  // steps waiting at which the engine waits
 };
 

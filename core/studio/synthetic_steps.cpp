@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/policy/kept_set.h"
+#include "core/studio/studio_setup.h"
 
 namespace h2o {
 
@@ -65,6 +66,19 @@ double synthetic_step_ms(const std::string& shape, int panes) {
   if (shape == "tinyllama-1.1b") return panes > 1 ? 2.68 : 1.81;
   if (shape == "stories15M") return 0.388;
   return 1.0;
+}
+
+SyntheticStepsSpec synthetic_steps_spec(const std::string& shape, const std::vector<std::string>& policies, int budget,
+                                        int slack) {
+  StudioConfig config;
+  config.policies = policies;
+  config.budget = budget;
+  config.slack = slack;
+  SyntheticStepsSpec spec;
+  spec.shape = shape;
+  spec.policies = studio_policies(config);
+  spec.step_ms = synthetic_step_ms(shape, int(policies.size()));
+  return spec;
 }
 
 SyntheticStepSource::SyntheticStepSource(SyntheticStepsSpec spec, const StudioCaptureSchedule& schedule)

@@ -70,6 +70,12 @@ class SyntheticStepSource final : public StepSource {
   Turn turn_;
 };
 
+// The spec of `policies` (names, as the app's settings list them) at one
+// budget and slack, split as the app splits them (studio_policies), with
+// the H200's step time for the shape. Throws Error naming a bad setting.
+SyntheticStepsSpec synthetic_steps_spec(const std::string& shape, const std::vector<std::string>& policies, int budget,
+                                        int slack);
+
 // The engine time per step that h2o-bench-studio's synthetic source records
 // for a shape and a pane count (the H200's measured decode steps; 1 ms for
 // shapes it has not measured).

@@ -8,6 +8,7 @@
 #include <QSignalSpy>
 #include <QTest>
 
+#include "ui/shell/banner.h"
 #include "ui/shell/main_window.h"
 
 namespace h2o::ui::gui_test {
@@ -39,6 +40,20 @@ inline void play(MainWindow& w, int steps) {
   QSignalSpy done(&w, &MainWindow::autoplayFinished);
   w.playSteps(steps);
   ASSERT_TRUE(done.wait(60000)) << "autoplay did not finish";
+}
+
+// Plays 100 steps at a time until the recording spool has stopped at its
+// limit (its banner is up; a few KB a step of this run: hundreds of steps
+// for 1 MiB), then `after` more; returns the steps played (0 if it never stopped).
+inline int play_until_recording_stops(MainWindow& w, int after) {
+  int played = 0;
+  for (int round = 0; round < 80 && !w.banner()->has("recording"); ++round) {
+    play(w, 100);
+    played += 100;
+  }
+  if (!w.banner()->has("recording")) return 0;
+  play(w, after);
+  return played + after;
 }
 
 // Waits until `done` holds or `ms` pass, turning the event loop.

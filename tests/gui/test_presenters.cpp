@@ -968,7 +968,7 @@ TEST(BoundedResources, TheStatusBarAndABannerSayWhenRecordingStopped) {
   MainWindow w(o);
   w.show();
   w.start();
-  play(w, 150);
+  ASSERT_GT(play_until_recording_stops(w, 20), 0) << "the recording never reached its limit";
   auto* label = w.findChild<QLabel*>("record_label");
   ASSERT_TRUE(label);
   EXPECT_TRUE(label->text().contains("Recording stopped at step")) << label->text().toStdString();

@@ -41,13 +41,7 @@ TEST(SyntheticShapes, TheWindowKeepsUpWithLlama2_7bFourPanesAndShowsOneStep) {
   MainWindow w(options);
   w.show();
   w.start();
-  StudioConfig config;
-  config.policies = {"full", "streaming", "h2o", "tova"};
-  config.budget = 1024;
-  config.slack = 64;
-  SyntheticStepsSpec spec;
-  spec.shape = "llama2-7b";
-  spec.policies = studio_policies(config);
+  const SyntheticStepsSpec spec = synthetic_steps_spec("llama2-7b", {"full", "streaming", "h2o", "tova"}, 1024, 64);
   const int kSteps = steps_to_play();
   w.startSyntheticRun(spec);
   ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.layers == 32 && s.panes.size() == 4; }));

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
+#include <filesystem>
 #include <thread>
 
 #include "core/base/error.h"
@@ -114,41 +116,81 @@ TEST(StepPipeline, ASinksFailureIsSaidByTheNextCallAndTheStepsAfterItAreDropped)
   for (const StepRecord& r : sink.seen) EXPECT_LT(r.step, 3);
 }
 
-TEST(StudioRunBeside, OnceSettledItShowsWhatARunThatTakesEachStepInBeforeTheNextShows) {
+namespace {
+
+// Equal, NaN (a cell with no key) equal to NaN.
+bool same_cells(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+  return true;
+}
+
+// What a pane draws that never depends on the other layers' captures: numbers, text, rasters.
+void expect_same_pane(const PaneSnapshot& a, const PaneSnapshot& b, const std::string& where) {
+  EXPECT_EQ(a.cached_tokens, b.cached_tokens) << where;
+  EXPECT_EQ(a.live_bytes, b.live_bytes) << where;
+  EXPECT_EQ(a.stream_length, b.stream_length) << where;
+  ASSERT_EQ(a.tokens.size(), b.tokens.size()) << where;
+  for (size_t t = 0; t < a.tokens.size(); ++t) {
+    EXPECT_EQ(a.tokens[t].position, b.tokens[t].position) << where;
+    EXPECT_EQ(int(a.tokens[t].fate), int(b.tokens[t].fate)) << where;
+  }
+  EXPECT_EQ(a.overview.cells, b.overview.cells) << where;
+  EXPECT_EQ(a.detail.cells, b.detail.cells) << where;
+}
+
+std::unique_ptr<StudioRun> llama2_7b_run(const std::filesystem::path& file, const ViewSelection& view) {
+  const SyntheticStepsSpec spec = synthetic_steps_spec("llama2-7b", {"full", "streaming", "h2o", "tova"}, 64, 8);
+  return StudioRun::synthetic(spec, view, file.string(), 0);
+}
+
+}  // namespace
+
+// At Llama-2-7B's shape, four panes: the sinks beside the source show, once
+// settled, exactly what a run that takes each step in before the next shows;
+// with every step thinned, every view of the watched layer and every number,
+// token and raster is still the same, and only the other layers' captures are missing.
+TEST(StudioRunBeside, AtLlama2_7bItShowsWhatARunThatKeepsEverythingShows) {
   const auto dir = test::temp_dir("studio-run-beside");
-  StudioConfig config;
-  config.policies = {"full", "streaming", "h2o", "tova"};
-  config.budget = 48;
-  config.slack = 8;
-  SyntheticStepsSpec spec;
-  spec.shape = "stories15M";
-  spec.policies = studio_policies(config);
   ViewSelection view;
   view.layer = 2;
-  auto in_turn = StudioRun::synthetic(spec, view, (dir / "a.jsonl").string(), 0);
-  auto beside = StudioRun::synthetic(spec, view, (dir / "b.jsonl").string(), 0);
+  auto keeps_all = llama2_7b_run(dir / "a.jsonl", view);
+  auto beside = llama2_7b_run(dir / "b.jsonl", view);
+  auto thinned = llama2_7b_run(dir / "c.jsonl", view);
   beside->run_beside(PipelineOptions{.thinning = false, .thin_at = 4, .capacity = 8});
-  for (int i = 0; i < 300; ++i) {
-    ASSERT_TRUE(in_turn->step().stepped);
+  thinned->run_beside(PipelineOptions{.thinning = true, .thin_at = 0, .capacity = 4});  // every step thinned
+  constexpr int kSteps = 160;
+  for (int i = 0; i < kSteps; ++i) {
+    ASSERT_TRUE(keeps_all->step().stepped);
     ASSERT_TRUE(beside->step().stepped);
-    if (i % 50 == 0) (void)beside->snapshot(view);  // read while the sinks run
+    ASSERT_TRUE(thinned->step().stepped);
+    if (i % 40 == 0) (void)beside->snapshot(view);  // read while the sinks run
   }
   EXPECT_EQ(beside->settle(), "");
-  EXPECT_EQ(beside->latest_step(), 299);
+  EXPECT_EQ(thinned->settle(), "");
+  EXPECT_EQ(beside->latest_step(), kSteps - 1);
+  EXPECT_EQ(thinned->latest_step(), kSteps - 1);
   for (int head : {-1, 3}) {
     view.head = head;
-    const StudioSnapshot a = in_turn->snapshot(view), b = beside->snapshot(view);
-    EXPECT_EQ(a.step, b.step);
+    const StudioSnapshot a = keeps_all->snapshot(view), b = beside->snapshot(view), c = thinned->snapshot(view);
+    EXPECT_EQ(b.step, a.step);
+    EXPECT_EQ(c.step, a.step);
     EXPECT_EQ(b.thinned_steps, 0);
-    ASSERT_EQ(a.panes.size(), b.panes.size());
+    EXPECT_EQ(c.thinned_steps, kSteps);
+    ASSERT_EQ(a.panes.size(), 4u);
     for (size_t p = 0; p < a.panes.size(); ++p) {
-      EXPECT_EQ(a.panes[p].cached_tokens, b.panes[p].cached_tokens);
-      EXPECT_EQ(a.panes[p].overview.cells, b.panes[p].overview.cells);
-      EXPECT_EQ(a.panes[p].detail.cells, b.panes[p].detail.cells);
-      EXPECT_EQ(a.panes[p].heatmap.query_positions, b.panes[p].heatmap.query_positions);
+      const std::string where = "pane " + std::to_string(p) + " head " + std::to_string(head);
+      expect_same_pane(a.panes[p], b.panes[p], where);
+      expect_same_pane(a.panes[p], c.panes[p], where + " (thinned)");
+      // The watched layer's attention is never thinned.
+      EXPECT_TRUE(same_cells(a.panes[p].heatmap.values, b.panes[p].heatmap.values)) << where;
+      EXPECT_TRUE(same_cells(a.panes[p].heatmap.values, c.panes[p].heatmap.values)) << where;
+      EXPECT_EQ(a.panes[p].heatmap.query_positions, c.panes[p].heatmap.query_positions) << where;
     }
   }
-  EXPECT_EQ(in_turn->pipeline_times().recording_bytes, beside->pipeline_times().recording_bytes);
+  EXPECT_EQ(keeps_all->pipeline_times().recording_bytes, beside->pipeline_times().recording_bytes);
+  EXPECT_LT(thinned->pipeline_times().recording_bytes, keeps_all->pipeline_times().recording_bytes);
   // The timeline reads the spool back: a seek settles first.
   EXPECT_EQ(beside->seek(120), "");
   EXPECT_EQ(beside->snapshot(view).step, 120);

@@ -19,14 +19,7 @@ using namespace h2o;
 namespace {
 
 SyntheticStepsSpec spec_of(const std::string& shape, int budget, int slack) {
-  StudioConfig config;
-  config.policies = {"full", "streaming", "h2o", "tova"};
-  config.budget = budget;
-  config.slack = slack;
-  SyntheticStepsSpec spec;
-  spec.shape = shape;
-  spec.policies = studio_policies(config);
-  return spec;
+  return synthetic_steps_spec(shape, {"full", "streaming", "h2o", "tova"}, budget, slack);
 }
 
 enum Pane { kFull, kStreaming, kH2o, kTova };
