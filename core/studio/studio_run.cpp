@@ -5,9 +5,9 @@
 #include <filesystem>
 
 #include "core/base/error.h"
+#include "core/base/process_memory.h"
 #include "core/base/stopwatch.h"
 #include "core/studio/step_payload.h"
-#include "core/base/process_memory.h"
 
 namespace h2o {
 
