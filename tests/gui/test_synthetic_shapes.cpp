@@ -22,13 +22,13 @@ using namespace h2o::ui;
 using namespace h2o::ui::gui_test;
 
 namespace {
-// 20,000 steps (about a minute on the 2-core development machine; 2,000
+// 20,000 steps (about a minute on the 2-core development machine; 500
 // under the sanitizers, which make every step several times slower);
 // H2O_GUI_SYNTHETIC_STEPS sets another count.
 int steps_to_play() {
   if (const char* asked = std::getenv("H2O_GUI_SYNTHETIC_STEPS")) return std::max(100, std::atoi(asked));
 #if defined(__SANITIZE_ADDRESS__)
-  return 2000;
+  return 500;
 #else
   return 20000;
 #endif
