@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/base/stopwatch.h"
-
 namespace h2o {
 
 void thin_step(StepRecord& record) {
@@ -13,9 +11,8 @@ void thin_step(StepRecord& record) {
     if (s.attention.size() > 1) s.attention.resize(1);
 }
 
-StepPipeline::StepPipeline(std::vector<StepSink*> sinks, void (*prepare)(StepRecord&), std::mutex& state,
-                           PipelineOptions options)
-    : sinks_(std::move(sinks)), prepare_(prepare), state_(state), options_(options) {
+StepPipeline::StepPipeline(RunLoop& loop, std::mutex& state, PipelineOptions options)
+    : loop_(loop), state_(state), options_(options) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -57,11 +54,6 @@ int64_t StepPipeline::thinned_steps() const {
   return thinned_;
 }
 
-double StepPipeline::prepare_seconds() const {
-  std::lock_guard lock(queue_mutex_);
-  return prepare_s_;
-}
-
 void StepPipeline::rethrow_failure() {
   if (!failure_) return;
   std::exception_ptr failure = std::exchange(failure_, nullptr);
@@ -78,20 +70,14 @@ void StepPipeline::run() {
     busy_ = true;
     room_.notify_one();
     lock.unlock();
-    double prepared = 0;
     std::exception_ptr failure;
     try {
       std::lock_guard state(state_);
-      if (prepare_) {
-        StageTimer timer(prepared);
-        prepare_(record);
-      }
-      for (StepSink* sink : sinks_) sink->write(record);
+      loop_.deliver(record);
     } catch (...) {
       failure = std::current_exception();
     }
     lock.lock();
-    prepare_s_ += prepared;
     busy_ = false;
     if (failure) {
       // The steps after a failed one would not follow it: they are dropped, and the owner hears why.

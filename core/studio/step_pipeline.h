@@ -13,15 +13,15 @@
 // waits for the sinks instead (tests compare; the CPU backend, whose engine
 // shares the cores with the sinks, gains nothing by thinning).
 //
-// The sinks run under `state`, a mutex the owner also takes whenever it
-// reads what they hold, so a reader sees whole steps only.
+// The steps reach the sinks through the owner's RunLoop (RunLoop::deliver:
+// its prepare function, then every sink), under `state`, a mutex the owner
+// also takes whenever it reads what the sinks hold, so a reader sees whole steps only.
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #include "core/studio/run_loop.h"
 
@@ -35,8 +35,8 @@ struct PipelineOptions {
 
 class StepPipeline {
  public:
-  // `prepare` (may be null) runs on each record before the sinks, under `state`.
-  StepPipeline(std::vector<StepSink*> sinks, void (*prepare)(StepRecord&), std::mutex& state, PipelineOptions options);
+  // `loop` delivers each step to its sinks; it must outlive the pipeline.
+  StepPipeline(RunLoop& loop, std::mutex& state, PipelineOptions options);
   // Finishes every step handed over, then stops the thread.
   ~StepPipeline();
   StepPipeline(const StepPipeline&) = delete;
@@ -50,15 +50,12 @@ class StepPipeline {
   // Whether the sinks are behind: thin_at / 2 steps or more wait (snapshots thin first).
   bool behind() const;
   int64_t thinned_steps() const;
-  // Seconds the prepare function has taken.
-  double prepare_seconds() const;
 
  private:
   void run();
   void rethrow_failure();
 
-  std::vector<StepSink*> sinks_;
-  void (*prepare_)(StepRecord&);
+  RunLoop& loop_;
   std::mutex& state_;
   PipelineOptions options_;
   mutable std::mutex queue_mutex_;
@@ -66,7 +63,6 @@ class StepPipeline {
   std::deque<StepRecord> queue_;
   bool busy_ = false, stopping_ = false;
   int64_t thinned_ = 0;
-  double prepare_s_ = 0;
   std::exception_ptr failure_;
   std::thread thread_;
 };

@@ -174,8 +174,7 @@ StepResult StudioRun::step() {
 
 void StudioRun::run_beside(const PipelineOptions& options) {
   if (!spool_ || pipeline_) return;
-  pipeline_ = std::make_unique<StepPipeline>(std::vector<StepSink*>{spool_.get(), analyzer_.get()}, round_to_recorded,
-                                             state_, options);
+  pipeline_ = std::make_unique<StepPipeline>(*loop_, state_, options);
 }
 
 void StudioRun::run_beside() {
@@ -375,9 +374,7 @@ PipelineTimes StudioRun::pipeline_times() const {
   t.analyzer_s = analyzer_->ingest_seconds() - t.history_s;
   t.snapshot_s = snapshot_s_;
   if (spool_) {
-    // The rounding is the recording's.
-    t.encode_s = spool_->encode_seconds() + (loop_ ? loop_->prepare_seconds() : 0) +
-                 (pipeline_ ? pipeline_->prepare_seconds() : 0);
+    t.encode_s = spool_->encode_seconds() + (loop_ ? loop_->prepare_seconds() : 0);  // the rounding is the recording's
     t.thinned_steps = pipeline_ ? pipeline_->thinned_steps() : 0;
     t.write_s = spool_->write_seconds();
     t.recording_bytes = spool_->bytes();

@@ -31,6 +31,20 @@ struct KeepingSink final : StepSink {
   }
 };
 
+// The loop the pipeline delivers through; its source is never asked (the test pushes).
+struct NoSource final : StepSource {
+  std::optional<StepRecord> next() override { return std::nullopt; }
+  std::string end_reason() const override { return ""; }
+};
+
+struct Loop {
+  NoSource source;
+  RunLoop loop{source};
+  explicit Loop(std::initializer_list<StepSink*> sinks) {
+    for (StepSink* sink : sinks) loop.add_sink(*sink);
+  }
+};
+
 StepRecord step_with_detail(int64_t n) {
   StepRecord r;
   r.step = n;
@@ -53,7 +67,8 @@ StepRecord step_with_detail(int64_t n) {
 TEST(StepPipeline, StepsReachEverySinkInOrderAndDrainWaitsForThem) {
   std::mutex state;
   KeepingSink a, b;
-  StepPipeline pipeline({&a, &b}, nullptr, state, PipelineOptions{.thinning = false});
+  Loop to({&a, &b});
+  StepPipeline pipeline(to.loop, state, PipelineOptions{.thinning = false});
   for (int i = 0; i < 200; ++i) pipeline.push(step_with_detail(i));
   pipeline.drain();
   std::lock_guard lock(state);
@@ -70,7 +85,8 @@ TEST(StepPipeline, ASlowSinkThinsStepsButKeepsEveryTokenEvictionAndNumber) {
   std::mutex state;
   KeepingSink slow;
   slow.delay = std::chrono::milliseconds(2);
-  StepPipeline pipeline({&slow}, nullptr, state, PipelineOptions{.thinning = true, .thin_at = 4, .capacity = 16});
+  Loop to({&slow});
+  StepPipeline pipeline(to.loop, state, PipelineOptions{.thinning = true, .thin_at = 4, .capacity = 16});
   for (int i = 0; i < 120; ++i) pipeline.push(step_with_detail(i));
   pipeline.drain();
   std::lock_guard lock(state);
@@ -96,7 +112,8 @@ TEST(StepPipeline, ASinksFailureIsSaidByTheNextCallAndTheStepsAfterItAreDropped)
   std::mutex state;
   KeepingSink sink;
   sink.fail_at = 3;
-  StepPipeline pipeline({&sink}, nullptr, state, PipelineOptions{.thinning = false});
+  Loop to({&sink});
+  StepPipeline pipeline(to.loop, state, PipelineOptions{.thinning = false});
   for (int i = 0; i < 6; ++i) {
     try {
       pipeline.push(step_with_detail(i));
