@@ -155,6 +155,12 @@ void probability_codes(const std::vector<float>& row, char* out) {
 
 // ---- the three parts ----------------------------------------------------------------------
 
+// A capture asked for no top-k share carries NaN there (every backend fills
+// the list): nothing to keep, as version 2 kept nothing.
+bool holds_shares(const AttentionCapture& a) {
+  return std::any_of(a.top_share.begin(), a.top_share.end(), [](float v) { return !std::isnan(v); });
+}
+
 void write_evictions(ByteWriter& w, const std::vector<EvictionEvent>& events) {
   // Runs of one (layer, KV head), in the order given (ordered by head: one run each).
   size_t runs = 0;
@@ -192,8 +198,10 @@ void write_capture(ByteWriter& w, const AttentionCapture& a) {
     w.varint(row.size());
     probability_codes(row, w.append(row.size()));
   }
-  w.varint(a.top_share.size());
-  for (float s : a.top_share) w.f32(s);
+  const bool shares = holds_shares(a);
+  w.varint(shares ? a.top_share.size() : 0);
+  if (shares)
+    for (float s : a.top_share) w.f32(s);
 }
 
 AttentionCapture read_capture(ByteReader& r, bool skim) {
@@ -336,9 +344,11 @@ float recorded_probability(float p) { return code_values()[probability_code(p)];
 void round_to_recorded(StepRecord& record) {
   const auto& value = code_values();
   for (SessionRecord& s : record.sessions)
-    for (AttentionCapture& a : s.attention)
+    for (AttentionCapture& a : s.attention) {
       for (auto& row : a.probs)
         for (float& p : row) p = value[probability_code(p)];
+      if (!holds_shares(a)) a.top_share.clear();
+    }
 }
 
 }  // namespace h2o

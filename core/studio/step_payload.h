@@ -37,7 +37,8 @@ std::string unpack_payload(std::string_view base64);
 
 // A probability as a recording keeps it (8-bit square-root code, read back).
 float recorded_probability(float p);
-// Every capture's probabilities of `record` as a recording keeps them.
+// Every capture of `record` as a recording keeps it: its probabilities
+// rounded so, and no top-k shares where it holds only NaN (none asked).
 void round_to_recorded(StepRecord& record);
 
 }  // namespace h2o

@@ -4,6 +4,7 @@
 // corruption of its bytes crashes the reader: it reads or it says what is wrong.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -31,7 +32,10 @@ SessionRecord rich_session() {
   one.query_positions = {41};
   one.probs = {{0.3f, 0.3f, 0.4f}};
   one.top_share = {};
-  s.attention = {a, one};
+  AttentionCapture none_asked = one;  // as every backend writes a capture asked for no top-k share
+  none_asked.layer = 0;
+  none_asked.top_share = {NAN};
+  s.attention = {a, one, none_asked};
   s.layer_states = {LayerState{2, {{0, 3, 9}, {1}}, {{1.5f, 0.1f, -0.0f}, {7e30f}}}, LayerState{0, {{}, {2}}, {{}, {1}}}};
   return s;
 }
@@ -50,6 +54,10 @@ void expect_same(const SessionRecord& back, const SessionRecord& sent) {
     for (size_t h = 0; h < a.probs.size(); ++h) {
       ASSERT_EQ(b.probs[h].size(), a.probs[h].size());
       for (size_t k = 0; k < a.probs[h].size(); ++k) EXPECT_EQ(b.probs[h][k], recorded_probability(a.probs[h][k]));
+    }
+    if (std::all_of(a.top_share.begin(), a.top_share.end(), [](float v) { return std::isnan(v); })) {
+      EXPECT_TRUE(b.top_share.empty()) << "shares of NaN only are not kept";
+      continue;
     }
     ASSERT_EQ(b.top_share.size(), a.top_share.size());
     for (size_t h = 0; h < a.top_share.size(); ++h)
@@ -80,13 +88,18 @@ TEST(StepPayload, EverythingComesBackExactlyWithProbabilitiesAsTheirCodesGiveThe
     EXPECT_LE(std::abs(std::sqrt(recorded_probability(p)) - std::sqrt(p)), 0.5f / 255 + 1e-6f) << p;
   // Rounding twice changes nothing: a live run's rounded record is what its recording reads back.
   for (float p : {1e-6f, 0.3f, 0.77f}) EXPECT_EQ(recorded_probability(recorded_probability(p)), recorded_probability(p));
+  StepRecord record;
+  record.sessions = {sent};
+  round_to_recorded(record);
+  EXPECT_EQ(record.sessions[0].attention[0].top_share.size(), 2u);  // a real share beside a NaN stays
+  EXPECT_TRUE(record.sessions[0].attention[2].top_share.empty());
 }
 
 TEST(StepPayload, ASkimLeavesOutPositionsProbabilitiesAndEveryStateButTheFirst) {
   SessionRecord back;
   decode_session_payload(encode_session_payload(rich_session()), back, true);
   EXPECT_EQ(back.evictions.by_head.size(), 5u);
-  ASSERT_EQ(back.attention.size(), 2u);
+  ASSERT_EQ(back.attention.size(), 3u);
   EXPECT_EQ(back.attention[0].layer, 2);
   EXPECT_EQ(back.attention[0].rows, 2);
   EXPECT_EQ(back.attention[0].top_share.size(), 2u);
