@@ -48,13 +48,12 @@ struct Options {
 
 // One row of the table; a plain struct, sent from the child through a pipe.
 struct Row {
-  int64_t steps = 0, snapshots = 0;
+  int64_t steps = 0;
   double wall_s = 0;
   PipelineTimes t;
   double rss_mib_quarter = 0, rss_mib_end = 0, peak_rss_mib = 0;
   int64_t step_quarter = 0;
-  bool ok = false;
-  char error[240] = {};
+  char error[240] = {};  // the run failed: why
 };
 
 std::vector<std::string> pane_policies(int panes) {
@@ -107,7 +106,6 @@ Row run_row(const Options& o, const std::string& shape, int panes) {
   row.steps = row.t.steps;
   row.rss_mib_end = double(process_rss_bytes()) / (1 << 20);
   row.peak_rss_mib = double(process_peak_rss_bytes()) / (1 << 20);
-  row.ok = true;
   return row;
 }
 

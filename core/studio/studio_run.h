@@ -178,9 +178,6 @@ class StudioRun {
   void start_recording(RecordingHeader header, StepSource& source, const std::string& spool_path,
                        int64_t recording_limit);
 
-  // Takes the sinks in (from step(), or on the pipeline's thread).
-  void deliver(StepRecord record);
-
   StudioCaptureSchedule schedule_;           // what each live step reads out
   std::unique_ptr<Engine> engine_;           // live runs
   std::unique_ptr<EngineSource> engine_source_;
