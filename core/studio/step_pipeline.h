@@ -10,8 +10,7 @@
 // missing. (Snapshots thin first: the window asks behind() and builds
 // fewer meanwhile, SnapshotCadence.) Only when `capacity` steps wait does the
 // engine wait too. With thinning off every step keeps everything: the engine
-// waits for the sinks instead (tests compare; the CPU backend, whose engine
-// shares the cores with the sinks, gains nothing by thinning).
+// waits for the sinks instead (tests compare).
 //
 // The steps reach the sinks through the owner's RunLoop (RunLoop::deliver:
 // its prepare function, then every sink), under `state`, a mutex the owner

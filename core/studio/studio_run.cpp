@@ -178,9 +178,10 @@ void StudioRun::run_beside(const PipelineOptions& options) {
 }
 
 void StudioRun::run_beside() {
-  PipelineOptions options;
-  options.thinning = !(engine_ && engine_->backend().name() == "cpu");
-  run_beside(options);
+  // The CPU backend's engine already has the cores the sinks would run on:
+  // beside it they would only take time from it and from the window's frames.
+  if (engine_ && engine_->backend().name() == "cpu") return;
+  run_beside(PipelineOptions{});
 }
 
 std::string StudioRun::settle() {

@@ -116,8 +116,9 @@ class StudioRun {
   // What the run shows is then the newest step they have taken in; the
   // timeline, the exports and settle() first wait for the rest. Replays
   // stay as they are (their pace reads the analyzer each step).
-  // run_beside() thins only where the engine runs on a device (not the CPU
-  // backend, whose engine shares the cores with the sinks).
+  // run_beside() does so where the engine runs on a device (or the steps are
+  // synthetic), with thinning; on the CPU backend, whose engine already uses
+  // the cores the sinks would run on, the sinks stay in the engine's loop.
   void run_beside(const PipelineOptions& options);
   void run_beside();
   // Waits until the sinks have every step taken so far (before a paused
