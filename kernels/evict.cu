@@ -248,8 +248,8 @@ void evict(DType dtype, const ItemDesc* items, int item_count, const ModelDims& 
   if (item_count == 0) return;
   const dim3 grid(unsigned(dims.layers * dims.kv_heads), unsigned(item_count));
   H2O_WITH_STORAGE(dtype, T,
-                   H2O_LAUNCH(grid, dim3(unsigned(threads)), stream, evict_kernel<T>)(items, dims, evicted, order,
-                                                                                     order_stride, rope_slots));
+                   H2O_LAUNCH(grid, dim3(unsigned(H2O_FIT_BLOCK(threads, evict_kernel<T>))), stream,
+                              evict_kernel<T>)(items, dims, evicted, order, order_stride, rope_slots));
   gpu::check_launch("evict");
 }
 

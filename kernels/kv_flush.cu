@@ -129,7 +129,7 @@ __global__ void kv_flush_kernel(const ItemDesc* items, ModelDims d) {
 void kv_flush(const ItemDesc* items, int item_count, const ModelDims& dims, int threads, gpu::Stream stream) {
   if (item_count == 0) return;
   const dim3 grid(unsigned(dims.layers * dims.kv_heads), unsigned(item_count));
-  H2O_LAUNCH(grid, dim3(unsigned(threads)), stream, kv_flush_kernel)(items, dims);
+  H2O_LAUNCH(grid, dim3(unsigned(H2O_FIT_BLOCK(threads, kv_flush_kernel))), stream, kv_flush_kernel)(items, dims);
   gpu::check_launch("kv_flush");
 }
 

@@ -17,6 +17,19 @@
 // A launch on a gpu::Stream (kernels/device.h); the kernel is the last
 // argument so that a template kernel's commas need no parentheses.
 #define H2O_LAUNCH(grid, block, stream, ...) __VA_ARGS__<<<(grid), (block), 0, reinterpret_cast<cudaStream_t>(stream)>>>
+// `threads`, or fewer where the kernel's registers allow no more in one block
+// (a kernel of 96+ registers cannot launch 1024 threads: 64K registers a block),
+// a multiple of 32. For kernels that work at any block size and take the
+// caller's; the device's answer does not change, so it is asked once.
+#define H2O_FIT_BLOCK(threads, ...)                                                                 \
+  ([&] {                                                                                            \
+    static const int most = [] {                                                                    \
+      cudaFuncAttributes a{};                                                                       \
+      return cudaFuncGetAttributes(&a, __VA_ARGS__) == cudaSuccess ? a.maxThreadsPerBlock / 32 * 32 \
+                                                                   : 1024;                          \
+    }();                                                                                            \
+    return (threads) < most ? (threads) : most;                                                     \
+  }())
 // Unrolls the next loop (of a constant trip count) where register arrays are indexed by its
 // counter; nothing in the emulation (a C++ compiler would warn of an unknown pragma).
 #define H2O_UNROLL _Pragma("unroll")
@@ -24,6 +37,7 @@
 #elif defined(H2O_SIMT)
 #include "kernels/simt/simt.h"
 #define H2O_LAUNCH(grid, block, stream, ...) ::simt::make_launch((grid), (block), (stream), #__VA_ARGS__, __VA_ARGS__)
+#define H2O_FIT_BLOCK(threads, ...) (threads)  // the emulation has no register file
 #define H2O_UNROLL
 // One static per declaration, as a grid runs one block at a time (simt.h).
 #define H2O_SHARED(T, name, ...) static ::simt::Shared<T __VA_ARGS__> name(#name, __func__)

@@ -29,4 +29,6 @@ int default_slack(const std::string& backend_kind) {
   return backend_kind.rfind("cuda", 0) == 0 ? kDeviceSlack : 0;  // cuda, cuda-sim
 }
 
+bool batched_by_default(const std::string& backend_kind) { return backend_kind.rfind("cuda", 0) == 0; }
+
 }  // namespace h2o

@@ -54,6 +54,11 @@ int64_t StepPipeline::thinned_steps() const {
   return thinned_;
 }
 
+void StepPipeline::set_after_step(std::function<void()> after) {
+  std::lock_guard lock(after_mutex_);
+  after_ = std::move(after);
+}
+
 void StepPipeline::rethrow_failure() {
   if (!failure_) return;
   std::exception_ptr failure = std::exchange(failure_, nullptr);
@@ -72,8 +77,12 @@ void StepPipeline::run() {
     lock.unlock();
     std::exception_ptr failure;
     try {
-      std::lock_guard state(state_);
-      loop_.deliver(record);
+      {
+        std::lock_guard state(state_);
+        loop_.deliver(record);
+      }
+      std::lock_guard after(after_mutex_);
+      if (after_) after_();
     } catch (...) {
       failure = std::current_exception();
     }

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -49,6 +50,10 @@ class StepPipeline {
   // Whether the sinks are behind: thin_at / 2 steps or more wait (snapshots thin first).
   bool behind() const;
   int64_t thinned_steps() const;
+  // `after` runs on the sinks' thread after each step they take in, outside
+  // `state` (the window builds its snapshots there, so the engine never
+  // does); empty: none. Setting waits for a call under way to end.
+  void set_after_step(std::function<void()> after);
 
  private:
   void run();
@@ -63,6 +68,8 @@ class StepPipeline {
   bool busy_ = false, stopping_ = false;
   int64_t thinned_ = 0;
   std::exception_ptr failure_;
+  std::mutex after_mutex_;  // held while after_ runs
+  std::function<void()> after_;
   std::thread thread_;
 };
 

@@ -89,6 +89,7 @@ std::unique_ptr<StudioRun> StudioRun::replay(const std::string& path) {
 StudioRun::~StudioRun() { close(); }
 
 void StudioRun::close() {
+  if (pipeline_) pipeline_->set_after_step({});  // no snapshots of a closing run
   pipeline_.reset();  // the steps handed over go through first
   loop_.reset();
   engine_source_.reset();
@@ -184,6 +185,12 @@ void StudioRun::run_beside() {
   run_beside(PipelineOptions{});
 }
 
+bool StudioRun::after_each_step_beside(std::function<void()> after) {
+  if (!pipeline_) return false;
+  pipeline_->set_after_step(std::move(after));
+  return true;
+}
+
 std::string StudioRun::settle() {
   if (!pipeline_) return {};
   try {
@@ -195,8 +202,13 @@ std::string StudioRun::settle() {
 }
 
 void StudioRun::tell_spool_stop(StepResult& result) {
-  std::lock_guard lock(state_);
-  if (!spool_ || !spool_->stopped() || spool_stop_told_) return;
+  if (!spool_ || spool_stop_told_) return;
+  // Beside the engine the sinks' thread may hold the state for a snapshot
+  // (milliseconds at Llama-2-7B's four panes): the engine does not wait for
+  // it, and a later step tells instead.
+  std::unique_lock lock(state_, std::defer_lock);
+  if (pipeline_ ? !lock.try_lock() : (lock.lock(), false)) return;
+  if (!spool_->stopped()) return;
   spool_stop_told_ = true;
   const std::string last = std::to_string(spool_->last_step());
   result.warnings.push_back(spool_->stop_reason() + " at step " + last +

@@ -121,6 +121,10 @@ class StudioRun {
   // the cores the sinks would run on, the sinks stay in the engine's loop.
   void run_beside(const PipelineOptions& options);
   void run_beside();
+  // Beside the engine, `after` runs on the sinks' thread after each step they
+  // take in (the window's snapshots: StepPipeline::set_after_step). Returns
+  // false, setting nothing, where the sinks are in the engine's loop.
+  bool after_each_step_beside(std::function<void()> after);
   // Waits until the sinks have every step taken so far (before a paused
   // frame, a seek, an export). Returns a failure to say ("": none).
   std::string settle();

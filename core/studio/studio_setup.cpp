@@ -141,6 +141,7 @@ EngineOptions studio_engine_options(const StudioConfig& c) {
   o.sampling.seed = c.seed;
   o.max_new_tokens = c.max_new_tokens;
   o.loop_prompts = true;  // one endless conversation
+  o.batched = batched_by_default(c.backend);
   o.validate();
   return o;
 }

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <string>
+#include <tuple>
 
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/kv_quant.h"
@@ -366,17 +368,64 @@ H2O_CUDA_TEST(LowBit, RandomStepsKeepWhatTheCpuHeadKeeps) {
 
 namespace {
 
+// The (layer, KV head, position) events one summary has and the other lacks,
+// for a failure's message ("everywhere" as one event of layer -1).
+std::string eviction_difference(const EvictionSummary& cpu, const EvictionSummary& gpu) {
+  auto events = [](const EvictionSummary& e) {
+    std::vector<EvictionEvent> out = e.by_head;
+    for (int32_t p : e.everywhere) out.push_back({-1, -1, p});
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.layer, a.kv_head, a.position) < std::tie(b.layer, b.kv_head, b.position);
+    });
+    return out;
+  };
+  auto only = [](const std::vector<EvictionEvent>& a, const std::vector<EvictionEvent>& b) {
+    std::string out;
+    int shown = 0;
+    for (const EvictionEvent& e : a)
+      if (std::find(b.begin(), b.end(), e) == b.end() && shown++ < 12)
+        out += " (" + std::to_string(e.layer) + "," + std::to_string(e.kv_head) + "," + std::to_string(e.position) + ")";
+    return out.empty() ? std::string(" none") : out;
+  };
+  const auto a = events(cpu), b = events(gpu);
+  return "\n  only the CPU evicted:" + only(a, b) + "\n  only the device evicted:" + only(b, a);
+}
+
+// Two steps' evictions that differ by one token of one (layer, KV head): a
+// near tie of two scores the backends rounded apart. Seen on an H200
+// (2026-11-28): TOVA at 4-bit keys, step 37, one head keeping position 64
+// where the CPU kept 67 (nvcc contracts a*b+c into one rounding, the CPU does not).
+bool one_swap(const EvictionSummary& a, const EvictionSummary& b) {
+  if (a.everywhere != b.everywhere || a.by_head.size() != b.by_head.size()) return false;
+  std::vector<size_t> differ;
+  for (size_t i = 0; i < a.by_head.size(); ++i)
+    if (!(a.by_head[i] == b.by_head[i])) differ.push_back(i);
+  if (differ.empty()) return false;
+  const EvictionEvent &x = a.by_head[differ.front()], &y = b.by_head[differ.front()];
+  // Events are sorted by (layer, head, position): a swap within one head may shift several of its entries.
+  for (size_t i : differ)
+    if (a.by_head[i].layer != x.layer || a.by_head[i].kv_head != x.kv_head || b.by_head[i].layer != y.layer ||
+        b.by_head[i].kv_head != y.kv_head)
+      return false;
+  if (x.layer != y.layer || x.kv_head != y.kv_head) return false;
+  int only_a = 0;
+  for (size_t i : differ)
+    only_a += std::find(b.by_head.begin(), b.by_head.end(), a.by_head[i]) == b.by_head.end();
+  return only_a == 1;
+}
+
 // Each session's records of a CPU run and a device run, step by step: the
 // same token, evictions, cached tokens and live bytes. Sessions whose policy
 // evicts by score may part where rounding reorders near-equal scores (the
-// two backends sum attention in other orders: CudaEmuParity's rule), but
-// not before their 40th step; the others never. Returns the most live bytes seen.
+// two backends sum attention in other orders: CudaEmuParity's rule): by one
+// token of one head at any step, by any number from their 40th; the others
+// never. Returns the most live bytes of the CPU's records.
 int64_t expect_same_sessions(const std::vector<SessionRecord>& cpu, const std::vector<SessionRecord>& gpu,
                              const std::vector<PolicyConfig>& policies, const std::string& what) {
   std::map<int, std::vector<const SessionRecord*>> a, b;
-  for (const SessionRecord& r : cpu) a[r.session].push_back(&r);
-  for (const SessionRecord& r : gpu) b[r.session].push_back(&r);
   int64_t most_bytes = 0;
+  for (const SessionRecord& r : cpu) a[r.session].push_back(&r), most_bytes = std::max(most_bytes, r.live_bytes);
+  for (const SessionRecord& r : gpu) b[r.session].push_back(&r);
   for (auto& [session, records] : a) {
     const std::vector<const SessionRecord*>& other = b[session];
     const std::string name = what + ", " + policies[size_t(session)].describe();
@@ -388,13 +437,15 @@ int64_t expect_same_sessions(const std::vector<SessionRecord>& cpu, const std::v
         break;
       }
       const SessionRecord &x = *records[r], &y = *other[r];
-      if (by_score && r >= 40 && !(x.evictions == y.evictions)) break;  // parted on a near tie
+      if (by_score && !(x.evictions == y.evictions) && (r >= 40 || one_swap(x.evictions, y.evictions)))
+        break;  // parted on a near tie
       EXPECT_EQ(y.token, x.token) << at;
-      EXPECT_EQ(y.evictions, x.evictions) << at;
+      EXPECT_TRUE(y.evictions == x.evictions) << at << eviction_difference(x.evictions, y.evictions);
       EXPECT_EQ(y.cached_tokens, x.cached_tokens) << at;
       EXPECT_EQ(y.live_bytes, x.live_bytes) << at;
-      if (::testing::Test::HasFailure()) return most_bytes;
-      most_bytes = std::max(most_bytes, x.live_bytes);
+      if (!(y.token == x.token && y.evictions == x.evictions && y.cached_tokens == x.cached_tokens &&
+            y.live_bytes == x.live_bytes))
+        break;  // the next steps follow from this one: one message a session
     }
   }
   return most_bytes;

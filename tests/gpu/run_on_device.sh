@@ -19,6 +19,7 @@
 #   OUT [repo/out/gpu]  H2O_GPU_CARRY [repo/.gpu-carry]  H2O_DEPS_PREFIX [/opt/deps]
 #   H2O_GPU_BUILD [repo/build]  H2O_CUDA_ARCH [90]  H2O_STAGE_BUDGET_S [470]
 #   H2O_PEER_ARGS (extra peer_transformers.py args)  H2O_PEER_RESERVE_S [120] (bench: kept for the peer)  H2O_PEER=0 (no peer)
+#   H2O_STUDIO_BENCH_ARGS (bench: h2o-bench-studio's args on the GPU; default Llama-2-7B, four panes, 1500 steps)
 #   H2O_SANITIZE_FILTER [*] (sanitize: a gtest filter, e.g. '*Kernels*' for the quick kernel suites)
 #   H2O_BUILD_LIMIT_S [420] (the repo build's own cap)  H2O_GPU_FORCE_GTEST_SOURCE=1 (rebuild GTest from the carried sources)
 #   H2O_GPU_FORCE_PY_UNPACK=1 (unpack .debs with Python, as where dpkg-deb is missing)
@@ -48,7 +49,7 @@ case "$BACKEND" in cuda) SIMULATED=0 ;; cuda-sim) SIMULATED=1 ;; *) echo "run_on
 # Under simulation: tiny shapes (the emulation decodes stories260K at tens of tokens a second), f16 as on the GPU.
 SIM_BENCH_ARGS="--shapes stories260K --dtype f16 --precision f16 --contexts 64 --budget 32 --tokens 8 --repeats 1 --batched"
 # The app's pipeline beside the engine (h2o-bench-studio): Llama-2-7B, four panes, on the GPU; a few steps of stories260K simulated.
-STUDIO_BENCH_ARGS="--shapes llama2-7b --panes 4 --dtype f16 --precision f16 --steps 1500"
+STUDIO_BENCH_ARGS=${H2O_STUDIO_BENCH_ARGS:-"--shapes llama2-7b --panes 4 --dtype f16 --precision f16 --steps 1500"}
 SIM_STUDIO_BENCH_ARGS="--shapes stories260K --panes 2 --dtype f16 --precision f16 --steps 12"
 FAILS=0                          # failed steps in this stage
 STAGE=""

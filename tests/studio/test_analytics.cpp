@@ -393,6 +393,10 @@ TEST(StudioSetup, AutoSlackIsTheBackendsDefault) {
   EXPECT_EQ(default_slack("cpu"), 0);
   EXPECT_EQ(default_slack("cuda"), kDeviceSlack);
   EXPECT_EQ(default_slack("cuda-sim"), kDeviceSlack);
+  // A device reads the weights once a step for every pane; the CPU times each pane alone.
+  EXPECT_FALSE(batched_by_default("cpu"));
+  EXPECT_TRUE(batched_by_default("cuda"));
+  EXPECT_TRUE(batched_by_default("cuda-sim"));
   StudioConfig c;
   EXPECT_EQ(c.slack, -1);
   c.policies = {"h2o"};
@@ -402,6 +406,9 @@ TEST(StudioSetup, AutoSlackIsTheBackendsDefault) {
   EXPECT_NE(studio_policies(c)[0].describe().find("slack=" + std::to_string(kDeviceSlack)), std::string::npos);
   c.slack = 0;
   EXPECT_EQ(studio_policies(c)[0].slack, 0);
+  EXPECT_TRUE(studio_engine_options(c).batched);
+  c.backend = "cpu";
+  EXPECT_FALSE(studio_engine_options(c).batched);
 }
 
 TEST(Recording, StepRoundTripsExactlyIncludingPartialUtf8) {

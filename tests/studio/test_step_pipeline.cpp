@@ -108,6 +108,39 @@ TEST(StepPipeline, ASlowSinkThinsStepsButKeepsEveryTokenEvictionAndNumber) {
   EXPECT_EQ(pipeline.thinned_steps(), thinned);
 }
 
+// The window's snapshots run there: after every step taken in, with the state
+// free (a snapshot takes it), and never again once cleared.
+TEST(StepPipeline, TheAfterStepHookRunsOnTheSinksThreadOutsideTheStateAfterEachStep) {
+  std::mutex state;
+  KeepingSink sink;
+  Loop to({&sink});
+  StepPipeline pipeline(to.loop, state, PipelineOptions{.thinning = false});
+  const std::thread::id caller = std::this_thread::get_id();
+  int calls = 0;
+  bool state_was_free = true, elsewhere = true;
+  size_t seen_when_called = 0;
+  bool in_order = true;
+  pipeline.set_after_step([&] {
+    std::unique_lock lock(state, std::try_to_lock);
+    state_was_free = state_was_free && lock.owns_lock();
+    elsewhere = elsewhere && std::this_thread::get_id() != caller;
+    in_order = in_order && sink.seen.size() == seen_when_called + 1;  // after its step, before the next
+    seen_when_called = sink.seen.size();
+    ++calls;
+  });
+  for (int i = 0; i < 50; ++i) pipeline.push(step_with_detail(i));
+  pipeline.drain();
+  EXPECT_EQ(calls, 50);
+  EXPECT_TRUE(state_was_free);
+  EXPECT_TRUE(elsewhere);
+  EXPECT_TRUE(in_order);
+  pipeline.set_after_step({});
+  for (int i = 50; i < 60; ++i) pipeline.push(step_with_detail(i));
+  pipeline.drain();
+  EXPECT_EQ(calls, 50);
+  EXPECT_EQ(sink.seen.size(), 60u);
+}
+
 TEST(StepPipeline, ASinksFailureIsSaidByTheNextCallAndTheStepsAfterItAreDropped) {
   std::mutex state;
   KeepingSink sink;

@@ -11,6 +11,7 @@
 #include <QString>
 #include <QStringList>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/studio/snapshot_cadence.h"
@@ -109,6 +110,10 @@ class EngineWorker : public QObject {
   bool report(const StepResult& result);
   void warn(const std::string& warning);  // nothing when empty
   void publish(bool force);
+  // A snapshot when the cadence says so; on this thread, or on the sinks' where they build them (runBeside).
+  void buildSnapshot(const StudioRun& run, bool force);
+  // The new run's sinks (and its snapshots) beside the engine where it runs them so (StudioRun::run_beside).
+  void runBeside();
   // The tick interval for the current run (tick_interval_ms).
   void restartTimer();
   bool isReplay() const { return run_ && run_->is_replay(); }
@@ -143,7 +148,11 @@ class EngineWorker : public QObject {
   QElapsedTimer stats_clock_;
   int autoplay_left_ = -1;  // -1: no autoplay
   bool autoplay_pending_ = false;
-  QElapsedTimer since_start_;  // the snapshot cadence's clock
+  // The cadence, its clock and the view a snapshot shows: taken on this thread
+  // and on the sinks' (snapshots_beside_), under publish_mutex_.
+  std::mutex publish_mutex_;
+  bool snapshots_beside_ = false;  // the current run's snapshots are built on the sinks' thread
+  QElapsedTimer since_start_;
   SnapshotCadence cadence_;
 };
 
