@@ -17,14 +17,24 @@ void PolicyHistory::feed(int token, std::string_view text, bool prompt, int64_t 
   birth_.push_back(int32_t(step));
   if (!evict_all_.empty()) evict_all_.push_back(-1);
   for (auto& e : evict_head_) e.push_back(-1);
+  for (auto& e : evict_layer_) e.push_back(-1);
+  for (auto& g : gone_heads_) g.push_back(0);
+}
+
+void PolicyHistory::mark_gone(int layer, int kv_head, size_t p, int32_t step) {
+  int32_t& at = evict_head_[size_t(layer) * size_t(kv_heads_) + size_t(kv_head)][p];
+  if (at >= 0) return;
+  at = step;
+  // Steps come in order, so the last head to let p go gives the layer's step.
+  if (++gone_heads_[size_t(layer)][p] == kv_heads_) evict_layer_[size_t(layer)][p] = step;
 }
 
 void PolicyHistory::evict_everywhere(int64_t position, int64_t step) {
   if (position < 0 || position >= length()) return;
   if (!evict_head_.empty()) {
     // Per-head steps are kept: a head that let it go earlier keeps its step.
-    for (auto& e : evict_head_)
-      if (e[size_t(position)] < 0) e[size_t(position)] = int32_t(step);
+    for (int layer = 0; layer < layers_; ++layer)
+      for (int kv = 0; kv < kv_heads_; ++kv) mark_gone(layer, kv, size_t(position), int32_t(step));
     return;
   }
   if (evict_all_.empty()) evict_all_.assign(size_t(length()), -1);
@@ -38,10 +48,14 @@ void PolicyHistory::evict(int layer, int kv_head, int64_t position, int64_t step
     // From now on every head keeps its own steps, starting from the shared ones.
     const std::vector<int32_t> shared = evict_all_.empty() ? std::vector<int32_t>(size_t(length()), -1) : evict_all_;
     evict_head_.assign(size_t(layers_) * size_t(kv_heads_), shared);
+    evict_layer_.assign(size_t(layers_), shared);
+    std::vector<uint16_t> gone(shared.size());
+    for (size_t p = 0; p < shared.size(); ++p) gone[p] = shared[p] >= 0 ? uint16_t(kv_heads_) : 0;
+    gone_heads_.assign(size_t(layers_), gone);
     evict_all_.clear();
     evict_all_.shrink_to_fit();
   }
-  evict_head_[size_t(layer) * size_t(kv_heads_) + size_t(kv_head)][size_t(position)] = int32_t(step);
+  mark_gone(layer, kv_head, size_t(position), int32_t(step));
 }
 
 void PolicyHistory::end_step(int64_t step, const PaneStep& numbers, const ForcedStep* forced) {
@@ -79,12 +93,7 @@ std::vector<int32_t> PolicyHistory::evictions(int layer, int kv_head) const {
     return evict_head_[size_t(layer) * size_t(kv_heads_) + size_t(kv)];
   };
   if (kv_head >= 0) return at(std::min(kv_head, kv_heads_ - 1));
-  std::vector<int32_t> out = at(0);
-  for (int kv = 1; kv < kv_heads_; ++kv) {
-    const auto& e = at(kv);
-    for (size_t i = 0; i < out.size(); ++i) out[i] = (out[i] < 0 || e[i] < 0) ? -1 : std::max(out[i], e[i]);
-  }
-  return out;
+  return evict_layer_[size_t(layer)];
 }
 
 const PaneStep& PolicyHistory::numbers_at(int64_t step) const {
@@ -114,6 +123,8 @@ int64_t PolicyHistory::bytes() const {
                       prompt_.capacity() + birth_.capacity() * 4 + evict_all_.capacity() * 4 +
                       steps_.capacity() * sizeof(PaneStep) + forced_.capacity() * sizeof(ForcedStep));
   for (const auto& e : evict_head_) b += int64_t(e.capacity() * 4);
+  for (const auto& e : evict_layer_) b += int64_t(e.capacity() * 4);
+  for (const auto& g : gone_heads_) b += int64_t(g.capacity() * 2);
   return b;
 }
 

@@ -8,7 +8,9 @@
 // Bytes kept (stated in the README):
 //   per position: 4 token + 4 text end + the text's bytes (~3) + 1 prompt flag + 4 birth step,
 //     + 4 once the policy evicts a position from every head at once (StreamingLLM),
-//     + 4 x layers x KV heads once it evicts per head (H2O, TOVA); nothing for the full cache;
+//     + 4 x layers x KV heads once it evicts per head (H2O, TOVA), + 6 x layers for the layer's
+//     merged step (when its last KV head let the position go) and how many heads have; nothing
+//     for the full cache;
 //   per step: 24 (PaneStep), + 32 in teacher-forced mode (ForcedStep).
 #include <cstdint>
 #include <string>
@@ -84,12 +86,19 @@ class PolicyHistory {
   std::vector<int32_t> birth_;
   std::vector<int32_t> evict_all_;                // empty until the first position leaves every head
   std::vector<std::vector<int32_t>> evict_head_;  // [layer * kv_heads + kv][p]; empty until the first per-head eviction
+  // Kept with evict_head_, so that evictions(layer, -1) is a copy rather than a
+  // merge of every head (32 KV heads x the whole stream at Llama-2-7B, each snapshot):
+  std::vector<std::vector<int32_t>> evict_layer_;   // [layer][p]: when its last KV head let p go; -1 while one holds it
+  std::vector<std::vector<uint16_t>> gone_heads_;   // [layer][p]: how many of its KV heads have let p go
   int64_t first_step_ = -1;
   std::vector<PaneStep> steps_;
   std::vector<ForcedStep> forced_;
   std::string pending_text_;  // of the newest step
   int64_t stopped_step_ = -1;
   std::string stopped_;
+
+  // Head (layer, kv_head) lets p go at `step` (nothing if it already had); keeps evict_layer_ and gone_heads_.
+  void mark_gone(int layer, int kv_head, size_t p, int32_t step);
 };
 
 }  // namespace h2o
