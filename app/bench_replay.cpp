@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "core/backends/make_backend.h"
 #include "core/base/error.h"
 #include "core/base/format.h"
+#include "core/base/system_limits.h"
 #include "core/studio/analyzer.h"
 #include "core/studio/assets.h"
 #include "core/studio/capture_schedule.h"
@@ -99,14 +101,19 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "times each seek runs; the best is reported")->check(CLI::Range(1, 100));
   CLI11_PARSE(app, argc, argv);
   try {
+    // Checked before a recording is made: a step is a whole number from 0.
+    const std::vector<int> seek_steps = parse_flag_ints(seeks, "--seek", "step", 0, std::numeric_limits<int>::max());
     if (!std::filesystem::exists(path)) make_recording(path, steps, model, policies);
     const double mib = double(std::filesystem::file_size(path)) / double(1 << 20);
     const int64_t recorded = count_recorded_steps(path);
-    std::printf("recording %s: %.0f MiB, %lld steps; %u hardware threads\n\n", path.c_str(), mib,
-                static_cast<long long>(recorded), std::thread::hardware_concurrency());
+    for (const int step : seek_steps)
+      if (step >= recorded)
+        fail("--seek", "step " + std::to_string(step) + " is past the end of " + path + " (" +
+                           std::to_string(recorded) + " steps recorded)");
+    std::printf("recording %s: %.0f MiB, %lld steps; %d CPUs\n\n", path.c_str(), mib, static_cast<long long>(recorded),
+                hardware_threads());
     std::printf("| seek to | open (s) | skimmed (s) | whole (s) | skimmed MiB/s |\n|---:|---:|---:|---:|---:|\n");
-    for (const std::string& s : split_list(seeks)) {
-      const int64_t step = std::stoll(s);
+    for (const int64_t step : seek_steps) {
       Timing skimmed{1e9, 1e9}, whole{1e9, 1e9};
       for (int r = 0; r < repeats; ++r) {
         const Timing a = seek(path, step, true), b = seek(path, step, false);

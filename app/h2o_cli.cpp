@@ -185,13 +185,26 @@ int run_exit_code(const Engine& engine, const Flags& f) {
 // --slack where given, else the backend's default (0 on the CPU: exact).
 int slack_of(const Flags& f) { return f.given("--slack") ? f.slack : default_slack(f.backend); }
 
+// The entries of a comma-separated list ("full,h2o,h2o@2bit"; `flag` names the list in errors).
+std::vector<PolicyEntry> policy_list(const std::string& list, const std::string& flag) {
+  std::vector<PolicyEntry> out;
+  for (const std::string& name : split_list(list)) out.push_back(parse_policy_entry(name, flag));
+  if (out.empty()) fail(flag, "no policy given");
+  return out;
+}
+
 // The KV precision of --kv-bits (one value; eval sweeps a list), --kv-group and --kv-residual.
 KvPrecision kv_precision(const Flags& f, const std::string& bits) {
   KvPrecision kv = bits.empty() ? KvPrecision{} : parse_kv_bits(bits);
   kv.group = f.kv_group;
   kv.residual = f.kv_residual;
-  if (kv.native() && (f.given("--kv-group") || f.given("--kv-residual")))
-    fail(f.given("--kv-group") ? "--kv-group" : "--kv-residual", "give --kv-bits (or name@bits) too; alone it changes nothing");
+  if (kv.native() && (f.given("--kv-group") || f.given("--kv-residual"))) {
+    // A policy named with its own bits ("h2o@2bit") takes G and R from these flags.
+    const std::vector<PolicyEntry> entries = policy_list(f.policies, "--policies");
+    if (std::none_of(entries.begin(), entries.end(), [](const PolicyEntry& e) { return e.kv.has_value(); }))
+      fail(f.given("--kv-group") ? "--kv-group" : "--kv-residual",
+           "give --kv-bits (or name@bits) too; alone it changes nothing");
+  }
   return kv;
 }
 
@@ -209,13 +222,6 @@ PolicySettings policy_settings(const Flags& f) {
   return s;
 }
 
-// The entries of a comma-separated list ("full,h2o,h2o@2bit"; `flag` names the list in errors).
-std::vector<PolicyEntry> policy_list(const std::string& list, const std::string& flag) {
-  std::vector<PolicyEntry> out;
-  for (const std::string& name : split_list(list)) out.push_back(parse_policy_entry(name, flag));
-  if (out.empty()) fail(flag, "no policy given");
-  return out;
-}
 
 std::vector<PolicyConfig> parse_policies(const Flags& f, const std::string& list) {
   std::vector<PolicyConfig> out;
@@ -473,21 +479,33 @@ std::vector<EvalRow> eval_rows(const Flags& f, const EvalFlags& ef, int64_t scor
   const bool absolute = f.given("--budgets") || (sweep.empty() && !parts && configs.empty());
   const std::vector<int> budgets =
       absolute ? parse_flag_ints(ef.budgets, "--budgets", "budget", 1, kMaxCacheTokens) : std::vector<int>{};
-  std::vector<PolicyEntry> kinds;
-  for (const PolicyEntry& entry : policy_list(f.policies, "--policies"))
+  std::vector<PolicyEntry> kinds, full_at_own_bits;  // the latter: "full@2bit", a row of its own
+  for (const PolicyEntry& entry : policy_list(f.policies, "--policies")) {
     if (PolicyConfig::named(entry.kind).evicts()) kinds.push_back(entry);
+    else if (entry.kv) full_at_own_bits.push_back(entry);
+  }
+  // Every part given (--sinks, --recent, --heavy, --window) holds at every budget; the rest is split.
   PolicySettings settings;
-  if (f.given("--sinks")) settings.given["sinks"] = f.params.at("sinks");
+  for (const auto& [name, value] : f.params)
+    if (f.given(("--" + name).c_str())) settings.given[name] = value;
   settings.slack = slack_of(f);
   settings.rolling = f.rolling;
-  for (const PolicyEntry& kind : kinds) {
-    const int sinks = make_policy(kind.kind, settings).get("sinks");
-    for (int b : budgets)
-      if (sinks >= b)
-        fail("--budgets", "budget " + std::to_string(b) + " leaves no room for the newest token beside " +
-                              std::to_string(sinks) + " sinks");
-  }
+  for (const PolicyEntry& kind : kinds)
+    for (int b : budgets) {
+      PolicySettings s = settings;
+      s.budget = b;
+      try {
+        make_policy(kind.kind, s);
+      } catch (const Error& e) {
+        fail("--budgets", "budget " + std::to_string(b) + " is too small for " + kind.kind + ": " + e.what());
+      }
+    }
   const std::vector<KvPrecision> precisions = eval_precisions(f);
+  for (const PolicyEntry& entry : full_at_own_bits) {
+    PolicySettings s = settings;
+    s.kv = precisions.front().native() ? kv_precision(f, "16") : precisions.front();
+    rows.push_back({make_policy(entry, s), ""});
+  }
   for (const KvPrecision& kv : precisions) {
     settings.kv = kv;
     // A kind's entry at this precision: every kind without one of its own, the rest once.

@@ -15,7 +15,7 @@ std::unique_ptr<Backend> make_backend(std::shared_ptr<const Model> model, const 
   if (options.threads < 0) fail("--threads", "must be >= 0 (0: all cores), got " + std::to_string(options.threads));
   if (options.threads > max_threads())
     fail("--threads", std::to_string(options.threads) + " is more than " + std::to_string(kThreadsPerCore) +
-                          " per hardware thread of this machine (" + std::to_string(hardware_threads()) +
+                          " per CPU this process may use (" + std::to_string(hardware_threads()) +
                           "): at most " + std::to_string(max_threads()));
   if (options.kv_limit_bytes < 0) fail("--kv-limit", "must be >= 0 MiB (0: no limit)");
   if (options.kind == "cpu") {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/base/system_limits.h"
 #include "core/base/error.h"
 #include "core/base/flush_denormals.h"
 #include "core/base/thread_pool.h"
@@ -43,7 +44,7 @@ class CpuBackend final : public Backend {
   CpuBackend(std::shared_ptr<const Model> model, int threads, int64_t kv_limit_bytes)
       : model_(std::move(model)),
         cfg_(model_->config),
-        threads_(threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()))),
+        threads_(threads > 0 ? threads : hardware_threads()),
         pool_(threads_),
         rope_freqs_(cfg_.rope_frequencies()),
         kv_(std::make_shared<KvMemoryAccount>()) {

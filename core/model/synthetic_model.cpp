@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/base/system_limits.h"
 #include "core/base/thread_pool.h"
 #include "core/model/model.h"
 #include "core/model/quant.h"
@@ -131,7 +132,7 @@ void fill(const std::vector<Plan>& plans, uint8_t* buffer, uint64_t seed) {
   std::vector<Job> jobs;
   for (int p = 0; p < int(plans.size()); ++p)
     for (int64_t c = 0; c * kChunk < plans[p].tensor->numel(); ++c) jobs.push_back({p, c});
-  ThreadPool pool(int(std::max(1u, std::thread::hardware_concurrency())));
+  ThreadPool pool(hardware_threads());
   pool.parallel_for(int(jobs.size()), 4, [&](int first, int last) {
     std::vector<float> values(kChunk);
     for (int j = first; j < last; ++j) {

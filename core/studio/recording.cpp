@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/base/error.h"
+#include "core/base/system_limits.h"
 #include "core/base/json_text.h"
 #include "core/base/stopwatch.h"
 #include "core/studio/step_line.h"
@@ -176,7 +177,7 @@ void RecordingReader::read_ahead() {
   };
   // Each core takes lines as they come; each line's result goes to its own slot.
   if (!pool_) {
-    const int threads = std::clamp(int(std::thread::hardware_concurrency()), 1, 8);
+    const int threads = std::clamp(hardware_threads(), 1, 8);
     try {
       pool_ = std::make_unique<ThreadPool>(threads);
     } catch (const Error&) {  // no threads to be had: this one parses alone
@@ -270,6 +271,10 @@ void check_step_fits(const StepRecord& r, const RecordingHeader& h, bool skimmed
     check(s.session >= 0 && s.session < int(h.policies.size()), at + "no such policy in the header");
     check(s.fed_text.size() <= s.fed.size(), at + "more texts than tokens fed");
     check(s.cached_tokens >= 0 && s.live_bytes >= 0 && s.allocated_bytes >= 0, at + "negative sizes");
+    check(s.position >= 0 && s.position < INT32_MAX, at + "position " + std::to_string(s.position) + " out of range");
+    // Times and rates are never negative (NaN and infinities are refused as JSON already).
+    check(s.step_ms >= 0 && s.decode_tokens_per_s >= 0 && s.prefill_tokens_per_s >= 0,
+          at + "a negative time or rate (step_ms, tok_s)");
     for (int32_t p : s.evictions.everywhere) check(p >= 0, at + "a negative evicted position");
     for (const EvictionEvent& e : s.evictions.by_head)
       check(e.layer >= 0 && e.layer < h.layers && e.kv_head >= 0 && e.kv_head < h.kv_heads && e.position >= 0,

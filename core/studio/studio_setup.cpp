@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/base/error.h"
+#include "core/base/system_limits.h"
 #include "core/base/json_text.h"
 #include "core/base/text_file.h"
 
@@ -158,7 +159,7 @@ StudioInputs load_studio_inputs(const StudioConfig& c) {
 BackendOptions studio_backend_options(const StudioConfig& c) {
   BackendOptions b;
   b.kind = c.backend;
-  b.threads = studio_threads(c.threads, std::thread::hardware_concurrency());
+  b.threads = studio_threads(c.threads, unsigned(hardware_threads()));
   b.kv_limit_bytes = int64_t(c.kv_limit_mib) << 20;
   return b;
 }

@@ -178,7 +178,7 @@ std::vector<BadInput> cases() {
       {"kv limit negative", s + "--kv-limit -1", "--kv-limit"},
       {"threads negative", s + "--threads -2", "--threads"},
       {"threads not a number", s + "--threads two", "--threads"},
-      {"threads beyond the machine", s + "--threads 10000", "--threads: 10000 is more than 2 per hardware thread"},
+      {"threads beyond the machine", s + "--threads 10000", "--threads: 10000 is more than 2 per CPU this process may use"},
       {"budget beyond a KV head", s + "--budget 2147483647",
        "--budget: 2147483647 is more than the tokens a KV head may hold"},
       {"window beyond a KV head", s + "--policies streaming --window 2147483647", "--window: 2147483647 is more"},

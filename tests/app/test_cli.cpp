@@ -2,6 +2,7 @@
 // one-line errors for bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -350,6 +351,60 @@ TEST(CliKvPrecision, EvalSweepsBitsAndFewerBitsHoldFewerBytes) {
   EXPECT_NEAR(std::stod(rows[3][ppl]), std::stod(rows[1][ppl]), 1e-3 * std::stod(rows[1][ppl]));
   EXPECT_NE(rows[7][ppl], rows[1][ppl]);
   EXPECT_NE(e.out.find("| policy | budget | KV |"), std::string::npos) << e.out;
+}
+
+// Reliability round 4: "full@2bit" in eval's list is a row of its own (it was
+// dropped with exit 0), and parts given (--recent) hold at every budget of the
+// sweep, as --configs holds them (the sweep split the whole budget instead).
+TEST(CliKvPrecision, EvalKeepsFullAtItsOwnBitsAndThePartsGivenAtEveryBudget) {
+  const fs::path dir = temp_dir("eval-own-bits");
+  ASSERT_NO_FATAL_FAILURE(sample_ids(dir / "ids.txt", 160, 5));
+  const std::string ids = " --model synthetic:test-256 --ids " + (dir / "ids.txt").string();
+  const CliResult e = run_cli("eval" + ids + " --policies full@2bit,h2o --sinks 2 --recent 20 --budgets 48,96 --out " +
+                              (dir / "run").string());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const auto rows = read_csv(dir / "run" / "eval.csv");
+  ASSERT_EQ(rows.size(), 5u);  // header, full f32, full at 2 bits, h2o at 48 and at 96
+  const int policy = column(rows[0], "policy");
+  EXPECT_EQ(rows[2][policy].rfind("full(kv=2bit", 0), 0u) << rows[2][policy];
+  EXPECT_EQ(rows[3][policy], "h2o(sinks=2,heavy=26,recent=20)");
+  EXPECT_EQ(rows[4][policy], "h2o(sinks=2,heavy=74,recent=20)");
+  // A budget too small for the parts given is one line naming it.
+  const CliResult small = run_cli("eval" + ids + " --policies h2o --sinks 2 --recent 40 --budgets 96,32");
+  EXPECT_NE(small.exit_code, 0);
+  EXPECT_NE(small.err.find("--budgets: budget 32"), std::string::npos) << small.err;
+  EXPECT_EQ(std::count(small.err.begin(), small.err.end(), '\n'), 1) << small.err;
+}
+
+// --kv-group / --kv-residual beside "name@bits" set that pane's G and R (they
+// were refused as "alone it changes nothing"); with no bits anywhere they are.
+TEST(CliKvPrecision, GroupAndResidualGoToAPaneNamedWithItsOwnBits) {
+  const fs::path dir = temp_dir("stream-own-group");
+  const std::string base = "stream --model synthetic:test-256 --quiet --questions 1 --max-new-tokens 8 --budget 96 ";
+  const CliResult r = run_cli(base + "--policies full,h2o@2bit --kv-group 16 --kv-residual 16 --out " + (dir / "run").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("kv=2bit,kv_group=16,kv_residual=16"), std::string::npos) << r.err;
+  const CliResult alone = run_cli(base + "--policies full,h2o --kv-group 16");
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_NE(alone.err.find("--kv-group: give --kv-bits"), std::string::npos) << alone.err;
+}
+
+// h2o-bench-replay --seek: a step past the recording, a negative one or a
+// word is one line naming --seek (it timed a step that does not exist,
+// printed "skimmed MiB/s -16999" or only "stoll").
+TEST(CliBenchReplay, ASeekPastTheRecordingOrNotAStepIsOneLine) {
+  const fs::path dir = temp_dir("bench-replay-seek");
+  const std::string recording = " --model synthetic:stories260K --steps 20 --recording " + (dir / "r.jsonl").string();
+  const CliResult ok = run_program(H2O_BENCH_REPLAY_PATH, recording + " --seek 5 --repeats 1");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("| 5 |"), std::string::npos) << ok.out;
+  for (const std::string seek : {"5000", "-3", "abc", "20"}) {
+    const CliResult r = run_program(H2O_BENCH_REPLAY_PATH, recording + " --seek " + seek + " --repeats 1");
+    EXPECT_NE(r.exit_code, 0) << seek;
+    EXPECT_NE(r.err.find("--seek"), std::string::npos) << seek << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << seek << ": " << r.err;
+    EXPECT_EQ(r.out.find("| " + seek + " |"), std::string::npos) << r.out;
+  }
 }
 
 TEST(CliKvPrecision, OnePolicyAtTwoPrecisionsSideBySide) {

@@ -555,6 +555,13 @@ TEST(Recording, AStepThatDoesNotFitItsHeaderIsOneErrorNamingItsLine) {
   EXPECT_NE(e.find("session 3: no such policy in the header"), std::string::npos) << e;
   e = first_error([](SessionRecord& s) { s.evictions.by_head = {{0, 5, 2}}; });
   EXPECT_TRUE(says(e, "an eviction outside the model")) << e;
+  // Reliability round 4: these replayed with exit 0.
+  e = first_error([](SessionRecord& s) { s.position = -100; });
+  EXPECT_TRUE(says(e, "position -100 out of range")) << e;
+  e = first_error([](SessionRecord& s) { s.decode_tokens_per_s = -5; });
+  EXPECT_TRUE(says(e, "a negative time or rate")) << e;
+  e = first_error([](SessionRecord& s) { s.step_ms = -1; });
+  EXPECT_TRUE(says(e, "a negative time or rate")) << e;
   // Read whole, a capture's arrays may not be missing.
   e = first_error([](SessionRecord& s) {
     s.attention[0].rows = 1000;
