@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <filesystem>
 #include <thread>
 
 #include "core/base/error.h"
@@ -127,6 +128,12 @@ json to_json(const StepRecord& r) {
 // ---- reading --------------------------------------------------------------------------
 
 RecordingReader::RecordingReader(const std::string& path) : path_(path) {
+  // Asked before opening: opening a pipe for reading waits for a writer, for good if none comes.
+  std::error_code ec;
+  const std::filesystem::file_type type = std::filesystem::status(path, ec).type();
+  if (type == std::filesystem::file_type::directory) fail(path, "a folder, not a recording");
+  if (!ec && type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found)
+    fail(path, "not a regular file (a pipe or a device): a replay seeks in its recording; save it to a file first");
   auto file = std::make_unique<std::ifstream>(path, std::ios::binary);
   if (!*file) fail(path, "cannot open the recording");
   in_ = std::move(file);

@@ -10,6 +10,7 @@
 #include <bit>
 #include <random>
 #include <sstream>
+#include <sys/stat.h>
 
 #include "core/base/atomic_file.h"
 #include "core/base/error.h"
@@ -23,6 +24,7 @@
 #include "core/studio/report.h"
 #include "core/studio/run_log.h"
 #include "core/studio/step_line.h"
+#include "core/studio/studio_run.h"
 #include "core/studio/studio_setup.h"
 #include "tests/assets.h"
 #include "tests/studio/small_studio_config.h"
@@ -584,6 +586,26 @@ TEST(Recording, AStepThatDoesNotFitItsHeaderIsOneErrorNamingItsLine) {
     FAIL() << "a negative step was read";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("unfit.jsonl:2: step -5 out of range"), std::string::npos) << e.what();
+  }
+}
+
+// Reliability round 4: `--replay` of a FIFO blocked for good (opening it waited
+// for a writer); a folder said "empty file". Both are one line naming the path.
+TEST(Recording, APipeOrAFolderIsRefusedBeforeItIsOpened) {
+  const auto dir = test::temp_dir("recording-pipe");
+  const std::string fifo = (dir / "f.jsonl").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    RecordingReader reader(fifo);
+    ADD_FAILURE() << "a pipe was opened as a recording";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fifo + ": not a regular file (a pipe"), std::string::npos) << e.what();
+  }
+  try {
+    StudioRun::replay(dir.string());
+    ADD_FAILURE() << "a folder was opened as a recording";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.string() + ": a folder, not a recording"), std::string::npos) << e.what();
   }
 }
 
