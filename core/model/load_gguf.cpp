@@ -417,7 +417,11 @@ ModelConfig GgufParser::read_config() const {
           " disagrees with token_embd.weight rows " + std::to_string(c.vocab_size));
   // GPT-NeoX rotates only the first rope.dimension_count of each head
   // (validate refuses a count that is not whole pairs within the head).
-  if (neox && find(key("rope.dimension_count"))) c.rotary_dims = get_int(key("rope.dimension_count"), 0);
+  if (neox && find(key("rope.dimension_count"))) {
+    c.rotary_dims = get_int(key("rope.dimension_count"), 0);
+    // rotary_dims 0 means every dimension here; llama.cpp and Hugging Face would rotate none.
+    if (c.rotary_dims == 0) error(key("rope.dimension_count") + " 0: a model that rotates no dimension is not supported");
+  }
   if (c.rotary_dims == c.head_dim()) c.rotary_dims = 0;
   c.validate(file_.path());
   if (!neox && find(key("rope.dimension_count")) && get_int(key("rope.dimension_count"), 0) != c.head_dim())
@@ -670,7 +674,8 @@ std::shared_ptr<const Model> GgufParser::parse(std::shared_ptr<const MappedFile>
     model->config.rope_scaling.freq_factors.assign(f.f32(), f.f32() + f.cols);
     model->config.validate(file_.path());
   }
-  w.classifier = tensor("output.weight", c.vocab_size, d, /*required=*/false);
+  // Llama-family files may tie the classifier to the embedding; GPT-NeoX's never do (llama.cpp requires it).
+  w.classifier = tensor("output.weight", c.vocab_size, d, /*required=*/c.architecture == "gptneox");
   if (!w.classifier.data) w.classifier = w.token_embedding;  // tied embeddings
   for (const auto& [name, info] : tensors_)
     if (!info.used && name.rfind("blk.", 0) == 0) {

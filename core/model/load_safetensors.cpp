@@ -202,6 +202,10 @@ HfConfig read_neox_config(const ConfigReader& r, const std::string& file) {
   if (!(pct > 0 && pct <= 1)) fail(file, "rotary_pct " + std::to_string(pct) + " is not in (0, 1]");
   if (c.n_heads > 0 && c.dim % c.n_heads == 0) {
     c.rotary_dims = int(pct * float(c.dim / c.n_heads));
+    // rotary_dims 0 means every dimension here; Hugging Face would rotate none.
+    if (c.rotary_dims == 0)
+      fail(file, "rotary_pct " + std::to_string(pct) + " rotates no dimension of a head of " +
+                     std::to_string(c.dim / c.n_heads) + ": not supported");
     if (c.rotary_dims == c.dim / c.n_heads) c.rotary_dims = 0;
   }
   c.validate(file);
@@ -496,8 +500,8 @@ void assemble_neox(Assembler& a, Model& model, bool tied) {
   }
   w.final_norm = a.view("gpt_neox.final_layer_norm.weight", {d});
   w.final_norm_bias = a.view("gpt_neox.final_layer_norm.bias", {d});
-  const bool shared = tied || !a.has("embed_out.weight");
-  w.classifier = shared ? w.token_embedding : a.view("embed_out.weight", {c.vocab_size, d});
+  // Untied (the config's default) needs its own classifier: the embedding in its place would run silently wrong.
+  w.classifier = tied ? w.token_embedding : a.view("embed_out.weight", {c.vocab_size, d});
 }
 
 }  // namespace

@@ -151,6 +151,16 @@ TEST(GptNeox, GgufRefusals) {
     const std::string path = edited_gguf(dir, name, key, edited);
     expect_one_line(error_of([&] { load_gguf(path); }), path, "not a whole number of pairs within the head");
   }
+  // Reliability round 4: these ran silently wrong (RoPE over the whole head; the embedding as classifier).
+  std::string none = key;
+  none[none.size() - 4] = 0;
+  const std::string no_rotary = edited_gguf(dir, "no-rotary.gguf", key, none);
+  expect_one_line(error_of([&] { load_gguf(no_rotary); }), no_rotary, "rope.dimension_count 0: a model that rotates no dimension");
+  // The tensor's name as GGUF stores it, its u64 length first ("blk.N.attn_output.weight" holds it too).
+  const std::string name_of_13(std::string("\x0d\0\0\0\0\0\0\0", 8));
+  const std::string no_output =
+      edited_gguf(dir, "no-output.gguf", name_of_13 + "output.weight", name_of_13 + "output.weixht");
+  expect_one_line(error_of([&] { load_gguf(no_output); }), no_output, "output.weight");
   fs::remove_all(dir);
 }
 
@@ -199,7 +209,7 @@ json neox_config(const ModelConfig& c) {
           {"tie_word_embeddings", false}, {"bos_token_id", 0}, {"eos_token_id", 0}};
 }
 
-void write_neox_folder(const fs::path& dir, const Model& m, const json& config) {
+void write_neox_folder(const fs::path& dir, const Model& m, const json& config, bool with_classifier = true) {
   const ModelConfig& c = m.config;
   const uint64_t d = uint64_t(c.dim);
   std::vector<StTensor> t = {st("gpt_neox.embed_in.weight", m.weights.token_embedding)};
@@ -221,7 +231,7 @@ void write_neox_folder(const fs::path& dir, const Model& m, const json& config) 
   }
   t.push_back(st("gpt_neox.final_layer_norm.weight", m.weights.final_norm));
   t.push_back(st("gpt_neox.final_layer_norm.bias", m.weights.final_norm_bias));
-  t.push_back(st("embed_out.weight", m.weights.classifier));
+  if (with_classifier) t.push_back(st("embed_out.weight", m.weights.classifier));
   fs::create_directories(dir);
   write_safetensors(dir / "model.safetensors", t);
   std::ofstream(dir / "config.json") << config.dump(2);
@@ -255,6 +265,14 @@ TEST(GptNeox, HuggingFaceRefusals) {
   config["rotary_pct"] = 0.2;  // 3.2 -> 3 dimensions: half a pair
   std::ofstream(dir / "config.json") << config.dump(2);
   expect_one_line(error_of([&] { load_safetensors(dir.string()); }), file, "not a whole number of pairs");
+  // Reliability round 4: these ran silently wrong (RoPE over the whole head; the embedding as classifier).
+  config["rotary_pct"] = 0.01;  // 0.16 of 16 dimensions: none
+  std::ofstream(dir / "config.json") << config.dump(2);
+  expect_one_line(error_of([&] { load_safetensors(dir.string()); }), file, "rotates no dimension of a head of 16");
+  fs::remove_all(dir);
+  write_neox_folder(dir, *m, neox_config(m->config), /*with_classifier=*/false);
+  const std::string e = error_of([&] { load_safetensors(dir.string()); });
+  EXPECT_NE(e.find("embed_out.weight"), std::string::npos) << e;
   fs::remove_all(dir);
 }
 
