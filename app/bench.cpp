@@ -32,6 +32,7 @@ struct Options {
   std::string shapes = "stories15M,stories110M", model, dtype = "f32";
   std::string policies = "full,streaming,h2o,tova", contexts = "256", slacks = "0", kv_bits = "32";
   int budget = 64, sinks = 4, tokens = 128, repeats = 3, prefill_chunk = 64;
+  int kv_group = KvPrecision{}.group, kv_residual = KvPrecision{}.residual;  // G and R below 16 bits
   bool batched = false, op_times = false;
 };
 
@@ -158,6 +159,7 @@ int run(const Options& o) {
     contexts.push_back(std::atoi(c.c_str()));
     if (contexts.back() < 1) fail("--contexts", "each context must be at least 1 token, got '" + c + "'");
   }
+  if (split_list(o.kv_bits).empty()) fail("--kv-bits", "no precision given in '" + o.kv_bits + "'");
   PolicySettings settings;
   settings.budget = o.budget;
   settings.given["sinks"] = o.sinks;
@@ -170,6 +172,7 @@ int run(const Options& o) {
         if (settings.slack < 0 || slack.find_first_not_of("0123456789") != std::string::npos)
           fail("--slacks", "each slack must be a whole number >= 0, got '" + slack + "'");
         settings.kv = bits == "32" ? KvPrecision{} : parse_kv_bits(bits);
+        if (bits != "32") settings.kv.group = o.kv_group, settings.kv.residual = o.kv_residual;
         const PolicyConfig p = make_policy(parse_policy_entry(name, "--policies"), settings);
         if (p.evicts() || settings.slack == std::atoi(split_list(o.slacks).front().c_str())) policies.push_back(p);
       }
@@ -227,6 +230,8 @@ int main(int argc, char** argv) {
   app.add_option("--contexts", o.contexts, "tokens in each cache before timing, comma-separated");
   app.add_option("--kv-bits", o.kv_bits,
                  "KV precisions, comma-separated: each policy at each (32: the backend's own type; 16, 8, 4, 2)");
+  app.add_option("--kv-group", o.kv_group, "quantization group G below 16 bits (must divide the head's dimension)");
+  app.add_option("--kv-residual", o.kv_residual, "newest tokens kept exact below 16 bits (a multiple of G)");
   app.add_option("--budget", o.budget, "tokens per KV head for the policies that evict");
   app.add_option("--sinks", o.sinks, "attention sinks");
   app.add_option("--slacks", o.slacks,

@@ -203,7 +203,7 @@ KvPrecision kv_precision(const Flags& f, const std::string& bits) {
     const std::vector<PolicyEntry> entries = policy_list(f.policies, "--policies");
     if (std::none_of(entries.begin(), entries.end(), [](const PolicyEntry& e) { return e.kv.has_value(); }))
       fail(f.given("--kv-group") ? "--kv-group" : "--kv-residual",
-           "give --kv-bits (or name@bits) too; alone it changes nothing");
+           "give --kv-bits 16, 8, 4 or 2 (or name@bits) too; with the backend's own KV type it changes nothing");
   }
   return kv;
 }
@@ -459,6 +459,8 @@ std::vector<KvPrecision> eval_precisions(const Flags& f) {
     out.push_back(kv);
   }
   if (out.empty()) fail("--kv-bits", "no precision given");
+  // Only the backend's own type: G and R would change nothing (as kv_precision says without --kv-bits).
+  if (std::all_of(out.begin(), out.end(), [](const KvPrecision& kv) { return kv.native(); })) kv_precision(f, "");
   return out;
 }
 

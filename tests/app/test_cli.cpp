@@ -374,6 +374,10 @@ TEST(CliKvPrecision, EvalKeepsFullAtItsOwnBitsAndThePartsGivenAtEveryBudget) {
   EXPECT_NE(small.exit_code, 0);
   EXPECT_NE(small.err.find("--budgets: budget 32"), std::string::npos) << small.err;
   EXPECT_EQ(std::count(small.err.begin(), small.err.end(), '\n'), 1) << small.err;
+  // --kv-bits 32 alone keeps the backend's type: a group beside it changes nothing (it was accepted).
+  const CliResult g = run_cli("eval" + ids + " --policies h2o --budgets 96 --kv-bits 32 --kv-group 64 --kv-residual 64");
+  EXPECT_NE(g.exit_code, 0);
+  EXPECT_NE(g.err.find("--kv-group: give --kv-bits 16, 8, 4 or 2"), std::string::npos) << g.err;
 }
 
 // --kv-group / --kv-residual beside "name@bits" set that pane's G and R (they
@@ -386,7 +390,7 @@ TEST(CliKvPrecision, GroupAndResidualGoToAPaneNamedWithItsOwnBits) {
   EXPECT_NE(r.err.find("kv=2bit,kv_group=16,kv_residual=16"), std::string::npos) << r.err;
   const CliResult alone = run_cli(base + "--policies full,h2o --kv-group 16");
   EXPECT_NE(alone.exit_code, 0);
-  EXPECT_NE(alone.err.find("--kv-group: give --kv-bits"), std::string::npos) << alone.err;
+  EXPECT_NE(alone.err.find("--kv-group: give --kv-bits 16, 8, 4 or 2"), std::string::npos) << alone.err;
 }
 
 // h2o-bench-replay --seek: a step past the recording, a negative one or a
@@ -427,6 +431,14 @@ TEST(CliKvPrecision, BenchRowsPerPrecisionAndTheDeviceTakesIt) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("| h2o(sinks=4,heavy=14,recent=14) |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| h2o(sinks=4,heavy=14,recent=14,kv=4bit) |"), std::string::npos) << r.out;
+  // G and R are h2o-bench's flags too (its error for a head G does not divide named them while it had none).
+  const CliResult g = run_program(H2O_BENCH_PATH, "--shapes test-256 --policies h2o --budget 32 --contexts 64 "
+                                                  "--tokens 2 --repeats 1 --kv-bits 4 --kv-group 16 --kv-residual 16");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_NE(g.out.find("kv=4bit,kv_group=16,kv_residual=16) |"), std::string::npos) << g.out;
+  const CliResult none = run_program(H2O_BENCH_PATH, "--kv-bits ,");
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("--kv-bits: no precision given"), std::string::npos) << none.err;
   // Below 16 bits the device keeps the quantized layout, and picks the CPU's tokens.
   const std::string generate = "generate --model synthetic:test-256 --prompt-ids 1,2,3 --max-new-tokens 6 --print-ids "
                                "--kv-bits 4 --kv-group 16 --kv-residual 16 --backend ";
