@@ -171,8 +171,11 @@ int run(const Options& o) {
         settings.slack = std::atoi(slack.c_str());
         if (settings.slack < 0 || slack.find_first_not_of("0123456789") != std::string::npos)
           fail("--slacks", "each slack must be a whole number >= 0, got '" + slack + "'");
-        settings.kv = bits == "32" ? KvPrecision{} : parse_kv_bits(bits);
-        if (bits != "32") settings.kv.group = o.kv_group, settings.kv.residual = o.kv_residual;
+        settings.kv = KvPrecision{};
+        if (bits != "32") {
+          settings.kv = parse_kv_bits(bits);
+          settings.kv.group = o.kv_group, settings.kv.residual = o.kv_residual;
+        }
         const PolicyConfig p = make_policy(parse_policy_entry(name, "--policies"), settings);
         if (p.evicts() || settings.slack == std::atoi(split_list(o.slacks).front().c_str())) policies.push_back(p);
       }

@@ -14,7 +14,6 @@
 #include <functional>
 #include <limits>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/backends/make_backend.h"

@@ -91,11 +91,10 @@ Row run_row(const Options& o, const std::string& shape, int panes) {
   const auto snapshot_if_due = [&] {
     if (cadence.due(int64_t(clock.seconds() * 1000), false, false, run->behind())) run->snapshot(view);
   };
-  bool snapshots_beside = false;
   if (!o.sync) {
     if (o.thinning == "auto" && !o.backend.empty()) run->run_beside();  // the app's rule
     else run->run_beside(PipelineOptions{.thinning = o.thinning == "on"});
-    snapshots_beside = run->after_each_step_beside(snapshot_if_due);  // as the app's EngineWorker::runBeside
+    run->after_each_step_beside(snapshot_if_due);  // as the app's EngineWorker::runBeside
   }
   row.step_quarter = o.steps / 4;
   for (int64_t i = 0; i < o.steps; ++i) {
@@ -103,10 +102,10 @@ Row run_row(const Options& o, const std::string& shape, int panes) {
     if (!r.failure.empty()) throw Error(r.failure);
     if (!r.stepped) break;
     if (i + 1 == row.step_quarter) row.rss_mib_quarter = double(process_rss_bytes()) / (1 << 20);
-    if (!snapshots_beside) snapshot_if_due();
+    if (!run->beside()) snapshot_if_due();
   }
   if (const std::string failure = run->settle(); !failure.empty()) throw Error(failure);
-  if (snapshots_beside) run->after_each_step_beside({});  // the hook's cadence and clock go before the run
+  run->after_each_step_beside({});  // the hook's cadence and clock go before the run
   row.wall_s = clock.seconds();
   row.t = run->pipeline_times();
   row.steps = row.t.steps;

@@ -193,35 +193,45 @@ std::vector<PolicyEntry> policy_list(const std::string& list, const std::string&
   return out;
 }
 
+// Where every precision asked for is the backend's own type: --kv-group and
+// --kv-residual would change nothing, unless a policy is named with its own
+// bits ("h2o@2bit"), which takes its G and R from them.
+void refuse_group_without_bits(const Flags& f) {
+  if (!f.given("--kv-group") && !f.given("--kv-residual")) return;
+  const std::vector<PolicyEntry> entries = policy_list(f.policies, "--policies");
+  if (std::none_of(entries.begin(), entries.end(), [](const PolicyEntry& e) { return e.kv.has_value(); }))
+    fail(f.given("--kv-group") ? "--kv-group" : "--kv-residual",
+         "give --kv-bits 16, 8, 4 or 2 (or name@bits) too; with the backend's own KV type it changes nothing");
+}
+
 // The KV precision of --kv-bits (one value; eval sweeps a list), --kv-group and --kv-residual.
 KvPrecision kv_precision(const Flags& f, const std::string& bits) {
   KvPrecision kv = bits.empty() ? KvPrecision{} : parse_kv_bits(bits);
   kv.group = f.kv_group;
   kv.residual = f.kv_residual;
-  if (kv.native() && (f.given("--kv-group") || f.given("--kv-residual"))) {
-    // A policy named with its own bits ("h2o@2bit") takes G and R from these flags.
-    const std::vector<PolicyEntry> entries = policy_list(f.policies, "--policies");
-    if (std::none_of(entries.begin(), entries.end(), [](const PolicyEntry& e) { return e.kv.has_value(); }))
-      fail(f.given("--kv-group") ? "--kv-group" : "--kv-residual",
-           "give --kv-bits 16, 8, 4 or 2 (or name@bits) too; with the backend's own KV type it changes nothing");
-  }
+  if (kv.native()) refuse_group_without_bits(f);
   return kv;
 }
 
-// What the flags say of policies: the parameters given, the budget, slack and rolling.
-PolicySettings policy_settings(const Flags& f) {
+// What the flags say of a policy's parts: those given (--sinks, --recent, ...), slack and rolling.
+PolicySettings policy_parts(const Flags& f) {
   PolicySettings s;
-  if (f.given("--budget")) s.budget = f.budget;
   for (const auto& [name, value] : f.params)
     if (f.given(("--" + name).c_str())) s.given[name] = value;
   s.slack = slack_of(f);
   s.rolling = f.rolling;
+  return s;
+}
+
+// What the flags say of policies: the parts given, the budget, slack, rolling and KV precision.
+PolicySettings policy_settings(const Flags& f) {
+  PolicySettings s = policy_parts(f);
+  if (f.given("--budget")) s.budget = f.budget;
   if (f.kv_bits.find(',') != std::string::npos && split_list(f.kv_bits).size() > 2)
     fail("--kv-bits", "'" + f.kv_bits + "': give K or K,V here (eval sweeps a list)");
   s.kv = kv_precision(f, f.kv_bits);
   return s;
 }
-
 
 std::vector<PolicyConfig> parse_policies(const Flags& f, const std::string& list) {
   std::vector<PolicyConfig> out;
@@ -459,8 +469,7 @@ std::vector<KvPrecision> eval_precisions(const Flags& f) {
     out.push_back(kv);
   }
   if (out.empty()) fail("--kv-bits", "no precision given");
-  // Only the backend's own type: G and R would change nothing (as kv_precision says without --kv-bits).
-  if (std::all_of(out.begin(), out.end(), [](const KvPrecision& kv) { return kv.native(); })) kv_precision(f, "");
+  if (std::all_of(out.begin(), out.end(), [](const KvPrecision& kv) { return kv.native(); })) refuse_group_without_bits(f);
   return out;
 }
 
@@ -487,11 +496,7 @@ std::vector<EvalRow> eval_rows(const Flags& f, const EvalFlags& ef, int64_t scor
     else if (entry.kv) full_at_own_bits.push_back(entry);
   }
   // Every part given (--sinks, --recent, --heavy, --window) holds at every budget; the rest is split.
-  PolicySettings settings;
-  for (const auto& [name, value] : f.params)
-    if (f.given(("--" + name).c_str())) settings.given[name] = value;
-  settings.slack = slack_of(f);
-  settings.rolling = f.rolling;
+  PolicySettings settings = policy_parts(f);
   for (const PolicyEntry& kind : kinds)
     for (int b : budgets) {
       PolicySettings s = settings;
@@ -505,7 +510,7 @@ std::vector<EvalRow> eval_rows(const Flags& f, const EvalFlags& ef, int64_t scor
   const std::vector<KvPrecision> precisions = eval_precisions(f);
   for (const PolicyEntry& entry : full_at_own_bits) {
     PolicySettings s = settings;
-    s.kv = precisions.front().native() ? kv_precision(f, "16") : precisions.front();
+    s.kv = kv_precision(f, "16");  // --kv-group and --kv-residual; the entry's own bits replace the 16
     rows.push_back({make_policy(entry, s), ""});
   }
   for (const KvPrecision& kv : precisions) {

@@ -7,11 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <thread>
 
-#include "core/base/system_limits.h"
 #include "core/base/error.h"
 #include "core/base/flush_denormals.h"
+#include "core/base/system_limits.h"
 #include "core/base/thread_pool.h"
 #include "core/cpu/cpu_cache.h"
 #include "core/cpu/low_bit_attention.h"

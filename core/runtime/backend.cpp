@@ -25,10 +25,10 @@ int feed_one(Backend& backend, SessionCache& cache, int token, const TokenChoice
   return next;
 }
 
-int default_slack(const std::string& backend_kind) {
-  return backend_kind.rfind("cuda", 0) == 0 ? kDeviceSlack : 0;  // cuda, cuda-sim
-}
+bool is_device_backend(const std::string& backend_kind) { return backend_kind.rfind("cuda", 0) == 0; }  // cuda, cuda-sim
 
-bool batched_by_default(const std::string& backend_kind) { return backend_kind.rfind("cuda", 0) == 0; }
+int default_slack(const std::string& backend_kind) { return is_device_backend(backend_kind) ? kDeviceSlack : 0; }
+
+bool batched_by_default(const std::string& backend_kind) { return is_device_backend(backend_kind); }
 
 }  // namespace h2o

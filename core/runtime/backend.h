@@ -137,6 +137,9 @@ struct BackendOptions {
   int64_t kv_limit_bytes = 0;     // KV memory of all sessions together; 0: no limit
 };
 
+// cuda and cuda-sim (the device's code, emulated): the defaults below follow it.
+bool is_device_backend(const std::string& backend_kind);
+
 // The slack a policy gets where none is asked for (README, "CUDA backend":
 // the slack sweep). On the CPU 0: the cache is cut back every step past its
 // budget, exactly as the references are made. On a GPU kDeviceSlack: a cut

@@ -4,12 +4,11 @@
 #include <climits>
 #include <cmath>
 #include <filesystem>
-#include <thread>
 
 #include "core/base/error.h"
-#include "core/base/system_limits.h"
 #include "core/base/json_text.h"
 #include "core/base/stopwatch.h"
+#include "core/base/system_limits.h"
 #include "core/studio/step_line.h"
 #include "core/studio/step_payload.h"
 #include "core/studio/studio_setup.h"

@@ -181,14 +181,12 @@ void StudioRun::run_beside(const PipelineOptions& options) {
 void StudioRun::run_beside() {
   // The CPU backend's engine already has the cores the sinks would run on:
   // beside it they would only take time from it and from the window's frames.
-  if (engine_ && engine_->backend().name() == "cpu") return;
+  if (engine_ && !is_device_backend(engine_->backend().name())) return;
   run_beside(PipelineOptions{});
 }
 
-bool StudioRun::after_each_step_beside(std::function<void()> after) {
-  if (!pipeline_) return false;
-  pipeline_->set_after_step(std::move(after));
-  return true;
+void StudioRun::after_each_step_beside(std::function<void()> after) {
+  if (pipeline_) pipeline_->set_after_step(std::move(after));
 }
 
 std::string StudioRun::settle() {
@@ -207,7 +205,8 @@ void StudioRun::tell_spool_stop(StepResult& result) {
   // (milliseconds at Llama-2-7B's four panes): the engine does not wait for
   // it, and a later step tells instead.
   std::unique_lock lock(state_, std::defer_lock);
-  if (pipeline_ ? !lock.try_lock() : (lock.lock(), false)) return;
+  if (!pipeline_) lock.lock();
+  else if (!lock.try_lock()) return;
   if (!spool_->stopped()) return;
   spool_stop_told_ = true;
   const std::string last = std::to_string(spool_->last_step());

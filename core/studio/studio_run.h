@@ -121,10 +121,12 @@ class StudioRun {
   // the cores the sinks would run on, the sinks stay in the engine's loop.
   void run_beside(const PipelineOptions& options);
   void run_beside();
+  // Whether the sinks run beside the engine (run_beside started them so).
+  bool beside() const { return pipeline_ != nullptr; }
   // Beside the engine, `after` runs on the sinks' thread after each step they
-  // take in (the window's snapshots: StepPipeline::set_after_step). Returns
-  // false, setting nothing, where the sinks are in the engine's loop.
-  bool after_each_step_beside(std::function<void()> after);
+  // take in (the window's snapshots: StepPipeline::set_after_step); nothing
+  // where the sinks are in the engine's loop.
+  void after_each_step_beside(std::function<void()> after);
   // Waits until the sinks have every step taken so far (before a paused
   // frame, a seek, an export). Returns a failure to say ("": none).
   std::string settle();

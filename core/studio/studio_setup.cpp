@@ -7,11 +7,10 @@
 #include <utility>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "core/base/error.h"
-#include "core/base/system_limits.h"
 #include "core/base/json_text.h"
+#include "core/base/system_limits.h"
 #include "core/base/text_file.h"
 
 namespace h2o {

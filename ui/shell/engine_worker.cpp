@@ -197,7 +197,6 @@ void EngineWorker::openReplay(const QString& path) {
   try {
     std::unique_ptr<StudioRun> replay = StudioRun::replay(path.toStdString());
     run_ = std::move(replay);  // the run before goes only once this one opened
-    snapshots_beside_ = false;  // a replay's pace reads the analyzer each step, on this thread
   } catch (const std::exception& e) {
     fail(QString::fromUtf8(e.what()));
     return;
@@ -403,7 +402,7 @@ void EngineWorker::publish(bool force) {
   if (!run_) return;
   // A paused frame shows every step taken; while the sinks are behind, fewer frames (snapshots thin first).
   if (force) warn(run_->settle());
-  else if (snapshots_beside_) return;  // the sinks' thread builds them as it takes each step in (runBeside)
+  else if (run_->beside()) return;  // the sinks' thread builds them as it takes each step in (runBeside)
   buildSnapshot(*run_, force);
 }
 
@@ -418,7 +417,7 @@ void EngineWorker::runBeside() {
   run_->run_beside();
   // A snapshot of 7B's four panes takes ~2 ms of a 7.7 ms step on an H200's host: off the engine's thread.
   const StudioRun* run = run_.get();
-  snapshots_beside_ = run_->after_each_step_beside([this, run] { buildSnapshot(*run, false); });
+  run_->after_each_step_beside([this, run] { buildSnapshot(*run, false); });
 }
 
 // ---- files -----------------------------------------------------------------------

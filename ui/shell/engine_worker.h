@@ -149,9 +149,8 @@ class EngineWorker : public QObject {
   int autoplay_left_ = -1;  // -1: no autoplay
   bool autoplay_pending_ = false;
   // The cadence, its clock and the view a snapshot shows: taken on this thread
-  // and on the sinks' (snapshots_beside_), under publish_mutex_.
+  // and on the sinks' (where the run is beside(): runBeside), under publish_mutex_.
   std::mutex publish_mutex_;
-  bool snapshots_beside_ = false;  // the current run's snapshots are built on the sinks' thread
   QElapsedTimer since_start_;
   SnapshotCadence cadence_;
 };
