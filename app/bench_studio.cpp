@@ -52,6 +52,7 @@ struct Row {
   double wall_s = 0;
   PipelineTimes t;
   double rss_mib_quarter = 0, rss_mib_end = 0, peak_rss_mib = 0;
+  double history_mib = 0;  // the analyzer's whole history at the end (stream_history.h)
   int64_t step_quarter = 0;
   char error[240] = {};  // the run failed: why
 };
@@ -111,6 +112,7 @@ Row run_row(const Options& o, const std::string& shape, int panes) {
   row.steps = row.t.steps;
   row.rss_mib_end = double(process_rss_bytes()) / (1 << 20);
   row.peak_rss_mib = double(process_peak_rss_bytes()) / (1 << 20);
+  row.history_mib = double(run->snapshot(view).history_bytes) / (1 << 20);
   return row;
 }
 
@@ -145,7 +147,7 @@ double us_per_step(double seconds, int64_t steps) { return steps > 0 ? seconds *
 
 std::string csv_header(bool engine) {
   return std::string("shape,panes,steps,steps_per_s,recording_bytes_per_step,peak_rss_mib,rss_mib_at_quarter,") +
-         "rss_mib_at_end,rss_growth_mib_per_1k_steps,snapshots,thinned_steps,history_us,analyzer_us,snapshot_us,encode_us,write_us," +
+         "rss_mib_at_end,rss_growth_mib_per_1k_steps,history_mib,snapshots,thinned_steps,history_us,analyzer_us,snapshot_us,encode_us,write_us," +
          (engine ? "engine_us,engine_steps_per_s,whole_steps_per_s" : "source_us");
 }
 
@@ -204,9 +206,9 @@ int main(int argc, char** argv) {
               o.slack, static_cast<long long>(o.steps),
               o.sync ? "in the engine's loop (--sync)" : ("beside the engine, thinning " + o.thinning).c_str());
   std::printf("| shape | panes | steps/s | history | analyzer | snapshot | encode | write | %s | KB/step | peak RSS MiB | "
-              "RSS growth MiB/1k steps | thinned |%s\n",
+              "RSS growth MiB/1k steps | history MiB | thinned |%s\n",
               engine ? "engine" : "source", engine ? " engine steps/s | whole steps/s |" : "");
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", engine ? "---:|---:|" : "");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", engine ? "---:|---:|" : "");
   int failures = 0;
   for (const auto& [shape, panes] : runs) {
     const Row r = run_in_child(o, shape, panes);
@@ -222,18 +224,18 @@ int main(int argc, char** argv) {
     const int64_t span = r.steps - r.step_quarter;
     const double growth = span > 0 ? (r.rss_mib_end - r.rss_mib_quarter) * 1000.0 / double(span) : 0;
     const double source_us = us_per_step(t.source_s, r.steps);
-    std::printf("| %s | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.0f | %.2f | %lld |", shape.c_str(),
+    std::printf("| %s | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.0f | %.2f | %.0f | %lld |", shape.c_str(),
                 panes, steps_per_s, us_per_step(t.history_s, r.steps), us_per_step(t.analyzer_s, r.steps),
                 us_per_step(t.snapshot_s, r.steps), us_per_step(t.encode_s, r.steps), us_per_step(t.write_s, r.steps),
-                source_us, kb, r.peak_rss_mib, growth, static_cast<long long>(t.thinned_steps));
+                source_us, kb, r.peak_rss_mib, growth, r.history_mib, static_cast<long long>(t.thinned_steps));
     if (engine) std::printf(" %.0f | %.0f |", double(r.steps) / t.source_s, double(r.steps) / r.wall_s);
     std::printf("\n");
     std::fflush(stdout);
     {
       char line[1024];
-      std::snprintf(line, sizeof line, "%s,%d,%lld,%.1f,%.0f,%.1f,%.1f,%.1f,%.3f,%lld,%lld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f",
+      std::snprintf(line, sizeof line, "%s,%d,%lld,%.1f,%.0f,%.1f,%.1f,%.1f,%.3f,%.1f,%lld,%lld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f",
                     shape.c_str(), panes, static_cast<long long>(r.steps), steps_per_s, kb * 1024.0, r.peak_rss_mib,
-                    r.rss_mib_quarter, r.rss_mib_end, growth, static_cast<long long>(t.snapshots),
+                    r.rss_mib_quarter, r.rss_mib_end, growth, r.history_mib, static_cast<long long>(t.snapshots),
                     static_cast<long long>(t.thinned_steps),
                     us_per_step(t.history_s, r.steps), us_per_step(t.analyzer_s, r.steps),
                     us_per_step(t.snapshot_s, r.steps), us_per_step(t.encode_s, r.steps),

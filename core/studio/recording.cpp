@@ -87,7 +87,10 @@ std::string recording_first_line(const RecordingHeader& header) {
 
 // ---- steps --------------------------------------------------------------------------
 
-static json session_json(const SessionRecord& s) {
+// The fixed fields go through the JSON library; the payload (base64 text, a
+// few KB a session) is spliced in after it, since the library's serializer
+// would check it character by character for escapes it cannot have.
+static std::string session_text(const SessionRecord& s) {
   json fed_text = json::array();
   for (const auto& t : s.fed_text) fed_text.push_back(text_json(t));
   json j = {{"session", s.session},
@@ -107,21 +110,31 @@ static json session_json(const SessionRecord& s) {
             {"kl", s.kl},
             {"agree", s.agree}};
   if (s.prefill_tokens_per_s > 0) j["tok_s_prefill"] = s.prefill_tokens_per_s;
-  // Evictions by head, captures and states: one compressed payload (step_payload.h).
-  if (!s.evictions.by_head.empty() || !s.attention.empty() || !s.layer_states.empty())
-    j["payload"] = encode_session_payload(s);
   if (!s.stopped.empty()) j["stopped"] = s.stopped;
-  return j;
+  std::string text = json_dump(j);
+  // Evictions by head, captures and states: one compressed payload (step_payload.h).
+  if (!s.evictions.by_head.empty() || !s.attention.empty() || !s.layer_states.empty()) {
+    text.pop_back();  // the object's closing brace
+    text += ",\"payload\":\"";
+    text += encode_session_payload(s);
+    text += "\"}";
+  }
+  return text;
 }
 
-json to_json(const StepRecord& r) {
-  json sessions = json::array();
-  for (const auto& s : r.sessions) sessions.push_back(session_json(s));
+std::string recording_step_line(const StepRecord& r) {
   json j = {{"step", r.step},           {"phase", phase_name(r.phase)}, {"prompt", r.prompt_index},
-            {"turn_start", r.turn_start}, {"turn_end", r.turn_end},     {"engine_s", r.engine_seconds},
-            {"sessions", sessions}};
+            {"turn_start", r.turn_start}, {"turn_end", r.turn_end},     {"engine_s", r.engine_seconds}};
   if (r.thinned) j["thinned"] = true;
-  return j;
+  std::string line = json_dump(j);
+  line.pop_back();  // the object's closing brace: the sessions follow
+  line += ",\"sessions\":[";
+  for (size_t i = 0; i < r.sessions.size(); ++i) {
+    if (i) line += ',';
+    line += session_text(r.sessions[i]);
+  }
+  line += "]}";
+  return line;
 }
 
 // ---- reading --------------------------------------------------------------------------
@@ -366,7 +379,7 @@ void RecordingWriter::write(const StepRecord& record) {
   std::string line;
   {
     StageTimer timer(encode_s_);
-    line = json_dump(to_json(record));
+    line = recording_step_line(record);
     line += '\n';
   }
   {

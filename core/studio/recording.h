@@ -108,8 +108,8 @@ RecordingHeader make_header(const Engine& engine, const nlohmann::json& manifest
 
 nlohmann::json to_json(const RecordingHeader& header);
 RecordingHeader header_from_json(const nlohmann::json& j);  // throws Error
-nlohmann::json to_json(const StepRecord& record);
-// A step line is read back by parse_step_line (step_line.h).
+// A step's line (without its newline); read back by parse_step_line (step_line.h).
+std::string recording_step_line(const StepRecord& record);
 
 // Line 1 of a recording.
 std::string recording_first_line(const RecordingHeader& header);

@@ -23,27 +23,32 @@ constexpr size_t kMaxPayloadBytes = size_t(256) << 20;
 
 // ---- bytes ----------------------------------------------------------------------------
 
+// Writes through a raw pointer into a buffer grown by doubling: a step's
+// payload is thousands of one- and two-byte numbers, and appending each to a
+// std::string checks and updates its size every time.
 class ByteWriter {
  public:
+  void clear() { size_ = 0; }
+  void reserve(size_t n) {
+    if (n > buffer_.size()) buffer_.resize(n);
+  }
   void varint(uint64_t v) {
+    uint8_t* out = room(10);
     while (v >= 0x80) {
-      out_ += char(uint8_t(v) | 0x80);
+      *out++ = uint8_t(v) | 0x80;
       v >>= 7;
     }
-    out_ += char(uint8_t(v));
+    *out++ = uint8_t(v);
+    size_ = size_t(out - reinterpret_cast<uint8_t*>(buffer_.data()));
   }
   void signed_varint(int64_t v) { varint((uint64_t(v) << 1) ^ uint64_t(v >> 63)); }
-  void f32(float v) {
-    char b[4];
-    std::memcpy(b, &v, 4);
-    out_.append(b, 4);
-  }
-  void byte(uint8_t v) { out_ += char(v); }
+  void f32(float v) { std::memcpy(append(4), &v, 4); }
+  void byte(uint8_t v) { *append(1) = char(v); }
   // Room for `n` bytes at the end, to be written through the pointer.
   char* append(size_t n) {
-    const size_t at = out_.size();
-    out_.resize(at + n);
-    return out_.data() + at;
+    char* at = reinterpret_cast<char*>(room(n));
+    size_ += n;
+    return at;
   }
   // Ascending (or any) positions as differences from the one before.
   template <class Int>
@@ -55,10 +60,15 @@ class ByteWriter {
       before = int64_t(p);
     }
   }
-  std::string& bytes() { return out_; }
+  std::string_view bytes() const { return std::string_view(buffer_.data(), size_); }
 
  private:
-  std::string out_;
+  uint8_t* room(size_t n) {
+    if (size_ + n > buffer_.size()) buffer_.resize(std::max(buffer_.size() * 2, size_ + n));
+    return reinterpret_cast<uint8_t*>(buffer_.data()) + size_;
+  }
+  std::string buffer_;
+  size_t size_ = 0;
 };
 
 class ByteReader {
@@ -172,9 +182,13 @@ void write_evictions(ByteWriter& w, const std::vector<EvictionEvent>& events) {
     while (end < events.size() && events[end].layer == events[i].layer && events[end].kv_head == events[i].kv_head) ++end;
     w.signed_varint(events[i].layer);
     w.signed_varint(events[i].kv_head);
-    std::vector<int32_t> positions;
-    for (size_t k = i; k < end; ++k) positions.push_back(events[k].position);
-    w.positions(positions);
+    // As positions() writes a list: the count, then each as its difference from the one before.
+    w.varint(end - i);
+    int64_t before = 0;
+    for (size_t k = i; k < end; ++k) {
+      w.signed_varint(int64_t(events[k].position) - before);
+      before = events[k].position;
+    }
     i = end;
   }
 }
@@ -264,7 +278,7 @@ void skip_state(ByteReader& r) {
 
 // ---- compression and text ------------------------------------------------------------------
 
-std::string compress(const std::string& raw) {
+std::string compress(std::string_view raw) {
   thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> context(ZSTD_createCCtx(), ZSTD_freeCCtx);
   // One buffer per thread, grown as needed: a fresh one would be cleared for every step.
   thread_local std::vector<char> out;
@@ -309,11 +323,13 @@ std::string from_base64(std::string_view text) {
 }  // namespace
 
 std::string encode_session_payload(const SessionRecord& s) {
-  ByteWriter w;
+  // One writer per thread, kept: its buffer is then grown once, not cleared and grown for every session.
+  thread_local ByteWriter w;
+  w.clear();
   size_t values = 0;
   for (const AttentionCapture& a : s.attention)
     for (const auto& row : a.probs) values += row.size() + 8;
-  w.bytes().reserve(values * 2 + 64);
+  w.reserve(values * 2 + 64);
   write_evictions(w, s.evictions.by_head);
   w.varint(s.attention.size());
   for (const AttentionCapture& a : s.attention) write_capture(w, a);
@@ -322,7 +338,7 @@ std::string encode_session_payload(const SessionRecord& s) {
   return pack_payload(w.bytes());
 }
 
-std::string pack_payload(const std::string& raw) { return to_base64(compress(raw)); }
+std::string pack_payload(std::string_view raw) { return to_base64(compress(raw)); }
 std::string unpack_payload(std::string_view base64) { return decompress(from_base64(base64)); }
 
 void decode_session_payload(std::string_view base64, SessionRecord& s, bool skim) {

@@ -32,7 +32,7 @@ void decode_session_payload(std::string_view base64, SessionRecord& session, boo
 
 // The payload's two wrappings, apart (for the tests that corrupt its bytes):
 // raw bytes to base64 text of their zstd frame, and back. Throw Error.
-std::string pack_payload(const std::string& raw);
+std::string pack_payload(std::string_view raw);
 std::string unpack_payload(std::string_view base64);
 
 // A probability as a recording keeps it (8-bit square-root code, read back).

@@ -16,22 +16,20 @@ void PolicyHistory::feed(int token, std::string_view text, bool prompt, int64_t 
   prompt_.push_back(prompt ? 1 : 0);
   birth_.push_back(int32_t(step));
   if (!evict_all_.empty()) evict_all_.push_back(-1);
-  for (auto& e : evict_head_) e.push_back(-1);
+  if (per_head_) per_head_->add_position();
   for (auto& e : evict_layer_) e.push_back(-1);
   for (auto& g : gone_heads_) g.push_back(0);
 }
 
 void PolicyHistory::mark_gone(int layer, int kv_head, size_t p, int32_t step) {
-  int32_t& at = evict_head_[size_t(layer) * size_t(kv_heads_) + size_t(kv_head)][p];
-  if (at >= 0) return;
-  at = step;
+  if (!per_head_->let_go(layer, kv_head, int64_t(p), birth_[p], step)) return;
   // Steps come in order, so the last head to let p go gives the layer's step.
   if (++gone_heads_[size_t(layer)][p] == kv_heads_) evict_layer_[size_t(layer)][p] = step;
 }
 
 void PolicyHistory::evict_everywhere(int64_t position, int64_t step) {
   if (position < 0 || position >= length()) return;
-  if (!evict_head_.empty()) {
+  if (per_head_) {
     // Per-head steps are kept: a head that let it go earlier keeps its step.
     for (int layer = 0; layer < layers_; ++layer)
       for (int kv = 0; kv < kv_heads_; ++kv) mark_gone(layer, kv, size_t(position), int32_t(step));
@@ -44,16 +42,19 @@ void PolicyHistory::evict_everywhere(int64_t position, int64_t step) {
 void PolicyHistory::evict(int layer, int kv_head, int64_t position, int64_t step) {
   if (layer < 0 || layer >= layers_ || kv_head < 0 || kv_head >= kv_heads_ || position < 0 || position >= length())
     return;
-  if (evict_head_.empty()) {
+  if (!per_head_) {
     // From now on every head keeps its own steps, starting from the shared ones.
     const std::vector<int32_t> shared = evict_all_.empty() ? std::vector<int32_t>(size_t(length()), -1) : evict_all_;
-    evict_head_.assign(size_t(layers_) * size_t(kv_heads_), shared);
-    evict_layer_.assign(size_t(layers_), shared);
-    std::vector<uint16_t> gone(shared.size());
-    for (size_t p = 0; p < shared.size(); ++p) gone[p] = shared[p] >= 0 ? uint16_t(kv_heads_) : 0;
-    gone_heads_.assign(size_t(layers_), gone);
+    per_head_.emplace(layers_, kv_heads_);
+    for (size_t p = 0; p < shared.size(); ++p) per_head_->add_position();
+    evict_layer_.assign(size_t(layers_), std::vector<int32_t>(shared.size(), -1));
+    gone_heads_.assign(size_t(layers_), std::vector<uint16_t>(shared.size(), 0));
     evict_all_.clear();
     evict_all_.shrink_to_fit();
+    for (size_t p = 0; p < shared.size(); ++p)
+      if (shared[p] >= 0)
+        for (int l = 0; l < layers_; ++l)
+          for (int kv = 0; kv < kv_heads_; ++kv) mark_gone(l, kv, p, shared[p]);
   }
   mark_gone(layer, kv_head, size_t(position), int32_t(step));
 }
@@ -82,17 +83,14 @@ std::string_view PolicyHistory::piece(int64_t p) const {
 }
 
 int32_t PolicyHistory::evicted_at(int layer, int kv_head, int64_t p) const {
-  if (!evict_head_.empty()) return evict_head_[size_t(layer) * size_t(kv_heads_) + size_t(kv_head)][size_t(p)];
+  if (per_head_) return per_head_->at(layer, kv_head, p, birth_[size_t(p)]);
   return evict_all_.empty() ? -1 : evict_all_[size_t(p)];
 }
 
 std::vector<int32_t> PolicyHistory::evictions(int layer, int kv_head) const {
   layer = std::clamp(layer, 0, layers_ - 1);
-  if (evict_head_.empty()) return evict_all_.empty() ? std::vector<int32_t>(size_t(length()), -1) : evict_all_;
-  const auto at = [&](int kv) -> const std::vector<int32_t>& {
-    return evict_head_[size_t(layer) * size_t(kv_heads_) + size_t(kv)];
-  };
-  if (kv_head >= 0) return at(std::min(kv_head, kv_heads_ - 1));
+  if (!per_head_) return evict_all_.empty() ? std::vector<int32_t>(size_t(length()), -1) : evict_all_;
+  if (kv_head >= 0) return per_head_->column(layer, std::min(kv_head, kv_heads_ - 1), birth_);
   return evict_layer_[size_t(layer)];
 }
 
@@ -122,7 +120,7 @@ int64_t PolicyHistory::bytes() const {
   int64_t b = int64_t(tokens_.capacity() * 4 + text_bytes_.capacity() + text_end_.capacity() * 4 +
                       prompt_.capacity() + birth_.capacity() * 4 + evict_all_.capacity() * 4 +
                       steps_.capacity() * sizeof(PaneStep) + forced_.capacity() * sizeof(ForcedStep));
-  for (const auto& e : evict_head_) b += int64_t(e.capacity() * 4);
+  if (per_head_) b += per_head_->bytes();
   for (const auto& e : evict_layer_) b += int64_t(e.capacity() * 4);
   for (const auto& g : gone_heads_) b += int64_t(g.capacity() * 2);
   return b;

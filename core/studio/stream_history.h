@@ -8,16 +8,18 @@
 // Bytes kept (stated in the README):
 //   per position: 4 token + 4 text end + the text's bytes (~3) + 1 prompt flag + 4 birth step,
 //     + 4 once the policy evicts a position from every head at once (StreamingLLM),
-//     + 4 x layers x KV heads once it evicts per head (H2O, TOVA), + 6 x layers for the layer's
-//     merged step (when its last KV head let the position go) and how many heads have; nothing
-//     for the full cache;
+//     + 2 x layers x KV heads once it evicts per head (H2O, TOVA: head_evictions.h), + 6 x layers
+//     for the layer's merged step (when its last KV head let the position go) and how many heads
+//     have; nothing for the full cache;
 //   per step: 24 (PaneStep), + 32 in teacher-forced mode (ForcedStep).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/policy/policy.h"
+#include "core/studio/head_evictions.h"
 
 namespace h2o {
 
@@ -85,8 +87,8 @@ class PolicyHistory {
   std::vector<uint8_t> prompt_;
   std::vector<int32_t> birth_;
   std::vector<int32_t> evict_all_;                // empty until the first position leaves every head
-  std::vector<std::vector<int32_t>> evict_head_;  // [layer * kv_heads + kv][p]; empty until the first per-head eviction
-  // Kept with evict_head_, so that evictions(layer, -1) is a copy rather than a
+  std::optional<HeadEvictions> per_head_;         // from the first per-head eviction on
+  // Kept with per_head_, so that evictions(layer, -1) is a copy rather than a
   // merge of every head (32 KV heads x the whole stream at Llama-2-7B, each snapshot):
   std::vector<std::vector<int32_t>> evict_layer_;   // [layer][p]: when its last KV head let p go; -1 while one holds it
   std::vector<std::vector<uint16_t>> gone_heads_;   // [layer][p]: how many of its KV heads have let p go

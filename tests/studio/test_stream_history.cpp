@@ -46,9 +46,10 @@ TEST(PolicyHistory, ALayersMergedEvictionsAreItsHeadsMergedAtEveryStep) {
     }
     PaneStep numbers;
     h.end_step(step, numbers, nullptr);
-    if (step % 37 == 0 || step == 399)
+    if (step % 37 == 0 || step == 399) {
       for (int layer = 0; layer < kLayers; ++layer)
         ASSERT_EQ(h.evictions(layer, -1), merged_by_hand(h, layer, kHeads)) << "layer " << layer << ", step " << step;
+    }
   }
   // Some positions are gone from a whole layer, others still held by one head.
   const std::vector<int32_t> layer0 = h.evictions(0, -1);

@@ -118,7 +118,7 @@ TEST(SyntheticSteps, CapturesFollowTheAppsScheduleAndLookLikeATrainedModels) {
 TEST(SyntheticSteps, TheSameSpecGivesTheSameRecords) {
   const StudioCaptureSchedule schedule(1);
   SyntheticStepSource a(spec_of("stories15M", 64, 8), schedule), b(spec_of("stories15M", 64, 8), schedule);
-  for (int i = 0; i < 150; ++i) EXPECT_EQ(json_dump(to_json(*a.next())), json_dump(to_json(*b.next())));
+  for (int i = 0; i < 150; ++i) EXPECT_EQ(recording_step_line(*a.next()), recording_step_line(*b.next()));
 }
 
 TEST(SyntheticSteps, AStudioRunFedByItRecordsWhatItShowed) {
