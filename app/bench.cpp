@@ -15,12 +15,15 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/bench_op_times.h"
 #include "core/backends/make_backend.h"
 #include "core/base/error.h"
 #include "core/base/format.h"
+#include "core/base/system_limits.h"
+#include "core/runtime/kv_memory_account.h"
 
 using namespace h2o;
 
@@ -149,16 +152,25 @@ std::vector<OpTimedRun> op_timed_runs(Backend& backend, const std::vector<Policy
   return runs;
 }
 
+// Before any cache is filled: the longest context's full caches (every
+// session of a batched row at once) must fit this machine's memory.
+void refuse_contexts_over_memory(const ModelConfig& config, const std::vector<int>& contexts, int tokens, int sessions) {
+  const int longest = *std::max_element(contexts.begin(), contexts.end());
+  const int64_t bytes = kv_cache_bytes(config, int64_t(longest) + tokens, false) * sessions;
+  const int64_t memory = physical_memory_bytes();
+  if (bytes > memory)
+    fail("--contexts", "a context of " + std::to_string(longest) + " tokens needs " + format_mib(bytes, 0) +
+                           " of KV memory (" + std::to_string(sessions) + (sessions == 1 ? " cache, " : " caches, ") +
+                           std::to_string(config.n_layers) + " layers x " + std::to_string(config.n_kv_heads) +
+                           " KV heads), more than this machine's " + format_mib(memory, 0));
+}
+
 int run(const Options& o) {
   std::vector<std::string> models;
   if (!o.model.empty()) models.push_back(o.model);
   else
     for (const std::string& shape : split_list(o.shapes)) models.push_back("synthetic:" + shape + ":dtype=" + o.dtype);
-  std::vector<int> contexts;
-  for (const std::string& c : split_list(o.contexts)) {
-    contexts.push_back(std::atoi(c.c_str()));
-    if (contexts.back() < 1) fail("--contexts", "each context must be at least 1 token, got '" + c + "'");
-  }
+  const std::vector<int> contexts = parse_flag_ints(o.contexts, "--contexts", "context", 1, kMaxCacheTokens);
   if (split_list(o.kv_bits).empty()) fail("--kv-bits", "no precision given in '" + o.kv_bits + "'");
   PolicySettings settings;
   settings.budget = o.budget;
@@ -182,15 +194,18 @@ int run(const Options& o) {
   if (policies.empty()) fail("--policies", "no policy given");
   if (o.tokens < 1 || o.repeats < 1) fail("--tokens", "--tokens and --repeats must be at least 1");
 
-  std::cout << "| backend | model | weights | context | policies | sessions | ms/step | tok/s per session | "
-               "bytes/step | GB/s | % of measured BW | batched / alone |\n"
-               "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  bool header = false;  // printed once the first model's contexts are known to fit
   for (const std::string& path : models) {
     const auto model = load_model(path);
     auto backend = make_backend(model, o.backend);
     const std::string name = model->path.substr(model->path.find_last_of('/') + 1);  // npos + 1 = 0: the whole path
     std::string weights = model->weight_types();  // "q4_k_m": what the file holds (the backend's description says what it keeps)
     std::transform(weights.begin(), weights.end(), weights.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    refuse_contexts_over_memory(model->config, contexts, o.tokens, o.batched ? int(policies.size()) : 1);
+    if (!std::exchange(header, true))
+      std::cout << "| backend | model | weights | context | policies | sessions | ms/step | tok/s per session | "
+                   "bytes/step | GB/s | % of measured BW | batched / alone |\n"
+                   "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n";
     for (int context : contexts) {
       // The working set: every weight and the longest cache at this context.
       const int64_t full_kv = int64_t(model->config.n_layers) * model->config.kv_dim() * 2 * 4 * (context + o.tokens);

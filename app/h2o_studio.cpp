@@ -237,7 +237,6 @@ int main(int argc, char** argv) {
   // Flags that cannot make a run say so now, in one line, not in a window later.
   if (options.replay.isEmpty()) {
     try {
-      if (c.policies.size() < 2) h2o::fail("--policies", "choose 2 to 4 policies for side by side");
       h2o::studio_policies(c);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "h2o-studio: %s\n", e.what());

@@ -252,6 +252,13 @@ double Analyzer::engine_seconds_at(int64_t step) const {
   return steps_[size_t(i)].engine_seconds;
 }
 
+bool Analyzer::thinned_between(int64_t after, int64_t last) const {
+  const auto at = [&](int64_t step) {
+    return std::upper_bound(thinned_.begin(), thinned_.end(), int32_t(std::clamp<int64_t>(step, -1, INT32_MAX)));
+  };
+  return last > after && at(last) != at(after);
+}
+
 int64_t Analyzer::history_bytes() const {
   int64_t b = int64_t(steps_.capacity() * sizeof(StepInfo) + thinned_.capacity() * 4);
   for (const auto& h : histories_) b += h.bytes();
@@ -281,17 +288,27 @@ HeatmapData Analyzer::heatmap(size_t index, const ViewSelection& view, int64_t s
     h.note = "attention at step " + std::to_string(step) + " was not recorded";
     return h;
   }
+  // The newest captures at or before the step, newest first, until enough rows.
+  std::vector<const AttentionCapture*> picked;
+  int64_t newest = -1;
+  int rows = 0;
+  if (captures)
+    for (auto it = captures->rbegin(); it != captures->rend() && rows < view.heatmap_rows; ++it) {
+      if (it->step > step) continue;
+      if (picked.empty()) newest = it->step;
+      picked.push_back(&it->capture);
+      rows += it->capture.rows;
+    }
+  // A thinned step kept only the watched layer's capture: where one came
+  // after the newest capture shown, this layer's newer attention is missing.
+  if (thinned_between(newest, step)) {
+    h.note = "layer " + std::to_string(view.layer) + "'s attention at step " + std::to_string(step) +
+             " was not recorded: the app fell behind the engine and thinned it";
+    return h;
+  }
   if (!captures) {
     h.note = "no attention of layer " + std::to_string(view.layer) + " recorded yet";
     return h;
-  }
-  // The newest captures at or before the step, newest first, until enough rows.
-  std::vector<const AttentionCapture*> picked;
-  int rows = 0;
-  for (auto it = captures->rbegin(); it != captures->rend() && rows < view.heatmap_rows; ++it) {
-    if (it->step > step) continue;
-    picked.push_back(&it->capture);
-    rows += it->capture.rows;
   }
   if (picked.empty()) return h;
   h.columns = attention_columns(*picked.front(), view.head, group(), view.heatmap_columns, 4);

@@ -124,6 +124,8 @@ class Analyzer final : public StepSink {
   InspectionSnapshot inspection(const ViewSelection& view, int64_t step, const CaptureWindow* window) const;
   int64_t top_heavy_hitter(const ViewSelection& view, int64_t step, const CaptureWindow* window) const;
   int group() const { return header_.heads / header_.kv_heads; }
+  // Whether a step in (after, last] was thinned (StepRecord::thinned).
+  bool thinned_between(int64_t after, int64_t last) const;
   int shown_kv(const ViewSelection& view) const { return view.head >= 0 ? view.head / group() : -1; }
 
   RecordingHeader header_;

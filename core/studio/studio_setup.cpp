@@ -116,9 +116,9 @@ StudioConfig studio_config_from_policies(StudioConfig base, const std::vector<Po
 }
 
 std::vector<PolicyConfig> studio_policies(const StudioConfig& c) {
-  if (c.policies.empty() || int(c.policies.size()) > kMaxStudioPolicies)
-    fail("policies", "choose 1 to " + std::to_string(kMaxStudioPolicies) + " policies, got " +
-                         std::to_string(c.policies.size()));
+  if (int(c.policies.size()) < kMinStudioPolicies || int(c.policies.size()) > kMaxStudioPolicies)
+    fail("--policies", "choose " + std::to_string(kMinStudioPolicies) + " to " + std::to_string(kMaxStudioPolicies) +
+                         " policies for side by side, got " + std::to_string(c.policies.size()));
   PolicySettings settings;
   settings.budget = c.budget;
   // The parts left at 0 (auto) share what the given ones leave of the budget.

@@ -41,8 +41,8 @@ struct StudioConfig {
   int capture_layer = 0;
 };
 
-// The most policies shown side by side.
-inline constexpr int kMaxStudioPolicies = 4;
+// The fewest and the most policies shown side by side (the app's panes).
+inline constexpr int kMinStudioPolicies = 2, kMaxStudioPolicies = 4;
 
 // Every setting of a StudioConfig with its key, once: its JSON (below), the
 // app's remembered settings (QSettings) and the restart question all walk

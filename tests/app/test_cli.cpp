@@ -450,3 +450,18 @@ TEST(CliKvPrecision, BenchRowsPerPrecisionAndTheDeviceTakesIt) {
                                 "--position-rolling"),
                         "--kv-bits: 16bit KV with --position-rolling on the cuda-sim backend needs its f16 cache");
 }
+
+// h2o-bench's contexts are whole numbers no larger than a cache may hold, and
+// a context this machine's memory cannot hold is refused before any cache is
+// filled (it once ran for minutes and took 4 GB before saying anything).
+TEST(CliBench, RefusesContextsItCannotHoldBeforeFillingAnyCache) {
+  const std::string base = "--shapes stories260K --policies full --tokens 2 --repeats 1 --contexts ";
+  expect_one_line_error(run_program(H2O_BENCH_PATH, base + "2000000000"), "--contexts: context 2000000000 is above 16777216");
+  expect_one_line_error(run_program(H2O_BENCH_PATH, base + "12abc"), "--contexts: '12abc' is not a context");
+  expect_one_line_error(run_program(H2O_BENCH_PATH, base + "0"), "--contexts: context 0 is below 1");
+  // stories15M's full f32 cache at 2^24 tokens: 220 GiB.
+  const CliResult big = run_program(H2O_BENCH_PATH, "--shapes stories15M --policies full --tokens 2 --repeats 1 --contexts 16777216");
+  expect_one_line_error(big, "--contexts: a context of 16777216 tokens needs");
+  EXPECT_NE(big.err.find("more than this machine's"), std::string::npos) << big.err;
+  EXPECT_EQ(big.out, "");  // not even the table's header
+}

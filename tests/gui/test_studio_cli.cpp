@@ -111,7 +111,8 @@ TEST(StudioCli, WithNoDisplayItRunsOffscreen) {
 TEST(StudioCli, BadRunFlagsAreOneLineAndExit2) {
   const std::vector<std::pair<QStringList, QString>> cases = {
       {{"--policies", "full,lru"}, "unknown policy"},
-      {{"--policies", "h2o"}, "--policies"},
+      {{"--policies", "h2o"}, "--policies: choose 2 to 4 policies for side by side, got 1"},
+      {{"--policies", "full,streaming,h2o,tova,h2o@2bit"}, "--policies: choose 2 to 4 policies for side by side, got 5"},
       {{"--threads", "many"}, "--threads"},
       {{"--sinks", "-1"}, "--sinks"},
       {{"--budget", "32", "--sinks", "2", "--heavy", "50", "--recent", "8"}, "--budget"},

@@ -401,11 +401,11 @@ TEST(StudioSetup, AutoSlackIsTheBackendsDefault) {
   EXPECT_TRUE(batched_by_default("cuda-sim"));
   StudioConfig c;
   EXPECT_EQ(c.slack, -1);
-  c.policies = {"h2o"};
-  EXPECT_EQ(studio_policies(c)[0].slack, 0);
+  c.policies = {"full", "h2o"};
+  EXPECT_EQ(studio_policies(c)[1].slack, 0);
   c.backend = "cuda";
-  EXPECT_EQ(studio_policies(c)[0].slack, kDeviceSlack);
-  EXPECT_NE(studio_policies(c)[0].describe().find("slack=" + std::to_string(kDeviceSlack)), std::string::npos);
+  EXPECT_EQ(studio_policies(c)[1].slack, kDeviceSlack);
+  EXPECT_NE(studio_policies(c)[1].describe().find("slack=" + std::to_string(kDeviceSlack)), std::string::npos);
   c.slack = 0;
   EXPECT_EQ(studio_policies(c)[0].slack, 0);
   EXPECT_TRUE(studio_engine_options(c).batched);

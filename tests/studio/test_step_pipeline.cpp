@@ -239,6 +239,14 @@ TEST(StudioRunBeside, AtLlama2_7bItShowsWhatARunThatKeepsEverythingShows) {
       EXPECT_EQ(a.panes[p].heatmap.query_positions, c.panes[p].heatmap.query_positions) << where;
     }
   }
+  // Another layer's attention: drawn where every step was kept, "not recorded" where every step was thinned.
+  view.layer = 5;
+  view.head = -1;
+  const StudioSnapshot all = keeps_all->snapshot(view), thin = thinned->snapshot(view);
+  EXPECT_GT(all.panes[0].heatmap.rows(), 0);
+  EXPECT_EQ(thin.panes[0].heatmap.rows(), 0);
+  EXPECT_NE(thin.panes[0].heatmap.note.find("not recorded"), std::string::npos) << thin.panes[0].heatmap.note;
+  view.layer = 2;
   EXPECT_EQ(keeps_all->pipeline_times().recording_bytes, beside->pipeline_times().recording_bytes);
   EXPECT_LT(thinned->pipeline_times().recording_bytes, keeps_all->pipeline_times().recording_bytes);
   // The timeline reads the spool back: a seek settles first.
