@@ -36,6 +36,7 @@ struct Options {
   std::string policies = "full,streaming,h2o,tova", contexts = "256", slacks = "0", kv_bits = "32";
   int budget = 64, sinks = 4, tokens = 128, repeats = 3, prefill_chunk = 64;
   int kv_group = KvPrecision{}.group, kv_residual = KvPrecision{}.residual;  // G and R below 16 bits
+  bool kv_shape_given = false;  // either was: else they are shaped for each model (SEMANTICS)
   bool batched = false, op_times = false;
 };
 
@@ -175,7 +176,7 @@ int run(const Options& o) {
   PolicySettings settings;
   settings.budget = o.budget;
   settings.given["sinks"] = o.sinks;
-  std::vector<PolicyConfig> policies;
+  std::vector<PolicyConfig> policies_given;
   // Each policy at each KV precision and slack (the full cache has no slack: once).
   for (const std::string& name : split_list(o.policies))
     for (const std::string& bits : split_list(o.kv_bits))
@@ -187,17 +188,20 @@ int run(const Options& o) {
         if (bits != "32") {
           settings.kv = parse_kv_bits(bits);
           settings.kv.group = o.kv_group, settings.kv.residual = o.kv_residual;
+          settings.kv.shape_given = o.kv_shape_given;
         }
         const PolicyConfig p = make_policy(parse_policy_entry(name, "--policies"), settings);
-        if (p.evicts() || settings.slack == std::atoi(split_list(o.slacks).front().c_str())) policies.push_back(p);
+        if (p.evicts() || settings.slack == std::atoi(split_list(o.slacks).front().c_str())) policies_given.push_back(p);
       }
-  if (policies.empty()) fail("--policies", "no policy given");
+  if (policies_given.empty()) fail("--policies", "no policy given");
   if (o.tokens < 1 || o.repeats < 1) fail("--tokens", "--tokens and --repeats must be at least 1");
 
   bool header = false;  // printed once the first model's contexts are known to fit
   for (const std::string& path : models) {
     const auto model = load_model(path);
     auto backend = make_backend(model, o.backend);
+    std::vector<PolicyConfig> policies = policies_given;  // G and R shaped for this model, as the engine shapes them
+    for (PolicyConfig& p : policies) p.shape_kv(model->config.head_dim());
     const std::string name = model->path.substr(model->path.find_last_of('/') + 1);  // npos + 1 = 0: the whole path
     std::string weights = model->weight_types();  // "q4_k_m": what the file holds (the backend's description says what it keeps)
     std::transform(weights.begin(), weights.end(), weights.begin(), [](unsigned char c) { return char(std::tolower(c)); });
@@ -267,6 +271,7 @@ int main(int argc, char** argv) {
     return "h2o-bench: " + text + " (see --help)\n";
   });
   CLI11_PARSE(app, argc, argv);
+  o.kv_shape_given = app.count("--kv-group") + app.count("--kv-residual") > 0;
   try {
     // The default of 2 is the CPU backend's; a device backend gets none unless asked (cuda-sim refuses more than 1).
     if (o.backend.kind != "cpu" && app.count("--threads") == 0) o.backend.threads = 0;

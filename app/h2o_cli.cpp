@@ -209,6 +209,7 @@ KvPrecision kv_precision(const Flags& f, const std::string& bits) {
   KvPrecision kv = bits.empty() ? KvPrecision{} : parse_kv_bits(bits);
   kv.group = f.kv_group;
   kv.residual = f.kv_residual;
+  kv.shape_given = f.given("--kv-group") || f.given("--kv-residual");  // else the engine shapes them for the model
   if (kv.native()) refuse_group_without_bits(f);
   return kv;
 }

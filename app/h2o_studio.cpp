@@ -48,8 +48,8 @@ struct Options {
   QCommandLineOption threads{"threads", "CPU threads (0: every core but one, left to the window).", "n"};
   QCommandLineOption policies{"policies", "The panes, in order: 2 to 4 of full, streaming, h2o, tova (comma-separated); an entry may have its own KV precision: h2o@2bit.", "list"};
   QCommandLineOption kv_bits{"kv-bits", "KV precision of every pane: 16, 8, 4 or 2 bits, or K,V (default: the backend's own type).", "bits"};
-  QCommandLineOption kv_group{"kv-group", "Quantization group G (tokens of a key group, channels of a value group; default 32).", "n"};
-  QCommandLineOption kv_residual{"kv-residual", "Newest tokens kept in f16 (R, a multiple of G; default 64).", "n"};
+  QCommandLineOption kv_group{"kv-group", "Quantization group G (tokens of a key group, channels of a value group; default: the largest of 32, 16, 8 the model's head and the budget allow).", "n"};
+  QCommandLineOption kv_residual{"kv-residual", "Newest tokens kept in f16 (R, a multiple of G; default 2G, or G where the budget is small).", "n"};
   QCommandLineOption budget{"budget", "Tokens per KV head for every policy that evicts.", "n"};
   // One flag per policy parameter the controls show (core/studio/studio_params.h): --sinks, --heavy, --recent.
   std::vector<std::pair<const h2o::StudioParam*, QCommandLineOption>> params = [] {

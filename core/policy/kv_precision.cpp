@@ -63,6 +63,27 @@ void KvPrecision::validate_for(int head_dim) const {
     fail("--kv-bits", "the model's head_dim " + std::to_string(head_dim) + " is not a multiple of 8, which packed codes need");
 }
 
+KvPrecision KvPrecision::shaped_for(int head_dim, int budget, int sinks) const {
+  if (shape_given || !quantized()) return *this;
+  int g = 0;
+  for (int candidate : {32, 16, 8})
+    if (head_dim % candidate == 0) {
+      g = candidate;
+      break;
+    }
+  if (g == 0) return *this;
+  int r = 2 * g;
+  while (budget > 0 && sinks + r + g > budget / 2 && g > 8) {
+    g /= 2;
+    r = g;
+  }
+  KvPrecision out = *this;
+  out.group = g;
+  out.residual = r;
+  out.shape_given = true;
+  return out;
+}
+
 KvPrecision parse_kv_bits(std::string_view text, const std::string& flag) {
   KvPrecision p;
   const size_t comma = text.find(',');

@@ -17,6 +17,9 @@ struct KvPrecision {
   int value_bits = kNative;
   int group = 32;                    // G: tokens of a key group, channels of a value group
   int residual = 64;                 // R: the newest tokens kept exact (R..R+G-1 of them)
+  // G or R was given (a flag, a setting, a recording): both are kept. Else
+  // shaped_for() picks both for the model and the budget.
+  bool shape_given = false;
 
   bool native() const { return key_bits == kNative && value_bits == kNative; }
   // Either half below 16 bits: the cache quantizes groups as they leave the residual.
@@ -28,6 +31,13 @@ struct KvPrecision {
   void validate(bool rolling) const;
   // Throws Error naming --kv-group when G does not divide the model's head_dim.
   void validate_for(int head_dim) const;
+  // SEMANTICS' "defaults that quantize at every budget", where G and R were
+  // not given: G the largest of 32, 16, 8 dividing head_dim, R = 2G; for a
+  // bounded `budget` (0: none) with `sinks`, while sinks + R + G > budget / 2
+  // and G > 8, G halves and R = G, so that at least half of the cache can be
+  // quantized. The result counts as given. Unchanged where G or R was given,
+  // below 16 bits nowhere, or no such G divides head_dim (validate_for says why).
+  KvPrecision shaped_for(int head_dim, int budget, int sinks) const;
   bool operator==(const KvPrecision&) const = default;
 };
 

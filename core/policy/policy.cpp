@@ -66,8 +66,9 @@ std::string PolicyConfig::describe() const {
   if (rolling) inside += inside.empty() ? "rolling" : ",rolling";
   if (!kv.native()) {
     inside += (inside.empty() ? "kv=" : ",kv=") + kv.label();
-    if (kv.quantized() && kv.group != KvPrecision{}.group) inside += ",kv_group=" + std::to_string(kv.group);
-    if (kv.quantized() && kv.residual != KvPrecision{}.residual) inside += ",kv_residual=" + std::to_string(kv.residual);
+    // Once shaped (or given), a quantized policy says its G and R; before, they depend on the model.
+    if (kv.quantized() && kv.shape_given)
+      inside += ",kv_group=" + std::to_string(kv.group) + ",kv_residual=" + std::to_string(kv.residual);
   }
   std::string out(name());
   return inside.empty() ? out : out + "(" + inside + ")";
@@ -91,6 +92,11 @@ void PolicyConfig::validate() const {
     fail(params.empty() ? "--slack" : "--budget",
          "the parts and the slack add up to " + std::to_string(total) + ", more than the" + most);
   kv.validate(rolling);
+}
+
+void PolicyConfig::shape_kv(int head_dim) {
+  const EvictionRule r = rule();
+  kv = kv.shaped_for(head_dim, r.evicts() ? r.budget : 0, r.evicts() ? r.sinks : 0);
 }
 
 bool PolicyConfig::operator==(const PolicyConfig& other) const {

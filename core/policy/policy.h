@@ -113,6 +113,8 @@ class PolicyConfig {
   std::string describe() const;
   // Throws Error naming the flag of the first impossible value.
   void validate() const;
+  // The KV shape for a model's head (KvPrecision::shaped_for with this policy's budget and sinks).
+  void shape_kv(int head_dim);
   bool operator==(const PolicyConfig& other) const;
 
  private:

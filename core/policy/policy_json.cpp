@@ -13,8 +13,10 @@ nlohmann::json policy_json(const PolicyConfig& p) {
   for (size_t i = 0; i < params.size(); ++i) j[params[i].name] = p.values()[i];
   if (p.evicts()) j.update({{"budget", p.budget()}, {"slack", p.slack}});
   // Only where asked for, so a native-precision policy reads as it always did.
-  if (!p.kv.native())
-    j.update({{"kv_bits", {p.kv.key_bits, p.kv.value_bits}}, {"kv_group", p.kv.group}, {"kv_residual", p.kv.residual}});
+  if (!p.kv.native()) {
+    j["kv_bits"] = {p.kv.key_bits, p.kv.value_bits};
+    if (p.kv.shape_given) j.update({{"kv_group", p.kv.group}, {"kv_residual", p.kv.residual}});
+  }
   return j;
 }
 
@@ -34,7 +36,8 @@ PolicyConfig policy_from_json(const nlohmann::json& j) {
     if (!bits.is_array() || bits.size() != 2) throw Error("policy: \"kv_bits\" must list the key's and the value's bits");
     p.kv = {json_int(bits[0], number("kv_bits")), json_int(bits[1], number("kv_bits")),
             json_int_or(j, "kv_group", KvPrecision{}.group, number("kv_group")),
-            json_int_or(j, "kv_residual", KvPrecision{}.residual, number("kv_residual"))};
+            json_int_or(j, "kv_residual", KvPrecision{}.residual, number("kv_residual")),
+            j.contains("kv_group") || j.contains("kv_residual")};
   }
   p.validate();
   return p;

@@ -22,6 +22,8 @@ Engine::Engine(std::shared_ptr<const Model> model, std::unique_ptr<Backend> back
     : model_(std::move(model)), backend_(std::move(backend)), tokenizer_(std::move(tokenizer)),
       options_(std::move(options)) {
   options_.validate();
+  // G and R not given: chosen for this model's head and each policy's budget (SEMANTICS).
+  for (PolicyConfig& p : options_.policies) p.shape_kv(model_->config.head_dim());
   if (!tokenizer_) throw Error("engine: no tokenizer (use make_byte_tokenizer for models without one)");
   check_budgets_fit_memory(model_->config, options_.policies);
   template_ = choose_template(*tokenizer_, options_.chat_template);

@@ -127,8 +127,9 @@ std::vector<PolicyConfig> studio_policies(const StudioConfig& c) {
   settings.slack = c.slack >= 0 ? c.slack : default_slack(c.backend);  // -1: the backend's default
   settings.rolling = c.rolling;
   if (!c.kv_bits.empty()) settings.kv = parse_kv_bits(c.kv_bits, "--kv-bits");
-  settings.kv.group = c.kv_group;
-  settings.kv.residual = c.kv_residual;
+  if (c.kv_group > 0) settings.kv.group = c.kv_group;
+  if (c.kv_residual > 0) settings.kv.residual = c.kv_residual;
+  settings.kv.shape_given = c.kv_group > 0 || c.kv_residual > 0;
   std::vector<PolicyConfig> out;
   for (const std::string& name : c.policies) out.push_back(make_policy(parse_policy_entry(name, "--policies"), settings));
   return out;

@@ -26,7 +26,7 @@ struct StudioConfig {
   // "2" or "K,V" bits; "": the backend's own type. A pane named "h2o@2bit" in
   // `policies` keeps its own bits. G and R as --kv-group / --kv-residual.
   std::string kv_bits;
-  int kv_group = 32, kv_residual = 64;
+  int kv_group = 0, kv_residual = 0;  // 0: not given, shaped for the model and the budget (SEMANTICS)
   std::vector<std::string> policies = {"full", "streaming", "h2o"};  // the panes, in order (1 to 4)
   int budget = 64;
   // The policies' parameters by name (studio_params.h): the sinks, and the

@@ -416,13 +416,15 @@ TEST(CliKvPrecision, OnePolicyAtTwoPrecisionsSideBySide) {
   const CliResult r = run_cli("stream --model synthetic:test-256 --quiet --questions 1 --max-new-tokens 48 "
                               "--policies h2o,h2o@2bit --budget 96 --out " + (dir / "run").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("h2o(sinks=4,heavy=46,recent=46,kv=2bit)"), std::string::npos) << r.err;
+  // G and R not given: shaped for the model's head and the budget of 96 (SEMANTICS), and said.
+  EXPECT_NE(r.err.find("h2o(sinks=4,heavy=46,recent=46,kv=2bit,kv_group=16,kv_residual=16)"), std::string::npos) << r.err;
   std::ifstream in(dir / "run" / "manifest.json");
   const auto manifest = nlohmann::json::parse(in);
   ASSERT_EQ(manifest["policies"].size(), 2u);
   EXPECT_FALSE(manifest["policies"][0].contains("kv_bits"));
   EXPECT_EQ(manifest["policies"][1]["kv_bits"], nlohmann::json({2, 2}));
-  EXPECT_EQ(manifest["policies"][1]["kv_group"], 32);
+  EXPECT_EQ(manifest["policies"][1]["kv_group"], 16);
+  EXPECT_EQ(manifest["policies"][1]["kv_residual"], 16);
 }
 
 TEST(CliKvPrecision, BenchRowsPerPrecisionAndTheDeviceTakesIt) {
@@ -430,7 +432,7 @@ TEST(CliKvPrecision, BenchRowsPerPrecisionAndTheDeviceTakesIt) {
                                                   "--tokens 4 --repeats 1 --kv-bits 32,4");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("| h2o(sinks=4,heavy=14,recent=14) |"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("| h2o(sinks=4,heavy=14,recent=14,kv=4bit) |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| h2o(sinks=4,heavy=14,recent=14,kv=4bit,kv_group=8,kv_residual=8) |"), std::string::npos) << r.out;
   // G and R are h2o-bench's flags too (its error for a head G does not divide named them while it had none).
   const CliResult g = run_program(H2O_BENCH_PATH, "--shapes test-256 --policies h2o --budget 32 --contexts 64 "
                                                   "--tokens 2 --repeats 1 --kv-bits 4 --kv-group 16 --kv-residual 16");

@@ -185,8 +185,12 @@ TEST(KvPrecisionFlags, ParseLabelsValidateAndDescribe) {
   PolicySettings s;
   s.budget = 64;
   const PolicyConfig p = make_policy(e, s);
-  EXPECT_EQ(p.describe(), "h2o(sinks=4,heavy=30,recent=30,kv=2bit)");
+  EXPECT_EQ(p.describe(), "h2o(sinks=4,heavy=30,recent=30,kv=2bit)");  // G and R wait for the model
   EXPECT_EQ(policy_from_json(policy_json(p)), p);
+  PolicyConfig shaped = p;
+  shaped.shape_kv(32);
+  EXPECT_EQ(shaped.describe(), "h2o(sinks=4,heavy=30,recent=30,kv=2bit,kv_group=8,kv_residual=8)");
+  EXPECT_EQ(policy_from_json(policy_json(shaped)), shaped);
   EXPECT_EQ(policy_from_json(policy_json(make_policy("h2o", s))).kv, KvPrecision{});
   s.rolling = true;
   EXPECT_THROW(make_policy(e, s), Error);  // quantized keys cannot be re-rotated
@@ -196,6 +200,66 @@ TEST(KvPrecisionFlags, ParseLabelsValidateAndDescribe) {
   EXPECT_THROW(bad.validate(false), Error);
   KvPrecision fine{4, 4, 32, 64};
   EXPECT_THROW(fine.validate_for(48), Error);
+}
+
+// SEMANTICS' "defaults that quantize at every budget", on its own examples.
+TEST(KvPrecisionDefaults, GroupAndResidualFitTheHeadAndLeaveHalfABoundedCacheToQuantize) {
+  const KvPrecision two_bit = parse_kv_bits("2");
+  const auto shaped = [&](int head_dim, int budget, int sinks) {
+    const KvPrecision k = two_bit.shaped_for(head_dim, budget, sinks);
+    EXPECT_TRUE(k.shape_given);
+    return std::pair{k.group, k.residual};
+  };
+  EXPECT_EQ(shaped(128, 0, 4), std::pair(32, 64));    // KIVI's at head_dim 128, unbounded (the full cache)
+  EXPECT_EQ(shaped(128, 1024, 4), std::pair(32, 64));  // 4 + 64 + 32 <= 512
+  EXPECT_EQ(shaped(48, 0, 4), std::pair(16, 32));     // stories15M: 32 does not divide 48
+  EXPECT_EQ(shaped(32, 64, 4), std::pair(8, 8));      // kjv-1M at budget 64: 32/64 and 16/16 leave less than half
+  EXPECT_EQ(shaped(32, 96, 4), std::pair(16, 16));    // 4 + 16 + 16 <= 48
+  EXPECT_EQ(shaped(64, 16, 4), std::pair(8, 8));      // G stops at 8 however small the budget
+  // Given values are kept; 16 bits and the backend's own type have no groups to shape.
+  KvPrecision given = two_bit;
+  given.group = 16, given.residual = 48, given.shape_given = true;
+  EXPECT_EQ(given.shaped_for(32, 64, 4), given);
+  const KvPrecision f16 = parse_kv_bits("16");
+  EXPECT_EQ(f16.shaped_for(32, 64, 4), f16);
+  EXPECT_EQ(KvPrecision{}.shaped_for(32, 64, 4), KvPrecision{});
+  // A head no such G divides is left for validate_for to refuse.
+  EXPECT_EQ(two_bit.shaped_for(36, 64, 4).group, two_bit.group);
+}
+
+// The case: at the demo's default budget 64 on a head of 32, the 2-bit
+// pane kept every token in f16 (G 32, R 64); shaped, most of its tokens are codes.
+TEST(KvPrecisionDefaults, ATwoBitPaneAtTheDemosBudgetQuantizesMostOfItsCache) {
+  SyntheticSpec spec;
+  spec.shape = "test-256";
+  const auto model = make_synthetic(spec);
+  ASSERT_EQ(model->config.head_dim() % 32, 0);
+  PolicySettings s;
+  s.budget = 64;
+  s.kv = parse_kv_bits("2");
+  const PolicyConfig unshaped = make_policy("h2o", s);  // G 32, R 64: the struct's values
+  PolicyConfig quantized = unshaped;
+  quantized.shape_kv(model->config.head_dim());
+  EXPECT_EQ(quantized.kv.group, 8);
+  s.kv = parse_kv_bits("16");
+  const PolicyConfig f16 = make_policy("h2o", s);
+  auto backend = make_cpu_backend(model, 1);
+  auto a = backend->new_cache(quantized), b = backend->new_cache(f16), c = backend->new_cache(unshaped);
+  std::vector<int> prompt;
+  for (int i = 0; i < 100; ++i) prompt.push_back(1 + (i * 37) % 200);
+  std::vector<float> logits;
+  for (auto* cache : {a.get(), b.get(), c.get()}) {
+    ForwardItem item;
+    item.cache = cache;
+    item.tokens = prompt;
+    item.logits = &logits;
+    backend->forward(std::span<ForwardItem>(&item, 1));
+  }
+  // Unshaped, the 64 tokens are the 4 sinks and a residual of 64..95: all f16, the f16 cache's bytes exactly.
+  EXPECT_EQ(c->live_bytes(), b->live_bytes());
+  // Shaped (G 8, R 8), all but the sinks and 8..15 newest are 2-bit codes; a group of 8 adds two f16
+  // numbers per 8 values (4 bits an element), so the bytes are a little over half.
+  EXPECT_LT(double(a->live_bytes()), 0.6 * double(b->live_bytes())) << a->live_bytes() << " vs " << b->live_bytes();
 }
 
 namespace {
