@@ -52,7 +52,7 @@ EvictionRule PolicyConfig::rule() const {
   return r;
 }
 
-std::string PolicyConfig::describe() const {
+std::string PolicyConfig::describe(bool kv_shape) const {
   std::string inside;
   const auto params = unit_->params;
   // Appended piece by piece: GCC 12 warns -Wrestrict (falsely) on const char* + std::string&&.
@@ -67,7 +67,7 @@ std::string PolicyConfig::describe() const {
   if (!kv.native()) {
     inside += (inside.empty() ? "kv=" : ",kv=") + kv.label();
     // Once shaped (or given), a quantized policy says its G and R; before, they depend on the model.
-    if (kv.quantized() && kv.shape_given)
+    if (kv_shape && kv.quantized() && kv.shape_given)
       inside += ",kv_group=" + std::to_string(kv.group) + ",kv_residual=" + std::to_string(kv.residual);
   }
   std::string out(name());

@@ -109,8 +109,10 @@ class PolicyConfig {
   EvictionRule rule() const;
   int budget() const { return rule().budget; }
   bool evicts() const { return rule().evicts(); }
-  // "h2o(sinks=4,heavy=28,recent=32,rolling)", "full", "h2o(sinks=4,heavy=28,recent=32,kv=2bit)"
-  std::string describe() const;
+  // "h2o(sinks=4,heavy=28,recent=32,rolling)", "full",
+  // "h2o(sinks=4,heavy=28,recent=32,kv=2bit,kv_group=8,kv_residual=8)"; without
+  // `kv_shape`, a quantized policy's G and R are left out (a pane's header has room for the bits only).
+  std::string describe(bool kv_shape = true) const;
   // Throws Error naming the flag of the first impossible value.
   void validate() const;
   // The KV shape for a model's head (KvPrecision::shaped_for with this policy's budget and sinks).

@@ -97,9 +97,19 @@ TEST(ControlsTest, DefaultsUseEveryCoreAndTheDemoInputs) {
   EXPECT_EQ(s.config.threads, 0) << "0 = auto: every core but one";
   EXPECT_TRUE(s.config.model.empty()) << "empty: the demo's default model";
   EXPECT_EQ(s.config.backend, "cpu");
+  EXPECT_EQ(s.config.kv_group, 0) << "0: G and R shaped for the model and the budget";
   StudioConfig filled = s.config;
   fill_default_inputs(filled, QString());
   EXPECT_FALSE(filled.model.empty()) << "a first run always has a model (assets or synthetic)";
+  // Earlier versions saved the fixed G 32, R 64 on every run: read back, they are "not given".
+  QSettings old;
+  old.setValue("kv_group", 32);
+  old.setValue("kv_residual", 64);
+  const StudioSettings migrated = load_settings(old);
+  EXPECT_EQ(migrated.config.kv_group, 0);
+  EXPECT_EQ(migrated.config.kv_residual, 0);
+  old.setValue("kv_group", 16);  // a value somebody chose stays
+  EXPECT_EQ(load_settings(old).config.kv_group, 16);
 }
 
 TEST(ControlsTest, LoadingShowsProgressAndCanBeCancelled) {

@@ -58,7 +58,7 @@ class ControlPanel : public QWidget {
   int capture_layer_ = 0;
   // Kept as the settings gave them: KV group and residual (flags only), and
   // panes with a precision of their own ("h2o@2bit"), which no box stands for.
-  int kv_group_ = 32, kv_residual_ = 64;
+  int kv_group_ = 0, kv_residual_ = 0;  // 0: not given (shaped for the model)
   std::vector<std::string> own_precision_panes_;
   bool loading_ = false;  // setConfig() in progress: no change signals
   void limitPolicyChoice();

@@ -59,6 +59,9 @@ StudioSettings load_settings(QSettings& settings) {
   if (c.budget < 2) c.budget = d.config.budget;
   if (c.max_new_tokens < 1) c.max_new_tokens = d.config.max_new_tokens;
   c.kv_limit_mib = std::max(0, c.kv_limit_mib);
+  // Before G and R were shaped for the model (0: not given), every run saved the fixed 32 and 64:
+  // read back, those would hold as given values and keep a small budget's quantized pane all f16.
+  if (c.kv_group == 32 && c.kv_residual == 64) c.kv_group = c.kv_residual = 0;
   if (s.theme != "light") s.theme = "dark";
   s.ui_scale = std::clamp(s.ui_scale, 0.75, 3.0);
   return s;

@@ -166,8 +166,9 @@ void PolicyPane::resizeEvent(QResizeEvent* event) {
 void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t highlight) {
   const QString title = policy_title(policy_);
   const QString describe = QString::fromStdString(pane.policy);
+  const QString brief = QString::fromStdString(pane.config.describe(false));  // G and R in the tooltip
   title_->setText(QString("%1&nbsp;&nbsp;<span style='color:%3; font-weight:normal; font-size:%4pt'>%2</span>")
-                      .arg(title, describe.toHtmlEscaped(), muted_text_color().name())
+                      .arg(title, brief.toHtmlEscaped(), muted_text_color().name())
                       .arg(scaled_pt(8)));
   title_->setToolTip(title + " · " + describe + "\n" + QString::fromStdString(std::string(policy_.unit().description)));
   // The figures that matter most first; where the line is too narrow, the stream's length (the same
