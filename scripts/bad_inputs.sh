@@ -9,7 +9,7 @@
 # code, how many lines stderr had, and whether any file was left in the
 # case's output folder (or an input changed).
 #
-# The promise being demonstrated (README, "Bad input"): one line on stderr
+# The promise being demonstrated (docs/RELIABILITY.md, "Bad input"): one line on stderr
 # naming the file or flag, a non-zero exit below 128, and no output left.
 #
 #   H2O_CLI     h2o-cli binary (default build/app/h2o-cli)
@@ -250,7 +250,7 @@ put("one.ids", "5\n")
 put("empty.txt", "")
 put("bom.txt", b"\xef\xbb\xbf")
 
-# Long inputs (README, "Reliability"): one 8 MB word of random letters, and
+# Long inputs (docs/RELIABILITY.md): one 8 MB word of random letters, and
 # 50 MB of ordinary text (the TinyStories sample over and over).
 put("word-8m.txt", "".join(rng.choices("abcdefghij", k=8_000_000)))
 story = asset("tinystories-valid-sample.txt")

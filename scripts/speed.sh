@@ -8,7 +8,7 @@
 #   llama-bench -m FILE -t T -p 0 -n TOKENS             (llama.cpp, when LLAMA_BENCH is given)
 # and, with --batched, StreamingLLM + H2O + TOVA in one pass against each alone.
 # It prints a Markdown table. Nothing here downloads anything: llama.cpp is
-# built by you (README, "CPU decode speed").
+# built by you (docs/BENCHMARKS.md, "CPU decode speed").
 #
 #   LLAMA_BENCH  path to llama.cpp's llama-bench (optional)
 #   FILES        folder for the GGUF files (default /tmp/h2o-speed)

@@ -140,7 +140,7 @@ struct BackendOptions {
 // cuda and cuda-sim (the device's code, emulated): the defaults below follow it.
 bool is_device_backend(const std::string& backend_kind);
 
-// The slack a policy gets where none is asked for (README, "CUDA backend":
+// The slack a policy gets where none is asked for (docs/CUDA.md:
 // the slack sweep). On the CPU 0: the cache is cut back every step past its
 // budget, exactly as the references are made. On a GPU kDeviceSlack: a cut
 // compacts every (layer, KV head) on the device, and at slack 0 StreamingLLM

@@ -5,7 +5,7 @@
 // this pane show at step S" for any S — the timeline, the whole-stream
 // survival rasters and the scrolling text all read it.
 //
-// Bytes kept (stated in the README):
+// Bytes kept (stated in docs/STUDIO.md):
 //   per position: 4 token + 4 text end + the text's bytes (~3) + 1 prompt flag + 4 birth step,
 //     + 4 once the policy evicts a position from every head at once (StreamingLLM),
 //     + 2 x layers x KV heads once it evicts per head (H2O, TOVA: head_evictions.h), + 6 x layers
@@ -74,7 +74,7 @@ class PolicyHistory {
   // Why the session stopped, if it had by `step`.
   std::string stopped_at(int64_t step) const;
 
-  // Heap bytes held (capacities), for the README's figures and --stats.
+  // Heap bytes held (capacities), for docs/STUDIO.md's figures and --stats.
   int64_t bytes() const;
 
  private:

@@ -27,7 +27,7 @@ struct StudioConfig {
   // `policies` keeps its own bits. G and R as --kv-group / --kv-residual.
   std::string kv_bits;
   int kv_group = 0, kv_residual = 0;  // 0: not given, shaped for the model and the budget (SEMANTICS)
-  std::vector<std::string> policies = {"full", "streaming", "h2o"};  // the panes, in order (1 to 4)
+  std::vector<std::string> policies = {"full", "streaming", "h2o"};  // the panes, in order (2 to 4)
   int budget = 64;
   // The policies' parameters by name (studio_params.h): the sinks, and the
   // parts a kind splits its budget into (0: auto, its share).

@@ -61,7 +61,7 @@ struct SyntheticStepSource::Pane {
 };
 
 double synthetic_step_ms(const std::string& shape, int panes) {
-  // README "CUDA backend": the H200's decode steps, one pane and four batched.
+  // docs/CUDA.md: the H200's decode steps, one pane and four batched.
   if (shape == "llama2-7b") return panes > 1 ? 7.21 : 4.73;
   if (shape == "tinyllama-1.1b") return panes > 1 ? 2.68 : 1.81;
   if (shape == "stories15M") return 0.388;
