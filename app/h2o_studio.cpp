@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
   }
   if (parser.isSet(opts.kv_bits)) c.kv_bits = parser.value(opts.kv_bits).toStdString();
   if (parser.isSet(opts.kv_group)) c.kv_group = int_flag(parser, opts.kv_group, 1, 1 << 16);
-  if (parser.isSet(opts.kv_residual)) c.kv_residual = int_flag(parser, opts.kv_residual, 0, 1 << 20);
+  if (parser.isSet(opts.kv_residual)) c.kv_residual = int_flag(parser, opts.kv_residual, 1, 1 << 20);
   if (parser.isSet(opts.budget)) c.budget = int_flag(parser, opts.budget, 2, 1 << 20);
   for (const auto& [p, option] : opts.params)
     if (parser.isSet(option)) c.params[p->name] = int_flag(parser, option, p->min_value, 1 << 20);

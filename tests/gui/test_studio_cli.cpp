@@ -114,6 +114,7 @@ TEST(StudioCli, BadRunFlagsAreOneLineAndExit2) {
       {{"--policies", "h2o"}, "--policies: choose 2 to 4 policies for side by side, got 1"},
       {{"--policies", "full,streaming,h2o,tova,h2o@2bit"}, "--policies: choose 2 to 4 policies for side by side, got 5"},
       {{"--threads", "many"}, "--threads"},
+      {{"--kv-bits", "2", "--kv-residual", "0"}, "--kv-residual"},  // 0 is the settings' "not given", never a flag's value
       {{"--sinks", "-1"}, "--sinks"},
       {{"--budget", "32", "--sinks", "2", "--heavy", "50", "--recent", "8"}, "--budget"},
       {{"--theme", "neon"}, "--theme"},
