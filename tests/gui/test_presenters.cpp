@@ -7,12 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <sys/stat.h>
 
 #include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
 #include <QDir>
+#include <QFileInfo>
 #include <QDockWidget>
 #include <QFontDatabase>
 #include <QGuiApplication>
@@ -30,6 +33,7 @@
 #include <QTest>
 #include <qcustomplot.h>
 
+#include "core/base/error.h"
 #include "core/base/json_text.h"
 #include "core/studio/recording.h"
 #include "tests/gui/gui_test_helpers.h"
@@ -568,6 +572,40 @@ TEST(Presentation, ExportedPlotsShowTheirWholeTitleNamedAxesAndALegibleLegend) {
       }
   }
   w.setLook(ThemeKind::Dark, 1.0);
+}
+
+// A plot or a screenshot written over a pipe or a folder is refused with one
+// line naming it, and the pipe stays a pipe (a rename over `--screenshot
+// /dev/null` once replaced the device with a plain file); over a symbolic
+// link it writes the link's target and the link stays.
+TEST(Presentation, ExportsNeverReplaceAPipeAFolderOrALink) {
+  MainWindowOptions o = synthetic_options();
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 3);
+  QTemporaryDir dir;
+  const std::string fifo = dir.filePath("pipe").toStdString();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  QCustomPlot* plot = w.panes()[0]->heatmap();
+  for (const QString& path : {QString::fromStdString(fifo), dir.path()}) {
+    for (const PlotFormat format : {PlotFormat::Png, PlotFormat::Pdf, PlotFormat::Svg}) {
+      try {
+        save_plot(plot, path, format);
+        ADD_FAILURE() << "wrote " << path.toStdString();
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(path.toStdString()), std::string::npos) << e.what();
+      }
+    }
+    EXPECT_THROW(save_widget_png(&w, path), Error);
+  }
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  const QString target = dir.filePath("target.png"), link = dir.filePath("link.png");
+  ASSERT_TRUE(QFile::link(target, link));
+  save_widget_png(&w, link);
+  save_plot(plot, link, PlotFormat::Svg);
+  EXPECT_TRUE(QFileInfo(link).isSymLink());
+  EXPECT_GT(QFileInfo(target).size(), 0);
 }
 
 // The text a plot's title row shows (elided or not).

@@ -7,6 +7,7 @@
 #include <qcustomplot.h>
 
 #include "core/base/error.h"
+#include "core/base/safe_output.h"
 #include "ui/plot/plot_helpers.h"
 
 namespace h2o::ui {
@@ -32,7 +33,16 @@ QString file_stem(const QString& title) {
 
 // QCustomPlot writes straight to a file name: give it a temporary one beside
 // the destination and rename it over the destination when it succeeded.
-static void save_via_temp(const QString& path, const std::function<bool(const QString&)>& write) {
+// Where a file at `path` is written: refused (one line naming it) for a folder,
+// a device, a pipe or a socket — a rename or QSaveFile would replace it with a
+// plain file (`--screenshot /dev/null`, run as root, once replaced /dev/null) —
+// and a symbolic link's target, so the link stays a link. The CLI's outputs ask the same.
+static QString target_of(const QString& path) {
+  return QString::fromStdString(output_file_target(path.toStdString()));
+}
+
+static void save_via_temp(const QString& given, const std::function<bool(const QString&)>& write) {
+  const QString path = target_of(given);
   const QString temp = path + ".tmp-" + QString::number(QCoreApplication::applicationPid());
   if (!write(temp)) {
     QFile::remove(temp);
@@ -110,7 +120,7 @@ void save_plot(QCustomPlot* plot, const QString& path, PlotFormat format) {
       save_via_temp(path, [&](const QString& temp) { return plot->savePdf(temp, w, h); });
       return;
     case PlotFormat::Svg: {
-      QSaveFile file(path);
+      QSaveFile file(target_of(path));
       if (!file.open(QIODevice::WriteOnly)) throw Error(path.toStdString() + ": cannot create the file");
       QSvgGenerator svg;
       svg.setOutputDevice(&file);
@@ -129,8 +139,8 @@ void save_plot(QCustomPlot* plot, const QString& path, PlotFormat format) {
 }
 
 void save_widget_png(QWidget* widget, const QString& path) {
+  QSaveFile file(target_of(path));
   const QPixmap pixmap = widget->grab();
-  QSaveFile file(path);
   if (!file.open(QIODevice::WriteOnly) || !pixmap.save(&file, "PNG") || !file.commit())
     throw Error(path.toStdString() + ": could not write the screenshot");
 }
