@@ -137,8 +137,9 @@ ReplayOpening StudioRun::replay_opening(const StudioConfig& controls) {
   opening.settings = h.settings.is_null() ? studio_config_from_policies(controls, h.policies, h.mode == "forced")
                                           : studio_config_from_json(h.settings);
   opening.steps = recorded_steps_;
-  if (opening.layer < 0) {
-    opening.first = step();
+  // A replay opens on its first step: the timeline has a step to stand on and seeks at once.
+  opening.first = step();
+  if (opening.layer < 0) {  // older files name no view: the first step's watched layer
     opening.layer = std::max(0, analyzer_->live_window().watched_layer());
     opening.head = -1;
   }

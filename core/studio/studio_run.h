@@ -59,7 +59,7 @@ struct ReplayOpening {
   int layer = 0, head = -1;
   StudioConfig settings;  // as recorded; for older files, what the panes say of themselves
   int64_t steps = 0;
-  StepResult first;  // older files name no view: their first step is read to find its watched layer
+  StepResult first;  // the first step, read on opening (older files name no view: its watched layer is theirs)
 };
 
 class StudioRun {
@@ -102,7 +102,7 @@ class StudioRun {
 
   // What the window's title and status bar say of it (before it is closed).
   RunDescription describe() const;
-  // Call once, right after replay(): may read the first step. `controls`: the
+  // Call once, right after replay(): reads the first step. `controls`: the
   // settings shown until now, which a file that kept none changes only in what its panes say.
   ReplayOpening replay_opening(const StudioConfig& controls);
   const std::string& replay_path() const { return replay_path_; }

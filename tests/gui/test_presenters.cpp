@@ -27,6 +27,7 @@
 #include <QSignalSpy>
 #include <QSlider>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QToolButton>
@@ -47,6 +48,7 @@
 #include "ui/plot/plot_export.h"
 #include "ui/views/policy_pane.h"
 #include "ui/views/raster_plot.h"
+#include "ui/views/sparsity_meter.h"
 #include "ui/plot/theme.h"
 #include "ui/views/token_flow_view.h"
 #include "ui/shell/transport_bar.h"
@@ -257,8 +259,26 @@ TEST(Timeline, AClickOnTheTimelineJumpsThereAndNoStepIsNamedBeforeTheFirst) {
   for (PolicyPane* pane : w.panes()) {
     EXPECT_TRUE(pane->heatmap()->title().endsWith("no steps yet")) << pane->heatmap()->title().toStdString();
     EXPECT_TRUE(pane->raster()->title().endsWith("no steps yet")) << pane->raster()->title().toStdString();
+    // No step numbers ("-0.5", "0") on the rasters; the heatmap's note whole, in lines that fit its cells.
+    for (RasterPlot* raster : {pane->overview(), pane->raster()}) EXPECT_FALSE(raster->yAxis->tickLabels());
+    const QString note = pane->heatmap()->shownNote();
+    EXPECT_TRUE(note.startsWith("no ") && note.endsWith("yet")) << note.toStdString();
+    for (const QString& line : note.split('\n')) {
+      QFont small = pane->heatmap()->xAxis->tickLabelFont();
+      EXPECT_LE(QFontMetricsF(small).horizontalAdvance(line), pane->heatmap()->axisRect()->width()) << line.toStdString();
+    }
   }
-  play(w, 100);
+  // The first step's one row is drawn across its rasters' cells (a one-row colour map was drawn zero tall).
+  w.findChild<QAction*>("step")->trigger();
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.step == 0; }));
+  QTest::qWait(50);
+  RasterPlot* first = w.panes().front()->overview();  // the full cache: every position cached
+  EXPECT_TRUE(first->yAxis->tickLabels());
+  const QImage drawn = first->toPixmap().toImage();
+  const QPoint centre = first->axisRect()->rect().center();
+  EXPECT_NE(drawn.pixelColor(centre), drawn.pixelColor(first->axisRect()->rect().topLeft() - QPoint(2, 2)))
+      << "the first step's row is not drawn";
+  play(w, 99);
   QSlider* slider = w.transport()->slider();
   ASSERT_EQ(slider->maximum(), 99);
   // A click a quarter along the groove shows about step 25 — not one page (5 steps) back from 99.
@@ -356,6 +376,30 @@ TEST(Timeline, ReplayRestoresTheRecordedViewAndSettingsPlaysAtItsPaceAndSeeks) {
   ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.step == 10 && !s.following; }));
   EXPECT_TRUE(w.lastSnapshot()->captures_recorded);
   for (PolicyPane* pane : w.panes()) EXPECT_GT(pane->heatmap()->data().rows(), 0);
+}
+
+TEST(Timeline, AReplayOpensOnItsFirstStepAndItsSliderSeeksBeforePlay) {
+  QTemporaryDir dir;
+  MainWindowOptions r = synthetic_options();
+  r.replay = record_run(dir, 40, synthetic_options());
+  MainWindow w(r);
+  w.show();
+  QSignalSpy opened(&w, &MainWindow::replayOpened);
+  w.start();
+  ASSERT_TRUE(opened.wait(10000));
+  // Its first step shown, not "no steps yet"; the slider spans the file and is live.
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& x) { return x.step == 0; }));
+  EXPECT_TRUE(w.transport()->stepLabel()->text().startsWith("step 0 / 39")) << w.transport()->stepLabel()->text().toStdString();
+  ASSERT_TRUE(w.transport()->slider()->isEnabled());
+  w.transport()->slider()->setValue(30);  // as a drag released there
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& x) { return x.step == 30; }));
+  for (PolicyPane* pane : w.panes()) EXPECT_GT(pane->heatmap()->data().rows(), 0);
+  // The status bar says "replay" once (the model's label), then what the file holds.
+  QStringList said;
+  for (QLabel* label : w.statusBar()->findChildren<QLabel*>())
+    if (label->isVisible()) said << label->text();
+  EXPECT_EQ(said.join(' ').count("replay"), 1) << said.join(" | ").toStdString();
+  EXPECT_TRUE(said.contains("40 steps recorded")) << said.join(" | ").toStdString();
 }
 
 // ---- 3. no silent failures ----------------------------------------------------------
@@ -719,6 +763,11 @@ TEST(Presentation, At1280x720EveryHeatmapIsTallAndEveryLabelWhole) {
       // The header is one line, never wrapped, and the policy's name is in it whole.
       EXPECT_LE(pane->titleLabel()->height(), pane->titleLabel()->fontMetrics().height() * 2);
       EXPECT_GE(pane->titleLabel()->width(), pane->titleLabel()->fontMetrics().horizontalAdvance(policy_title(pane->policy())));
+      // Its parameters fit the label, elided where short of room, never running under the meter.
+      EXPECT_LE(pane->titleLabel()->sizeHint().width(), pane->titleLabel()->width() + 1)
+          << pane->titleLabel()->text().toStdString();
+      EXPECT_FALSE(pane->titleLabel()->geometry().intersects(pane->meter()->geometry()));
+      EXPECT_GE(pane->meter()->width(), pane->meter()->sizeHint().width() - 1) << "the meter's words whole";
     }
     EXPECT_GT(shown, 0);
     if (w.paneArea()->mode() == PaneArea::Mode::Tabs) {

@@ -67,6 +67,27 @@ class FitOnResize : public QObject {
 };
 }  // namespace
 
+QCPRange cell_centres(int cells, double first, double width) {
+  if (cells <= 1) return QCPRange(first - width / 2, first + width / 2);
+  return QCPRange(first, first + width * (cells - 1));
+}
+
+QString wrap_to_width(const QString& text, const QFontMetricsF& metrics, double width) {
+  QStringList lines;
+  QString line;
+  for (const QString& word : text.split(' ', Qt::SkipEmptyParts)) {
+    const QString longer = line.isEmpty() ? word : line + ' ' + word;
+    if (!line.isEmpty() && metrics.horizontalAdvance(longer) > width) {
+      lines << line;
+      line = word;
+    } else {
+      line = longer;
+    }
+  }
+  if (!line.isEmpty()) lines << line;
+  return lines.join('\n');
+}
+
 void fit_legend(QCustomPlot* plot) {
   QCPLegend* legend = plot->legend;
   if (!legend->visible() || legend->itemCount() == 0 || legend->layout() != plot->plotLayout()) return;

@@ -58,6 +58,14 @@ void set_series(QCPGraph* graph, const Series& series);
 // data at all, back to 0..1 (no stale ranges after a reset or a mode change).
 // A valid `y` range (the analyzer's robust one) is used instead of the data's.
 void rescale(QCustomPlot* plot, bool include_zero = true, const AxisRange& y = {});
+// `text` broken into lines at spaces so that no line is wider than `width` px (a word wider than
+// that stands alone on its line): a note inside a narrow plot reads whole instead of clipped.
+QString wrap_to_width(const QString& text, const QFontMetricsF& metrics, double width);
+// A colour map's range along one dimension of `cells` cells, the first centred at `first`, each
+// `width` wide. QCPColorMap draws from the first cell's centre to the last's and widens by half a cell
+// only where there are two or more: one cell is given its whole span (else it is drawn zero wide —
+// the first step's row of a raster, a heatmap of one query).
+QCPRange cell_centres(int cells, double first, double width);
 // As many ticks as fit the axis's pixels with room between labels.
 void thin_ticks(QCustomPlot* plot);
 // Whether any graph or colour map of the plot holds data (reports skip empty plots).

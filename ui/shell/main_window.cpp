@@ -172,7 +172,8 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
             controls_->setConfig(settings);
             applied_.config = controls_->config();
             have_applied_ = true;
-            record_label_->setText(QString("replay · %1 steps").arg(steps));
+            // Beside the model label's "replay": what the file holds.
+            record_label_->setText(QString("%1 steps recorded").arg(steps));
             emit replayOpened();
           });
 }

@@ -88,14 +88,13 @@ void HeatmapPlot::setData(HeatmapData data, const PlotTitle& title) {
   set_title(title_, title);
   const int rows = data_.rows(), cols = data_.cols();
   map_->data()->setSize(std::max(cols, 1), std::max(rows, 1));
-  map_->data()->setRange(QCPRange(0, std::max(cols - 1, 0)), QCPRange(0, std::max(rows - 1, 0)));
+  map_->data()->setRange(cell_centres(std::max(cols, 1), 0, 1), cell_centres(std::max(rows, 1), 0, 1));
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) map_->data()->setCell(c, r, data_.at(r, c));
   if (rows == 0 || cols == 0) map_->data()->fill(std::nan(""));
   map_->setProperty("h2o_has_data", rows > 0 && cols > 0);
   map_->setDataRange(QCPRange(0, data_.top > 0 ? data_.top : 1));
   note_->setVisible(rows == 0 || cols == 0);
-  note_->setText(data_.note.empty() ? "no attention captured yet" : QString::fromStdString(data_.note));
   xAxis->setRange(-0.5, std::max(cols, 1) - 0.5);
   yAxis->setRange(-0.5, std::max(rows, 1) - 0.5);
   label();
@@ -108,6 +107,9 @@ void HeatmapPlot::resizeEvent(QResizeEvent* event) {
 }
 
 void HeatmapPlot::label() {
+  // The note where there are no cells, in lines that fit the cells' width (clipped, it said the opposite).
+  const QString note = data_.note.empty() ? QString("no attention captured yet") : QString::fromStdString(data_.note);
+  note_->setText(wrap_to_width(note, QFontMetricsF(note_->font()), std::max(40, axisRect()->width() - 8)));
   // Name as many columns as fit side by side (rotated labels, one text line
   // apart), the brightest first: those are the tokens the eye goes to.
   const int rows = data_.rows(), cols = data_.cols();

@@ -21,6 +21,8 @@ class HeatmapPlot : public QCustomPlot {
   const HeatmapData& data() const { return data_; }
   QString title() const;          // as shown
   QString exportTitle() const;    // as exported
+  // What the cells say where there are none (line-broken to fit), or empty.
+  QString shownNote() const { return note_->visible() ? note_->text() : QString(); }
   void restyle();
 
  signals:

@@ -107,12 +107,17 @@ void PolicyPane::arrangeHeader() {
   for (QWidget* w : std::initializer_list<QWidget*>{title_, numbers_, meter_})
     header_->removeWidget(w);
   if (arrangement_ == Arrangement::Wide) {
+    // The meter as wide as its words, the title the rest (its parameters elided there, never under it).
     header_->addWidget(title_, 0, 0);
     header_->addWidget(meter_, 0, 1);
     header_->addWidget(numbers_, 1, 0, 1, 2);
-    header_->setColumnStretch(0, 3);
-    header_->setColumnStretch(1, 2);
+    header_->setColumnStretch(0, 1);
+    header_->setColumnStretch(1, 0);
+    meter_->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
   } else {
+    header_->setColumnStretch(0, 0);
+    header_->setColumnStretch(1, 0);
+    meter_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
     header_->addWidget(title_, 0, 0, 1, 2);
     header_->addWidget(numbers_, 1, 0, 1, 2);
     header_->addWidget(meter_, 2, 0, 1, 2);
@@ -141,6 +146,8 @@ void PolicyPane::restyle() {
                             .arg(color.name())
                             .arg(scaled_pt(11)));
   numbers_->setStyleSheet(QString("font-size: %1pt;").arg(scaled_pt(8.5)));
+  meter_->updateGeometry();  // its words' width follows the scale
+  if (!title_brief_.isEmpty()) fitTitle();
   text_->restyle();
   heatmap_->restyle();
   overview_->restyle();
@@ -158,18 +165,33 @@ void PolicyPane::fitNumbers() {
   numbers_->setText(fits ? numbers_long_ : numbers_short_);
 }
 
+// The policy's name whole, then as much of its parameters as the label has room for ("…" where cut;
+// the tooltip has them all).
+void PolicyPane::fitTitle() {
+  QFont name_font = font(), brief_font = font();
+  name_font.setBold(true);
+  name_font.setPointSizeF(scaled_pt(11));
+  brief_font.setPointSizeF(scaled_pt(8));
+  const QString name = policy_title(policy_);
+  const int room = title_->width() - QFontMetrics(name_font).horizontalAdvance(name) -
+                   QFontMetrics(brief_font).horizontalAdvance("  ") - 4;
+  const QString brief = QFontMetrics(brief_font).elidedText(title_brief_, Qt::ElideRight, std::max(0, room));
+  title_->setText(QString("%1&nbsp;&nbsp;<span style='color:%3; font-weight:normal; font-size:%4pt'>%2</span>")
+                      .arg(name, brief.toHtmlEscaped(), muted_text_color().name())
+                      .arg(scaled_pt(8)));
+}
+
 void PolicyPane::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
+  if (!title_brief_.isEmpty()) fitTitle();
   if (!numbers_long_.isEmpty()) fitNumbers();
 }
 
 void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t highlight) {
   const QString title = policy_title(policy_);
   const QString describe = QString::fromStdString(pane.policy);
-  const QString brief = QString::fromStdString(pane.config.describe(false));  // G and R in the tooltip
-  title_->setText(QString("%1&nbsp;&nbsp;<span style='color:%3; font-weight:normal; font-size:%4pt'>%2</span>")
-                      .arg(title, brief.toHtmlEscaped(), muted_text_color().name())
-                      .arg(scaled_pt(8)));
+  title_brief_ = QString::fromStdString(pane.config.describe(false));  // G and R in the tooltip
+  fitTitle();
   title_->setToolTip(title + " · " + describe + "\n" + QString::fromStdString(std::string(policy_.unit().description)));
   // The figures that matter most first; where the line is too narrow, the stream's length (the same
   // in every pane, and in the tooltip) goes first, never the quality figures at the end.

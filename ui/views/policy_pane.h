@@ -52,6 +52,7 @@ class PolicyPane : public QWidget {
  private:
   void arrangeHeader();
   void fitNumbers();
+  void fitTitle();
   void resizeEvent(QResizeEvent* event) override;
 
   PolicyConfig policy_;
@@ -62,6 +63,7 @@ class PolicyPane : public QWidget {
   QSplitter* side_;     // wide: the heatmap beside the rasters
   QSplitter* rasters_;  // wide: overview over detail
   QString numbers_long_, numbers_short_;  // the numbers' line with and without the stream's length
+  QString title_brief_;  // the policy's parameters, after its name (elided to the room left)
   QLabel* title_;
   QLabel* numbers_;
   SparsityMeter* meter_;

@@ -28,6 +28,11 @@ RasterPlot::RasterPlot(Role role, QWidget* parent) : QCustomPlot(parent), role_(
   yAxis->grid()->setVisible(false);
   ticker_.reset(new QCPAxisTickerText);
   xAxis->setTicker(ticker_);
+  // Steps are whole numbers: no "-0.5" or "0.5" tick on a short or empty raster.
+  QSharedPointer<QCPAxisTickerFixed> steps(new QCPAxisTickerFixed);
+  steps->setTickStep(1);
+  steps->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  yAxis->setTicker(steps);
   mark_first_ = new QCPItemStraightLine(this);
   mark_end_ = new QCPItemStraightLine(this);
   for (QCPItemStraightLine* m : {mark_first_, mark_end_}) {
@@ -139,7 +144,7 @@ void RasterPlot::setData(const SurvivalRaster& r, const PlotTitle& title, int64_
   map_->data()->setSize(cols, rows);
   const double per_row = r.rows ? double(r.steps()) / r.rows : 1.0;
   const double y0 = double(r.first_step) - 0.5;
-  map_->data()->setRange(QCPRange(0, cols - 1), QCPRange(y0 + per_row / 2, y0 + per_row * (rows - 0.5)));
+  map_->data()->setRange(cell_centres(cols, 0, 1), cell_centres(rows, y0 + per_row / 2, per_row));
   if (r.cells.empty()) map_->data()->fill(0);
   for (int row = 0; row < r.rows; ++row)
     for (int c = 0; c < r.cols; ++c) map_->data()->setCell(c, row, double(r.cells[size_t(row) * size_t(r.cols) + size_t(c)]));
@@ -186,6 +191,8 @@ void RasterPlot::setData(const SurvivalRaster& r, const PlotTitle& title, int64_
       ticker_->addTick(columnCoord(int64_t(p)), QString::number(int64_t(p)));
   }
   yAxis->ticker()->setTickCount(std::clamp(int(axisRect()->height() / (fm.height() * 2.2)), 1, 4));
+  // Before the first step there is no step to number.
+  yAxis->setTickLabels(r.rows > 0);
 }
 
 QPoint RasterPlot::cellPixel(int row, int col) const {

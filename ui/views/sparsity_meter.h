@@ -12,9 +12,12 @@ class SparsityMeter : public QWidget {
   explicit SparsityMeter(QWidget* parent = nullptr);
   void setValue(double share, int top_k, const QColor& color);
   double value() const { return share_; }
-  QSize sizeHint() const override { return {200, 16}; }
+  // As wide as its longest words (a wide pane's header gives the title the rest).
+  QSize sizeHint() const override;
 
  protected:
+  QFont labelFont() const;
+  QString label() const;
   void paintEvent(QPaintEvent*) override;
 
  private:
