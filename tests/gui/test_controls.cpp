@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
@@ -255,4 +256,35 @@ TEST(ControlsTest, TheStatusBarShowsTheWeightTypeMix) {
   EXPECT_TRUE(types->toolTip().contains("Q4_K_M")) << types->toolTip().toStdString();
   play(w, 3);
   EXPECT_EQ(w.lastSnapshot()->steps_ingested, 3);
+}
+
+TEST(ControlsTest, APaneWithItsOwnPrecisionHasABoxThatTakesItOutAndPutsItBack) {
+  ControlPanel panel;
+  StudioConfig c = panel.config();
+  c.policies = {"full", "h2o", "h2o@2bit"};
+  panel.setConfig(c);
+  auto* own = panel.findChild<QCheckBox*>("policy_h2o@2bit");
+  ASSERT_TRUE(own);
+  EXPECT_TRUE(own->isChecked());
+  EXPECT_TRUE(own->isEnabled()) << "three panes: any one may go";
+  EXPECT_EQ(own->text(), "H2O @2bit");
+  QSignalSpy changed(&panel, &ControlPanel::runSettingsChanged);
+  own->setChecked(false);
+  EXPECT_EQ(panel.config().policies, (std::vector<std::string>{"full", "h2o"}));
+  EXPECT_EQ(changed.count(), 1);
+  // Two panes left: neither may go, but the untaken ones may come back, the own-precision one too.
+  EXPECT_FALSE(panel.findChild<QCheckBox*>("policy_h2o")->isEnabled());
+  EXPECT_TRUE(own->isEnabled());
+  own->setChecked(true);
+  EXPECT_EQ(panel.config().policies, (std::vector<std::string>{"full", "h2o", "h2o@2bit"}));
+  // Four panes: nothing more may be ticked.
+  panel.findChild<QCheckBox*>("policy_tova")->setChecked(true);
+  EXPECT_EQ(panel.config().policies.size(), 4u);
+  EXPECT_FALSE(panel.findChild<QCheckBox*>("policy_streaming")->isEnabled());
+  // A list without such a pane: its box is gone.
+  c.policies = {"full", "streaming"};
+  panel.setConfig(c);
+  QCoreApplication::processEvents(QEventLoop::AllEvents);
+  QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
+  EXPECT_FALSE(panel.findChild<QCheckBox*>("policy_h2o@2bit"));
 }

@@ -164,7 +164,7 @@ QGroupBox* ControlPanel::cacheBox() {
   rolling_->setToolTip("RoPE positions from cache slots instead of stream positions (StreamingLLM's fix)");
   // One box per kind in the registry: 2 to kMaxStudioPolicies of them, side by side in that order.
   auto* kinds = new QWidget;
-  auto* kinds_layout = new QGridLayout(kinds);
+  auto* kinds_layout = kinds_layout_ = new QGridLayout(kinds);
   kinds_layout->setContentsMargins(0, 0, 0, 0);
   for (const PolicyUnit* unit : policy_units()) {
     auto* box = new QCheckBox(QString::fromStdString(std::string(unit->short_title)));
@@ -228,13 +228,7 @@ void ControlPanel::connectChanges() {
     });
   connect(temperature_, &QDoubleSpinBox::valueChanged, this, changed);
   for (QCheckBox* c : {rolling_, greedy_}) connect(c, &QCheckBox::toggled, this, changed);
-  for (QCheckBox* c : policies_)
-    connect(c, &QCheckBox::toggled, this, [this, changed] {
-      limitPolicyChoice();
-      enableParams();
-      if (!loading_) fitSplit();
-      changed();
-    });
+  for (QCheckBox* c : policies_) connect(c, &QCheckBox::toggled, this, &ControlPanel::paneChosen);
   for (QComboBox* c : {mode_, backend_, kv_bits_}) connect(c, &QComboBox::currentIndexChanged, this, changed);
   connect(greedy_, &QCheckBox::toggled, temperature_, &QWidget::setDisabled);
 }
@@ -265,12 +259,52 @@ void ControlPanel::fitSplit() {
 
 QString ControlPanel::splitText() const { return split_->text(); }
 
+std::vector<QCheckBox*> ControlPanel::paneBoxes() const {
+  std::vector<QCheckBox*> boxes = policies_;
+  boxes.insert(boxes.end(), own_precision_boxes_.begin(), own_precision_boxes_.end());
+  return boxes;
+}
+
 // Side by side means at least two panes, and no more than fit.
 void ControlPanel::limitPolicyChoice() {
-  int checked = int(own_precision_panes_.size());
-  for (QCheckBox* box : policies_) checked += box->isChecked();
-  for (QCheckBox* box : policies_)
-    box->setEnabled(box->isChecked() ? checked > 2 : checked < kMaxStudioPolicies);
+  const std::vector<QCheckBox*> boxes = paneBoxes();
+  const int checked = int(std::count_if(boxes.begin(), boxes.end(), [](QCheckBox* b) { return b->isChecked(); }));
+  for (QCheckBox* box : boxes)
+    box->setEnabled(box->isChecked() ? checked > kMinStudioPolicies : checked < kMaxStudioPolicies);
+}
+
+void ControlPanel::paneChosen() {
+  limitPolicyChoice();
+  enableParams();
+  if (loading_) return;
+  fitSplit();
+  emit runSettingsChanged();
+}
+
+void ControlPanel::setOwnPrecisionPanes(const std::vector<std::string>& policies) {
+  for (QCheckBox* box : own_precision_boxes_) {
+    kinds_layout_->removeWidget(box);
+    box->hide();
+    box->deleteLater();
+  }
+  own_precision_boxes_.clear();
+  for (const std::string& name : policies) {
+    if (name.find('@') == std::string::npos) continue;
+    QString title = QString::fromStdString(name);
+    try {
+      title = short_policy_title(make_policy(parse_policy_entry(name, "policies"), {}));
+    } catch (const std::exception&) {  // the split's line says what is wrong with it
+    }
+    auto* box = new QCheckBox(title);
+    box->setObjectName(QString("policy_") + QString::fromStdString(name));
+    box->setToolTip(QString("A pane with a KV precision of its own (%1): untick to take it out").arg(QString::fromStdString(name)));
+    box->setProperty("policy", QString::fromStdString(name));
+    box->setChecked(true);
+    const int at = int(policies_.size() + own_precision_boxes_.size());
+    kinds_layout_->addWidget(box, at / 2, at % 2);
+    connect(box, &QCheckBox::toggled, this, &ControlPanel::paneChosen);
+    own_precision_boxes_.push_back(box);
+  }
 }
 
 void ControlPanel::enableParams() {
@@ -334,9 +368,7 @@ void ControlPanel::setConfig(const StudioConfig& c) {
   kv_bits_->setCurrentIndex(bits);
   kv_group_ = c.kv_group;
   kv_residual_ = c.kv_residual;
-  own_precision_panes_.clear();
-  for (const std::string& name : c.policies)
-    if (name.find('@') != std::string::npos) own_precision_panes_.push_back(name);
+  setOwnPrecisionPanes(c.policies);
   for (QCheckBox* box : policies_)
     box->setChecked(std::find(c.policies.begin(), c.policies.end(), box->property("policy").toString().toStdString()) !=
                     c.policies.end());
@@ -368,9 +400,8 @@ StudioConfig ControlPanel::config() const {
   c.kv_group = kv_group_;
   c.kv_residual = kv_residual_;
   c.policies.clear();
-  for (QCheckBox* box : policies_)
+  for (QCheckBox* box : paneBoxes())
     if (box->isChecked()) c.policies.push_back(box->property("policy").toString().toStdString());
-  c.policies.insert(c.policies.end(), own_precision_panes_.begin(), own_precision_panes_.end());
   c.capture_layer = capture_layer_;
   return c;
 }

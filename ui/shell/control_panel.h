@@ -16,6 +16,7 @@
 #include "ui/shell/studio_settings.h"
 
 class QCheckBox;
+class QGridLayout;
 class QComboBox;
 class QDoubleSpinBox;
 class QGroupBox;
@@ -56,12 +57,18 @@ class ControlPanel : public QWidget {
   QDoubleSpinBox* temperature_;
   QLabel* split_;
   int capture_layer_ = 0;
-  // Kept as the settings gave them: KV group and residual (flags only), and
-  // panes with a precision of their own ("h2o@2bit"), which no box stands for.
+  // Kept as the settings gave them: KV group and residual (flags only).
   int kv_group_ = 0, kv_residual_ = 0;  // 0: not given (shaped for the model)
-  std::vector<std::string> own_precision_panes_;
+  // Panes with a precision of their own ("h2o@2bit", from a flag or a replay): a box each after the
+  // kinds', made by setConfig, so that such a pane can be taken out (and put back) like any other.
+  QGridLayout* kinds_layout_ = nullptr;
+  std::vector<QCheckBox*> own_precision_boxes_;
+  void setOwnPrecisionPanes(const std::vector<std::string>& policies);
+  // Every pane box: the kinds' then the own-precision panes'.
+  std::vector<QCheckBox*> paneBoxes() const;
   bool loading_ = false;  // setConfig() in progress: no change signals
   void limitPolicyChoice();
+  void paneChosen();  // a pane box ticked or unticked
   // A parameter's field is enabled while a chosen policy takes it.
   void enableParams();
   // Fits the budget fields to a valid split (visibly) and says what each policy keeps.
