@@ -1104,3 +1104,44 @@ TEST(KvPrecision, TheControlSetsEveryPanesBitsAndAPaneMayKeepItsOwn) {
   EXPECT_EQ(w.controls()->config().policies, (std::vector<std::string>{"full", "h2o", "h2o@2bit"}));
   EXPECT_EQ(w.controls()->config().kv_bits, "4");
 }
+
+TEST(Presentation, WithPerfTheFrameTimeIsReadInTheStatusBarAt1280x720) {
+  for (const bool presenting : {false, true}) {
+    SCOPED_TRACE(presenting ? "presentation look" : "default look");
+    MainWindowOptions o = synthetic_options();
+    o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
+    o.size = QSize(1280, 720);
+    o.perf = true;
+    MainWindow w(o);
+    w.show();
+    if (presenting) w.setLook(ThemeKind::Light, 1.3);
+    w.start();
+    play(w, 20);
+    QTest::qWait(50);
+    std::vector<QWidget*> shown;
+    for (QWidget* child : w.statusBar()->findChildren<QWidget*>(Qt::FindDirectChildrenOnly))
+      if (child->isVisible() && child->width() > 0) shown.push_back(child);
+    QLabel* perf = nullptr;
+    for (QLabel* label : w.statusBar()->findChildren<QLabel*>())
+      if (label->text().startsWith("frame ")) perf = label;
+    ASSERT_TRUE(perf) << "no frame time in the status bar";
+    EXPECT_TRUE(perf->isVisible());
+    // Whole, inside the bar, and covered by nothing else shown there.
+    EXPECT_GE(perf->width(), perf->sizeHint().width() - 1) << perf->text().toStdString();
+    const QRect at(perf->mapTo(w.statusBar(), QPoint(0, 0)), perf->size());
+    EXPECT_GE(at.left(), 0);
+    EXPECT_LE(at.right(), w.statusBar()->width());
+    for (QWidget* other : shown)
+      if (other != perf && !other->isAncestorOf(perf)) EXPECT_FALSE(other->geometry().intersects(at)) << other->metaObject()->className();
+    // Every label there whole: the fate legend takes a shorter wording rather than be cut.
+    for (QLabel* label : w.statusBar()->findChildren<QLabel*>())
+      if (label->isVisible()) EXPECT_GE(label->width(), label->sizeHint().width() - 1) << label->text().toStdString();
+    // A message takes the legend's place while it shows.
+    QWidget* legend = w.statusBar()->findChild<QLabel*>("fate_heavy")->parentWidget();
+    const QString message = "Error: /a/long/folder/model.gguf: tensor blk.31.ffn_down.weight runs past the file's end";
+    w.statusBar()->showMessage(message, 60000);
+    EXPECT_FALSE(legend->isVisible());
+    w.statusBar()->clearMessage();
+    EXPECT_TRUE(legend->isVisible());
+  }
+}

@@ -405,8 +405,14 @@ void MainWindow::buildStatusBar() {
   model_label_ = new QLabel;
   model_label_->setObjectName("model_types");
   statusBar()->addPermanentWidget(model_label_);
-  legend_ = makeFateLegend();
+  fillFateLegend();
   statusBar()->addPermanentWidget(legend_);
+  // A message (an error, what was loaded or written) is read in the legend's place: beside it, a
+  // full status bar left the message a few letters.
+  connect(statusBar(), &QStatusBar::messageChanged, this, [this](const QString& message) {
+    legend_->setVisible(message.isEmpty());
+    if (message.isEmpty()) fitFateLegend();
+  });
   statusBar()->addPermanentWidget(perf_label_);
   statusBar()->addPermanentWidget(record_label_);
   thin_label_ = new QLabel;
@@ -544,12 +550,11 @@ void MainWindow::drainSnapshots() {
   if (frame_ms_.size() > 100000) frame_ms_.erase(frame_ms_.begin(), frame_ms_.begin() + 50000);  // bounded
   if (options_.perf) {
     const FrameStats stats = frame_stats(std::vector<double>(frame_ms_.end() - std::min<long>(200, long(frame_ms_.size())), frame_ms_.end()));
-    perf_label_->setText(QString("frame %1 ms · median %2 · p95 %3 (last %4)")
-                             .arg(ms, 0, 'f', 1)
-                             .arg(stats.median_ms, 0, 'f', 1)
-                             .arg(stats.p95_ms, 0, 'f', 1)
-                             .arg(stats.frames));
+    perf_label_->setText(QString("frame %1 ms · p50 %2 · p95 %3").arg(ms, 0, 'f', 1).arg(stats.median_ms, 0, 'f', 1).arg(stats.p95_ms, 0, 'f', 1));
+    perf_label_->setToolTip(QString("Drawing time of the last snapshot on the GUI thread, and the median and 95th "
+                                    "percentile of the last %1 snapshots' (--perf)").arg(stats.frames));
   }
+  fitFateLegend();  // the frame time's, the model's or the recording's words may have changed width
   emit snapshotDrawn();
 }
 

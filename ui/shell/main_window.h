@@ -154,7 +154,8 @@ class MainWindow : public QMainWindow {
   void buildControlsDock();
   void buildTransport();
   void buildStatusBar();
-  QWidget* makeFateLegend();
+  void fillFateLegend();  // makes legend_ the first time
+  void fitFateLegend();
   // One pane per policy, in order (replacing the panes there were).
   void setPanePolicies(const std::vector<PolicyConfig>& policies);
   std::vector<std::pair<QString, QCustomPlot*>> panePlots() const;

@@ -39,20 +39,53 @@
 
 namespace h2o::ui {
 
-QWidget* MainWindow::makeFateLegend() {
-  auto* w = new QWidget;
-  auto* h = new QHBoxLayout(w);
-  h->setContentsMargins(8, 0, 8, 0);
-  h->setSpacing(8);
+// The fate colours in the theme's look, refilled in place on a theme change: the legend stays the
+// same widget in the status bar (QStatusBar::removeWidget in Qt 6.4 hides the widget after the one
+// it removes — it hid --perf's frame time).
+void MainWindow::fillFateLegend() {
+  if (!legend_) {
+    legend_ = new QWidget;
+    auto* h = new QHBoxLayout(legend_);
+    h->setContentsMargins(8, 0, 8, 0);
+    h->setSpacing(8);
+  }
+  auto* h = static_cast<QHBoxLayout*>(legend_->layout());
+  while (QLayoutItem* item = h->takeAt(0)) {
+    delete item->widget();
+    delete item;
+  }
   auto* title = new QLabel("Token fate:");
   title->setStyleSheet(QString("color:%1;").arg(muted_text_color().name()));
   h->addWidget(title);
   for (Fate f : {Fate::Sink, Fate::Heavy, Fate::Recent, Fate::Cached, Fate::Evicted, Fate::Unborn}) {
     auto* label = new QLabel(QString("<span style='color:%1'>■</span> %2").arg(fate_color(f).name(), fate_legend_name(f)));
     label->setToolTip(fate_tooltip(f));
+    if (f == Fate::Heavy) {
+      // Shorter wordings for a narrow window (the tooltip keeps the whole).
+      label->setObjectName("fate_heavy");
+      const QString swatch = QString("<span style='color:%1'>■</span> ").arg(fate_color(f).name());
+      label->setProperty("h2o_wordings", QStringList{label->text(), swatch + "heavy hitter / attended now",
+                                                     swatch + "heavy / attended"});
+    }
     h->addWidget(label);
   }
-  return w;
+  fitFateLegend();
+}
+
+// The longest wording of the heavy hitters' legend entry with which every widget of the status bar
+// has its room (the frame time, the recording state): a label squeezed below its text is cut.
+void MainWindow::fitFateLegend() {
+  auto* heavy = legend_ ? legend_->findChild<QLabel*>("fate_heavy") : nullptr;
+  if (!heavy || !statusBar()) return;
+  const QStringList wordings = heavy->property("h2o_wordings").toStringList();
+  int others = 0;
+  for (QWidget* w : statusBar()->findChildren<QWidget*>(Qt::FindDirectChildrenOnly))
+    if (w != legend_ && !w->isHidden()) others += w->sizeHint().width() + 8;
+  const int room = statusBar()->width() - others - 24;  // the size grip and margins
+  for (const QString& wording : wordings) {
+    heavy->setText(wording);
+    if (legend_->sizeHint().width() <= room) return;
+  }
 }
 
 QAction* MainWindow::makeAction(IconKind icon, const QString& text, const char* name, const QKeySequence& key,
@@ -203,12 +236,7 @@ void MainWindow::restyle() {
   for (QAction* a : findChildren<QAction*>())
     if (a->property("h2o_icon").isValid()) a->setIcon(theme_icon(IconKind(a->property("h2o_icon").toInt())));
   if (running_) play_->setIcon(theme_icon(IconKind::Pause));
-  if (legend_) {
-    statusBar()->removeWidget(legend_);
-    legend_->deleteLater();
-  }
-  legend_ = makeFateLegend();
-  statusBar()->insertPermanentWidget(0, legend_);
+  fillFateLegend();
   for (PolicyPane* pane : panes_) pane->restyle();
   curves_->restyle();
   heavy_->restyle();
@@ -244,6 +272,7 @@ void MainWindow::setPresentation(bool on) {
 
 void MainWindow::resizeEvent(QResizeEvent* event) {
   QMainWindow::resizeEvent(event);
+  fitFateLegend();
   // Short windows (1280x720, a projector) give the panes the height: the
   // curves become the first analysis tab instead of a column of their own.
   const bool compact = height() < int(900 * std::max(1.0, ui_scale()));
