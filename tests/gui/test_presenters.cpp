@@ -747,6 +747,15 @@ TEST(Presentation, At1280x720EveryHeatmapIsTallAndEveryLabelWhole) {
       EXPECT_GE(pane->heatmap()->axisRect()->height(), 120);
       EXPECT_GE(pane->overview()->axisRect()->height(), 60);
       EXPECT_GE(pane->raster()->axisRect()->height(), 60);
+      {
+        // The cells fill those pixels: the newest row and the first column are drawn whole (the edge
+        // rows and columns were halved, the heatmap's cells 4 px shorter than its axis rect).
+        const QImage drawn = pane->heatmap()->toPixmap().toImage();
+        const QRect cells = pane->heatmap()->axisRect()->rect();
+        const QColor outside = drawn.pixelColor(cells.topLeft() - QPoint(1, 1));
+        EXPECT_NE(drawn.pixelColor(cells.left() + 1, cells.bottom() - 1), outside) << "the newest query row, halved";
+        EXPECT_NE(drawn.pixelColor(cells.left() + 1, cells.top() + 1), outside) << "the oldest query row, halved";
+      }
       // The trained context's label whole inside the cells, on the side of its line with room.
       for (RasterPlot* raster : {pane->overview(), pane->raster()})
         for (int i = 0; i < raster->itemCount(); ++i)

@@ -15,7 +15,7 @@ HeatmapPlot::HeatmapPlot(QWidget* parent) : QCustomPlot(parent) {
   setAntialiasedElements(QCP::aeNone);
   map_ = new QCPColorMap(xAxis, yAxis);
   map_->setInterpolate(false);
-  map_->setTightBoundary(true);
+  map_->setTightBoundary(false);  // the first and last rows and columns drawn whole, not halved
   scale_ = new QCPColorScale(this);
   scale_->setType(QCPAxis::atRight);
   scale_->setBarWidth(8);
