@@ -4,6 +4,7 @@
 // that its length is exactly what the header implies; anything else is an
 // error rather than a guess.
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -44,11 +45,16 @@ Header read_header(const MappedFile& file) {
   int32_t h[kHeaderInts];
   std::memcpy(h, file.data(), kHeaderBytes);
   const char* names[kHeaderInts] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
+  // Any file that is neither GGUF nor a Hugging Face folder is read as llama2.c: a text or another
+  // format gives a header of nonsense, said as "not a model" rather than as a shape it cannot have.
+  constexpr int32_t kMost[kHeaderInts] = {1 << 16, 1 << 18, 1 << 10, 1 << 10, 1 << 10, 1 << 22, 1 << 24};
   for (int i = 0; i < kHeaderInts; ++i) {
     // vocab_size carries the classifier flag in its sign, so only zero is invalid there.
-    const bool bad = (i == 5) ? (h[i] == 0 || h[i] == INT32_MIN) : (h[i] <= 0);
-    if (bad)
-      fail(path, std::string("not a llama2.c checkpoint: header field ") + names[i] + " is " + std::to_string(h[i]));
+    const int64_t v = (i == 5) ? std::abs(int64_t(h[i])) : int64_t(h[i]);
+    if (v <= 0 || v > kMost[i])
+      fail(path, std::string("not a model: not a GGUF file, a Hugging Face folder or config.json, nor a llama2.c "
+                             "checkpoint (read as one, its header field ") +
+                     names[i] + " is " + std::to_string(h[i]) + ")");
   }
   Header out;
   ModelConfig& c = out.config;

@@ -209,6 +209,10 @@ TEST(LoaderLlama2c, BadHeaderFields) {
   expect_error([&] { load_llama2c(path.string()); }, path.string(), "multiple");
   with(5, -32);  // claims a separate classifier the file does not have
   expect_error([&] { load_llama2c(path.string()); }, path.string(), "truncated");
+  // A text (any file neither GGUF nor a folder is read as llama2.c): "not a model", not a shape.
+  const std::string text = "# A README\n\nThe quick brown fox jumps over the lazy dog, again and again.\n";
+  write_file(path, std::vector<uint8_t>(text.begin(), text.end()));
+  expect_error([&] { load_llama2c(path.string()); }, path.string(), "not a model");
 }
 
 TEST(LoaderLlama2c, MissingFile) {
