@@ -257,6 +257,8 @@ Loaded load_inputs(Flags& f, const char* argv0) {
   Loaded l;
   l.model = load_model(f.model);
   l.tokenizer = tokenizer_for(*l.model, f.tokenizer);
+  if (std::string warning = tokenizer_mismatch(*l.model, *l.tokenizer, f.tokenizer); !warning.empty())
+    std::cerr << "warning: " << warning << "\n";
   l.tokenizer_path = f.tokenizer;
   return l;
 }

@@ -153,6 +153,7 @@ StudioInputs load_studio_inputs(const StudioConfig& c) {
   in.tokenizer_path = c.tokenizer;
   in.model = load_model(c.model);
   in.tokenizer = tokenizer_for(*in.model, c.tokenizer);
+  in.tokenizer_warning = tokenizer_mismatch(*in.model, *in.tokenizer, c.tokenizer);
   return in;
 }
 

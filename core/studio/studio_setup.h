@@ -97,6 +97,7 @@ struct StudioInputs {
   std::shared_ptr<const Model> model;
   std::shared_ptr<const Tokenizer> tokenizer;
   std::string model_path, tokenizer_path;
+  std::string tokenizer_warning;  // tokenizer_mismatch's line, shown while the model runs
 };
 // Loads the model and its tokenizer (slow for big files: call off the GUI thread).
 StudioInputs load_studio_inputs(const StudioConfig& config);

@@ -147,6 +147,16 @@ std::unique_ptr<Tokenizer> tokenizer_for(const Model& model, const std::string& 
   return tokenizer;
 }
 
+std::string tokenizer_mismatch(const Model& model, const Tokenizer& tokenizer, const std::string& tokenizer_path) {
+  const int pieces = tokenizer.vocab_size(), rows = model.config.vocab_size;
+  // Models pad their vocabulary (Pythia 50277 pieces to 50304 rows, Qwen2 to a multiple of 128):
+  // a tenth short is padding, more is another model's tokenizer.
+  if (int64_t(pieces) * 10 >= int64_t(rows) * 9) return {};
+  return tokenizer_source(model, tokenizer_path) + " has " + std::to_string(pieces) +
+         " pieces but the model's vocabulary has " + std::to_string(rows) + ": ids past " + std::to_string(pieces - 1) +
+         " show as <id> — wrong tokenizer for this model?";
+}
+
 #ifndef H2O_HAVE_SENTENCEPIECE
 // Builds without libsentencepiece still link; asking for SentencePiece fails
 // with a message that says why.

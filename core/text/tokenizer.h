@@ -112,5 +112,8 @@ std::unique_ptr<Tokenizer> make_byte_tokenizer(int vocab_size);
 // model, else a byte tokenizer. Throws Error if the tokenizer's vocabulary does not
 // fit the model's (the tokenizer has more pieces than the model has rows).
 std::unique_ptr<Tokenizer> tokenizer_for(const Model& model, const std::string& tokenizer_path);
+// Empty, or one line naming a tokenizer far smaller than the model's vocabulary (both sizes): the
+// model runs, but what it samples past the tokenizer's pieces cannot be shown as text.
+std::string tokenizer_mismatch(const Model& model, const Tokenizer& tokenizer, const std::string& tokenizer_path);
 
 }  // namespace h2o

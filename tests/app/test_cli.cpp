@@ -136,6 +136,18 @@ TEST(CliGenerate, SeededSamplingIsReproducible) {
   EXPECT_NE(a.out, c.out);  // seed 90
 }
 
+TEST(CliGenerate, ATokenizerFarSmallerThanTheModelsVocabularyIsNamedWithBothSizes) {
+  H2O_REQUIRE_ASSET("kjv-tok2k.model");
+  const CliResult r = run_cli("generate --model synthetic:stories15M --tokenizer " + asset("kjv-tok2k.model") +
+                              " --prompt hi --max-new-tokens 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;  // it runs; its ids past the tokenizer show as <id>
+  EXPECT_NE(r.err.find("kjv-tok2k.model has 2048 pieces but the model's vocabulary has 32000"), std::string::npos) << r.err;
+  // Its own vocabulary (a byte tokenizer the model's size): no warning.
+  const CliResult own = run_cli("generate --model synthetic:stories15M --prompt hi --max-new-tokens 2");
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_EQ(own.err.find("wrong tokenizer"), std::string::npos) << own.err;
+}
+
 TEST(CliEval, SampledIdsThenTable) {
   const fs::path dir = temp_dir("eval");
   ASSERT_NO_FATAL_FAILURE(sample_ids(dir / "ids.txt", 300, 3));

@@ -10,6 +10,7 @@
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
@@ -287,4 +288,20 @@ TEST(ControlsTest, APaneWithItsOwnPrecisionHasABoxThatTakesItOutAndPutsItBack) {
   QCoreApplication::processEvents(QEventLoop::AllEvents);
   QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
   EXPECT_FALSE(panel.findChild<QCheckBox*>("policy_h2o@2bit"));
+}
+
+TEST(ControlsTest, TheTokenizerFieldSaysTheDemosTokenizerOnlyWithTheDemosModel) {
+  ControlPanel panel;
+  StudioConfig d;
+  d.model = "/assets/kjv-1M.bin";
+  d.tokenizer = "/assets/kjv-tok2k.model";
+  panel.setDefaultInputs(d);
+  auto* model = panel.findChild<QLineEdit*>("model");
+  auto* tokenizer = panel.findChild<QLineEdit*>("tokenizer");
+  ASSERT_TRUE(model && tokenizer);
+  EXPECT_EQ(tokenizer->placeholderText(), "default: kjv-tok2k.model");
+  model->setText("/models/pythia-160m");  // a model given: an empty tokenizer field is its own
+  EXPECT_EQ(tokenizer->placeholderText(), "the model's own");
+  model->clear();
+  EXPECT_EQ(tokenizer->placeholderText(), "default: kjv-tok2k.model");
 }

@@ -37,6 +37,7 @@
 #include "core/base/error.h"
 #include "core/base/json_text.h"
 #include "core/studio/recording.h"
+#include "tests/assets.h"
 #include "tests/gui/gui_test_helpers.h"
 #include "ui/shell/banner.h"
 #include "ui/shell/control_panel.h"
@@ -403,6 +404,21 @@ TEST(Timeline, AReplayOpensOnItsFirstStepAndItsSliderSeeksBeforePlay) {
 }
 
 // ---- 3. no silent failures ----------------------------------------------------------
+
+TEST(NoSilentFailures, ATokenizerThatDoesNotMatchTheModelIsNamedInABanner) {
+  H2O_REQUIRE_ASSET("kjv-tok2k.model");
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.model = "synthetic:stories15M";  // 32000 ids
+  o.settings.config.tokenizer = h2o::test::asset("kjv-tok2k.model");  // 2048 pieces
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 3);
+  ASSERT_TRUE(w.banner()->has("tokenizer"));
+  EXPECT_TRUE(w.banner()->isVisible());
+  const QString said = w.banner()->text("tokenizer");
+  EXPECT_TRUE(said.contains("2048 pieces") && said.contains("32000")) << said.toStdString();
+}
 
 TEST(NoSilentFailures, CudaOnTheCpuKeepsABannerUp) {
   MainWindowOptions o = synthetic_options();

@@ -98,6 +98,7 @@ QGroupBox* ControlPanel::inputsBox() {
   tokenizer_ = make_edit("tokenizer",
                          "Tokenizer: SentencePiece .model, Hugging Face tokenizer.json, or a GGUF's vocabulary "
                          "(empty: the model's own, the one beside it, or bytes)");
+  connect(model_, &QLineEdit::textChanged, this, &ControlPanel::sayTokenizerDefault);
   prompts_ = make_edit("prompts", "MT-Bench question.jsonl (empty: built-in prompts)");
   forced_text_ = make_edit("forced_text", "Text file scored in teacher-forced mode (empty: the assets' held-out text)");
   mode_ = new QComboBox;
@@ -334,6 +335,14 @@ void ControlPanel::setDefaultInputs(const StudioConfig& d) {
   show(tokenizer_, d.tokenizer, "the model's own");
   show(prompts_, d.prompts, "built-in prompts");
   show(forced_text_, d.forced_text, "built-in prompts' text");
+  default_tokenizer_placeholder_ = tokenizer_->placeholderText();
+  sayTokenizerDefault();
+}
+
+// The demo's tokenizer goes with the demo's model only: with a model given, an empty field is its own.
+void ControlPanel::sayTokenizerDefault() {
+  tokenizer_->setPlaceholderText(model_->text().trimmed().isEmpty() ? default_tokenizer_placeholder_
+                                                                     : QString("the model's own"));
 }
 
 void ControlPanel::setConfig(const StudioConfig& c) {

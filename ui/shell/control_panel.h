@@ -69,6 +69,8 @@ class ControlPanel : public QWidget {
   bool loading_ = false;  // setConfig() in progress: no change signals
   void limitPolicyChoice();
   void paneChosen();  // a pane box ticked or unticked
+  void sayTokenizerDefault();  // the tokenizer field's placeholder for the model field's text
+  QString default_tokenizer_placeholder_ = "the model's own";
   // A parameter's field is enabled while a chosen policy takes it.
   void enableParams();
   // Fits the budget fields to a valid split (visibly) and says what each policy keeps.

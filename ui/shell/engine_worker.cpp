@@ -134,6 +134,7 @@ void EngineWorker::onLoaded(quint64 generation, std::shared_ptr<StudioInputs> in
     return;
   }
   emit banner("model", {});
+  emit banner("tokenizer", q(inputs->tokenizer_warning));  // said while this model runs
   inputs_ = std::move(inputs);
   startLive();
 }
@@ -205,6 +206,7 @@ void EngineWorker::openReplay(const QString& path) {
   unusable_.clear();
   emit banner("backend", {});
   emit banner("model", {});
+  emit banner("tokenizer", {});
   emit banner("recording", {});
   const ReplayOpening opening = run_->replay_opening(config_);
   report(opening.first);
