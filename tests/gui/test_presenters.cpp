@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 #include <filesystem>
 #include <sys/stat.h>
 
@@ -22,6 +23,7 @@
 #include <QImage>
 #include <QLabel>
 #include <QLineEdit>
+#include <QRegularExpression>
 #include <QScreen>
 #include <QScrollBar>
 #include <QSignalSpy>
@@ -289,6 +291,51 @@ TEST(Timeline, AClickOnTheTimelineJumpsThereAndNoStepIsNamedBeforeTheFirst) {
   EXPECT_NEAR(double(shown), 25.0, 8.0);
   EXPECT_EQ(slider->value(), shown);
   EXPECT_TRUE(w.transport()->stepLabel()->text().startsWith(QString("step %1").arg(shown)));
+}
+
+namespace {
+// At every paint of a pane's plot or text, or of the timeline's step label, the step each of them
+// would show: a frame painted while some views still held the step before shows two steps.
+class StepsAtEachPaint : public QObject {
+ public:
+  explicit StepsAtEachPaint(MainWindow& w) : w_(w) {
+    watched_.push_back(w.transport()->stepLabel());
+    for (PolicyPane* pane : w.panes())
+      for (QWidget* v : std::initializer_list<QWidget*>{pane->heatmap(), pane->overview(), pane->raster(), pane->text()})
+        watched_.push_back(v);
+    for (QWidget* v : watched_) v->installEventFilter(this);
+  }
+  ~StepsAtEachPaint() override {
+    for (QWidget* v : watched_) v->removeEventFilter(this);
+  }
+  bool eventFilter(QObject*, QEvent* event) override {
+    if (event->type() != QEvent::Paint) return false;
+    static const QRegularExpression step("step (\\d+)");
+    std::set<QString> steps{step.match(w_.transport()->stepLabel()->text()).captured(1)};
+    for (PolicyPane* pane : w_.panes()) steps.insert(step.match(pane->heatmap()->title()).captured(1));
+    ++paints;
+    if (steps.size() > 1) ++mixed;
+    return false;
+  }
+  int paints = 0, mixed = 0;
+
+ private:
+  MainWindow& w_;
+  std::vector<QWidget*> watched_;
+};
+}  // namespace
+
+TEST(Timeline, EveryFramePaintsThePanesAndTheTimelineOnOneStep) {
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 5);
+  StepsAtEachPaint watch(w);
+  play(w, 40);
+  EXPECT_GT(watch.paints, 40);
+  EXPECT_EQ(watch.mixed, 0) << "of " << watch.paints << " paints, some showed views on different steps";
 }
 
 TEST(Timeline, ChangingLayerOrHeadWhilePausedKeepsEveryHeatmapFilled) {

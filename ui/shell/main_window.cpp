@@ -544,6 +544,9 @@ void MainWindow::drainSnapshots() {
   QElapsedTimer timer;
   timer.start();
   draw(*snapshot);
+  // One frame: the views only drew into their buffers and asked for a paint; the window paints
+  // them together here, so no screen (nor a talk's recording) shows panes and timeline on two steps.
+  repaint();
   last_ = std::move(snapshot);
   const double ms = timer.nsecsElapsed() / 1e6;
   frame_ms_.push_back(ms);

@@ -83,7 +83,7 @@ void CurvesPanel::draw(const StudioSnapshot& s) {
     }
     rescale(plot, true, y);
     thin_ticks(plot);
-    if (plot->isVisible()) plot->replot(QCustomPlot::rpImmediateRefresh);
+    if (plot->isVisible()) plot->replot(QCustomPlot::rpQueuedRefresh);
   };
   // Where the stream passes the model's trained context: past it, the full
   // cache's queries sit at positions the model never saw.
@@ -100,7 +100,7 @@ void CurvesPanel::draw(const StudioSnapshot& s) {
     context_line_->point2->setCoords(s.context, 1);
     // Placed once the range is known (the label goes on the side of the line with room).
     place_context_label(context_label_, memory_->xAxis, double(s.context), s.context);
-    if (memory_->isVisible()) memory_->replot(QCustomPlot::rpImmediateRefresh);
+    if (memory_->isVisible()) memory_->replot(QCustomPlot::rpQueuedRefresh);
   }
   fill(throughput_, s.throughput, 1.0, s.throughput_range);
   fill(perplexity_, s.perplexity, 1.0, s.perplexity_range);
@@ -108,7 +108,7 @@ void CurvesPanel::draw(const StudioSnapshot& s) {
   fill(kl_, s.kl, 1.0, {});
   if (forced) {
     agreement_->yAxis->setRange(std::min(0.0, agreement_->yAxis->range().lower), 1.05);
-    if (agreement_->isVisible()) agreement_->replot(QCustomPlot::rpImmediateRefresh);
+    if (agreement_->isVisible()) agreement_->replot(QCustomPlot::rpQueuedRefresh);
   }
 }
 

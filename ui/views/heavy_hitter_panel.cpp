@@ -79,14 +79,14 @@ void HeavyHitterPanel::draw(const StudioSnapshot& s) {
     }
   }
   rescale(score_rank_, false);
-  if (score_rank_->isVisible()) score_rank_->replot(QCustomPlot::rpImmediateRefresh);
+  if (score_rank_->isVisible()) score_rank_->replot(QCustomPlot::rpQueuedRefresh);
   for (int i = 0; i < sparsity_->graphCount() && i < int(s.panes.size()); ++i)
     set_series(sparsity_->graph(i), s.panes[size_t(i)].sparsity_history);
   rescale(sparsity_);
   sparsity_->yAxis->setRange(0, 1.05);
   thin_ticks(sparsity_);
   sparsity_->yAxis->setLabel(QString("share on top-%1 keys").arg(s.top_k));
-  if (sparsity_->isVisible()) sparsity_->replot(QCustomPlot::rpImmediateRefresh);
+  if (sparsity_->isVisible()) sparsity_->replot(QCustomPlot::rpQueuedRefresh);
 }
 
 }  // namespace h2o::ui

@@ -215,7 +215,7 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
   meter_->setValue(pane.sparsity, s.top_k, policy_color(policy_));
   text_->setHighlight(highlight);
   text_->setTokens(pane.tokens, pane.text_follows_end, pane.stream_length);
-  text_->repaint();
+  text_->update();
   // In the pane the header names the policy; an exported file names everything.
   const QString view = view_caption(s);
   const QString compact_view = QString("L%1 %2").arg(s.shown_layer).arg(s.shown_head < 0 ? QString("mean") : QString("H%1").arg(s.shown_head));
@@ -225,7 +225,7 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
   heatmap_->setData(pane.heatmap, {QString("attention · %1 · %2").arg(compact_view, at_step),
                                    QString("%1 · %2").arg(compact_view, at_step),
                                    QString("%1 · attention · %2").arg(exported, at_step)});
-  heatmap_->replot(QCustomPlot::rpImmediateRefresh);
+  heatmap_->replot(QCustomPlot::rpQueuedRefresh);
   // The trained context matters where positions are not rolled and the cache outgrows it: the full cache.
   const int64_t context = !pane.config.evicts() && !pane.config.rolling ? s.context : 0;
   const SurvivalRaster& o = pane.overview;
@@ -238,7 +238,7 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
                           .arg(o.steps())
                           .arg(o.binned() ? " (binned)" : "")},
                      pane.detail.first_position, pane.detail.end_position, context);
-  overview_->replot(QCustomPlot::rpImmediateRefresh);
+  overview_->replot(QCustomPlot::rpQueuedRefresh);
   const SurvivalRaster& d = pane.detail;
   const bool none = d.last_step < d.first_step;
   const QString positions = QString("%1–%2").arg(d.first_position).arg(std::max<int64_t>(d.first_position, d.end_position - 1));
@@ -249,7 +249,7 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
                     none ? QString("detail · no steps yet") : QString("detail · %1 · steps %2").arg(positions, steps),
                     QString("%1 · survival · %2").arg(exported, stretch)},
                    -1, -1, context);
-  detail_->replot(QCustomPlot::rpImmediateRefresh);
+  detail_->replot(QCustomPlot::rpQueuedRefresh);
 }
 
 }  // namespace h2o::ui

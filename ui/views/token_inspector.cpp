@@ -67,7 +67,7 @@ void TokenInspector::draw(const InspectionSnapshot& in) {
     details_->setText(in.followed ? "No heavy hitter yet (the stream still fits in H2O's recent window). Click a token in any pane "
                                     "(text, heatmap column or raster) to follow it here."
                                   : "");
-    plot_->replot(QCustomPlot::rpImmediateRefresh);
+    plot_->replot(QCustomPlot::rpQueuedRefresh);
     return;
   }
   const Qt::PenStyle styles[] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};
@@ -116,7 +116,7 @@ void TokenInspector::draw(const InspectionSnapshot& in) {
   fit_legend(plot_);
   rescale(plot_);
   thin_ticks(plot_);
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  plot_->replot(QCustomPlot::rpQueuedRefresh);
 }
 
 }  // namespace h2o::ui
