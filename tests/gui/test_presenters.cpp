@@ -30,6 +30,7 @@
 #include <QSlider>
 #include <QSpinBox>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QToolButton>
@@ -775,6 +776,45 @@ TEST(Teaching, EnlargeGivesTheViewsRoomWithoutCrushingThePanes) {
   w.setAnalysisEnlarged(false);
 }
 
+
+TEST(Teaching, At1280x720AnAnalysisTabClosesBackToTheGridAndEnlargeNeverCrushesThePanes) {
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
+  o.size = QSize(1280, 720);
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 20);
+  ASSERT_EQ(w.paneArea()->mode(), PaneArea::Mode::Grid);
+  QTabBar* bar = w.analysisTabs()->tabBar();
+  int head = -1;
+  for (int i = 0; i < bar->count(); ++i)
+    if (bar->tabText(i) == "Head view") head = i;
+  ASSERT_GE(head, 0);
+  const auto click = [&] {
+    QTest::mouseClick(bar, Qt::LeftButton, {}, bar->tabRect(head).center());
+    QTest::qWait(50);
+  };
+  click();  // opens the head view: the panes may become tabs meanwhile
+  EXPECT_EQ(w.analysisTabs()->currentIndex(), head);
+  EXPECT_GT(w.analysisTabs()->height(), 3 * w.analysisStrip());
+  click();  // the open tab again: closed, the grid is back
+  EXPECT_LE(w.analysisTabs()->height(), 3 * w.analysisStrip());
+  EXPECT_EQ(w.paneArea()->mode(), PaneArea::Mode::Grid);
+  // Enlarged, the panes shown keep their least cells; back from it, the grid.
+  w.setAnalysisEnlarged(true);
+  QTest::qWait(50);
+  play(w, 2);
+  EXPECT_GT(w.analysisTabs()->height(), w.height() / 3);
+  for (PolicyPane* pane : w.panes())
+    if (pane->isVisible()) {
+      EXPECT_GE(pane->heatmap()->axisRect()->height(), HeatmapPlot::kMinCells);
+      EXPECT_GE(pane->raster()->axisRect()->height(), 60);
+    }
+  w.setAnalysisEnlarged(false);
+  QTest::qWait(50);
+  EXPECT_EQ(w.paneArea()->mode(), PaneArea::Mode::Grid);
+}
 
 TEST(Presentation, At1280x720EveryHeatmapIsTallAndEveryLabelWhole) {
   for (const bool presenting : {false, true})

@@ -120,7 +120,7 @@ class MainWindow : public QMainWindow {
   void fitPanes();
   int analysisStrip() const;
   // A click on a shrunk analysis tab bar opens the tabs again.
-  void openAnalysis();
+  void openAnalysis(int index);  // a click on analysis tab `index`
   void setStatsInterval(int seconds);
 
  signals:

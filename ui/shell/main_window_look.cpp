@@ -213,7 +213,16 @@ void MainWindow::setAnalysisEnlarged(bool on) {
   enlarge_->setChecked(on);
   enlarge_->blockSignals(false);
   const int total = central_split_->height();
-  central_split_->setSizes(on ? QList<int>{total / 3, total * 2 / 3} : QList<int>{total * 3 / 4, total / 4});
+  if (on) {
+    // Most of the height, but never below what one pane needs as a tab (the panes were crushed to
+    // 70-95 px heatmaps at 1280x720).
+    const int panes = std::min(std::max(total / 3, pane_area_->tabHeightNeeded()), total - analysisStrip());
+    central_split_->setSizes({panes, total - panes});
+  } else if (analysis_->indexOf(curves_) >= 0) {
+    fitPanes();  // a short window: back to what the panes need (the grid, where it was)
+  } else {
+    central_split_->setSizes({total * 3 / 4, total / 4});
+  }
   // Enlarged, the teaching views also get most of the width (the curves keep a narrow column).
   if (bottom_->indexOf(curves_) >= 0) {
     const int width = bottom_->width();
@@ -310,8 +319,17 @@ void MainWindow::fitPanes() {
   central_split_->setSizes({panes, total - panes});
 }
 
-void MainWindow::openAnalysis() {
-  if (analysis_->height() >= 3 * analysisStrip()) return;
+// A click on an analysis tab: opens the tabs where they were only their bar; in a short window, a
+// click on the tab already open closes them again, giving the panes back their height (their grid).
+void MainWindow::openAnalysis(int index) {
+  const bool open = analysis_->height() >= 3 * analysisStrip();
+  const bool compact = analysis_->indexOf(curves_) >= 0;
+  if (open && compact && index == analysis_->currentIndex()) {
+    if (enlarge_->isChecked()) setAnalysisEnlarged(false);
+    else fitPanes();
+    return;
+  }
+  if (open) return;
   const int total = central_split_->height();
   central_split_->setSizes({total * 3 / 5, total - total * 3 / 5});
 }

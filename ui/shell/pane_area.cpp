@@ -1,6 +1,7 @@
 #include "ui/shell/pane_area.h"
 
 #include <QSplitter>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QVBoxLayout>
 
@@ -60,6 +61,12 @@ int PaneArea::heightNeeded() const {
   for (const int height : {std::min(columns, grid), std::max(columns, grid)})
     if (pick(height) == preferred) return height;
   return 0;
+}
+
+int PaneArea::tabHeightNeeded() const {
+  if (panes_.empty()) return 0;
+  const int bar = tabs_ ? tabs_->tabBar()->sizeHint().height() : QTabWidget().tabBar()->sizeHint().height();
+  return leastPane(PolicyPane::Arrangement::Wide).height() + bar + 4;
 }
 
 void PaneArea::resizeEvent(QResizeEvent* event) {

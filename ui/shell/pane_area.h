@@ -26,6 +26,8 @@ class PaneArea : public QWidget {
   static int minimumPaneWidth();
   // The least height at which every pane shows at this width (columns or the grid); 0: none fits.
   int heightNeeded() const;
+  // The least height at which one pane shows whole as a tab (rasters beside its heatmap).
+  int tabHeightNeeded() const;
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
