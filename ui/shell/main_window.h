@@ -119,7 +119,7 @@ class MainWindow : public QMainWindow {
   // Short windows: the panes get what their side-by-side arrangement needs; the analysis tabs the rest.
   void fitPanes();
   int analysisStrip() const;
-  // A click on a shrunk analysis tab bar opens the tabs again.
+  // A click on an analysis tab: a shrunk tab bar opens; in a short window the open tab closes.
   void openAnalysis(int index);  // a click on analysis tab `index`
   void setStatsInterval(int seconds);
 
@@ -195,6 +195,7 @@ class MainWindow : public QMainWindow {
   bool running_ = false;
   std::vector<double> frame_ms_;
   bool presentation_on_ = false;
+  bool analysis_open_ = false;  // a short window: the analysis tabs opened (else only their bar)
   double scale_before_presentation_ = 1.0;
 
   ControlPanel* controls_;

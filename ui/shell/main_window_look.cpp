@@ -206,22 +206,20 @@ void MainWindow::showTab(const QString& name) {
                                             {"head-view", head_view_}, {"model-view", model_view_}};
   const auto it = tabs.find(name.toLower());
   if (it != tabs.end() && analysis_->indexOf(it->second) >= 0) analysis_->setCurrentWidget(it->second);
+  // Asked for by name, a teaching view is shown open (a short window had only its tab bar).
+  if (it != tabs.end() && it->second != curves_) analysis_open_ = true;
+  fitPanes();
 }
 
 void MainWindow::setAnalysisEnlarged(bool on) {
   enlarge_->blockSignals(true);
   enlarge_->setChecked(on);
   enlarge_->blockSignals(false);
-  const int total = central_split_->height();
-  if (on) {
-    // Most of the height, but never below what one pane needs as a tab (the panes were crushed to
-    // 70-95 px heatmaps at 1280x720).
-    const int panes = std::min(std::max(total / 3, pane_area_->tabHeightNeeded()), total - analysisStrip());
-    central_split_->setSizes({panes, total - panes});
-  } else if (analysis_->indexOf(curves_) >= 0) {
-    fitPanes();  // a short window: back to what the panes need (the grid, where it was)
+  if (analysis_->indexOf(curves_) >= 0) {  // a short window: fitPanes' rules
+    fitPanes();
   } else {
-    central_split_->setSizes({total * 3 / 4, total / 4});
+    const int total = central_split_->height();
+    central_split_->setSizes(on ? QList<int>{total / 3, total * 2 / 3} : QList<int>{total * 3 / 4, total / 4});
   }
   // Enlarged, the teaching views also get most of the width (the curves keep a narrow column).
   if (bottom_->indexOf(curves_) >= 0) {
@@ -309,29 +307,40 @@ int MainWindow::analysisStrip() const { return analysis_->tabBar()->sizeHint().h
 void MainWindow::fitPanes() {
   if (analysis_->indexOf(curves_) < 0) return;  // tall windows keep the splitter where it is
   const int total = central_split_->height() - central_split_->handleWidth();
+  if (total <= 0) return;
+  const auto split = [&](int panes) { central_split_->setSizes({panes, total - panes}); };
+  if (enlarge_->isChecked()) {
+    // Most of the height to the analysis, but never below one pane whole as a tab (the panes were
+    // crushed to 70-95 px heatmaps at 1280x720).
+    split(std::min(std::max(total / 3, pane_area_->tabHeightNeeded()), total - analysisStrip()));
+    return;
+  }
+  if (analysis_open_) {
+    split(total * 3 / 5);
+    return;
+  }
   const int need = pane_area_->heightNeeded();
-  if (need <= 0 || total <= 0) return;
+  if (need <= 0) return;
   // Every pane in view (the grid at 1280x720) first; the analysis tabs get the rest, or only
   // their tab bar where the rest would show a sliver of a plot.
   constexpr int kLeastAnalysis = 140;
   const int room = std::max(total * 3 / 5, total - analysisStrip());
-  const int panes = total - need < kLeastAnalysis ? room : std::clamp(need, total * 3 / 5, room);
-  central_split_->setSizes({panes, total - panes});
+  split(total - need < kLeastAnalysis ? room : std::clamp(need, total * 3 / 5, room));
 }
 
 // A click on an analysis tab: opens the tabs where they were only their bar; in a short window, a
 // click on the tab already open closes them again, giving the panes back their height (their grid).
 void MainWindow::openAnalysis(int index) {
-  const bool open = analysis_->height() >= 3 * analysisStrip();
   const bool compact = analysis_->indexOf(curves_) >= 0;
-  if (open && compact && index == analysis_->currentIndex()) {
-    if (enlarge_->isChecked()) setAnalysisEnlarged(false);
-    else fitPanes();
+  const bool open = analysis_->height() >= 3 * analysisStrip();
+  if (!compact) {
+    if (!open) central_split_->setSizes({central_split_->height() * 3 / 5, central_split_->height() * 2 / 5});
     return;
   }
-  if (open) return;
-  const int total = central_split_->height();
-  central_split_->setSizes({total * 3 / 5, total - total * 3 / 5});
+  const bool close = open && index == analysis_->currentIndex();
+  analysis_open_ = !close;
+  if (close && enlarge_->isChecked()) setAnalysisEnlarged(false);
+  else fitPanes();
 }
 
 }  // namespace h2o::ui

@@ -1,6 +1,8 @@
 #include "ui/views/head_view.h"
 
 #include <QKeyEvent>
+#include <cmath>
+#include <algorithm>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QToolButton>
@@ -8,6 +10,16 @@
 #include "ui/plot/theme.h"
 
 namespace h2o::ui {
+namespace {
+
+// The first wording that fits `width` whole; the last one elided where none does.
+QString first_that_fits(const QStringList& wordings, const QFontMetricsF& fm, double width) {
+  for (const QString& w : wordings)
+    if (fm.horizontalAdvance(w) <= width) return w;
+  return fm.elidedText(wordings.back(), Qt::ElideRight, width);
+}
+
+}  // namespace
 
 HeadView::HeadView(QWidget* parent) : QWidget(parent) {
   setAttribute(Qt::WA_OpaquePaintEvent);
@@ -68,21 +80,48 @@ std::vector<HeadView::Geometry> HeadView::layout() const {
     Geometry g;
     g.block = QRectF(i * w, 0, w, height());
     const auto& pane = data_.panes[size_t(i)];
-    const double text_w = std::min(w * 0.34, fm.horizontalAdvance("MMMMMMMMM 00000"));
-    const double rows = std::max<size_t>(pane.keys.size(), 1);
+    // Room for the query token and its position, a key's token, position and weight; the lines
+    // get the rest (at least 30 % of the block).
+    const double query_w = std::min(w * 0.28, fm.horizontalAdvance("MMMMMM · 00000"));
+    const double text_w = std::min(w * 0.42, fm.horizontalAdvance("MMMMMMMMM 00000 0.0000"));
+    // As many keys as have a text line each (the strongest, in stream order): more would overlap
+    // into noise in a short window; the others get no box (null).
     const double bottom = height() - barHeight();
+    const size_t fit = size_t(std::max(1.0, std::floor((bottom - top - 4) / line)));
+    std::vector<bool> shown(pane.keys.size(), true);
+    if (pane.keys.size() > fit) {
+      std::vector<size_t> order(pane.keys.size());
+      for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pane.keys[a].weight > pane.keys[b].weight; });
+      for (size_t r = fit; r < order.size(); ++r) shown[order[r]] = false;
+    }
+    const double rows = double(std::max<size_t>(std::min(fit, pane.keys.size()), 1));
     const double step = std::min(line * 1.25, (bottom - top - 4) / rows);
-    g.query = QRectF(g.block.left() + 6, top + (bottom - top) / 2 - line / 2, text_w, line);
+    g.query = QRectF(g.block.left() + 6, top + (bottom - top) / 2 - line / 2, query_w, line);
+    int row = 0;
     for (size_t k = 0; k < pane.keys.size(); ++k)
-      g.keys.push_back(QRectF(g.block.right() - text_w - 6, top + k * step, text_w, std::min(line, step)));
+      g.keys.push_back(shown[k] ? QRectF(g.block.right() - text_w - 6, top + row++ * step, text_w, std::min(line, step)) : QRectF());
     out.push_back(std::move(g));
   }
   return out;
 }
 
+// Two significant digits: a full cache's weights spread over hundreds of keys (0.0041), which two
+// decimals all showed as "0.00".
+QString HeadView::weightText(double w) {
+  if (!(w > 0)) return "0";
+  const int decimals = std::clamp(1 - int(std::floor(std::log10(w))), 2, 5);
+  return QString::number(w, 'f', decimals);
+}
+
+QRectF HeadView::keyBox(size_t pane, size_t key) const {
+  const auto g = layout();
+  return pane < g.size() && key < g[pane].keys.size() ? g[pane].keys[key] : QRectF();
+}
+
 QLineF HeadView::lineTo(size_t pane, size_t key) const {
   const auto g = layout();
-  if (pane >= g.size() || key >= g[pane].keys.size()) return {};
+  if (pane >= g.size() || key >= g[pane].keys.size() || g[pane].keys[key].isNull()) return {};
   return QLineF(QPointF(g[pane].query.right() + 2, g[pane].query.center().y()),
                 QPointF(g[pane].keys[key].left() - 2, g[pane].keys[key].center().y()));
 }
@@ -107,28 +146,33 @@ void HeadView::paintEvent(QPaintEvent*) {
     p.setFont(bold);
     p.setPen(color);
     const QString head = data_.head < 0 ? "mean over heads" : QString("head %1").arg(data_.head);
-    p.drawText(QRectF(g.block.left() + 6, 2, g.block.width() - 12, fm.height() + 2), Qt::AlignLeft | Qt::AlignVCenter,
-               fm.elidedText(QString("%1 · layer %2 · %3 · query of step %4")
-                                 .arg(policy_title(pane.config))
-                                 .arg(data_.layer)
-                                 .arg(head)
-                                 .arg(data_.query_step),
-                             Qt::ElideRight, g.block.width() - 12));
+    const QString short_head = data_.head < 0 ? "mean" : QString("H%1").arg(data_.head);
+    const QString title = policy_title(pane.config);
+    const double room = g.block.width() - 12;
+    // Whole words where they fit, shorter ones in a narrow block (the tooltip says the rest).
+    p.drawText(QRectF(g.block.left() + 6, 2, room, fm.height() + 2), Qt::AlignLeft | Qt::AlignVCenter,
+               first_that_fits({QString("%1 · layer %2 · %3 · query of step %4").arg(title).arg(data_.layer).arg(head).arg(data_.query_step),
+                                QString("%1 · L%2 %3 · step %4").arg(title).arg(data_.layer).arg(short_head).arg(data_.query_step),
+                                title},
+                               QFontMetricsF(bold), room));
     p.setFont(font());
     p.setPen(muted_text_color());
-    p.drawText(QRectF(g.block.left() + 6, fm.height() + 2, g.block.width() - 12, fm.height() + 2),
-               Qt::AlignLeft | Qt::AlignVCenter,
-               fm.elidedText(!pane.keys_attended ? QString("no capture of this layer at this step")
-                             : pane.keys_attended >= pane.keys_cached
-                                 ? QString("%1 strongest of %2 keys attended").arg(pane.keys.size()).arg(pane.keys_attended)
-                                 : QString("%1 strongest of the %2 keys recorded (the first and the latest of %3 cached)")
-                                       .arg(pane.keys.size())
-                                       .arg(pane.keys_attended)
-                                       .arg(pane.keys_cached),
-                             Qt::ElideRight, g.block.width() - 12));
+    const auto drawn = size_t(std::count_if(g.keys.begin(), g.keys.end(), [](const QRectF& r) { return !r.isNull(); }));
+    const QStringList said =
+        !pane.keys_attended ? QStringList{"no capture of this layer at this step", "not captured"}
+        : pane.keys_attended >= pane.keys_cached
+            ? QStringList{QString("%1 strongest of %2 keys attended").arg(drawn).arg(pane.keys_attended),
+                          QString("%1 of %2 keys").arg(drawn).arg(pane.keys_attended)}
+            : QStringList{QString("%1 strongest of the %2 keys recorded (the first and the latest of %3 cached)")
+                              .arg(drawn).arg(pane.keys_attended).arg(pane.keys_cached),
+                          QString("%1 strongest of %2 recorded keys (%3 cached)").arg(drawn).arg(pane.keys_attended).arg(pane.keys_cached),
+                          QString("%1 of %2 recorded keys").arg(drawn).arg(pane.keys_attended)};
+    p.drawText(QRectF(g.block.left() + 6, fm.height() + 2, room, fm.height() + 2), Qt::AlignLeft | Qt::AlignVCenter,
+               first_that_fits(said, fm, room));
     if (pane.keys.empty()) continue;
     // Lines first, so the texts sit on top.
     for (size_t k = 0; k < pane.keys.size(); ++k) {
+      if (g.keys[k].isNull()) continue;
       const double strength = pane.top_weight > 0 ? pane.keys[k].weight / pane.top_weight : 0;
       QColor c = color;
       c.setAlphaF(std::clamp(0.08 + 0.92 * strength, 0.0, 1.0));
@@ -141,13 +185,19 @@ void HeadView::paintEvent(QPaintEvent*) {
                fm.elidedText(QString("%1 · %2").arg(QString::fromStdString(pane.query_text).trimmed()).arg(pane.query_position),
                              Qt::ElideLeft, g.query.width() - 6));
     for (size_t k = 0; k < pane.keys.size(); ++k) {
+      if (g.keys[k].isNull()) continue;
       const HeadViewKey& key = pane.keys[k];
       p.setPen(fate_color(key.fate));
       QString label = QString::fromStdString(key.text).trimmed();
       if (label.isEmpty()) label = "␣";
-      p.drawText(g.keys[k].adjusted(3, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter,
-                 fm.elidedText(QString("%1 · %2  %3").arg(label).arg(key.position).arg(key.weight, 0, 'f', 2), Qt::ElideRight,
-                               g.keys[k].width()));
+      // The weight always whole at the right; the token and its position elided before it.
+      const QString weight = weightText(key.weight);
+      const QRectF box = g.keys[k].adjusted(3, 0, 0, 0);
+      const double weight_w = fm.horizontalAdvance(weight);
+      p.drawText(box, Qt::AlignRight | Qt::AlignVCenter, weight);
+      p.drawText(box.adjusted(0, 0, -weight_w - fm.horizontalAdvance("  "), 0), Qt::AlignLeft | Qt::AlignVCenter,
+                 fm.elidedText(QString("%1 · %2").arg(label).arg(key.position), Qt::ElideRight,
+                               box.width() - weight_w - fm.horizontalAdvance("  ")));
     }
   }
 }

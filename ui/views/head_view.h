@@ -22,6 +22,10 @@ class HeadView : public QWidget {
   const HeadViewData& data() const { return data_; }
   // The line drawn to key k of policy block p, as two points (tests).
   QLineF lineTo(size_t pane, size_t key) const;
+  // Where key k of policy block p is written (null: not drawn, no line of text left for it).
+  QRectF keyBox(size_t pane, size_t key) const;
+  // An attention weight with two significant digits ("0.0041", "0.13").
+  static QString weightText(double weight);
   QSize sizeHint() const override { return {600, 260}; }
   QSize minimumSizeHint() const override { return {240, 100}; }
 
