@@ -645,6 +645,50 @@ TEST(Presentation, FirstLaunchFitsTheScreenAndBannersNeverGrowTheWindow) {
   EXPECT_TRUE(banner->isVisible());
 }
 
+namespace {
+// Where the first run of text of a PDF written by Qt lies, in the MediaBox's points: Qt's writer
+// places each glyph with a relative "x y Td" inside BT..ET, scaled by the "cm"s before it. Enough
+// to see a title start before the page or run past it.
+struct PdfTextExtent {
+  double first_x = 0, last_x = 0, page_width = 0;
+  int glyphs = 0;
+};
+PdfTextExtent first_pdf_text(const QString& path) {
+  QFile file(path);
+  PdfTextExtent out;
+  if (!file.open(QIODevice::ReadOnly)) return out;
+  const QByteArray pdf = file.readAll();
+  const QRegularExpressionMatch box = QRegularExpression(R"(/MediaBox\s*\[\s*0\s+0\s+([\d.]+))").match(QString::fromLatin1(pdf));
+  out.page_width = box.captured(1).toDouble();
+  for (qsizetype at = pdf.indexOf("stream"); at >= 0; at = pdf.indexOf("stream", at + 6)) {
+    qsizetype start = at + 6;
+    while (start < pdf.size() && (pdf[start] == '\r' || pdf[start] == '\n')) ++start;
+    const qsizetype end = pdf.indexOf("endstream", start);
+    if (end < 0) break;
+    // zlib data: qUncompress wants the expected size in front (big-endian).
+    QByteArray framed(4, '\0');
+    framed[0] = char(0x7f);  // up to ~2 GB: the size is only a hint
+    const QByteArray content = qUncompress(framed + pdf.mid(start, end - start));
+    const qsizetype bt = content.indexOf("BT");
+    if (bt < 0) continue;
+    // The scalings ("a 0 0 d e f cm") in force: glyph units to the MediaBox's points.
+    double scale = 1;
+    auto cm = QRegularExpression(R"(([-\d.]+) 0 0 [-\d.]+ [-\d.]+ [-\d.]+ cm)").globalMatch(QString::fromLatin1(content.left(bt)));
+    while (cm.hasNext()) scale *= cm.next().captured(1).toDouble();
+    const QString text = QString::fromLatin1(content.mid(bt, content.indexOf("ET", bt) - bt));
+    double x = 0;
+    auto it = QRegularExpression(R"(([-\d.]+) [-\d.]+ Td)").globalMatch(text);
+    while (it.hasNext()) {
+      x += it.next().captured(1).toDouble();
+      if (out.glyphs++ == 0) out.first_x = x * scale;
+      out.last_x = x * scale;
+    }
+    return out;
+  }
+  return out;
+}
+}  // namespace
+
 TEST(Presentation, ExportedPlotsShowTheirWholeTitleNamedAxesAndALegibleLegend) {
   MainWindowOptions o = synthetic_options();
   o.size = QSize(1280, 720);
@@ -666,6 +710,13 @@ TEST(Presentation, ExportedPlotsShowTheirWholeTitleNamedAxesAndALegibleLegend) {
       // Wider than 640 px where the title needs it: both of its ends are in the file.
       EXPECT_GT(QFontMetrics(caption->font()).horizontalAdvance(title), 640);
       EXPECT_GE(QImage(path).width(), QFontMetrics(caption->font()).horizontalAdvance(title)) << title.toStdString();
+      // The PDF's too: its first text (the title) starts and ends inside the page.
+      const QString pdf = dir.filePath("plot.pdf");
+      save_plot(plot, pdf, PlotFormat::Pdf);
+      const PdfTextExtent title_in_pdf = first_pdf_text(pdf);
+      ASSERT_GT(title_in_pdf.glyphs, title.size() / 2) << "no title text found in the PDF";
+      EXPECT_GE(title_in_pdf.first_x, 0.0) << title.toStdString();
+      EXPECT_LE(title_in_pdf.last_x, title_in_pdf.page_width) << title.toStdString();
     }
     // The overview names its positions in a file (the window leaves them to the title), then not again.
     RasterPlot* overview = w.panes()[1]->overview();

@@ -1,5 +1,7 @@
 #include "ui/plot/plot_export.h"
 
+#include <QPageLayout>
+#include <QPdfWriter>
 #include <QSaveFile>
 #include <QSvgGenerator>
 #include <QWidget>
@@ -107,17 +109,61 @@ class ExportDecorations {
   bool x_ticks_ = true;
 };
 
+// The plot as vectors on a page of exactly w x h of the window's pixels. QCustomPlot::savePdf draws
+// the layout made for the window's width onto a wider page: a title widened for the file started
+// left of the page and ran past its right edge (cut at both ends, where the PNG was whole).
+static bool write_pdf(QCustomPlot* plot, const QString& path, int w, int h) {
+  QPdfWriter pdf(path);
+  const double dpi = plot->logicalDpiX();
+  pdf.setResolution(int(dpi));
+  pdf.setPageLayout(QPageLayout(QPageSize(QSizeF(w, h) * (72.0 / dpi), QPageSize::Point, QString(), QPageSize::ExactMatch),
+                                QPageLayout::Portrait, QMarginsF()));
+  pdf.setCreator("H2O Studio");
+  pdf.setTitle(plot->objectName());
+  QCPPainter painter;
+  if (!painter.begin(&pdf)) return false;
+  painter.setMode(QCPPainter::pmVectorized);
+  plot->toPainter(&painter, w, h);
+  return painter.end();
+}
+
+static void lay_out(QCustomPlot* plot, const QRect& viewport) {
+  plot->setViewport(viewport);
+  for (auto phase : {QCPLayoutElement::upPreparation, QCPLayoutElement::upMargins, QCPLayoutElement::upLayout})
+    plot->plotLayout()->update(phase);
+}
+
+// How many pixels the widest title lacks with the plot laid out at w x h: a colour scale's column
+// widens with the plot too, so the title's column gets only part of the width added for it (the
+// heatmap's file title started left of the page).
+static int title_shortfall(QCustomPlot* plot, int w, int h) {
+  const QRect window = plot->viewport();
+  lay_out(plot, QRect(0, 0, w, h));
+  int short_by = 0;
+  for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
+    if (auto* t = qobject_cast<QCPTextElement*>(e); t && t->visible() && !t->text().isEmpty())
+      short_by = std::max(short_by, int(std::ceil(QFontMetricsF(t->font()).horizontalAdvance(t->text()))) + 8 - t->rect().width());
+  lay_out(plot, window);
+  return short_by;
+}
+
 void save_plot(QCustomPlot* plot, const QString& path, PlotFormat format) {
   const ExportDecorations decorations(plot);
   const ExportTitles titles(plot);
-  // Wide enough for the file's whole title (policy, layer, head, step).
-  const int w = std::max({plot->width(), 640, titles.widthNeeded()}), h = std::max(plot->height(), 400);
+  // Wide enough for the file's whole title (policy, layer, head, step), measured where it is drawn.
+  int w = std::max({plot->width(), 640, titles.widthNeeded()});
+  const int h = std::max(plot->height(), 400);
+  for (int tries = 0; tries < 4; ++tries) {
+    const int short_by = title_shortfall(plot, w, h);
+    if (short_by <= 0) break;
+    w += short_by;
+  }
   switch (format) {
     case PlotFormat::Png:
       save_via_temp(path, [&](const QString& temp) { return plot->savePng(temp, w, h); });
       return;
     case PlotFormat::Pdf:
-      save_via_temp(path, [&](const QString& temp) { return plot->savePdf(temp, w, h); });
+      save_via_temp(path, [&](const QString& temp) { return write_pdf(plot, temp, w, h); });
       return;
     case PlotFormat::Svg: {
       QSaveFile file(target_of(path));
