@@ -904,6 +904,41 @@ TEST(Teaching, TheHeadViewAt1280x720IsTallEnoughAndItsKeysNeverOverlap) {
   }
 }
 
+TEST(Presentation, TheGridStaysEvenAcrossPresentationModeAndResizes) {
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
+  o.size = QSize(1280, 720);
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 20);
+  const auto even = [&](const char* when) {
+    SCOPED_TRACE(when);
+    ASSERT_EQ(w.paneArea()->mode(), PaneArea::Mode::Grid);
+    const std::vector<PolicyPane*> panes = w.panes();
+    // Two equal columns, the same in both rows (a grid, not two rows of their own).
+    EXPECT_NEAR(panes[0]->width(), panes[1]->width(), 8);
+    EXPECT_NEAR(panes[2]->width(), panes[3]->width(), 8);
+    EXPECT_NEAR(panes[0]->width(), panes[2]->width(), 8);
+    EXPECT_NEAR(panes[0]->height(), panes[2]->height(), 8);
+  };
+  even("at 1280x720");
+  // F11's effect without a window manager: the controls go, the text grows, the window fills a
+  // larger screen; then back, and again (under openbox the columns became 640 and 1280 px).
+  for (int round = 0; round < 2; ++round) {
+    w.findChild<QDockWidget*>("controls")->hide();
+    w.setLook(ThemeKind::Dark, 1.3);
+    w.resize(1920, 1080);
+    play(w, 2);
+    even("presenting at 1920x1080");
+    w.findChild<QDockWidget*>("controls")->show();
+    w.setLook(ThemeKind::Dark, 1.0);
+    w.resize(1280, 720);
+    play(w, 2);
+    even("back at 1280x720");
+  }
+}
+
 TEST(Presentation, At1280x720EveryHeatmapIsTallAndEveryLabelWhole) {
   for (const bool presenting : {false, true})
   for (const std::vector<std::string>& policies : {std::vector<std::string>{"full", "h2o"},

@@ -73,6 +73,24 @@ void PaneArea::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
   if (const Mode m = pick(height()); m != mode_ || !arranged_) arrange(m);
   else if (mode_ == Mode::Tabs) arrangeTabs();
+  keepEven();
+}
+
+void PaneArea::keepEven() {
+  if (dragged_) return;
+  // Equal shares: a splitter scales them to its size.
+  for (QSplitter* s : splitters_) s->setSizes(QList<int>(s->count(), 1000));
+}
+
+void PaneArea::watchHandles(QSplitter* splitter) {
+  splitters_.push_back(splitter);
+  connect(splitter, &QSplitter::splitterMoved, this, [this, splitter] {
+    dragged_ = true;
+    // The grid's two rows keep one set of columns: a drag in one moves the other's too.
+    if (splitter->orientation() == Qt::Horizontal && mode_ == Mode::Grid)
+      for (QSplitter* other : splitters_)
+        if (other != splitter && other->orientation() == Qt::Horizontal) other->setSizes(splitter->sizes());
+  });
 }
 
 // A tab has the whole width: stacked where the height allows, else wide (rasters beside the heatmap).
@@ -93,6 +111,8 @@ void PaneArea::arrange(Mode mode) {
     container_->deleteLater();
   }
   tabs_ = nullptr;
+  splitters_.clear();
+  dragged_ = false;
   mode_ = mode;
   arranged_ = true;
   if (mode == Mode::Columns)
@@ -113,15 +133,19 @@ void PaneArea::arrange(Mode mode) {
       row->setChildrenCollapsible(false);
       for (int c = 0; c < 2; ++c) row->addWidget(panes_[size_t(r * 2 + c)]);
       rows->addWidget(row);
+      watchHandles(row);
     }
     rows->setChildrenCollapsible(false);
+    watchHandles(rows);
     container_ = rows;
   } else {
     auto* columns = new QSplitter(Qt::Horizontal);
     columns->setChildrenCollapsible(false);
     for (PolicyPane* p : panes_) columns->addWidget(p);
+    watchHandles(columns);
     container_ = columns;
   }
+  keepEven();
   layout()->addWidget(container_);
   // Splitters show every pane; a tab widget shows its current page alone
   // (showing the others would draw them over it).

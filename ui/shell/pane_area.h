@@ -9,6 +9,7 @@
 
 #include "ui/views/policy_pane.h"
 
+class QSplitter;
 class QTabWidget;
 
 namespace h2o::ui {
@@ -37,12 +38,19 @@ class PaneArea : public QWidget {
   QSize leastPane(PolicyPane::Arrangement arrangement) const;
   void arrange(Mode mode);
   void arrangeTabs();
+  // Side-by-side panes share the width (and the grid's rows the height) evenly until the user drags
+  // a handle: a splitter left to itself gave a window's added width to one column (F11: 640 and
+  // 1280 px), and its two rows' columns apart.
+  void keepEven();
+  void watchHandles(QSplitter* splitter);
 
   std::vector<PolicyPane*> panes_;
   QWidget* container_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   Mode mode_ = Mode::Columns;
   bool arranged_ = false;
+  std::vector<QSplitter*> splitters_;  // the side-by-side arrangement's: columns, or the grid's rows then its two rows
+  bool dragged_ = false;               // a handle was dragged since the panes were arranged
 };
 
 }  // namespace h2o::ui
