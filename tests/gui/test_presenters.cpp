@@ -504,6 +504,11 @@ TEST(NoSilentFailures, PlayWithAnUnusableModelSaysWhy) {
   const QString why = errors.last().first().toString();
   EXPECT_TRUE(why.startsWith("Cannot play")) << why.toStdString();
   EXPECT_TRUE(why.contains("/nonexistent/model.bin")) << why.toStdString();
+  // With nothing run, no plot shows numbers as if it had measured something (they read 0-5 and 0-6).
+  for (const auto& [name, plot] : w.plots())
+    for (QCPAxis* axis : {plot->xAxis, plot->yAxis})
+      EXPECT_TRUE(!axis->visible() || !axis->tickLabels() || axis->ticker().dynamicCast<QCPAxisTickerText>())
+          << name.toStdString() << " numbers an axis with no data";
 }
 
 TEST(NoSilentFailures, BudgetFieldsOnlyHoldAValidSplitAndSaySo) {

@@ -163,6 +163,7 @@ QCustomPlot* make_plot(const QString& title, const QString& x_label, const QStri
   plot->setMinimumSize(160, 100);  // explicit: a long legend must not widen the window
   plot->setObjectName(title);
   plot->installEventFilter(new FitOnResize(plot));
+  rescale(plot);  // the empty state until the first data
   return plot;
 }
 
@@ -209,6 +210,8 @@ void set_series(QCPGraph* graph, const Series& series) {
 void rescale(QCustomPlot* plot, bool include_zero, const AxisRange& y) {
   bool any = false;
   for (int i = 0; i < plot->graphCount(); ++i) any = any || !plot->graph(i)->data()->isEmpty();
+  // No data: no numbers either (an empty plot read 0-5 on both axes, as if it measured something).
+  for (QCPAxis* axis : {plot->xAxis, plot->yAxis}) axis->setTickLabels(any);
   if (!any) {
     for (QCPAxis* axis : {plot->xAxis, plot->yAxis})
       axis->setRange(axis->scaleType() == QCPAxis::stLogarithmic ? QCPRange(1, 10) : QCPRange(0, 1));

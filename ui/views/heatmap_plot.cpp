@@ -41,6 +41,7 @@ HeatmapPlot::HeatmapPlot(QWidget* parent) : QCustomPlot(parent) {
   note_->position->setCoords(0.5, 0.5);
   note_->setVisible(false);
   restyle();
+  setData({}, {"attention · no run", "no run", "attention · no run"});  // the empty state until a run's first snapshot
   setMouseTracking(true);
   // Explicit, so that neither the title nor the labels set the pane's width.
   setMinimumWidth(160);

@@ -53,6 +53,7 @@ RasterPlot::RasterPlot(Role role, QWidget* parent) : QCustomPlot(parent), role_(
   context_label_->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
   buildLegend();
   restyle();
+  setData({}, {"no run", "no run", "survival · no run"}, -1, -1, 0);  // the empty state until a run's first snapshot
   // Explicit, so that the title does not set the pane's width.
   setMinimumWidth(160);
   setToolTip(role == Role::Overview
