@@ -367,6 +367,17 @@ struct GenerateFlags {
   bool print_ids = false;
 };
 
+// make_policy, with an error that says which ratio (`flag`, `label`) of how many tokens (`n`, `what`:
+// "scored tokens", "prompt tokens") asked for it: a budget of 1 too small for the sinks blamed --sinks.
+PolicyConfig policy_from_ratio(const PolicyEntry& kind, const PolicySettings& base, const BudgetRatios& r, int64_t n,
+                               const std::string& what, const std::string& flag, const std::string& label) {
+  try {
+    return make_policy(kind, apply_ratios(base, r, n));
+  } catch (const Error& e) {
+    fail(flag, label + " of " + std::to_string(n) + " " + what + ": " + e.what());
+  }
+}
+
 int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
   Loaded in = load_inputs(f, argv0);
   Turn turn;
@@ -379,7 +390,11 @@ int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
   const PolicyEntry entry = parse_policy_entry(f.policy, "--policy");
   const BudgetRatios ratios = ratios_of(f);
   refuse_parts_the_kind_lacks(entry.kind, ratios);
-  const PolicyConfig policy = make_policy(entry, apply_ratios(policy_settings(f), ratios, int64_t(turn.ids.size())));
+  const char* flag = ratios.budget ? "--budget-ratio" : ratios.heavy ? "--heavy-ratio" : "--recent-ratio";
+  const std::string label = ratios.budget ? format_ratio(*ratios.budget) : "the ratios";
+  const PolicyConfig policy = ratios.any() ? policy_from_ratio(entry, policy_settings(f), ratios, int64_t(turn.ids.size()),
+                                                               "prompt tokens", flag, label)
+                                           : make_policy(entry, policy_settings(f));
   if (ratios.any()) std::cerr << "policy: " << policy.describe() << " (from " << turn.ids.size() << " prompt tokens)\n";
   Engine engine(in.model, make_backend(in.model, backend_options(f)), in.tokenizer, engine_options(f, {policy}));
   engine.start_stream({turn});
@@ -446,15 +461,6 @@ struct EvalRow {
   std::string sized_by;
 };
 
-// make_policy, with an error that says which ratio of how many tokens asked for it.
-PolicyConfig policy_from_ratio(const std::string& kind, const PolicySettings& base, const BudgetRatios& r,
-                               int64_t scored, const std::string& flag, const std::string& label) {
-  try {
-    return make_policy(kind, apply_ratios(base, r, scored));
-  } catch (const Error& e) {
-    fail(flag, label + " of " + std::to_string(scored) + " scored tokens: " + e.what());
-  }
-}
 
 // eval's precisions: --kv-bits as a list to sweep (each 32 — the backend's
 // own type —, 16, 8, 4, 2 or k4v2), else the backend's own.
@@ -486,8 +492,11 @@ std::vector<KvPrecision> eval_precisions(const Flags& f) {
 std::vector<EvalRow> eval_rows(const Flags& f, const EvalFlags& ef, int64_t scored) {
   std::vector<EvalRow> rows = {{PolicyConfig{}, ""}};
   const BudgetRatios ratios = ratios_of(f);
-  std::vector<double> sweep = ef.ratios.empty() ? std::vector<double>{} : parse_ratio_list(ef.ratios, "--ratios");
-  if (ratios.budget) sweep.push_back(*ratios.budget);
+  // Each budget ratio with the flag that gave it (an error names that one).
+  std::vector<std::pair<double, const char*>> sweep;
+  if (!ef.ratios.empty())
+    for (double q : parse_ratio_list(ef.ratios, "--ratios")) sweep.push_back({q, "--ratios"});
+  if (ratios.budget) sweep.push_back({*ratios.budget, "--budget-ratio"});
   const bool parts = ratios.heavy || ratios.recent;
   const std::vector<std::string> configs = split_list(ef.configs);
   const bool absolute = f.given("--budgets") || (sweep.empty() && !parts && configs.empty());
@@ -534,11 +543,11 @@ std::vector<EvalRow> eval_rows(const Flags& f, const EvalFlags& ef, int64_t scor
         s.budget = b;
         rows.push_back({make_policy(kind, s), ""});
       }
-    for (double q : sweep)
+    for (const auto& [q, flag] : sweep)
       for (const PolicyEntry& kind : here) {
         BudgetRatios one;
         one.budget = q;
-        PolicyConfig policy = policy_from_ratio(kind.kind, settings, one, scored, "--ratios", format_ratio(q));
+        PolicyConfig policy = policy_from_ratio(PolicyEntry{kind.kind, {}}, settings, one, scored, "scored tokens", flag, format_ratio(q));
         if (kind.kv) policy.kv.key_bits = kind.kv->key_bits, policy.kv.value_bits = kind.kv->value_bits;
         rows.push_back({policy, format_ratio(q)});
       }
@@ -547,7 +556,7 @@ std::vector<EvalRow> eval_rows(const Flags& f, const EvalFlags& ef, int64_t scor
                                 (ratios.heavy && ratios.recent ? ", " : "") +
                                 (ratios.recent ? "recent " + format_ratio(*ratios.recent) : std::string());
       const char* flag = ratios.heavy ? "--heavy-ratio" : "--recent-ratio";
-      rows.push_back({policy_from_ratio("h2o", settings, ratios, scored, flag, label), label});
+      rows.push_back({policy_from_ratio(PolicyEntry{"h2o", {}}, settings, ratios, scored, "scored tokens", flag, label), label});
     }
     for (const std::string& name : configs) {
       PolicyConfig policy = policy_from_config_name(name, settings.slack, settings.rolling);

@@ -39,13 +39,20 @@ PolicyConfig policy_from_config_name(const std::string& name, int slack, bool ro
   const size_t numbers = kind == "h2o" ? 3 : 2;
   if ((kind != "streaming" && kind != "h2o" && kind != "tova") || parts.size() != numbers + 1)
     fail(flag, "'" + name + "' is not a configuration name" + expected);
+  // Each number named by its part: the message blames the configuration, not a flag never given.
+  const std::vector<std::string> names =
+      kind == "h2o" ? std::vector<std::string>{"sinks", "recent", "capacity"} : std::vector<std::string>{"sinks", "capacity"};
+  const std::string in = "'" + name + "': its ";
   std::vector<int> n;
   for (size_t i = 1; i < parts.size(); ++i) {
     n.push_back(number_of(parts[i]));
-    if (n.back() < 0) fail(flag, "'" + name + "': '" + parts[i] + "' is not a whole number" + expected);
+    if (n.back() < 0 || n.back() > kMaxCacheTokens)
+      fail(flag, in + names[i - 1] + " '" + parts[i] + "' is not a whole number from 0 to " + std::to_string(kMaxCacheTokens) +
+                     " (the most tokens a KV head may hold)");
   }
   const int sinks = n[0], capacity = n.back(), recent = kind == "h2o" ? n[1] : 0;
-  if (sinks + recent >= capacity)
+  if (kind == "h2o" && recent < 1) fail(flag, in + "recent part is 0: H2O keeps at least the newest token");
+  if (int64_t(sinks) + recent >= capacity)
     fail(flag, "'" + name + "': the capacity " + std::to_string(capacity) + " leaves no room beside " +
                    std::to_string(sinks) + " sinks" + (kind == "h2o" ? " and " + std::to_string(recent) + " recent" : ""));
   PolicySettings s;
@@ -54,7 +61,11 @@ PolicyConfig policy_from_config_name(const std::string& name, int slack, bool ro
   if (kind == "h2o") s.given["recent"] = recent;
   s.slack = slack;
   s.rolling = rolling;
-  return make_policy(kind, s);
+  try {
+    return make_policy(kind, s);
+  } catch (const Error& e) {
+    fail(flag, "'" + name + "': " + e.what());
+  }
 }
 
 }  // namespace h2o

@@ -148,6 +148,32 @@ TEST(CliGenerate, ATokenizerFarSmallerThanTheModelsVocabularyIsNamedWithBothSize
   EXPECT_EQ(own.err.find("wrong tokenizer"), std::string::npos) << own.err;
 }
 
+TEST(CliEval, ErrorsNameTheRatioFlagOrTheConfigurationPartThatWasGiven) {
+  const fs::path dir = temp_dir("eval-blame");
+  ASSERT_NO_FATAL_FAILURE(sample_ids(dir / "ids.txt", 30, 3));
+  const std::string eval = "eval --model synthetic:stories260K --ids " + (dir / "ids.txt").string() + " --out " +
+                           (dir / "run").string() + " ";
+  const auto said = [&](const std::string& args) {
+    const CliResult r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    return r.err;
+  };
+  // A budget ratio too small for the sinks: --budget-ratio, not --ratios nor --sinks (neither given).
+  EXPECT_EQ(said(eval + "--budget-ratio 0.05").rfind("h2o-cli: --budget-ratio: 0.05 of 29 scored tokens: ", 0), 0u);
+  EXPECT_EQ(said(eval + "--ratios 0.05").rfind("h2o-cli: --ratios: 0.05 of 29 scored tokens: ", 0), 0u);
+  EXPECT_EQ(said("generate --model synthetic:stories260K --prompt-ids 1,2,3,4,5 --budget-ratio 0.2")
+                .rfind("h2o-cli: --budget-ratio: 0.2 of 5 prompt tokens: ", 0), 0u);
+  // A configuration's part by its name, not a flag that was never given.
+  EXPECT_NE(said(eval + "--configs h2o_0_0_64").find("--configs: 'h2o_0_0_64': its recent part is 0"), std::string::npos);
+  for (const char* capacity : {"16777217", "99999999999"}) {
+    const std::string err = said(eval + "--configs h2o_8_32_" + capacity);
+    EXPECT_NE(err.find(std::string("its capacity '") + capacity + "' is not a whole number from 0 to 16777216"), std::string::npos) << err;
+    EXPECT_EQ(err.find("--budget"), std::string::npos) << err;
+  }
+  EXPECT_FALSE(fs::exists(dir / "run")) << "a refused run left its folder";
+}
+
 TEST(CliEval, SampledIdsThenTable) {
   const fs::path dir = temp_dir("eval");
   ASSERT_NO_FATAL_FAILURE(sample_ids(dir / "ids.txt", 300, 3));

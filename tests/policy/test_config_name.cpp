@@ -29,7 +29,7 @@ TEST(ConfigName, BadNamesAreOneLineNamingTheFlagAndTheName) {
   EXPECT_EQ(error_of([] { policy_from_config_name("h2o_8_256", 0, false); }).rfind("--configs: 'h2o_8_256' is not", 0),
             0u);
   EXPECT_EQ(error_of([] { policy_from_config_name("streaming_8_x", 0, false); })
-                .rfind("--configs: 'streaming_8_x': 'x' is not a whole number", 0),
+                .rfind("--configs: 'streaming_8_x': its capacity 'x' is not a whole number", 0),
             0u);
   EXPECT_NE(error_of([] { policy_from_config_name("streaming_-1_8", 0, false); }).find("'-1' is not a whole number"),
             std::string::npos);
