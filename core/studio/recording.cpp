@@ -236,6 +236,13 @@ std::optional<StepRecord> RecordingReader::next() {
       totals_ = std::move(p.totals);
       continue;
     }
+    // Steps follow one another: a swapped, repeated or missing one is this file's fault, said with
+    // its line (the analyzer could only say "step 5 does not follow step 3").
+    if (index_.first_step >= 0 && p.record->step != index_.last_step() + 1) {
+      ahead_.clear();
+      fail(path_ + ":" + std::to_string(p.line), "step " + std::to_string(p.record->step) + " does not follow step " +
+                                                      std::to_string(index_.last_step()) + " (a step missing, repeated or out of order)");
+    }
     index_.add(p.offset, *p.record);
     return std::move(*p.record);
   }

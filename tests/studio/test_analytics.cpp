@@ -609,6 +609,36 @@ TEST(Recording, APipeOrAFolderIsRefusedBeforeItIsOpened) {
   }
 }
 
+TEST(Recording, AStepOutOfOrderIsNamedWithItsFileAndLine) {
+  const auto dir = test::temp_dir("recording-order");
+  RecordingHeader h;
+  h.layers = h.heads = h.kv_heads = 1;
+  h.policies = {PolicyConfig{}};
+  // Swapped, repeated, missing: each stops the reading at its line, after the steps before it.
+  for (const std::vector<int64_t>& steps : {std::vector<int64_t>{0, 1, 3, 2}, {0, 1, 1, 2}, {0, 1, 3}}) {
+    const std::string path = (dir / "steps.jsonl").string();
+    {
+      RecordingWriter writer(path, h);
+      for (int64_t step : steps) {
+        StepRecord r;
+        r.step = step;
+        r.sessions.resize(1);
+        writer.write(r);
+      }
+    }
+    RecordingReader reader(path);
+    ASSERT_TRUE(reader.next());
+    ASSERT_TRUE(reader.next());
+    try {
+      reader.next();
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(path + ":4: step " + std::to_string(steps[2]) + " does not follow step 1", 0), 0u)
+          << e.what();
+    }
+  }
+}
+
 TEST(Recording, ReaderNamesTheBadLine) {
   const auto dir = test::temp_dir("recording");
   const std::string path = (dir / "bad.jsonl").string();

@@ -67,15 +67,16 @@ TEST(StudioRun, AReplayStepsToItsEndAndSaysSo) {
   EXPECT_EQ(opening.head, 3);
   EXPECT_EQ(opening.steps, 20);
   EXPECT_EQ(opening.settings.budget, 24);
-  EXPECT_FALSE(opening.first.stepped) << "a file that names its view is not read to find it";
-  EXPECT_FALSE(run->has_steps());
+  EXPECT_TRUE(opening.first.stepped) << "a replay opens on its first step";
+  EXPECT_TRUE(run->has_steps());
+  EXPECT_EQ(run->latest_step(), 0);
 
   const RunDescription about = run->describe();
   EXPECT_EQ(about.title, "synthetic:stories260K (replay)");
   EXPECT_EQ(about.details.rfind("replay of run.h2orec.jsonl · 5 layers × 8 heads (", 0), 0u) << about.details;
   EXPECT_EQ(about.types, "replay");
 
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 1; i < 20; ++i) {
     const StepResult r = run->step();
     ASSERT_TRUE(r.stepped) << i;
     EXPECT_TRUE(r.end_reason.empty());
