@@ -473,7 +473,13 @@ std::vector<KvPrecision> eval_precisions(const Flags& f) {
       out.push_back(KvPrecision{});
       continue;
     }
-    const KvPrecision bits = item.starts_with('k') ? parse_kv_label(item, "--kv-bits") : parse_kv_bits(item);
+    KvPrecision bits;
+    try {
+      bits = item.starts_with('k') ? parse_kv_label(item, "--kv-bits") : parse_kv_bits(item);
+    } catch (const Error&) {  // in the list's own words (the pane form "@4bit" is not this flag's)
+      fail("--kv-bits", "'" + item + "' is not a precision of eval's list: give 32 (the backend's own type), 16, 8, 4, 2 "
+                        "or k<K>v<V> (k4v2), comma-separated");
+    }
     kv.key_bits = bits.key_bits, kv.value_bits = bits.value_bits;
     out.push_back(kv);
   }
