@@ -718,19 +718,20 @@ int run_tokenize(CLI::App* sub, const TokenizeFlags& tf) {
   if (has_file) {
     std::error_code ec;
     if (std::filesystem::is_directory(tf.text_file, ec)) fail(tf.text_file, "is a folder, not a text file");
-    std::ifstream file(tf.text_file, std::ios::binary);
+    // Read in one piece (a string stream held the text twice: 94 MB for a 47 MB file).
+    std::ifstream file(tf.text_file, std::ios::binary | std::ios::ate);
     if (!file) fail(tf.text_file, "cannot open text file");
-    std::stringstream ss;
-    ss << file.rdbuf();
-    text = ss.str();
+    text.resize(size_t(file.tellg()));
+    file.seekg(0);
+    if (!file.read(text.data(), std::streamsize(text.size()))) fail(tf.text_file, "cannot read the text file");
   }
   const auto tokenizer = load_tokenizer(tf.tokenizer);
-  std::vector<int> ids;
-  if (!tf.no_bos && tokenizer->adds_bos()) ids.push_back(tokenizer->bos_id());
-  const auto encoded =
+  const bool bos = !tf.no_bos && tokenizer->adds_bos();
+  const std::vector<int> ids =
       tf.specials ? tokenizer->encode_with_specials(text) : cli::encode_with_progress(*tokenizer, text, "tokenize");
-  ids.insert(ids.end(), encoded.begin(), encoded.end());
-  for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
+  // BOS printed first rather than put in front of a copy of every id.
+  if (bos) std::cout << tokenizer->bos_id();
+  for (size_t i = 0; i < ids.size(); ++i) std::cout << (i || bos ? " " : "") << ids[i];
   std::cout << "\n";
   return 0;
 }
