@@ -157,13 +157,8 @@ std::vector<OpTimedRun> op_timed_runs(Backend& backend, const std::vector<Policy
 // session of a batched row at once) must fit this machine's memory.
 void refuse_contexts_over_memory(const ModelConfig& config, const std::vector<int>& contexts, int tokens, int sessions) {
   const int longest = *std::max_element(contexts.begin(), contexts.end());
-  const int64_t bytes = kv_cache_bytes(config, int64_t(longest) + tokens, false) * sessions;
-  const int64_t memory = physical_memory_bytes();
-  if (bytes > memory)
-    fail("--contexts", "a context of " + std::to_string(longest) + " tokens needs " + format_mib(bytes, 0) +
-                           " of KV memory (" + std::to_string(sessions) + (sessions == 1 ? " cache, " : " caches, ") +
-                           std::to_string(config.n_layers) + " layers x " + std::to_string(config.n_kv_heads) +
-                           " KV heads), more than this machine's " + format_mib(memory, 0));
+  check_kv_fits_memory(config, kv_cache_bytes(config, int64_t(longest) + tokens, false) * sessions, sessions, "--contexts",
+                       "a context of " + std::to_string(longest) + " tokens");
 }
 
 int run(const Options& o) {

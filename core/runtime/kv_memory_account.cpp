@@ -23,6 +23,15 @@ int64_t kv_cache_bytes(const ModelConfig& config, int64_t tokens, bool rolling) 
   return tokens * heads * row;
 }
 
+void check_kv_fits_memory(const ModelConfig& config, int64_t bytes, int caches, const std::string& flag,
+                          const std::string& what) {
+  const int64_t memory = physical_memory_bytes();
+  if (bytes <= memory) return;
+  fail(flag, what + " (" + std::to_string(caches) + (caches == 1 ? " cache, " : " caches, ") + std::to_string(config.n_layers) +
+                 " layers x " + std::to_string(config.n_kv_heads) + " KV heads) need " + format_mib(bytes, 0) +
+                 " of KV memory, more than this machine's " + format_mib(memory, 0));
+}
+
 void check_budgets_fit_memory(const ModelConfig& config, const std::vector<PolicyConfig>& policies) {
   int64_t bytes = 0;
   int bounded = 0, largest = 0;
@@ -32,12 +41,7 @@ void check_budgets_fit_memory(const ModelConfig& config, const std::vector<Polic
     ++bounded;
     largest = std::max(largest, p.budget() + p.slack);
   }
-  const int64_t memory = physical_memory_bytes();
-  if (bytes <= memory) return;
-  fail("--budget", "caches of up to " + std::to_string(largest) + " tokens per KV head (" + std::to_string(bounded) +
-                       (bounded == 1 ? " session" : " sessions") + ", " + std::to_string(config.n_layers) +
-                       " layers x " + std::to_string(config.n_kv_heads) + " KV heads) need " +
-                       format_mib(bytes, 0) + " of KV memory, more than this machine's " + format_mib(memory, 0));
+  check_kv_fits_memory(config, bytes, bounded, "--budget", "caches of up to " + std::to_string(largest) + " tokens per KV head");
 }
 
 }  // namespace h2o

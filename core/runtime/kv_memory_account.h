@@ -3,6 +3,7 @@
 // most they ever held together, and the limit (0: none) past which a cache
 // may not grow, as a device's memory would stop it.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/base/error.h"
@@ -29,6 +30,12 @@ struct KvMemoryAccount {
 // Bytes one session's cache holds at `tokens` per (layer, KV head): f32 K and
 // V (and the pre-RoPE keys under rolling positions), positions and scores.
 int64_t kv_cache_bytes(const ModelConfig& config, int64_t tokens, bool rolling);
+
+// Throws Error naming `flag` when `bytes` of KV caches (`caches` of them, `what`
+// they are: "caches of up to 4096 tokens per KV head", "a context of 2000000000
+// tokens") exceed this machine's memory — said before any cache is filled.
+void check_kv_fits_memory(const ModelConfig& config, int64_t bytes, int caches, const std::string& flag,
+                          const std::string& what);
 
 // The bounded caches together, each filled to budget + slack, must fit in the
 // machine's memory (the full cache grows without bound and stops when its

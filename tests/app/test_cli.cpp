@@ -501,7 +501,7 @@ TEST(CliBench, RefusesContextsItCannotHoldBeforeFillingAnyCache) {
   expect_one_line_error(run_program(H2O_BENCH_PATH, base + "0"), "--contexts: context 0 is below 1");
   // stories15M's full f32 cache at 2^24 tokens: 220 GiB.
   const CliResult big = run_program(H2O_BENCH_PATH, "--shapes stories15M --policies full --tokens 2 --repeats 1 --contexts 16777216");
-  expect_one_line_error(big, "--contexts: a context of 16777216 tokens needs");
+  expect_one_line_error(big, "--contexts: a context of 16777216 tokens (1 cache, 6 layers x 6 KV heads) need");
   EXPECT_NE(big.err.find("more than this machine's"), std::string::npos) << big.err;
   EXPECT_EQ(big.out, "");  // not even the table's header
 }

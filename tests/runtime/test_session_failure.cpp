@@ -194,7 +194,7 @@ TEST(KvBudgets, BudgetsBeyondTheMachinesMemoryAreRefused) {
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     const std::string text = e.what();
-    EXPECT_EQ(text.rfind("--budget: caches of up to 16777216 tokens per KV head (1 session, 32 layers x 32 KV heads) need ", 0), 0u) << text;
+    EXPECT_EQ(text.rfind("--budget: caches of up to 16777216 tokens per KV head (1 cache, 32 layers x 32 KV heads) need ", 0), 0u) << text;
     EXPECT_NE(text.find(", more than this machine's "), std::string::npos) << text;
   }
   s.budget = 256;
