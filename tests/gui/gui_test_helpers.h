@@ -35,6 +35,14 @@ inline MainWindowOptions synthetic_options() {
   return o;
 }
 
+// The four policies side by side in a window of `size` (a 2x2 grid at 1280x720).
+inline MainWindowOptions four_pane_options(QSize size) {
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
+  o.size = size;
+  return o;
+}
+
 // Plays `steps` and waits for the frame drawn after the last one.
 inline void play(MainWindow& w, int steps) {
   QSignalSpy done(&w, &MainWindow::autoplayFinished);

@@ -605,9 +605,7 @@ TEST(NoSilentFailures, AChangeThatRestartsTheRunAsksFirst) {
 TEST(Presentation, NoEmptyBandAboveThePanesAfterTheyAreRearranged) {
   // Each resize may pick another arrangement; the old one must leave the layout at once (a
   // leftover took a band of ~200 px above the panes at 1920x1080).
-  MainWindowOptions o = synthetic_options();
-  o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
-  o.size = QSize(1920, 1080);
+  MainWindowOptions o = four_pane_options(QSize(1920, 1080));
   MainWindow w(o);
   w.show();
   w.start();
@@ -806,9 +804,7 @@ TEST(Teaching, TheHeadViewWalksTheQueriesOfEarlierSteps) {
 }
 
 TEST(Teaching, EnlargeGivesTheViewsRoomWithoutCrushingThePanes) {
-  MainWindowOptions o = synthetic_options();
-  o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
-  o.size = QSize(1920, 1080);
+  MainWindowOptions o = four_pane_options(QSize(1920, 1080));
   MainWindow w(o);
   w.show();
   w.start();
@@ -834,9 +830,7 @@ TEST(Teaching, EnlargeGivesTheViewsRoomWithoutCrushingThePanes) {
 
 
 TEST(Teaching, At1280x720AnAnalysisTabClosesBackToTheGridAndEnlargeNeverCrushesThePanes) {
-  MainWindowOptions o = synthetic_options();
-  o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
-  o.size = QSize(1280, 720);
+  MainWindowOptions o = four_pane_options(QSize(1280, 720));
   MainWindow w(o);
   w.show();
   w.start();
@@ -877,9 +871,7 @@ TEST(Teaching, TheHeadViewAt1280x720IsTallEnoughAndItsKeysNeverOverlap) {
   EXPECT_EQ(HeadView::weightText(0.013), "0.013");
   EXPECT_EQ(HeadView::weightText(0.13), "0.13");
   EXPECT_EQ(HeadView::weightText(0.5), "0.50");
-  MainWindowOptions o = synthetic_options();
-  o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
-  o.size = QSize(1280, 720);
+  MainWindowOptions o = four_pane_options(QSize(1280, 720));
   o.tab = "head-view";  // asked for by name: shown open, not as its tab bar
   MainWindow w(o);
   w.show();
@@ -910,9 +902,7 @@ TEST(Teaching, TheHeadViewAt1280x720IsTallEnoughAndItsKeysNeverOverlap) {
 }
 
 TEST(Presentation, TheGridStaysEvenAcrossPresentationModeAndResizes) {
-  MainWindowOptions o = synthetic_options();
-  o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
-  o.size = QSize(1280, 720);
+  MainWindowOptions o = four_pane_options(QSize(1280, 720));
   MainWindow w(o);
   w.show();
   w.start();
@@ -1349,9 +1339,7 @@ TEST(KvPrecision, TheControlSetsEveryPanesBitsAndAPaneMayKeepItsOwn) {
 TEST(Presentation, WithPerfTheFrameTimeIsReadInTheStatusBarAt1280x720) {
   for (const bool presenting : {false, true}) {
     SCOPED_TRACE(presenting ? "presentation look" : "default look");
-    MainWindowOptions o = synthetic_options();
-    o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
-    o.size = QSize(1280, 720);
+    MainWindowOptions o = four_pane_options(QSize(1280, 720));
     o.perf = true;
     MainWindow w(o);
     w.show();
