@@ -371,8 +371,9 @@ struct GenerateFlags {
 // "scored tokens", "prompt tokens") asked for it: a budget of 1 too small for the sinks blamed --sinks.
 PolicyConfig policy_from_ratio(const PolicyEntry& kind, const PolicySettings& base, const BudgetRatios& r, int64_t n,
                                const std::string& what, const std::string& flag, const std::string& label) {
+  const PolicySettings sized = apply_ratios(base, r, n);  // its errors name the ratio already
   try {
-    return make_policy(kind, apply_ratios(base, r, n));
+    return make_policy(kind, sized);
   } catch (const Error& e) {
     fail(flag, label + " of " + std::to_string(n) + " " + what + ": " + e.what());
   }
