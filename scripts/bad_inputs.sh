@@ -770,8 +770,8 @@ run_case "eval --configs h2o_8_256 (a part missing)" bad E --configs h2o_8_256
 run_case "eval --configs streaming_8_8 (no room)" bad E --configs streaming_8_8
 run_case "eval --configs h2o_0_0_64 (recent 0)" bad E --configs h2o_0_0_64
 run_case "eval --configs h2o_8_32_99999999999 (capacity past 2^24)" bad E --configs h2o_8_32_99999999999
-run_case "eval --budget-ratio 0.001 (no room for the sinks)" bad E --budget-ratio 0.001
-run_case "generate --budget-ratio 0.01 (no room for the sinks)" bad G --budget-ratio 0.01
+run_case "eval --budget-ratio 0.001 (a budget of 0)" bad E --budget-ratio 0.001
+run_case "generate --budget-ratio 0.01 (a budget of 0)" bad G --budget-ratio 0.01
 run_case "eval --kv-bits k4 (a pane's form)" bad E --kv-bits k4
 run_case "a text file as the model" bad M "$A/mt_bench.jsonl"
 run_case "eval --lengths 0" bad E --lengths 0
