@@ -8,6 +8,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
+#include <QRegularExpression>
 #include <QLabel>
 #include <QMenuBar>
 #include <QSplitter>
@@ -82,10 +83,19 @@ void MainWindow::fitFateLegend() {
   for (QWidget* w : statusBar()->findChildren<QWidget*>(Qt::FindDirectChildrenOnly))
     if (w != legend_ && !w->isHidden()) others += w->sizeHint().width() + 8;
   const int room = statusBar()->width() - others - 24;  // the size grip and margins
-  for (const QString& wording : wordings) {
-    heavy->setText(wording);
-    if (legend_->sizeHint().width() <= room) return;
-  }
+  // Each wording's width measured, not tried: called every frame, setting texts to try them would
+  // lay the status bar out again each time. The swatch's markup adds no width.
+  const auto plain_width = [&](const QString& rich) {
+    return heavy->fontMetrics().horizontalAdvance(QString(rich).remove(QRegularExpression("<[^>]*>")));
+  };
+  const int others_in_legend = legend_->sizeHint().width() - plain_width(heavy->text());
+  QString chosen = wordings.back();
+  for (const QString& wording : wordings)
+    if (others_in_legend + plain_width(wording) <= room) {
+      chosen = wording;
+      break;
+    }
+  if (heavy->text() != chosen) heavy->setText(chosen);
 }
 
 QAction* MainWindow::makeAction(IconKind icon, const QString& text, const char* name, const QKeySequence& key,
