@@ -33,7 +33,7 @@ namespace {
 struct Options {
   BackendOptions backend;
   std::string shapes = "stories15M,stories110M", model, dtype = "f32";
-  std::string policies = "full,streaming,h2o,tova", contexts = "256", slacks = "0", kv_bits = "32";
+  std::string policies = "full,streaming,h2o,tova", contexts = "256", slacks = "0", kv_bits, kv_sweep;
   int budget = 64, sinks = 4, tokens = 128, repeats = 3, prefill_chunk = 64;
   int kv_group = KvPrecision{}.group, kv_residual = KvPrecision{}.residual;  // G and R below 16 bits
   bool kv_shape_given = false;  // either was: else they are shaped for each model (SEMANTICS)
@@ -161,30 +161,40 @@ void refuse_contexts_over_memory(const ModelConfig& config, const std::vector<in
                        "a context of " + std::to_string(longest) + " tokens");
 }
 
+// The precisions timed: each of --kv-sweep, else the one of --kv-bits, else the
+// backend's own; below the backend's own with --kv-group / --kv-residual.
+std::vector<KvPrecision> bench_precisions(const Options& o) {
+  if (!o.kv_sweep.empty() && !o.kv_bits.empty())
+    fail("--kv-sweep", "give --kv-bits (one precision) or --kv-sweep (several), not both");
+  std::vector<KvPrecision> out = o.kv_sweep.empty() ? std::vector<KvPrecision>{o.kv_bits.empty() ? KvPrecision{} : parse_kv_bits(o.kv_bits)}
+                                                    : parse_kv_sweep(o.kv_sweep);
+  for (KvPrecision& kv : out)
+    if (!kv.native()) {
+      kv.group = o.kv_group, kv.residual = o.kv_residual;
+      kv.shape_given = o.kv_shape_given;
+    }
+  return out;
+}
+
 int run(const Options& o) {
   std::vector<std::string> models;
   if (!o.model.empty()) models.push_back(o.model);
   else
     for (const std::string& shape : split_list(o.shapes)) models.push_back("synthetic:" + shape + ":dtype=" + o.dtype);
   const std::vector<int> contexts = parse_flag_ints(o.contexts, "--contexts", "context", 1, kMaxCacheTokens);
-  if (split_list(o.kv_bits).empty()) fail("--kv-bits", "no precision given in '" + o.kv_bits + "'");
+  const std::vector<KvPrecision> precisions = bench_precisions(o);
   PolicySettings settings;
   settings.budget = o.budget;
   settings.given["sinks"] = o.sinks;
   std::vector<PolicyConfig> policies_given;
   // Each policy at each KV precision and slack (the full cache has no slack: once).
   for (const std::string& name : split_list(o.policies))
-    for (const std::string& bits : split_list(o.kv_bits))
+    for (const KvPrecision& kv : precisions)
       for (const std::string& slack : split_list(o.slacks)) {
         settings.slack = std::atoi(slack.c_str());
         if (settings.slack < 0 || slack.find_first_not_of("0123456789") != std::string::npos)
           fail("--slacks", "each slack must be a whole number >= 0, got '" + slack + "'");
-        settings.kv = KvPrecision{};
-        if (bits != "32") {
-          settings.kv = parse_kv_bits(bits);
-          settings.kv.group = o.kv_group, settings.kv.residual = o.kv_residual;
-          settings.kv.shape_given = o.kv_shape_given;
-        }
+        settings.kv = kv;
         const PolicyConfig p = make_policy(parse_policy_entry(name, "--policies"), settings);
         if (p.evicts() || settings.slack == std::atoi(split_list(o.slacks).front().c_str())) policies_given.push_back(p);
       }
@@ -245,8 +255,10 @@ int main(int argc, char** argv) {
   app.add_option("--model", o.model, "a model file instead of synthetic shapes");
   app.add_option("--policies", o.policies, "comma-separated, any of: " + policy_names());
   app.add_option("--contexts", o.contexts, "tokens in each cache before timing, comma-separated");
-  app.add_option("--kv-bits", o.kv_bits,
-                 "KV precisions, comma-separated: each policy at each (32: the backend's own type; 16, 8, 4, 2)");
+  app.add_option("--kv-bits", o.kv_bits, "KV precision K[,V]: 16, 8, 4 or 2 bits (default: the backend's own type)");
+  app.add_option("--kv-sweep", o.kv_sweep,
+                 "KV precisions, comma-separated: each policy at each of 32 (the backend's own type), 16, 8, 4, 2 or "
+                 "k<K>v<V>; instead of --kv-bits");
   app.add_option("--kv-group", o.kv_group, "quantization group G below 16 bits (must divide the head's dimension)");
   app.add_option("--kv-residual", o.kv_residual, "newest tokens kept exact below 16 bits (a multiple of G)");
   app.add_option("--budget", o.budget, "tokens per KV head for the policies that evict");

@@ -204,7 +204,7 @@ void refuse_group_without_bits(const Flags& f) {
          "give --kv-bits 16, 8, 4 or 2 (or name@bits) too; with the backend's own KV type it changes nothing");
 }
 
-// The KV precision of --kv-bits (one value; eval sweeps a list), --kv-group and --kv-residual.
+// The KV precision of --kv-bits (one: K or K,V), --kv-group and --kv-residual.
 KvPrecision kv_precision(const Flags& f, const std::string& bits) {
   KvPrecision kv = bits.empty() ? KvPrecision{} : parse_kv_bits(bits);
   kv.group = f.kv_group;
@@ -228,8 +228,6 @@ PolicySettings policy_parts(const Flags& f) {
 PolicySettings policy_settings(const Flags& f) {
   PolicySettings s = policy_parts(f);
   if (f.given("--budget")) s.budget = f.budget;
-  if (f.kv_bits.find(',') != std::string::npos && split_list(f.kv_bits).size() > 2)
-    fail("--kv-bits", "'" + f.kv_bits + "': give K or K,V here (eval sweeps a list)");
   s.kv = kv_precision(f, f.kv_bits);
   return s;
 }
@@ -426,7 +424,7 @@ int run_generate(Flags& f, const GenerateFlags& gf, const char* argv0) {
 // ---- eval ---------------------------------------------------------------------
 
 struct EvalFlags {
-  std::string text, ids, budgets = "32,64,128,256", ratios, configs, out, csv, lengths;
+  std::string text, ids, budgets = "32,64,128,256", ratios, configs, out, csv, lengths, kv_sweep;
   int max_tokens = 4096;
 };
 
@@ -463,33 +461,26 @@ struct EvalRow {
 };
 
 
-// eval's precisions: --kv-bits as a list to sweep (each 32 — the backend's
-// own type —, 16, 8, 4, 2 or k4v2), else the backend's own.
-std::vector<KvPrecision> eval_precisions(const Flags& f) {
-  if (f.kv_bits.empty()) return {kv_precision(f, "")};
+// eval's precisions: each of --kv-sweep (32 — the backend's own type —, 16,
+// 8, 4, 2 or k4v2), else the one of --kv-bits, else the backend's own.
+std::vector<KvPrecision> eval_precisions(const Flags& f, const EvalFlags& ef) {
+  if (ef.kv_sweep.empty()) return {kv_precision(f, f.kv_bits)};
+  if (!f.kv_bits.empty()) fail("--kv-sweep", "give --kv-bits (one precision) or --kv-sweep (several), not both");
   std::vector<KvPrecision> out;
-  for (const std::string& item : split_list(f.kv_bits)) {
-    KvPrecision kv = kv_precision(f, "16");
-    if (item == "32") {  // the backend's own type, for a row of each policy beside the quantized ones
-      out.push_back(KvPrecision{});
+  for (const KvPrecision& bits : parse_kv_sweep(ef.kv_sweep)) {
+    if (bits.native()) {
+      out.push_back(bits);
       continue;
     }
-    KvPrecision bits;
-    try {
-      bits = item.starts_with('k') ? parse_kv_label(item, "--kv-bits") : parse_kv_bits(item);
-    } catch (const Error&) {  // in the list's own words (the pane form "@4bit" is not this flag's)
-      fail("--kv-bits", "'" + item + "' is not a precision of eval's list: give 32 (the backend's own type), 16, 8, 4, 2 "
-                        "or k<K>v<V> (k4v2), comma-separated");
-    }
+    KvPrecision kv = kv_precision(f, "16");  // --kv-group and --kv-residual
     kv.key_bits = bits.key_bits, kv.value_bits = bits.value_bits;
     out.push_back(kv);
   }
-  if (out.empty()) fail("--kv-bits", "no precision given");
   if (std::all_of(out.begin(), out.end(), [](const KvPrecision& kv) { return kv.native(); })) refuse_group_without_bits(f);
   return out;
 }
 
-// The full cache, then for each precision of --kv-bits (the full cache at it
+// The full cache, then for each precision of --kv-sweep / --kv-bits (the full cache at it
 // first): every (budget, policy) of --budgets, every (ratio, policy) of
 // --ratios / --budget-ratio, H2O sized by --heavy-ratio / --recent-ratio, and
 // each configuration of --configs; ratios are fractions of the `scored`
@@ -526,7 +517,7 @@ std::vector<EvalRow> eval_rows(const Flags& f, const EvalFlags& ef, int64_t scor
         fail("--budgets", "budget " + std::to_string(b) + " is too small for " + kind.kind + ": " + e.what());
       }
     }
-  const std::vector<KvPrecision> precisions = eval_precisions(f);
+  const std::vector<KvPrecision> precisions = eval_precisions(f, ef);
   for (const PolicyEntry& entry : full_at_own_bits) {
     PolicySettings s = settings;
     s.kv = kv_precision(f, "16");  // --kv-group and --kv-residual; the entry's own bits replace the 16
@@ -867,6 +858,9 @@ int main(int argc, char** argv) {
   eval->add_option("--configs", ef.configs,
                    "seed 004's configurations: baseline, streaming_<sinks>_<capacity>, h2o_<sinks>_<recent>_<capacity>, "
                    "tova_<sinks>_<capacity> (comma-separated)");
+  eval->add_option("--kv-sweep", ef.kv_sweep,
+                   "KV precisions to compare, comma-separated: each policy (and the full cache) at each of 32 (the "
+                   "backend's own type), 16, 8, 4, 2 or k<K>v<V>; instead of --kv-bits");
   eval->add_option("--max-tokens", ef.max_tokens, "score at most this many tokens (0: all)");
   eval->add_option("--lengths", ef.lengths,
                    "stress test: perplexity over the first N tokens at each N (increasing, comma-separated), a "

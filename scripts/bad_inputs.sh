@@ -773,6 +773,9 @@ run_case "eval --configs h2o_8_32_99999999999 (capacity past 2^24)" bad E --conf
 run_case "eval --budget-ratio 0.001 (a budget of 0)" bad E --budget-ratio 0.001
 run_case "generate --budget-ratio 0.01 (a budget of 0)" bad G --budget-ratio 0.01
 run_case "eval --kv-bits k4 (a pane's form)" bad E --kv-bits k4
+run_case "eval --kv-bits 32,4,2 (a list: --kv-sweep's)" bad E --kv-bits 32,4,2
+run_case "eval --kv-sweep 16,5" bad E --kv-sweep 16,5
+run_case "eval --kv-bits 4 --kv-sweep 32,4 (both)" bad E --kv-bits 4 --kv-sweep 32,4
 run_case "a text file as the model" bad M "$A/mt_bench.jsonl"
 run_case "eval --lengths 0" bad E --lengths 0
 run_case "eval --lengths 8,-5 (negative)" bad E --lengths 8,-5

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "core/base/error.h"
+#include "core/base/format.h"
 
 namespace h2o {
 namespace {
@@ -87,6 +88,9 @@ KvPrecision KvPrecision::shaped_for(int head_dim, int budget, int sinks) const {
 KvPrecision parse_kv_bits(std::string_view text, const std::string& flag) {
   KvPrecision p;
   const size_t comma = text.find(',');
+  if (comma != std::string_view::npos && text.find(',', comma + 1) != std::string_view::npos)
+    fail(flag, "'" + std::string(text) + "' is a list: give one precision, K or K,V (keys, values); eval and h2o-bench "
+                                         "compare several with --kv-sweep");
   p.key_bits = parse_bits(text.substr(0, comma), flag, text);
   p.value_bits = comma == std::string_view::npos ? p.key_bits : parse_bits(text.substr(comma + 1), flag, text);
   return p;
@@ -117,6 +121,24 @@ KvPrecision parse_kv_label(std::string_view label, const std::string& flag) {
     }
   }
   return bad();
+}
+
+std::vector<KvPrecision> parse_kv_sweep(std::string_view list, const std::string& flag) {
+  std::vector<KvPrecision> out;
+  for (const std::string& item : split_list(std::string(list))) {
+    if (item == "32") {  // the backend's own type: a row of each policy beside the quantized ones
+      out.push_back(KvPrecision{});
+      continue;
+    }
+    try {
+      out.push_back(item.starts_with('k') ? parse_kv_label(item, flag) : parse_kv_bits(item, flag));
+    } catch (const Error&) {  // in the list's own words (the pane form "@4bit" is not this flag's)
+      fail(flag, "'" + item + "' is not a precision of the sweep: give 32 (the backend's own type), 16, 8, 4, 2 or "
+                              "k<K>v<V> (k4v2), comma-separated");
+    }
+  }
+  if (out.empty()) fail(flag, "no precision given in '" + std::string(list) + "'");
+  return out;
 }
 
 }  // namespace h2o

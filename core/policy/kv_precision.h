@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace h2o {
 
@@ -48,8 +49,15 @@ struct KvPrecision {
 // of each quantized token and per channel of each key group.
 int64_t low_bit_live_bytes(const KvPrecision& kv, int head_dim, int f16_tokens, int quantized, int groups);
 
-// "--kv-bits K[,V]" (one value: both): 16, 8, 4 or 2. Throws Error naming `flag`.
+// "--kv-bits K[,V]" (one value: both): 16, 8, 4 or 2 — one precision
+// everywhere ("4,2" is keys 4, values 2). Throws Error naming `flag`; a
+// longer list is pointed at --kv-sweep.
 KvPrecision parse_kv_bits(std::string_view text, const std::string& flag = "--kv-bits");
+// "--kv-sweep" (eval, h2o-bench): precisions to compare, comma-separated, each
+// 32 (the backend's own type: native), 16, 8, 4, 2 or k<K>v<V> (k4v2). G and
+// R are left as KvPrecision's; the caller sets what was given. Throws Error
+// naming `flag` for an empty list or an item that is none of these.
+std::vector<KvPrecision> parse_kv_sweep(std::string_view list, const std::string& flag = "--kv-sweep");
 // A pane name's suffix after '@': "2bit", "4bit", "8bit", "16bit"/"f16", "k4v2". Throws Error naming `flag`.
 KvPrecision parse_kv_label(std::string_view label, const std::string& flag);
 

@@ -365,13 +365,13 @@ TEST(CliErrors, MalformedPromptsLeaveNoLogs) {
   EXPECT_FALSE(fs::exists(out));
 }
 
-// KV precision (SEMANTICS.md): eval sweeps --kv-bits with a KV column; fewer
+// KV precision (SEMANTICS.md): eval sweeps --kv-sweep with a KV column; fewer
 // bits hold fewer bytes; a pane list names a precision per entry.
 TEST(CliKvPrecision, EvalSweepsBitsAndFewerBitsHoldFewerBytes) {
   const fs::path dir = temp_dir("eval-kv");
   ASSERT_NO_FATAL_FAILURE(sample_ids(dir / "ids.txt", 200, 5));
   const CliResult e = run_cli("eval --model synthetic:test-256 --ids " + (dir / "ids.txt").string() +
-                              " --policies h2o --budgets 96 --kv-bits 32,16,4,2 --out " + (dir / "run").string());
+                              " --policies h2o --budgets 96 --kv-sweep 32,16,4,2 --out " + (dir / "run").string());
   ASSERT_EQ(e.exit_code, 0) << e.err;
   const auto rows = read_csv(dir / "run" / "eval.csv");
   ASSERT_EQ(rows.size(), 9u);  // header, full f32, h2o f32, then full and h2o at 16, 4 and 2 bits
@@ -412,8 +412,8 @@ TEST(CliKvPrecision, EvalKeepsFullAtItsOwnBitsAndThePartsGivenAtEveryBudget) {
   EXPECT_NE(small.exit_code, 0);
   EXPECT_NE(small.err.find("--budgets: budget 32"), std::string::npos) << small.err;
   EXPECT_EQ(std::count(small.err.begin(), small.err.end(), '\n'), 1) << small.err;
-  // --kv-bits 32 alone keeps the backend's type: a group beside it changes nothing (it was accepted).
-  const CliResult g = run_cli("eval" + ids + " --policies h2o --budgets 96 --kv-bits 32 --kv-group 64 --kv-residual 64");
+  // --kv-sweep 32 alone keeps the backend's type: a group beside it changes nothing (it was accepted).
+  const CliResult g = run_cli("eval" + ids + " --policies h2o --budgets 96 --kv-sweep 32 --kv-group 64 --kv-residual 64");
   EXPECT_NE(g.exit_code, 0);
   EXPECT_NE(g.err.find("--kv-group: give --kv-bits 16, 8, 4 or 2"), std::string::npos) << g.err;
 }
@@ -449,6 +449,33 @@ TEST(CliBenchReplay, ASeekPastTheRecordingOrNotAStepIsOneLine) {
   }
 }
 
+// Reliability round 4: "--kv-bits 4,2" is keys 4, values 2 in every command
+// (eval and h2o-bench read it as a sweep of 4 and 2 bits); comparing
+// precisions is --kv-sweep, and a list given to --kv-bits points there.
+TEST(CliKvPrecision, KvBitsFourTwoIsKeysFourValuesTwoEverywhere) {
+  const fs::path dir = temp_dir("kv-bits-k4v2");
+  ASSERT_NO_FATAL_FAILURE(sample_ids(dir / "ids.txt", 120, 5));
+  const std::string ids = " --model synthetic:test-256 --ids " + (dir / "ids.txt").string();
+  const CliResult e = run_cli("eval" + ids + " --policies h2o --budgets 96 --kv-bits 4,2 --out " + (dir / "run").string());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const auto rows = read_csv(dir / "run" / "eval.csv");
+  ASSERT_EQ(rows.size(), 4u);  // header, full f32, then full and h2o at K4V2
+  const int kv = column(rows[0], "kv_precision");
+  EXPECT_EQ(rows[2][kv], "k4v2");
+  EXPECT_EQ(rows[3][kv], "k4v2");
+  const CliResult b = run_program(H2O_BENCH_PATH, "--shapes test-256 --policies h2o --budget 32 --contexts 64 "
+                                                  "--tokens 2 --repeats 1 --kv-bits 4,2");
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.out.find("kv=k4v2,"), std::string::npos) << b.out;
+  EXPECT_EQ(b.out.find("kv=4bit"), std::string::npos) << b.out;
+  EXPECT_EQ(b.out.find("kv=2bit"), std::string::npos) << b.out;
+  expect_one_line_error(run_cli("eval" + ids + " --policies h2o --budgets 96 --kv-bits 32,4,2"),
+                        "--kv-bits: '32,4,2' is a list: give one precision, K or K,V");
+  expect_one_line_error(run_program(H2O_BENCH_PATH, "--kv-bits 16,4,2"), "--kv-bits: '16,4,2' is a list");
+  expect_one_line_error(run_cli("eval" + ids + " --kv-bits 4 --kv-sweep 32,4"), "--kv-sweep: give --kv-bits");
+  expect_one_line_error(run_program(H2O_BENCH_PATH, "--kv-bits 4 --kv-sweep 32,4"), "--kv-sweep: give --kv-bits");
+}
+
 TEST(CliKvPrecision, OnePolicyAtTwoPrecisionsSideBySide) {
   const fs::path dir = temp_dir("stream-kv");
   const CliResult r = run_cli("stream --model synthetic:test-256 --quiet --questions 1 --max-new-tokens 48 "
@@ -467,7 +494,7 @@ TEST(CliKvPrecision, OnePolicyAtTwoPrecisionsSideBySide) {
 
 TEST(CliKvPrecision, BenchRowsPerPrecisionAndTheDeviceTakesIt) {
   const CliResult r = run_program(H2O_BENCH_PATH, "--shapes test-256 --policies h2o --budget 32 --contexts 64 "
-                                                  "--tokens 4 --repeats 1 --kv-bits 32,4");
+                                                  "--tokens 4 --repeats 1 --kv-sweep 32,4");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("| h2o(sinks=4,heavy=14,recent=14) |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| h2o(sinks=4,heavy=14,recent=14,kv=4bit,kv_group=8,kv_residual=8) |"), std::string::npos) << r.out;
@@ -476,9 +503,9 @@ TEST(CliKvPrecision, BenchRowsPerPrecisionAndTheDeviceTakesIt) {
                                                   "--tokens 2 --repeats 1 --kv-bits 4 --kv-group 16 --kv-residual 16");
   ASSERT_EQ(g.exit_code, 0) << g.err;
   EXPECT_NE(g.out.find("kv=4bit,kv_group=16,kv_residual=16) |"), std::string::npos) << g.out;
-  const CliResult none = run_program(H2O_BENCH_PATH, "--kv-bits ,");
+  const CliResult none = run_program(H2O_BENCH_PATH, "--kv-sweep ,");
   EXPECT_NE(none.exit_code, 0);
-  EXPECT_NE(none.err.find("--kv-bits: no precision given"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("--kv-sweep: no precision given"), std::string::npos) << none.err;
   // Below 16 bits the device keeps the quantized layout, and picks the CPU's tokens.
   const std::string generate = "generate --model synthetic:test-256 --prompt-ids 1,2,3 --max-new-tokens 6 --print-ids "
                                "--kv-bits 4 --kv-group 16 --kv-residual 16 --backend ";
