@@ -55,6 +55,20 @@ void ThreadPool::run_chunks() {
   }
 }
 
+// A worker enters the job open now, which may be a later one than it woke
+// for: the job's fields were written before it was opened, and it stays
+// open-or-waited-for until this worker leaves.
+bool ThreadPool::enter_job() {
+  int state = inside_.load(std::memory_order_acquire);
+  while (!(state & kClosed))
+    if (inside_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
+  return false;
+}
+
+void ThreadPool::leave_job() {
+  if (inside_.fetch_sub(1, std::memory_order_acq_rel) == (kClosed | 1)) inside_.notify_one();
+}
+
 void ThreadPool::worker_loop(uint32_t seen) {
   const FlushDenormals fast_floats;  // as the thread that posts the jobs does (CpuBackend::forward)
   for (;;) {
@@ -69,8 +83,9 @@ void ThreadPool::worker_loop(uint32_t seen) {
     }
     seen = now;
     if (stop_) return;
+    if (!enter_job()) continue;  // every chunk taken already: nothing to wait for this worker
     run_chunks();
-    if (busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) busy_.notify_one();
+    leave_job();
   }
 }
 
@@ -81,22 +96,25 @@ void ThreadPool::parallel_for(int n, int grain, const std::function<void(int, in
     for (int begin = 0; begin < n; begin += grain) fn(begin, std::min(n, begin + grain));
     return;
   }
+  // The last job is closed and no worker is inside it: its fields are free.
   job_ = &fn;
   n_ = n;
   grain_ = grain;
   next_.store(0, std::memory_order_relaxed);
-  busy_.store(int(workers_.size()), std::memory_order_relaxed);
+  inside_.store(0, std::memory_order_release);  // open
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   run_chunks();
-  int left = busy_.load(std::memory_order_acquire);
-  for (int spin = 0; left != 0 && spin < kSpins; ++spin) {
+  // Every chunk is taken: close the job, then wait only for the workers
+  // inside it (those still running a chunk).
+  int state = inside_.fetch_or(kClosed, std::memory_order_acq_rel) | kClosed;
+  for (int spin = 0; state != kClosed && spin < kSpins; ++spin) {
     cpu_relax();
-    left = busy_.load(std::memory_order_acquire);
+    state = inside_.load(std::memory_order_acquire);
   }
-  while (left != 0) {
-    busy_.wait(left, std::memory_order_acquire);
-    left = busy_.load(std::memory_order_acquire);
+  while (state != kClosed) {
+    inside_.wait(state, std::memory_order_acquire);
+    state = inside_.load(std::memory_order_acquire);
   }
 }
 

@@ -1,9 +1,14 @@
 // The CPU backend's fork-join pool: every index exactly once, any grain, any
 // number of threads, many jobs in a row (workers sleeping between some).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <filesystem>
+#include <set>
 
 #include <atomic>
 #include <fstream>
@@ -42,6 +47,66 @@ TEST(ThreadPool, ManyJobsAndSleepingWorkers) {
     });
   }
   EXPECT_EQ(sum.load(), 2000L * (63 * 64 / 2));
+}
+
+namespace {
+
+// The threads of this process, by their kernel ids.
+std::set<pid_t> process_threads() {
+  std::set<pid_t> ids;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task"))
+    ids.insert(pid_t(std::stol(task.path().filename().string())));
+  return ids;
+}
+
+std::atomic<bool> g_held{false}, g_release{false};
+void hold_thread(int) {  // runs on the signalled thread: it stands still, as if descheduled
+  g_held = true;
+  while (!g_release) {
+  }
+}
+
+}  // namespace
+
+// Reliability round 4: a worker the system does not run (another program
+// holds its core) must not hold up jobs it has taken no part of. Here a
+// signal handler holds the pool's worker; every job is done by the calling
+// thread meanwhile. Before, each job waited for every worker to check in:
+// the jobs stood still until a watchdog released the worker after 5 s.
+TEST(ThreadPool, AJobNeverWaitsForAWorkerThatTookNoChunk) {
+  const std::set<pid_t> before = process_threads();
+  h2o::ThreadPool pool(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the worker is waiting for a job
+  pid_t worker = 0;
+  for (pid_t id : process_threads())
+    if (!before.contains(id)) worker = id;
+  ASSERT_NE(worker, 0);
+  struct sigaction action = {}, old = {};
+  action.sa_handler = hold_thread;
+  ASSERT_EQ(sigaction(SIGUSR1, &action, &old), 0);
+  g_held = false, g_release = false;
+  ASSERT_EQ(syscall(SYS_tgkill, getpid(), worker, SIGUSR1), 0);
+  while (!g_held) std::this_thread::yield();
+
+  std::atomic<bool> watchdog_fired{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 500 && !g_release; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    watchdog_fired = !g_release.exchange(true);
+  });
+  std::atomic<long> sum{0};
+  for (int job = 0; job < 200; ++job)
+    pool.parallel_for(64, 4, [&](int begin, int end) {
+      for (int i = begin; i < end; ++i) sum += i;
+    });
+  g_release = true;
+  watchdog.join();
+  sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_FALSE(watchdog_fired) << "the jobs waited for the held worker";
+  EXPECT_EQ(sum.load(), 200L * (63 * 64 / 2));
+  // Released, the worker takes part again.
+  std::atomic<int> count{0};
+  pool.parallel_for(4096, 1, [&](int begin, int end) { count += end - begin; });
+  EXPECT_EQ(count.load(), 4096);
 }
 
 // A job posted the moment a pool is built, before its workers have run a

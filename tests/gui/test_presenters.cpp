@@ -893,7 +893,9 @@ TEST(Teaching, TheHeadViewAt1280x720IsTallEnoughAndItsKeysNeverOverlap) {
       }
       ++drawn;
       EXPECT_GE(box.height(), line - 0.5) << "key " << k << " of block " << p;
-      if (!before.isNull()) EXPECT_GE(box.top(), before.bottom() - 0.5) << "key " << k << " overlaps the one above";
+      if (!before.isNull()) {
+        EXPECT_GE(box.top(), before.bottom() - 0.5) << "key " << k << " overlaps the one above";
+      }
       EXPECT_LE(box.bottom(), view->height());
       before = box;
     }
@@ -1361,10 +1363,14 @@ TEST(Presentation, WithPerfTheFrameTimeIsReadInTheStatusBarAt1280x720) {
     EXPECT_GE(at.left(), 0);
     EXPECT_LE(at.right(), w.statusBar()->width());
     for (QWidget* other : shown)
-      if (other != perf && !other->isAncestorOf(perf)) EXPECT_FALSE(other->geometry().intersects(at)) << other->metaObject()->className();
+      if (other != perf && !other->isAncestorOf(perf)) {
+        EXPECT_FALSE(other->geometry().intersects(at)) << other->metaObject()->className();
+      }
     // Every label there whole: the fate legend takes a shorter wording rather than be cut.
     for (QLabel* label : w.statusBar()->findChildren<QLabel*>())
-      if (label->isVisible()) EXPECT_GE(label->width(), label->sizeHint().width() - 1) << label->text().toStdString();
+      if (label->isVisible()) {
+        EXPECT_GE(label->width(), label->sizeHint().width() - 1) << label->text().toStdString();
+      }
     // A message takes the legend's place while it shows.
     QWidget* legend = w.statusBar()->findChild<QLabel*>("fate_heavy")->parentWidget();
     const QString message = "Error: /a/long/folder/model.gguf: tensor blk.31.ffn_down.weight runs past the file's end";
