@@ -35,6 +35,12 @@ int64_t CudaCache::live_bytes() const {
   return bytes;
 }
 
+int CudaCache::quantized_tokens() const {
+  int most = 0;
+  for (size_t h = 0; h < counts_.size(); h += kern::kCounts) most = std::max(most, int(counts_[h + kern::kQuantized]));
+  return most;
+}
+
 int64_t CudaCache::attention_bytes_per_layer(int keys) const {
   if (!low_bit_) return int64_t(keys) * dims_.kv_dim * 2 * dtype_size(storage_);
   return live_bytes() / dims_.layers + int64_t(keys - held_) * dims_.kv_dim * 2 * 2;

@@ -46,6 +46,7 @@ class CudaCache final : public CacheBook {
   LayerState read_layer(int layer) const override;
   // SEMANTICS.md: cached tokens x head_dim x 2 (K and V) x bytes per element, over every (layer, KV head).
   int64_t live_bytes() const override;
+  int quantized_tokens() const override;
   // Every device byte the cache reserved: K, V, pre-RoPE keys, positions and scores.
   int64_t allocated_bytes() const override { return booked_bytes(); }
 

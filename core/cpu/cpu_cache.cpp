@@ -53,6 +53,13 @@ LayerState CpuCache::read_layer(int layer) const {
   return state;
 }
 
+int CpuCache::quantized_tokens() const {
+  int most = 0;
+  if (low_bit())
+    for (const auto& h : heads_) most = std::max(most, h.low_bit->quantized());
+  return most;
+}
+
 int64_t CpuCache::live_bytes() const {
   if (low_bit()) {
     int64_t bytes = 0;

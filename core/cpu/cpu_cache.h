@@ -42,6 +42,7 @@ class CpuCache final : public CacheBook {
   int size(int layer, int kv_head) const override { return head(layer, kv_head).n; }
   LayerState read_layer(int layer) const override;
   int64_t live_bytes() const override;
+  int quantized_tokens() const override;
   int64_t allocated_bytes() const override;
 
   // Used by the CPU backend during a forward pass.

@@ -54,6 +54,10 @@ class SessionCache {
   // SEMANTICS.md "KV bytes (live)", and the bytes actually reserved.
   virtual int64_t live_bytes() const = 0;
   virtual int64_t allocated_bytes() const = 0;
+  // Tokens held as low-bit codes (KIVI's quantized run) by the (layer, KV
+  // head) holding most: 0 at 16 bits or the backend's own type, and while
+  // every token still sits in the f16 sinks and residual.
+  virtual int quantized_tokens() const { return 0; }
 };
 
 // Thrown by Backend::forward when one item's cache cannot grow (out of

@@ -214,6 +214,7 @@ void Engine::observe(Work& w) {
   }
   out.cached_tokens = s.cache().max_size();
   out.live_bytes = s.cache().live_bytes();
+  out.quantized_tokens = s.cache().quantized_tokens();
   out.allocated_bytes = s.cache().allocated_bytes();
   out.step_ms = std::max(w.ms, 0.0);
   out.decode_tokens_per_s = s.totals().decode_tokens_per_s();

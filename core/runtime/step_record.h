@@ -25,6 +25,7 @@ struct SessionRecord {
   std::string text;                    // its text
   bool eos = false;
   int cached_tokens = 0;               // tokens per KV head after the cut (max over heads)
+  int quantized_tokens = 0;            // of them, held as low-bit codes (SessionCache::quantized_tokens)
   int64_t live_bytes = 0, allocated_bytes = 0;
   double step_ms = 0;                  // wall time of the forward pass that served this session
   double decode_tokens_per_s = 0;      // decode tokens / decode time so far

@@ -161,6 +161,7 @@ void Analyzer::ingest_session(size_t index, const StepRecord& record, const Sess
   }
   PaneStep n;
   n.cached_tokens = s.cached_tokens;
+  n.quantized_tokens = s.quantized_tokens;
   n.live_bytes = s.live_bytes;
   // Teacher-forced runs never decode: their rate is that of the tokens fed and scored.
   n.tokens_per_s = float(header_.mode == "forced" ? s.prefill_tokens_per_s : s.decode_tokens_per_s);
@@ -369,6 +370,7 @@ PaneSnapshot Analyzer::pane(size_t index, const ViewSelection& view, int64_t ste
   const int64_t length = h.length_at(step);
   out.stream_length = length;
   out.cached_tokens = n.cached_tokens;
+  out.quantized_tokens = n.quantized_tokens;
   out.live_bytes = n.live_bytes;
   out.tokens_per_s = n.tokens_per_s;
   out.generated = n.generated;

@@ -110,6 +110,7 @@ static std::string session_text(const SessionRecord& s) {
             {"kl", s.kl},
             {"agree", s.agree}};
   if (s.prefill_tokens_per_s > 0) j["tok_s_prefill"] = s.prefill_tokens_per_s;
+  if (s.quantized_tokens > 0) j["quantized_tokens"] = s.quantized_tokens;
   if (!s.stopped.empty()) j["stopped"] = s.stopped;
   std::string text = json_dump(j);
   // Evictions by head, captures and states: one compressed payload (step_payload.h).
@@ -297,6 +298,9 @@ void check_step_fits(const StepRecord& r, const RecordingHeader& h, bool skimmed
     check(s.session >= 0 && s.session < int(h.policies.size()), at + "no such policy in the header");
     check(s.fed_text.size() <= s.fed.size(), at + "more texts than tokens fed");
     check(s.cached_tokens >= 0 && s.live_bytes >= 0 && s.allocated_bytes >= 0, at + "negative sizes");
+    check(s.quantized_tokens >= 0 && s.quantized_tokens <= s.cached_tokens,
+          at + "quantized_tokens " + std::to_string(s.quantized_tokens) + " outside 0 to cached_tokens " +
+              std::to_string(s.cached_tokens));
     check(s.position >= 0 && s.position < INT32_MAX, at + "position " + std::to_string(s.position) + " out of range");
     // Times and rates are never negative (NaN and infinities are refused as JSON already).
     check(s.step_ms >= 0 && s.decode_tokens_per_s >= 0 && s.prefill_tokens_per_s >= 0,

@@ -17,7 +17,7 @@
 //             "thinned"?: true (the app's pipeline kept only the watched layer's capture),
 //             "sessions": [{"session", "fed": [ids], "position": first fed position, "fed_text": [texts],
 //               "token", "text", "eos",
-//               "cached_tokens", "live_bytes", "allocated_bytes", "step_ms", "tok_s",
+//               "cached_tokens", "quantized_tokens"? (where any are), "live_bytes", "allocated_bytes", "step_ms", "tok_s",
 //               "evictions": {"all": [positions]},
 //               "nll": [...], "kl": [...], "agree": [...],
 //               "payload"?: base64 text (step_payload.h): the evictions by (layer, KV head), the

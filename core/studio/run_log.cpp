@@ -64,6 +64,7 @@ nlohmann::json describe_totals(const Engine& engine) {
                         {"cached_tokens", s->cache().max_size()},
                         {"kv_live_bytes", s->cache().live_bytes()},
                         {"kv_allocated_bytes", s->cache().allocated_bytes()}};
+    if (s->policy().kv.quantized()) j["kv_quantized_tokens"] = s->cache().quantized_tokens();
     if (!s->stopped().empty()) j["stopped"] = s->stopped();
     if (t.scored > 0) {
       j["scored_tokens"] = t.scored;
@@ -135,6 +136,7 @@ void RunLog::write(const StepRecord& record) {
                         {"step_ms", s.step_ms},
                         {"decode_tokens_per_s", s.decode_tokens_per_s},
                         {"evicted", evicted}};
+    if (sessions[size_t(s.session)]->policy().kv.quantized()) j["kv_quantized_tokens"] = s.quantized_tokens;
     if (s.token >= 0) j.update({{"token", s.token}, {"text", s.text}});
     if (!s.nll.empty()) j["nll"] = s.nll;
     if (!s.kl.empty()) j.update({{"kl_vs_full", s.kl}, {"top1_agree", s.agree}});

@@ -56,6 +56,7 @@ struct PaneSnapshot {
   int budget = -1;
   int64_t stream_length = 0;
   int cached_tokens = 0;
+  int quantized_tokens = 0;  // of them, held as low-bit codes (a quantized pane)
   int64_t live_bytes = 0;
   double tokens_per_s = 0;
   int64_t generated = 0;

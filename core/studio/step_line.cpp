@@ -157,6 +157,7 @@ bool session_scalar(std::string_view key, od::value x, SessionRecord& s, Require
   else if (key == "text") s.text = text(x), need(4);
   else if (key == "eos") s.eos = bool(x.get_bool()), need(5);
   else if (key == "cached_tokens") s.cached_tokens = as_int(x), need(6);
+  else if (key == "quantized_tokens") s.quantized_tokens = as_int(x);
   else if (key == "live_bytes") s.live_bytes = as_int64(x), need(7);
   else if (key == "allocated_bytes") s.allocated_bytes = as_int64(x), need(8);
   else if (key == "step_ms") s.step_ms = as_double(x), need(9);

@@ -28,6 +28,7 @@ struct PaneStep {
   int64_t live_bytes = 0;
   float tokens_per_s = 0;
   int32_t cached_tokens = 0;
+  int32_t quantized_tokens = 0;  // of them, held as low-bit codes
   int32_t generated = 0;
   uint8_t pending = 0;  // a sampled answer token waits to be fed
   uint8_t stopped = 0;  // the session has stopped (at or before this step)

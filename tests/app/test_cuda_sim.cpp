@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/assets.h"
 #include "tests/cli_runner.h"
@@ -91,4 +94,35 @@ TEST(CliCudaSim, RefusesWhatItCannotHonour) {
                         "h2o-bench: --op-times: cuda-sim runs the kernels on the CPU");
   expect_one_line_error(run_program(H2O_BENCH_PATH, "--backend cuda-sim --shapes stories260K --threads 2"),
                         "h2o-bench: --threads: cuda-sim emulates the device on one CPU thread");
+}
+
+// Issue "the app for a talk", round 3: a quantized pane says how many of its
+// tokens are codes. Both backends count them alike, step by step, in
+// steps.jsonl (kv_quantized_tokens); a policy at the backend's own type has
+// no such field.
+TEST(CliCudaSim, BothBackendsCountTheQuantizedTokensAlike) {
+  std::vector<std::vector<int>> counts;
+  for (const std::string backend : {"cpu", "cuda-sim"}) {
+    const auto dir = temp_dir("quantized-count-" + backend);
+    const CliResult r = run_cli("stream --model synthetic:stories260K --questions 1 --max-new-tokens 24 --quiet "
+                                "--policies full,h2o@2bit --budget 48 --slack 0 --backend " + backend + " --out " +
+                                (dir / "run").string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::ifstream in(dir / "run" / "steps.jsonl");
+    std::vector<int> quantized;
+    for (std::string line; std::getline(in, line);) {
+      const auto j = nlohmann::json::parse(line);
+      if (j["policy"].get<std::string>().rfind("full", 0) == 0) {
+        EXPECT_FALSE(j.contains("kv_quantized_tokens")) << line;
+        continue;
+      }
+      ASSERT_TRUE(j.contains("kv_quantized_tokens")) << line;
+      EXPECT_LE(j["kv_quantized_tokens"].get<int>(), j["cached_tokens"].get<int>()) << line;
+      quantized.push_back(j["kv_quantized_tokens"].get<int>());
+    }
+    ASSERT_FALSE(quantized.empty());
+    EXPECT_GT(quantized.back(), 0) << backend;
+    counts.push_back(quantized);
+  }
+  EXPECT_EQ(counts[0], counts[1]);
 }

@@ -261,6 +261,13 @@ TEST(KvPrecisionDefaults, ATwoBitPaneAtTheDemosBudgetQuantizesMostOfItsCache) {
   // Shaped (G 8, R 8), all but the sinks and 8..15 newest are 2-bit codes; a group of 8 adds two f16
   // numbers per 8 values (4 bits an element), so the bytes are a little over half.
   EXPECT_LT(double(a->live_bytes()), 0.6 * double(b->live_bytes())) << a->live_bytes() << " vs " << b->live_bytes();
+  // And it says how many: all but the 4 sinks and the 8..15 newest (f16) of the 64 are codes;
+  // the unshaped and f16 caches hold none.
+  EXPECT_EQ(a->max_size(), 64);
+  EXPECT_GE(a->quantized_tokens(), 64 - 4 - 15);
+  EXPECT_LE(a->quantized_tokens(), 64 - 4 - 8);
+  EXPECT_EQ(b->quantized_tokens(), 0);
+  EXPECT_EQ(c->quantized_tokens(), 0);
 }
 
 namespace {

@@ -1321,6 +1321,14 @@ TEST(KvPrecision, TheControlSetsEveryPanesBitsAndAPaneMayKeepItsOwn) {
   EXPECT_EQ(s->panes[2].cached_tokens, s->panes[1].cached_tokens);
   EXPECT_LT(s->panes[2].live_bytes, s->panes[1].live_bytes);
   EXPECT_NE(w.panes()[2]->findChild<QLabel*>()->text(), w.panes()[1]->findChild<QLabel*>()->text());
+  // It says how many of its tokens are codes (G 8, R 16: all but the sinks and the 16..23 newest);
+  // a pane at the backend's own type says nothing of it.
+  EXPECT_GT(s->panes[2].quantized_tokens, 0);
+  EXPECT_LE(s->panes[2].quantized_tokens, s->panes[2].cached_tokens - 16);
+  EXPECT_EQ(s->panes[1].quantized_tokens, 0);
+  const auto shown = [&](size_t pane) { return w.panes()[pane]->numbersText().remove(QRegularExpression("<[^>]*>")); };
+  EXPECT_TRUE(shown(2).contains(QString("%1 quantized").arg(s->panes[2].quantized_tokens))) << shown(2).toStdString();
+  EXPECT_FALSE(shown(1).contains("quantized")) << shown(1).toStdString();
 
   // The control: every pane at 4 bits, the pane with its own keeps 2.
   auto* bits = w.controls()->findChild<QComboBox*>("kv_bits");

@@ -427,6 +427,7 @@ TEST(Recording, StepRoundTripsExactlyIncludingPartialUtf8) {
   s.token = 9;
   s.text = "\xff";
   s.cached_tokens = 3;
+  s.quantized_tokens = 2;
   s.live_bytes = 1 << 20;
   s.step_ms = 1.0 / 3;
   s.decode_tokens_per_s = 123.456789;
@@ -457,6 +458,9 @@ TEST(Recording, StepRoundTripsExactlyIncludingPartialUtf8) {
   EXPECT_EQ(back.sessions[0].text, "\xff");
   EXPECT_EQ(back.engine_seconds, r.engine_seconds);
   EXPECT_EQ(back.sessions[0].step_ms, s.step_ms);
+  EXPECT_EQ(back.sessions[0].quantized_tokens, 2);
+  EXPECT_EQ(back.sessions[1].quantized_tokens, 0);  // not written where there are none
+  EXPECT_EQ(line.find("quantized_tokens", line.find("out of KV memory")), std::string::npos);
   // Probabilities come back as the recording keeps them (8-bit codes), the rest exactly.
   StepRecord rounded = r;
   round_to_recorded(rounded);
@@ -564,6 +568,8 @@ TEST(Recording, AStepThatDoesNotFitItsHeaderIsOneErrorNamingItsLine) {
   EXPECT_TRUE(says(e, "a negative time or rate")) << e;
   e = first_error([](SessionRecord& s) { s.step_ms = -1; });
   EXPECT_TRUE(says(e, "a negative time or rate")) << e;
+  e = first_error([](SessionRecord& s) { s.quantized_tokens = s.cached_tokens + 1; });
+  EXPECT_TRUE(says(e, "outside 0 to cached_tokens")) << e;
   // Read whole, a capture's arrays may not be missing.
   e = first_error([](SessionRecord& s) {
     s.attention[0].rows = 1000;

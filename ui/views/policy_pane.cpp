@@ -160,9 +160,14 @@ QString PolicyPane::numbersText() const { return numbers_->text(); }
 void PolicyPane::fitNumbers() {
   QFont bold = numbers_->font();
   bold.setBold(true);
-  const QString first_line = QString(numbers_long_).section("<br>", 0, 0).remove(QRegularExpression("<[^>]*>"));
-  const bool fits = QFontMetrics(bold).horizontalAdvance(first_line) <= numbers_->width();
-  numbers_->setText(fits ? numbers_long_ : numbers_short_);
+  const QFontMetrics metrics(bold);
+  for (const QString& form : numbers_forms_) {
+    const QString first_line = QString(form).section("<br>", 0, 0).remove(QRegularExpression("<[^>]*>"));
+    if (metrics.horizontalAdvance(first_line) <= numbers_->width() || &form == &numbers_forms_.back()) {
+      numbers_->setText(form);
+      return;
+    }
+  }
 }
 
 // The policy's name whole, then as much of its parameters as the label has room for ("…" where cut;
@@ -184,7 +189,7 @@ void PolicyPane::fitTitle() {
 void PolicyPane::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
   if (!title_brief_.isEmpty()) fitTitle();
-  if (!numbers_long_.isEmpty()) fitNumbers();
+  if (!numbers_forms_.isEmpty()) fitNumbers();
 }
 
 void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t highlight) {
@@ -194,11 +199,13 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
   fitTitle();
   title_->setToolTip(title + " · " + describe + "\n" + QString::fromStdString(std::string(policy_.unit().description)));
   // The figures that matter most first; where the line is too narrow, the stream's length (the same
-  // in every pane, and in the tooltip) goes first, never the quality figures at the end.
+  // in every pane, and in the tooltip) goes first, then the rate, never the quality figures at the end.
   const double rate = pane.tokens_per_s;
-  QStringList parts{QString("<b>%1</b> cached").arg(pane.cached_tokens),
-                    QString("<b>%1</b> KV").arg(QString::fromStdString(format_bytes(pane.live_bytes))),
-                    QString("<b>%1</b> tok/s").arg(rate, 0, 'f', rate < 100 ? 1 : 0)};
+  QStringList parts{QString("<b>%1</b> cached").arg(pane.cached_tokens)};
+  // A quantized pane says how many of them are codes (the rest: f16 sinks and residual).
+  if (pane.config.kv.quantized()) parts << QString("<b>%1</b> quantized").arg(pane.quantized_tokens);
+  parts << QString("<b>%1</b> KV").arg(QString::fromStdString(format_bytes(pane.live_bytes)))
+        << QString("<b>%1</b> tok/s").arg(rate, 0, 'f', rate < 100 ? 1 : 0);
   const QString in_stream = QString("%1 in stream").arg(pane.stream_length);
   QStringList quality;
   if (!std::isnan(pane.perplexity)) quality << QString("ppl <b>%1</b>").arg(pane.perplexity, 0, 'f', 2);
@@ -208,10 +215,12 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
       pane.stopped.empty() ? QString()
                            : QString("<br><span style='color:%2'><b>stopped:</b> %1</span>")
                                  .arg(QString::fromStdString(pane.stopped).toHtmlEscaped(), warning_color().name());
-  numbers_long_ = (parts + QStringList{in_stream} + quality).join(" · ") + stopped;
-  numbers_short_ = (parts + quality).join(" · ") + stopped;
+  QStringList without_rate = parts;
+  without_rate.removeLast();  // the rate is the last of the parts
+  numbers_forms_ = {(parts + QStringList{in_stream} + quality).join(" · ") + stopped,
+                    (parts + quality).join(" · ") + stopped, (without_rate + quality).join(" · ") + stopped};
   fitNumbers();
-  numbers_->setToolTip(QString(numbers_long_).replace("<br>", "\n").remove(QRegularExpression("<[^>]*>")));
+  numbers_->setToolTip(QString(numbers_forms_.front()).replace("<br>", "\n").remove(QRegularExpression("<[^>]*>")));
   meter_->setValue(pane.sparsity, s.top_k, policy_color(policy_));
   text_->setHighlight(highlight);
   text_->setTokens(pane.tokens, pane.text_follows_end, pane.stream_length);

@@ -62,7 +62,8 @@ class PolicyPane : public QWidget {
   QSplitter* stack_;    // text over the plots
   QSplitter* side_;     // wide: the heatmap beside the rasters
   QSplitter* rasters_;  // wide: overview over detail
-  QString numbers_long_, numbers_short_;  // the numbers' line with and without the stream's length
+  // The numbers' line, fullest first: with the stream's length, without it, without the rate too.
+  QStringList numbers_forms_;
   QString title_brief_;  // the policy's parameters, after its name (elided to the room left)
   QLabel* title_;
   QLabel* numbers_;
