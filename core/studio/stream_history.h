@@ -11,7 +11,7 @@
 //     + 2 x layers x KV heads once it evicts per head (H2O, TOVA: head_evictions.h), + 6 x layers
 //     for the layer's merged step (when its last KV head let the position go) and how many heads
 //     have; nothing for the full cache;
-//   per step: 24 (PaneStep), + 32 in teacher-forced mode (ForcedStep).
+//   per step: 32 (PaneStep), + 32 in teacher-forced mode (ForcedStep).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -33,6 +33,7 @@ struct PaneStep {
   uint8_t pending = 0;  // a sampled answer token waits to be fed
   uint8_t stopped = 0;  // the session has stopped (at or before this step)
 };
+static_assert(sizeof(PaneStep) == 32, "the bytes a step keeps, as stated above");
 
 // Teacher-forced running sums after one step.
 struct ForcedStep {
