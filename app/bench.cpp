@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Decode speed per backend, model and policy: a table with bytes moved and % of measured bandwidth"};
   Options o;
   o.backend.threads = 2;
-  app.add_option("--backend", o.backend.kind, "cpu|cuda|cuda-sim (the CUDA backend through the SIMT emulation: slow)");
+  app.add_option("--backend", o.backend.kind, backend_choices() + " (cuda-sim: the CUDA backend through the SIMT emulation: slow)");
   app.add_option("--precision", o.backend.precision,
                  "CUDA weights: f32|f16|bf16|native (default: native for quantised files, else f32)");
   app.add_option("--threads", o.backend.threads, "CPU threads (default 2 for the cpu backend)");

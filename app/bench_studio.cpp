@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
   app.add_option("--slack", o.slack, "tokens a cache grows past its budget before one cut")->check(CLI::Range(0, kMaxCacheTokens));
   app.add_option("--csv", o.csv, "also write the table as CSV to this file");
   app.add_option("--backend", o.backend,
-                 "run the real engine instead (cpu|cuda|cuda-sim) on a random-weight model of each shape, and report "
+                 "run the real engine instead (" + backend_choices() + ") on a random-weight model of each shape, and report "
                  "the engine alone beside the whole pipeline");
   app.add_option("--dtype", o.dtype, "with --backend: the synthetic weights' type (default f16)");
   app.add_option("--precision", o.precision, "with --backend cuda: f32|f16|bf16|native");

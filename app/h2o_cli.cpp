@@ -97,7 +97,8 @@ void add_run_flags(CLI::App* sub, Flags& f) {
                   "list may also say it per entry, h2o@2bit");
   sub->add_option("--kv-group", f.kv_group, "quantization group G: tokens of a key group, channels of a value group");
   sub->add_option("--kv-residual", f.kv_residual, "the newest R tokens (a multiple of G) stay f16 until G more arrive");
-  sub->add_option("--backend", f.backend, "cpu|cuda|cuda-sim (the CUDA backend's code through the SIMT emulation, on the CPU: slow, for checking)");
+  sub->add_option("--backend", f.backend,
+                  backend_choices() + " (cuda-sim: the CUDA backend's code through the SIMT emulation, on the CPU: slow, for checking)");
   sub->add_option("--precision", f.precision,
                   "CUDA weights: f32|f16|bf16|native (default: native for quantised files, else f32)");
   sub->add_option("--threads", f.threads, "CPU threads (0: all cores)");
@@ -877,7 +878,7 @@ int main(int argc, char** argv) {
 
   auto* info = app.add_subcommand("info", "what a model / tokenizer holds");
   add_model_flags(info, f);
-  info->add_option("--backend", f.backend, "also make this backend (cpu|cuda|cuda-sim) and say what it holds: its device, and the MiB of weights it uploads");
+  info->add_option("--backend", f.backend, "also make this backend (" + backend_choices() + ") and say what it holds: its device, and the MiB of weights it uploads");
   info->add_option("--precision", f.precision, "CUDA weights with --backend: f32|f16|bf16|native (default: native for quantised files, else f32)");
 
   ConvertFlags cf;

@@ -20,7 +20,11 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#include "core/backends/make_backend.h"
 #include "core/base/error.h"
+#include "core/base/system_limits.h"
+#include "core/policy/kv_precision.h"
+#include "core/policy/policy.h"
 #include "ui/shell/frame_stats.h"
 #include "ui/shell/main_window.h"
 #include "ui/plot/plot_export.h"
@@ -44,7 +48,11 @@ struct Options {
   QCommandLineOption prompts{"prompts", "MT-Bench question.jsonl.", "path"};
   QCommandLineOption forced{"forced-text", "Teacher-forced mode on this text file.", "path"};
   QCommandLineOption replay{"replay", "Replay a saved recording (no model needed).", "path"};
-  QCommandLineOption backend{"backend", "Compute backend: cpu or cuda (without CUDA: the CPU, with a banner saying so).", "name"};
+  QCommandLineOption backend{"backend",
+                             QString::fromStdString("Compute backend: " + h2o::backend_choices() +
+                                                    " (cuda without CUDA or a GPU: the CPU, with a banner saying so; "
+                                                    "cuda-sim: the CUDA backend's code through the SIMT emulation, slow)."),
+                             "name"};
   QCommandLineOption threads{"threads", "CPU threads (0: every core but one, left to the window).", "n"};
   QCommandLineOption policies{"policies", "The panes, in order: 2 to 4 of full, streaming, h2o, tova (comma-separated); an entry may have its own KV precision: h2o@2bit.", "list"};
   QCommandLineOption kv_bits{"kv-bits", "KV precision of every pane: 16, 8, 4 or 2 bits, or K,V (default: the backend's own type).", "bits"};
@@ -206,19 +214,22 @@ int main(int argc, char** argv) {
   }
   if (parser.isSet(opts.backend)) {
     c.backend = parser.value(opts.backend).toStdString();
-    if (c.backend != "cpu" && c.backend != "cuda") bad_flag("--backend", "expected cpu or cuda, got '" + parser.value(opts.backend) + "'");
+    const auto& names = h2o::backend_names();
+    if (std::find(names.begin(), names.end(), c.backend) == names.end())
+      bad_flag("--backend", QString::fromStdString("expected " + h2o::backend_choices() + ", got '") + parser.value(opts.backend) + "'");
   }
-  if (parser.isSet(opts.threads)) c.threads = int_flag(parser, opts.threads, 0, 1024);
+  // The bounds are the CLI's: a cache's tokens (kMaxCacheTokens), KvPrecision's G and R, the threads this process may use.
+  if (parser.isSet(opts.threads)) c.threads = int_flag(parser, opts.threads, 0, h2o::max_threads());
   if (parser.isSet(opts.policies)) {
     c.policies.clear();
     for (const QString& p : parser.value(opts.policies).split(',', Qt::SkipEmptyParts)) c.policies.push_back(p.trimmed().toStdString());
   }
   if (parser.isSet(opts.kv_bits)) c.kv_bits = parser.value(opts.kv_bits).toStdString();
-  if (parser.isSet(opts.kv_group)) c.kv_group = int_flag(parser, opts.kv_group, 1, 1 << 16);
-  if (parser.isSet(opts.kv_residual)) c.kv_residual = int_flag(parser, opts.kv_residual, 1, 1 << 20);
-  if (parser.isSet(opts.budget)) c.budget = int_flag(parser, opts.budget, 2, 1 << 20);
+  if (parser.isSet(opts.kv_group)) c.kv_group = int_flag(parser, opts.kv_group, 1, h2o::KvPrecision::kMaxGroup);
+  if (parser.isSet(opts.kv_residual)) c.kv_residual = int_flag(parser, opts.kv_residual, 1, h2o::KvPrecision::kMaxResidual);
+  if (parser.isSet(opts.budget)) c.budget = int_flag(parser, opts.budget, 2, h2o::kMaxCacheTokens);
   for (const auto& [p, option] : opts.params)
-    if (parser.isSet(option)) c.params[p->name] = int_flag(parser, option, p->min_value, 1 << 20);
+    if (parser.isSet(option)) c.params[p->name] = int_flag(parser, option, p->min_value, h2o::kMaxCacheTokens);
   if (parser.isSet(opts.rolling)) c.rolling = true;
   if (parser.isSet(opts.layer)) c.capture_layer = int_flag(parser, opts.layer, 0, 4096);
   if (parser.isSet(opts.head)) options.settings.head = int_flag(parser, opts.head, -1, 4096);

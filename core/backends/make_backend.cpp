@@ -11,6 +11,17 @@
 
 namespace h2o {
 
+const std::vector<std::string>& backend_names() {
+  static const std::vector<std::string> names = {"cpu", "cuda", "cuda-sim"};
+  return names;
+}
+
+std::string backend_choices() {
+  std::string out;
+  for (const std::string& name : backend_names()) out += (out.empty() ? "" : "|") + name;
+  return out;
+}
+
 std::unique_ptr<Backend> make_backend(std::shared_ptr<const Model> model, const BackendOptions& options) {
   if (options.threads < 0) fail("--threads", "must be >= 0 (0: all cores), got " + std::to_string(options.threads));
   if (options.threads > max_threads())
@@ -33,7 +44,7 @@ std::unique_ptr<Backend> make_backend(std::shared_ptr<const Model> model, const 
 #endif
   }
   if (options.kind == "cuda-sim") return make_cuda_sim_backend(std::move(model), options);
-  fail("--backend", "unknown backend '" + options.kind + "' (expected cpu, cuda or cuda-sim)");
+  fail("--backend", "unknown backend '" + options.kind + "' (expected " + backend_choices() + ")");
 }
 
 BackendChoice make_backend_or_cpu(const std::shared_ptr<const Model>& model, const BackendOptions& options) {

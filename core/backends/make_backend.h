@@ -4,10 +4,18 @@
 // and core/cpu know nothing of CUDA.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/runtime/backend.h"
 
 namespace h2o {
+
+// Every backend by its name, as every front end offers them (h2o-cli,
+// h2o-bench, h2o-studio's flag and its Device menu): "cpu", "cuda" and
+// "cuda-sim" (the CUDA backend's code through the SIMT emulation).
+const std::vector<std::string>& backend_names();
+// "cpu|cuda|cuda-sim", for a flag's help.
+std::string backend_choices();
 
 // The backend named in `options` for a model; throws Error if it is not
 // available in this build or on this machine.

@@ -46,8 +46,9 @@ void KvPrecision::validate(bool rolling) const {
   if (!valid_bits(key_bits) || !valid_bits(value_bits))
     fail("--kv-bits", "must be 16, 8, 4 or 2 bits (K or K,V), got " + std::to_string(key_bits) + "," +
                           std::to_string(value_bits));
-  if (group < 1 || group > 4096) fail("--kv-group", "must be between 1 and 4096, got " + std::to_string(group));
-  if (residual < group || residual % group != 0 || residual > (1 << 20))
+  if (group < 1 || group > kMaxGroup)
+    fail("--kv-group", "must be between 1 and " + std::to_string(kMaxGroup) + ", got " + std::to_string(group));
+  if (residual < group || residual % group != 0 || residual > kMaxResidual)
     fail("--kv-residual", "must be a multiple of --kv-group (" + std::to_string(group) + ") and at least it, got " +
                               std::to_string(residual));
   if (rolling && quantized())

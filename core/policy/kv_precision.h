@@ -14,6 +14,7 @@ namespace h2o {
 
 struct KvPrecision {
   static constexpr int kNative = 0;  // the backend's cache type (f32 on the CPU)
+  static constexpr int kMaxGroup = 4096, kMaxResidual = 1 << 20;  // validate()'s bounds, every front end's
   int key_bits = kNative;            // 0, 16, 8, 4 or 2
   int value_bits = kNative;
   int group = 32;                    // G: tokens of a key group, channels of a value group

@@ -339,6 +339,34 @@ TEST(Timeline, EveryFramePaintsThePanesAndTheTimelineOnOneStep) {
   EXPECT_EQ(watch.mixed, 0) << "of " << watch.paints << " paints, some showed views on different steps";
 }
 
+// The issue saw it in a replay too: TOVA on step 800 while the others showed 864.
+// Playing a four-pane recording and seeking in it, every paint shows one step.
+TEST(Timeline, AReplayPaintsEveryPaneAndTheTimelineOnOneStepWhilePlayingAndSeeking) {
+  QTemporaryDir dir;
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.policies = {"full", "streaming", "h2o", "tova"};
+  const QString recorded = record_run(dir, 120, o);
+  MainWindowOptions r = synthetic_options();
+  r.replay = recorded;
+  MainWindow w(r);
+  w.show();
+  QSignalSpy opened(&w, &MainWindow::replayOpened);
+  w.start();
+  ASSERT_TRUE(opened.wait(10000));
+  ASSERT_EQ(w.panes().size(), 4u);
+  StepsAtEachPaint watch(w);
+  w.findChild<QAction*>("play")->trigger();
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.step >= 60; }));
+  w.findChild<QAction*>("play")->trigger();
+  for (int64_t step : {100, 20, 90, 5, 119}) {
+    w.seek(step);
+    ASSERT_TRUE(wait_for_snapshot(w, [&](const StudioSnapshot& s) { return s.step == step; })) << step;
+    QTest::qWait(50);
+  }
+  EXPECT_GT(watch.paints, 20);
+  EXPECT_EQ(watch.mixed, 0) << "of " << watch.paints << " paints, some showed views on different steps";
+}
+
 TEST(Timeline, ChangingLayerOrHeadWhilePausedKeepsEveryHeatmapFilled) {
   MainWindow w(synthetic_options());  // watches layer 1
   w.show();

@@ -152,3 +152,31 @@ TEST(StudioCli, TheSpoolGoesWithTheAppOnSigtermAndSigint) {
     EXPECT_TRUE(spools().isEmpty()) << "left behind: " << spools().join(' ').toStdString();
   }
 }
+
+// Architecture, one step: the app's flags take the CLI's backends and bounds
+// (the app had no cuda-sim and capped --budget and the policy parts at 2^20
+// where the CLI allows 2^24, --kv-group at 2^16 where 4096 is the rule).
+TEST(StudioCli, TheBackendsAndBoundsAreTheClisOwn) {
+  const StudioRun help = run_studio({"--help"}, QString(), false);
+  QProcess cli;
+  cli.start(H2O_CLI_BINARY, {"stream", "--help"});
+  ASSERT_TRUE(cli.waitForFinished(30000));
+  const QString cli_help = QString::fromUtf8(cli.readAllStandardOutput());
+  for (const QString* text : {&help.out, &cli_help}) EXPECT_TRUE(text->contains("cpu|cuda|cuda-sim")) << text->toStdString();
+  const std::vector<std::pair<QStringList, QString>> cases = {
+      {{"--budget", "16777217"}, "--budget: expected a whole number from 2 to 16777216"},
+      {{"--sinks", "16777217"}, " to 16777216, got '16777217'"},
+      {{"--kv-group", "4097"}, "--kv-group: expected a whole number from 1 to 4096"},
+  };
+  for (const auto& [args, says] : cases) {
+    const StudioRun r = run_studio(args + QStringList{"--screenshot", "/dev/null"}, QString());
+    EXPECT_EQ(r.exit_code, 2) << args.join(' ').toStdString() << ": " << r.err.toStdString();
+    EXPECT_TRUE(r.err.contains(says)) << args.join(' ').toStdString() << ": " << r.err.toStdString();
+  }
+  // The emulated CUDA backend runs in the app, as in the CLI (no banner: nothing fell back).
+  QTemporaryDir dir;
+  const QString shot = dir.filePath("sim.png");
+  const StudioRun sim = run_studio({"--backend", "cuda-sim", "--screenshot", shot, "--autoplay-steps", "3"}, dir.path());
+  ASSERT_EQ(sim.exit_code, 0) << sim.err.toStdString();
+  EXPECT_FALSE(QImage(shot).isNull());
+}

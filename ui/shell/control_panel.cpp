@@ -17,6 +17,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "core/backends/make_backend.h"
 #include "core/base/system_limits.h"
 #include "core/runtime/backend.h"
 #include "ui/plot/theme.h"
@@ -121,8 +122,9 @@ QGroupBox* ControlPanel::inputsBox() {
 QGroupBox* ControlPanel::backendBox() {
   backend_ = new QComboBox;
   backend_->setObjectName("backend");
-  backend_->addItems({"cpu", "cuda"});
-  backend_->setToolTip("Compute backend. CUDA needs a build with it and a GPU; otherwise the app says so and runs on the CPU");
+  for (const std::string& name : backend_names()) backend_->addItem(QString::fromStdString(name));
+  backend_->setToolTip("Compute backend. CUDA needs a build with it and a GPU; otherwise the app says so and runs on "
+                       "the CPU. cuda-sim runs the CUDA backend's code through an emulation on the CPU: slow, for checking");
   threads_ = spin("threads", 0, max_threads(),  // more is refused by make_backend
                   "CPU threads. Auto, the default: every core but one, which the window keeps for drawing "
                   "(h2o-cli takes them all)",
@@ -142,13 +144,14 @@ QGroupBox* ControlPanel::backendBox() {
 
 // The policies shown, their budget and split, slack, KV precision and position rolling.
 QGroupBox* ControlPanel::cacheBox() {
-  budget_ = spin("budget", 2, 1 << 20, "Tokens per KV head for every policy that evicts");
+  // The bounds are the CLI's (kMaxCacheTokens), as h2o-studio's flags take them.
+  budget_ = spin("budget", 2, kMaxCacheTokens, "Tokens per KV head for every policy that evicts");
   for (const StudioParam& p : studio_params()) {
     // A part's 0 stands for "auto"; the sinks' least is the kinds' own.
-    params_.emplace_back(p.name, spin(p.name.c_str(), p.automatic ? 0 : p.min_value, 1 << 20,
+    params_.emplace_back(p.name, spin(p.name.c_str(), p.automatic ? 0 : p.min_value, kMaxCacheTokens,
                                       QString::fromStdString(p.description), p.automatic ? "auto" : ""));
   }
-  slack_ = spin("slack", -1, 1 << 16,
+  slack_ = spin("slack", -1, kMaxCacheTokens,
                 "Let the cache grow to budget + slack before cutting back (0: exact; auto: 0 on the CPU, " +
                     QString::number(kDeviceSlack) + " on the GPU, where each cut moves the cache on the device)",
                 "auto");
@@ -158,8 +161,10 @@ QGroupBox* ControlPanel::cacheBox() {
                                     {"4 bits", "4"}, {"2 bits (with H2O: MiniKV)", "2"}, {"keys 4, values 2", "4,2"}})
     kv_bits_->addItem(label, QString(bits));
   kv_bits_->setToolTip("KV precision of every pane (KIVI): keys per channel and values per token quantized in groups "
-                       "of 32; the sinks and the newest 64..95 tokens stay f16. Fewer bits: less memory, more drift. "
-                       "A pane list may give one pane its own (--policies full,h2o,h2o@2bit). Below 16 bits: CPU backend only");
+                       "of G; the sinks and the newest R..R+G-1 tokens stay f16 (G and R chosen for the model's head "
+                       "and the budget unless --kv-group / --kv-residual give them; the pane's tooltip says which). "
+                       "Fewer bits: less memory, more drift. A pane list may give one pane its own "
+                       "(--policies full,h2o,h2o@2bit)");
   rolling_ = new QCheckBox("Position rolling");
   rolling_->setObjectName("rolling");
   rolling_->setToolTip("RoPE positions from cache slots instead of stream positions (StreamingLLM's fix)");
