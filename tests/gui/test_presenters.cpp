@@ -98,6 +98,14 @@ QString record_run(const QTemporaryDir& dir, int steps, MainWindowOptions o = sy
   return path;
 }
 
+// Shows and starts a window made to replay; true once the recording is open.
+bool open_replay(MainWindow& w) {
+  w.show();
+  QSignalSpy opened(&w, &MainWindow::replayOpened);
+  w.start();
+  return opened.wait(10000);
+}
+
 double luminance(const QColor& c) { return 0.2126 * c.redF() + 0.7152 * c.greenF() + 0.0722 * c.blueF(); }
 
 // The mean colour of an icon's opaque pixels.
@@ -349,10 +357,7 @@ TEST(Timeline, AReplayPaintsEveryPaneAndTheTimelineOnOneStepWhilePlayingAndSeeki
   MainWindowOptions r = synthetic_options();
   r.replay = recorded;
   MainWindow w(r);
-  w.show();
-  QSignalSpy opened(&w, &MainWindow::replayOpened);
-  w.start();
-  ASSERT_TRUE(opened.wait(10000));
+  ASSERT_TRUE(open_replay(w));
   ASSERT_EQ(w.panes().size(), 4u);
   StepsAtEachPaint watch(w);
   w.findChild<QAction*>("play")->trigger();
@@ -411,10 +416,7 @@ TEST(Timeline, ReplayRestoresTheRecordedViewAndSettingsPlaysAtItsPaceAndSeeks) {
   r.settings.head = -1;
   r.replay = path;
   MainWindow w(r);
-  w.show();
-  QSignalSpy opened(&w, &MainWindow::replayOpened);
-  w.start();
-  ASSERT_TRUE(opened.wait(10000));
+  ASSERT_TRUE(open_replay(w));
   // The view and the settings it was recorded with.
   EXPECT_EQ(w.transport()->layer(), 2);
   EXPECT_EQ(w.transport()->head(), 3);
@@ -460,10 +462,7 @@ TEST(Timeline, AReplayOpensOnItsFirstStepAndItsSliderSeeksBeforePlay) {
   MainWindowOptions r = synthetic_options();
   r.replay = record_run(dir, 40, synthetic_options());
   MainWindow w(r);
-  w.show();
-  QSignalSpy opened(&w, &MainWindow::replayOpened);
-  w.start();
-  ASSERT_TRUE(opened.wait(10000));
+  ASSERT_TRUE(open_replay(w));
   // Its first step shown, not "no steps yet"; the slider spans the file and is live.
   ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& x) { return x.step == 0; }));
   EXPECT_TRUE(w.transport()->stepLabel()->text().startsWith("step 0 / 39")) << w.transport()->stepLabel()->text().toStdString();

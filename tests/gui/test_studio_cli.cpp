@@ -50,6 +50,16 @@ StudioRun run_studio(const QStringList& args, const QString& assets, bool displa
   return r;
 }
 
+// Each (flags, words) is refused before any window: exit 2, one line with the words.
+void expect_refused(const std::vector<std::pair<QStringList, QString>>& cases) {
+  for (const auto& [args, says] : cases) {
+    const StudioRun r = run_studio(args + QStringList{"--screenshot", "/dev/null"}, QString());
+    EXPECT_EQ(r.exit_code, 2) << args.join(' ').toStdString() << ": " << r.err.toStdString();
+    EXPECT_TRUE(r.err.contains(says)) << args.join(' ').toStdString() << ": " << r.err.toStdString();
+    EXPECT_EQ(r.err.trimmed().count('\n'), 0) << r.err.toStdString();
+  }
+}
+
 }  // namespace
 
 TEST(StudioCli, ScreenshotAfterAutoplayWithPerfOnStdout) {
@@ -120,12 +130,7 @@ TEST(StudioCli, BadRunFlagsAreOneLineAndExit2) {
       {{"--theme", "neon"}, "--theme"},
       {{"--backend", "tpu"}, "--backend"},
   };
-  for (const auto& [args, says] : cases) {
-    const StudioRun r = run_studio(args + QStringList{"--screenshot", "/dev/null"}, QString());
-    EXPECT_EQ(r.exit_code, 2) << args.join(' ').toStdString() << ": " << r.err.toStdString();
-    EXPECT_TRUE(r.err.contains(says)) << args.join(' ').toStdString() << ": " << r.err.toStdString();
-    EXPECT_EQ(r.err.trimmed().count('\n'), 0) << r.err.toStdString();
-  }
+  expect_refused(cases);
 }
 
 TEST(StudioCli, TheSpoolGoesWithTheAppOnSigtermAndSigint) {
@@ -168,11 +173,7 @@ TEST(StudioCli, TheBackendsAndBoundsAreTheClisOwn) {
       {{"--sinks", "16777217"}, " to 16777216, got '16777217'"},
       {{"--kv-group", "4097"}, "--kv-group: expected a whole number from 1 to 4096"},
   };
-  for (const auto& [args, says] : cases) {
-    const StudioRun r = run_studio(args + QStringList{"--screenshot", "/dev/null"}, QString());
-    EXPECT_EQ(r.exit_code, 2) << args.join(' ').toStdString() << ": " << r.err.toStdString();
-    EXPECT_TRUE(r.err.contains(says)) << args.join(' ').toStdString() << ": " << r.err.toStdString();
-  }
+  expect_refused(cases);
   // The emulated CUDA backend runs in the app, as in the CLI (no banner: nothing fell back).
   QTemporaryDir dir;
   const QString shot = dir.filePath("sim.png");
