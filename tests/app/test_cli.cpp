@@ -440,6 +440,11 @@ TEST(CliBenchReplay, ASeekPastTheRecordingOrNotAStepIsOneLine) {
   const CliResult ok = run_program(H2O_BENCH_REPLAY_PATH, recording + " --seek 5 --repeats 1");
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.out.find("| 5 |"), std::string::npos) << ok.out;
+  // Without --seek, the seeks follow the recording's 20 steps (the defaults 1000 and 3000 were past its end).
+  const CliResult defaults = run_program(H2O_BENCH_REPLAY_PATH, recording + " --repeats 1");
+  ASSERT_EQ(defaults.exit_code, 0) << defaults.err;
+  EXPECT_NE(defaults.out.find("| 6 |"), std::string::npos) << defaults.out;
+  EXPECT_NE(defaults.out.find("| 18 |"), std::string::npos) << defaults.out;
   for (const std::string seek : {"5000", "-3", "abc", "20"}) {
     const CliResult r = run_program(H2O_BENCH_REPLAY_PATH, recording + " --seek " + seek + " --repeats 1");
     EXPECT_NE(r.exit_code, 0) << seek;
