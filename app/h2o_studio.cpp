@@ -137,38 +137,11 @@ void on_signal(int sig) {
   [[maybe_unused]] const auto n = ::write(g_signal_pipe[1], &byte, 1);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const Options opts;
-  if (asks_only_for_text(argc, argv)) {
-    // No window system needed to print the help or the version.
-    QCoreApplication app(argc, argv);
-    QCoreApplication::setApplicationName("h2o-studio");
-    QCoreApplication::setApplicationVersion(H2O_VERSION);
-    QCommandLineParser parser;
-    opts.add_to(parser);
-    parser.process(app);  // prints and exits
-    return 0;
-  }
-  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
-      qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
-    std::fprintf(stderr, "h2o-studio: no display: running offscreen (--screenshot, --play and --quit-after still work)\n");
-    qputenv("QT_QPA_PLATFORM", "offscreen");
-  }
-  QApplication app(argc, argv);
-  QApplication::setOrganizationName("H2O Studio");
-  QApplication::setApplicationName("h2o-studio");
-  QApplication::setApplicationVersion(H2O_VERSION);
-  h2o::ui::apply_theme(app);
-
-  QCommandLineParser parser;
-  opts.add_to(parser);
-  parser.process(app);
-
+// The window's own flags: what it shows and keeps, its size, the recording's limit.
+h2o::ui::MainWindowOptions window_flags(const QCommandLineParser& parser, const Options& opts, const char* argv0) {
   const bool shooting = parser.isSet(opts.screenshot);
   h2o::ui::MainWindowOptions options;
-  options.argv0 = QString::fromLocal8Bit(argv[0]);
+  options.argv0 = QString::fromLocal8Bit(argv0);
   options.persist = !shooting && !parser.isSet(opts.fresh) && !parser.isSet(opts.quit_after);
   options.dialogs = !shooting && !parser.isSet(opts.quit_after);
   options.perf = parser.isSet(opts.perf);
@@ -192,6 +165,12 @@ int main(int argc, char** argv) {
       bad_flag("--recording-limit", "expected MiB between 0 and 2^30, got '" + parser.value(opts.recording_limit) + "'");
     options.recording_limit = qint64(mib) << 20;
   }
+  return options;
+}
+
+// The run's flags over the remembered settings (or the built-in defaults where
+// nothing is remembered): inputs, backend, panes, budget, KV precision, view, look.
+void run_flags(const QCommandLineParser& parser, const Options& opts, h2o::ui::MainWindowOptions& options) {
   QSettings settings;
   if (!options.persist) {
     // Only the built-in defaults: a screenshot or a soak must not depend on this user's settings.
@@ -245,10 +224,72 @@ int main(int argc, char** argv) {
     if (!ok || v < 0.75 || v > 3) bad_flag("--ui-scale", "expected a factor from 0.75 to 3, got '" + parser.value(opts.scale) + "'");
     options.settings.ui_scale = v;
   }
+}
+
+// --screenshot: once the autoplayed steps are drawn (or the first frame, with
+// none), saves the window to `out` and quits; an error shown quits with 1.
+void shoot_when_played(h2o::ui::MainWindow& window, QApplication& app, const QString& out, bool perf, bool after_autoplay) {
+  QObject::connect(&window, &h2o::ui::MainWindow::errorShown, &app, [](const QString& message) {
+    std::fprintf(stderr, "h2o-studio: %s\n", message.toUtf8().constData());
+    QApplication::exit(1);
+  });
+  auto shoot = [&window, &app, out, perf_on = perf] {
+    // Let the last frame's layout settle before grabbing.
+    QTimer::singleShot(300, &app, [&window, out, perf_on] {
+      window.drainSnapshots();
+      try {
+        h2o::ui::save_widget_png(&window, out);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "h2o-studio: %s\n", e.what());
+        QApplication::exit(1);
+        return;
+      }
+      if (perf_on) print_perf(window.frameTimes());
+      std::fprintf(stderr, "h2o-studio: %s — wrote %s\n", window.windowTitle().toUtf8().constData(),
+                   out.toUtf8().constData());
+      QApplication::exit(0);
+    });
+  };
+  if (after_autoplay) QObject::connect(&window, &h2o::ui::MainWindow::autoplayFinished, &app, shoot);
+  else QObject::connect(&window, &h2o::ui::MainWindow::snapshotDrawn, &app, shoot, Qt::SingleShotConnection);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opts;
+  if (asks_only_for_text(argc, argv)) {
+    // No window system needed to print the help or the version.
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName("h2o-studio");
+    QCoreApplication::setApplicationVersion(H2O_VERSION);
+    QCommandLineParser parser;
+    opts.add_to(parser);
+    parser.process(app);  // prints and exits
+    return 0;
+  }
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
+      qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
+    std::fprintf(stderr, "h2o-studio: no display: running offscreen (--screenshot, --play and --quit-after still work)\n");
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+  }
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName("H2O Studio");
+  QApplication::setApplicationName("h2o-studio");
+  QApplication::setApplicationVersion(H2O_VERSION);
+  h2o::ui::apply_theme(app);
+
+  QCommandLineParser parser;
+  opts.add_to(parser);
+  parser.process(app);
+
+  h2o::ui::MainWindowOptions options = window_flags(parser, opts, argv[0]);
+  run_flags(parser, opts, options);
+  const bool shooting = parser.isSet(opts.screenshot);
   // Flags that cannot make a run say so now, in one line, not in a window later.
   if (options.replay.isEmpty()) {
     try {
-      h2o::studio_policies(c);
+      h2o::studio_policies(options.settings.config);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "h2o-studio: %s\n", e.what());
       return 2;
@@ -275,32 +316,7 @@ int main(int argc, char** argv) {
   const int steps = parser.isSet(opts.autoplay) ? int_flag(parser, opts.autoplay, 0, 1 << 30) : 0;
   if (steps > 0) window.playSteps(steps);
   else if (parser.isSet(opts.play)) window.playSteps(1 << 30);
-  if (shooting) {
-    const QString out = parser.value(opts.screenshot);
-    QObject::connect(&window, &h2o::ui::MainWindow::errorShown, &app, [](const QString& message) {
-      std::fprintf(stderr, "h2o-studio: %s\n", message.toUtf8().constData());
-      QApplication::exit(1);
-    });
-    auto shoot = [&window, &app, out, perf_on = options.perf] {
-      // Let the last frame's layout settle before grabbing.
-      QTimer::singleShot(300, &app, [&window, out, perf_on] {
-        window.drainSnapshots();
-        try {
-          h2o::ui::save_widget_png(&window, out);
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "h2o-studio: %s\n", e.what());
-          QApplication::exit(1);
-          return;
-        }
-        if (perf_on) print_perf(window.frameTimes());
-        std::fprintf(stderr, "h2o-studio: %s — wrote %s\n", window.windowTitle().toUtf8().constData(),
-                     out.toUtf8().constData());
-        QApplication::exit(0);
-      });
-    };
-    if (steps > 0) QObject::connect(&window, &h2o::ui::MainWindow::autoplayFinished, &app, shoot);
-    else QObject::connect(&window, &h2o::ui::MainWindow::snapshotDrawn, &app, shoot, Qt::SingleShotConnection);
-  }
+  if (shooting) shoot_when_played(window, app, parser.value(opts.screenshot), options.perf, steps > 0);
   const int rc = app.exec();
   if (options.perf && !shooting) print_perf(window.frameTimes());
   return g_signal ? 128 + int(g_signal) : rc;
