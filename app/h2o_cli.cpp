@@ -809,23 +809,16 @@ int run_convert(Flags& f, const ConvertFlags& cf, const char* argv0) {
   return 0;
 }
 
-}  // namespace
+// ---- the command line: each subcommand's own flags ---------------------------
 
-int main(int argc, char** argv) {
-  install_signal_cleanup();
-  CLI::App app{"H2O Studio command line: KV-cache eviction (full, StreamingLLM, H2O, TOVA) side by side"};
-  app.require_subcommand(1);
-  // Flag errors (unknown flag, a value that is not a number) are one line
-  // like every other input error; CLI11's default adds a second.
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    std::string text = e.what();
-    std::replace(text.begin(), text.end(), '\n', ' ');
-    return "h2o-cli: " + text + " (see --help)\n";
-  });
-  Flags f;
+// sample's flags.
+struct SampleFlags {
+  int count = 4096;
+  std::string out;
+};
 
-  StreamFlags sf;
-  auto* stream = app.add_subcommand("stream", "MT-Bench side by side through several policies, with logs");
+CLI::App* add_stream(CLI::App& app, Flags& f, StreamFlags& sf) {
+  CLI::App* stream = app.add_subcommand("stream", "MT-Bench side by side through several policies, with logs");
   add_run_flags(stream, f);
   add_ratio_flags(stream, f);  // refused with one line: a stream has no length
   stream->add_option("--policies", f.policies, "comma-separated, any of: " + policy_names());
@@ -837,17 +830,21 @@ int main(int argc, char** argv) {
   stream->add_option("--out", sf.out, "log folder (default runs/stream-<time>)");
   stream->add_flag("--show-text", sf.show_text, "print each turn's answers on stdout");
   stream->add_flag("--quiet", sf.quiet, "no per-turn progress");
+  return stream;
+}
 
-  GenerateFlags gf;
-  auto* generate = app.add_subcommand("generate", "one policy, one prompt");
+CLI::App* add_generate(CLI::App& app, Flags& f, GenerateFlags& gf) {
+  CLI::App* generate = app.add_subcommand("generate", "one policy, one prompt");
   add_run_flags(generate, f);
   add_ratio_flags(generate, f);
   generate->add_option("--prompt", gf.prompt, "prompt text (BOS is added)");
   generate->add_option("--prompt-ids", gf.prompt_ids, "prompt as token ids: 1,2,3 (fed as is)");
   generate->add_flag("--print-ids", gf.print_ids, "print the generated ids, space-separated");
+  return generate;
+}
 
-  EvalFlags ef;
-  auto* eval = app.add_subcommand("eval", "teacher-forced perplexity, top-1 agreement and KL against full");
+CLI::App* add_eval(CLI::App& app, Flags& f, EvalFlags& ef) {
+  CLI::App* eval = app.add_subcommand("eval", "teacher-forced perplexity, top-1 agreement and KL against full");
   add_run_flags(eval, f);
   add_ratio_flags(eval, f);
   eval->add_option("--policies", f.policies, "policies compared with full at each budget");
@@ -868,28 +865,36 @@ int main(int argc, char** argv) {
                    "verdict per session, lengths.csv and a plot (lengths.png, lengths.pdf)");
   eval->add_option("--out", ef.out, "log folder (default runs/eval-<time>)");
   eval->add_option("--csv", ef.csv, "the table as CSV (default <out>/eval.csv)");
+  return eval;
+}
 
-  int sample_count = 4096;
-  std::string sample_out;
-  auto* sample = app.add_subcommand("sample", "token ids sampled from the model (full cache, restarts at the context)");
+CLI::App* add_sample(CLI::App& app, Flags& f, SampleFlags& sf) {
+  CLI::App* sample = app.add_subcommand("sample", "token ids sampled from the model (full cache, restarts at the context)");
   add_run_flags(sample, f);
-  sample->add_option("--tokens", sample_count, "how many ids");
-  sample->add_option("--out", sample_out, "ids file to write")->required();
+  sample->add_option("--tokens", sf.count, "how many ids");
+  sample->add_option("--out", sf.out, "ids file to write")->required();
+  return sample;
+}
 
-  auto* info = app.add_subcommand("info", "what a model / tokenizer holds");
+CLI::App* add_info(CLI::App& app, Flags& f) {
+  CLI::App* info = app.add_subcommand("info", "what a model / tokenizer holds");
   add_model_flags(info, f);
   info->add_option("--backend", f.backend, "also make this backend (" + backend_choices() + ") and say what it holds: its device, and the MiB of weights it uploads");
   info->add_option("--precision", f.precision, "CUDA weights with --backend: f32|f16|bf16|native (default: native for quantised files, else f32)");
+  return info;
+}
 
-  ConvertFlags cf;
-  auto* convert = app.add_subcommand("convert", "write a model as GGUF in another weight type");
+CLI::App* add_convert(CLI::App& app, Flags& f, ConvertFlags& cf) {
+  CLI::App* convert = app.add_subcommand("convert", "write a model as GGUF in another weight type");
   add_model_flags(convert, f);
   convert->add_option("--type", cf.type, "weight type: " + type_mix_names());
   convert->add_option("--out", cf.out, "the .gguf file to write")->required();
   convert->add_option("--vocab", cf.vocab, "a GGUF whose vocabulary and chat template the file gets (default: the model's own)");
+  return convert;
+}
 
-  TokenizeFlags tf;
-  auto* tokenize = app.add_subcommand("tokenize", "print the token ids of a text, space-separated, on one line");
+CLI::App* add_tokenize(CLI::App& app, TokenizeFlags& tf) {
+  CLI::App* tokenize = app.add_subcommand("tokenize", "print the token ids of a text, space-separated, on one line");
   tokenize->add_option("--tokenizer", tf.tokenizer,
                        "SentencePiece .model, GGUF (its vocabulary; a vocabulary-only file will do) or tokenizer.json")
       ->required();
@@ -902,6 +907,37 @@ int main(int argc, char** argv) {
   tokenize->add_flag("--specials", tf.specials,
                      "recognise special tokens' texts (<|eot_id|>, <|im_start|>, <s>) as those tokens, as chat "
                      "templates need; by default they are plain text");
+  return tokenize;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  install_signal_cleanup();
+  CLI::App app{"H2O Studio command line: KV-cache eviction (full, StreamingLLM, H2O, TOVA) side by side"};
+  app.require_subcommand(1);
+  // Flag errors (unknown flag, a value that is not a number) are one line
+  // like every other input error; CLI11's default adds a second.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    std::string text = e.what();
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    return "h2o-cli: " + text + " (see --help)\n";
+  });
+  Flags f;
+
+  StreamFlags sf;
+  GenerateFlags gf;
+  EvalFlags ef;
+  SampleFlags smf;
+  ConvertFlags cf;
+  TokenizeFlags tf;
+  CLI::App* stream = add_stream(app, f, sf);
+  CLI::App* generate = add_generate(app, f, gf);
+  CLI::App* eval = add_eval(app, f, ef);
+  CLI::App* sample = add_sample(app, f, smf);
+  CLI::App* info = add_info(app, f);
+  CLI::App* convert = add_convert(app, f, cf);
+  CLI::App* tokenize = add_tokenize(app, tf);
 
   try {
     app.parse(argc, argv);
@@ -914,7 +950,7 @@ int main(int argc, char** argv) {
     if (*stream) return run_stream(f, sf, argv[0], command_line);
     if (*generate) return run_generate(f, gf, argv[0]);
     if (*eval) return run_eval(f, ef, argv[0], command_line);
-    if (*sample) return run_sample(f, sample_count, sample_out, argv[0], command_line);
+    if (*sample) return run_sample(f, smf.count, smf.out, argv[0], command_line);
     if (*info) return run_info(f, argv[0]);
     if (*tokenize) return run_tokenize(tokenize, tf);
     if (*convert) return run_convert(f, cf, argv[0]);
