@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <span>
 
 #include "core/base/error.h"
 #include "core/base/flush_denormals.h"
@@ -16,6 +18,7 @@
 #include "core/cpu/low_bit_attention.h"
 #include "core/cpu/cpu_ops.h"
 #include "core/cpu/cpu_weights.h"
+#include "core/cpu/head_captures.h"
 #include "core/cpu/read_bandwidth.h"
 #include "core/model/rope.h"
 #include "core/runtime/forward_plan.h"
@@ -29,13 +32,6 @@ struct Layer {
   const float *bq, *bk, *bv;  // null without attention biases
   const float *bo, *b2, *b3;  // null without output biases
   const float *attn_norm_bias, *ffn_norm_bias;  // null for RMSNorm
-};
-
-// One attention capture being filled: the untrimmed rows of each captured
-// head, trimmed into `out` by the task that owns its KV head.
-struct CaptureInProgress {
-  const CaptureRequest* request = nullptr;
-  AttentionCapture* out = nullptr;
 };
 
 class CpuBackend final : public Backend {
@@ -90,8 +86,19 @@ class CpuBackend final : public Backend {
   };
   void begin_captures(const ForwardItem& item, const CpuCache& cache, const Span& span,
                       std::vector<CaptureInProgress>& captures) const;
+  // One session, one layer, one KV head: append_rows, attend (scores and
+  // captures from each row's weights), trim the captures, cut.
   void attention(CpuCache& cache, const Span& span, const std::vector<RopeAngles>& stream_angles, int layer,
                  int kv_head, const std::vector<CaptureInProgress>& captures, std::vector<EvictionEvent>& events);
+  // The step's keys (rotated at `angles`) and values into the head's cache.
+  void append_rows(const CpuCache& cache, CpuHeadCache& h, const Span& span, std::span<const RopeAngles* const> angles,
+                   int kv_head);
+  // Every query head of the group over the head's keys, causal within the
+  // step (the first `before` keys were held before it): the outputs into
+  // att_out_, and each row's weights to `take(query head, row, weights)`.
+  using TakeRow = std::function<void(int, int, const float*)>;
+  void attend(CpuHeadCache& h, const Span& span, int before, std::span<const RopeAngles* const> angles, int kv_head,
+              const TakeRow& take);
   // The logits every item asks for, in one pass over the classifier: row k
   // of logits_ is the k-th classified row; returns each item's logit row per
   // batch row (-1: not classified).
@@ -338,22 +345,38 @@ void CpuBackend::begin_captures(const ForwardItem& item, const CpuCache& cache, 
   }
 }
 
-// One session, one layer, one KV head: rotate and append the new keys, attend
-// from every query head of the group, update scores, then cut.
 void CpuBackend::attention(CpuCache& cache, const Span& span, const std::vector<RopeAngles>& stream_angles, int layer,
                            int g, const std::vector<CaptureInProgress>& captures, std::vector<EvictionEvent>& events) {
-  const int hd = cfg_.head_dim(), q_dim = cfg_.n_heads * hd, kv_dim = cfg_.kv_dim(), group = cfg_.group_size();
   const EvictionRule& rule = cache.rule();
-  const bool rolling = rule.rolling;
   CpuHeadCache& h = cache.head(layer, g);
   const int before = h.n, rows = span.rows, n = before + rows;
-  const float scale = 1.0f / std::sqrt(float(hd));
-
   // Angles of the new rows: at their stream positions, or at their slots under rolling.
   std::vector<const RopeAngles*> angles(static_cast<size_t>(rows));
-  for (int r = 0; r < rows; ++r) angles[size_t(r)] = rolling ? &cache.slot_angles(before + r) : &stream_angles[size_t(r)];
+  for (int r = 0; r < rows; ++r)
+    angles[size_t(r)] = rule.rolling ? &cache.slot_angles(before + r) : &stream_angles[size_t(r)];
+  append_rows(cache, h, span, angles, g);
 
-  for (int r = 0; r < rows; ++r) {
+  // TOVA's scores are the current step's alone; every other rule accumulates.
+  const bool current_only = rule.score == ScoreKind::Current;
+  if (current_only) std::fill(h.score.begin(), h.score.begin() + n, 0.0f);
+  HeadCaptures captured(captures, cfg_, layer, g, rows, n);
+  // A query row's weights, once computed: its scores and captures, in the
+  // (query head, row) order every backend sums them in.
+  attend(h, span, before, angles, g, [&](int qh, int r, const float* a) {
+    const int visible = before + r + 1;
+    if (!current_only || r == rows - 1)
+      for (int j = 0; j < visible; ++j) h.score[size_t(j)] += a[j];
+    captured.add(qh, r, a, visible);
+  });
+  captured.trim(std::span<const int32_t>(h.pos.data(), size_t(n)));
+  cache.cut(layer, g, events);
+}
+
+void CpuBackend::append_rows(const CpuCache& cache, CpuHeadCache& h, const Span& span,
+                             std::span<const RopeAngles* const> angles, int g) {
+  const int hd = cfg_.head_dim(), kv_dim = cfg_.kv_dim(), before = h.n;
+  const bool rolling = cache.rule().rolling;
+  for (int r = 0; r < span.rows; ++r) {
     const size_t row = size_t(span.first + r);
     const int slot = before + r;
     const float* new_k = &k_[row * kv_dim + size_t(g) * hd];
@@ -372,44 +395,14 @@ void CpuBackend::attention(CpuCache& cache, const Span& span, const std::vector<
     rope_rotate(k, 1, hd, *angles[size_t(r)]);
     std::memcpy(&h.v[size_t(slot) * hd], new_v, hd * sizeof(float));
   }
-  h.n = n;
-  // TOVA's scores are the current step's alone; every other rule accumulates.
-  const bool current_only = rule.score == ScoreKind::Current;
-  if (current_only) std::fill(h.score.begin(), h.score.begin() + n, 0.0f);
+  h.n = before + span.rows;
+}
 
-  // Captures of this layer: untrimmed rows of the heads this task owns.
-  struct Owned {
-    const CaptureInProgress* capture;
-    int first_row;                         // the first captured row of the step
-    std::vector<std::vector<float>> rows;  // per captured head of this KV head: rows x n
-  };
-  std::vector<Owned> owned;
-  for (const CaptureInProgress& c : captures)
-    if (c.request->layer == layer) {
-      const int heads = AttentionCapture::captured_heads(c.request->head, cfg_.n_heads, cfg_.n_kv_heads);
-      Owned o{&c, rows - c.out->rows, std::vector<std::vector<float>>(size_t(heads))};
-      for (int ch = 0; ch < heads; ++ch)
-        if (AttentionCapture::kv_head_of(c.request->head, ch, cfg_.n_heads, cfg_.n_kv_heads) == g)
-          o.rows[size_t(ch)].assign(size_t(c.out->rows) * n, 0.0f);
-      owned.push_back(std::move(o));
-    }
-
-  // A query row's attention, once computed: its scores and captures, in the
-  // (query head, row) order every backend sums them in.
-  const auto take = [&](int qh, int r, const float* a) {
-    const int visible = before + r + 1;
-    if (!current_only || r == rows - 1)
-      for (int j = 0; j < visible; ++j) h.score[size_t(j)] += a[j];
-    for (Owned& o : owned) {
-      if (r < o.first_row) continue;
-      const int sel = o.capture->request->head;
-      if (sel >= 0 && sel != qh) continue;
-      const size_t ch = size_t(sel == kAllHeads ? qh : sel == kGroupMean ? g : 0);
-      float* dst = &o.rows[ch][size_t(r - o.first_row) * n];
-      const float weight = sel == kGroupMean ? 1.0f / float(group) : 1.0f;
-      for (int j = 0; j < visible; ++j) dst[j] += weight * a[j];
-    }
-  };
+void CpuBackend::attend(CpuHeadCache& h, const Span& span, int before, std::span<const RopeAngles* const> angles, int g,
+                        const TakeRow& take) {
+  const int hd = cfg_.head_dim(), q_dim = cfg_.n_heads * hd, group = cfg_.group_size();
+  const int rows = span.rows, n = before + rows;
+  const float scale = 1.0f / std::sqrt(float(hd));
   const auto query = [&](int qh, int r) { return &q_[size_t(span.first + r) * q_dim + size_t(qh) * hd]; };
   const auto output = [&](int qh, int r) { return &att_out_[size_t(span.first + r) * q_dim + size_t(qh) * hd]; };
   for (int qh = g * group; qh < (g + 1) * group; ++qh)
@@ -427,40 +420,18 @@ void CpuBackend::attention(CpuCache& cache, const Span& span, const std::vector<
     cpu::low_bit_attention(*h.low_bit, hd, scale, queries);
     for (int qh = g * group; qh < (g + 1) * group; ++qh)
       for (int r = 0; r < rows; ++r) take(qh, r, att_row(qh, r));
-  } else {
-    std::vector<float> att(static_cast<size_t>(n));
-    for (int qh = g * group; qh < (g + 1) * group; ++qh)
-      for (int r = 0; r < rows; ++r) {
-        const int visible = before + r + 1;  // causal within the chunk
-        cpu::dot_rows(att.data(), query(qh, r), h.k.data(), visible, hd);
-        for (int j = 0; j < visible; ++j) att[size_t(j)] *= scale;
-        cpu::softmax(att.data(), visible);
-        cpu::weighted_rows(output(qh, r), att.data(), h.v.data(), visible, hd);
-        take(qh, r, att.data());
-      }
+    return;
   }
-
-  // Trim what was captured to the asked-for keys and measure its top-k share.
-  for (Owned& o : owned) {
-    AttentionCapture& out = *o.capture->out;
-    const CaptureRequest& req = *o.capture->request;
-    const std::vector<int> slots = kept_key_slots(n, req.max_keys, req.keep_first);
-    for (int s : slots) out.key_positions[size_t(g)].push_back(h.pos[size_t(s)]);
-    for (size_t ch = 0; ch < o.rows.size(); ++ch) {
-      if (o.rows[ch].empty()) continue;
-      std::vector<float>& probs = out.probs[ch];
-      double share = 0;
-      int shared_rows = 0;
-      for (int r = 0; r < out.rows; ++r) {
-        const std::span<const float> full(&o.rows[ch][size_t(r) * n], size_t(n));
-        if (req.top_k > 0) add_top_k_share(full, req.top_k, share, shared_rows);
-        for (int s : slots) probs.push_back(full[size_t(s)]);
-      }
-      if (req.top_k > 0) out.top_share[ch] = shared_rows ? float(share / shared_rows) : NAN;
+  std::vector<float> att(static_cast<size_t>(n));
+  for (int qh = g * group; qh < (g + 1) * group; ++qh)
+    for (int r = 0; r < rows; ++r) {
+      const int visible = before + r + 1;  // causal within the chunk
+      cpu::dot_rows(att.data(), query(qh, r), h.k.data(), visible, hd);
+      for (int j = 0; j < visible; ++j) att[size_t(j)] *= scale;
+      cpu::softmax(att.data(), visible);
+      cpu::weighted_rows(output(qh, r), att.data(), h.v.data(), visible, hd);
+      take(qh, r, att.data());
     }
-  }
-
-  cache.cut(layer, g, events);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ TEST(BackendChoice, ADeviceThatCannotStartFallsBackToTheCpuAndSaysWhyInShort) {
   const BackendChoice choice = make_backend_or_cpu(tiny_model(), options);
   ASSERT_TRUE(choice.backend);
   EXPECT_EQ(choice.backend->describe().rfind("cpu", 0), 0u) << choice.backend->describe();
-  EXPECT_EQ(choice.error, "--backend: unknown backend 'tpu' (expected cpu, cuda or cuda-sim)");
+  EXPECT_EQ(choice.error, "--backend: unknown backend 'tpu' (expected cpu|cuda|cuda-sim)");
   EXPECT_EQ(choice.reason, "unknown backend 'tpu'");
 }
 
