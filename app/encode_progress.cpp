@@ -1,22 +1,44 @@
 // See encode_progress.h.
 #include "app/encode_progress.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
-#include <unistd.h>
+#include <filesystem>
+
+#include "core/base/error.h"
+#include "core/base/text_file.h"
 
 namespace h2o::cli {
 
-std::vector<int> encode_with_progress(const Tokenizer& tokenizer, const std::string& text, const char* what) {
+TextFile::TextFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(path, "is a folder, not a text file");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) mapped_ = MappedFile::open(path);
+  else read_ = read_text_file(path);
+}
+
+void TextFile::release_before(size_t offset) const {
+  if (mapped_ && offset > 0) reclaim_pages(mapped_->data(), std::min(offset, mapped_->size()));
+}
+
+void encode_with_progress(const Tokenizer& tokenizer, std::string_view text, const char* what, const EncodeSink& sink,
+                          const TextFile* file) {
   constexpr size_t kQuietBelow = size_t(4) << 20;
-  if (text.size() < kQuietBelow) return encode_in_parts(tokenizer, text, nullptr);
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   // A terminal sees the line move, four times a second at most; a log file
   // (not a terminal) gets only the last state, not hundreds of \r updates.
   const bool terminal = isatty(fileno(stderr)) == 1;
   double shown = -1;
+  size_t reached = 0;
   const auto report = [&](size_t done, size_t total) {
+    reached = done;
+    if (file) file->release_before(done);
+    if (total < kQuietBelow) return;
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     if (done < total && (!terminal || seconds - shown < 0.25)) return;
     shown = seconds;
@@ -26,7 +48,9 @@ std::vector<int> encode_with_progress(const Tokenizer& tokenizer, const std::str
     if (done == total) std::fprintf(stderr, " (%.1f s)\n", seconds);
     std::fflush(stderr);
   };
-  return encode_in_parts(tokenizer, text, report);
+  encode_parts(tokenizer, text, sink, report);
+  // The sink had all it needed before the end: close the line a terminal was shown.
+  if (terminal && shown >= 0 && reached < text.size()) std::fprintf(stderr, " (enough)\n");
 }
 
 }  // namespace h2o::cli

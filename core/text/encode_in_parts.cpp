@@ -3,10 +3,8 @@
 
 namespace h2o {
 
-std::vector<int> encode_in_parts(const Tokenizer& tokenizer, std::string_view text, const EncodeProgress& progress,
-                                 size_t part_bytes) {
-  std::vector<int> ids;
-  ids.reserve(text.size() / 4);  // about four bytes a token in English: one reallocation at most, usually
+void encode_parts(const Tokenizer& tokenizer, std::string_view text, const EncodeSink& sink,
+                  const EncodeProgress& progress, size_t part_bytes) {
   size_t from = 0;
   while (from < text.size()) {
     // Cut past the next `part_bytes`, where the tokenizer allows; else the rest goes in one part.
@@ -14,10 +12,23 @@ std::vector<int> encode_in_parts(const Tokenizer& tokenizer, std::string_view te
     if (text.size() - from > part_bytes) cut = tokenizer.next_cut(text, from + part_bytes);
     const size_t end = cut ? cut->left_end : text.size();
     const std::vector<int> part = tokenizer.encode(std::string(text.substr(from, end - from)));
-    ids.insert(ids.end(), part.begin(), part.end());
     from = cut ? cut->right_begin : text.size();
     if (progress) progress(from, text.size());
+    if (!sink(part)) return;
   }
+}
+
+std::vector<int> encode_in_parts(const Tokenizer& tokenizer, std::string_view text, const EncodeProgress& progress,
+                                 size_t part_bytes) {
+  std::vector<int> ids;
+  ids.reserve(text.size() / 4);  // about four bytes a token in English: one reallocation at most, usually
+  encode_parts(
+      tokenizer, text,
+      [&](std::span<const int> part) {
+        ids.insert(ids.end(), part.begin(), part.end());
+        return true;
+      },
+      progress, part_bytes);
   return ids;
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -80,6 +81,12 @@ class Tokenizer {
 using EncodeProgress = std::function<void(size_t done, size_t total)>;
 std::vector<int> encode_in_parts(const Tokenizer& tokenizer, std::string_view text, const EncodeProgress& progress,
                                  size_t part_bytes = size_t(256) << 10);
+// The same parts handed to `sink` as each is encoded, in order, so that a
+// caller that prints them or needs only the first ids never holds them all;
+// the sink returns false to stop there. `progress` follows each part.
+using EncodeSink = std::function<bool(std::span<const int> ids)>;
+void encode_parts(const Tokenizer& tokenizer, std::string_view text, const EncodeSink& sink,
+                  const EncodeProgress& progress, size_t part_bytes = size_t(256) << 10);
 
 // BOS (when the vocabulary adds one: Tokenizer::adds_bos) and the ids of
 // `text`: how a stream or a scored text begins.

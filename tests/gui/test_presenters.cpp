@@ -358,7 +358,9 @@ TEST(Timeline, AReplayPaintsEveryPaneAndTheTimelineOnOneStepWhilePlayingAndSeeki
   r.replay = recorded;
   MainWindow w(r);
   ASSERT_TRUE(open_replay(w));
-  ASSERT_EQ(w.panes().size(), 4u);
+  // The recording's four panes replace the window's three once its header is read.
+  ASSERT_TRUE(wait_until([&] { return w.panes().size() == 4u; }, 10000)) << w.panes().size() << " panes";
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.panes.size() == 4u; }));
   StepsAtEachPaint watch(w);
   w.findChild<QAction*>("play")->trigger();
   ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.step >= 60; }));
