@@ -174,6 +174,36 @@ TEST(CliEval, ErrorsNameTheRatioFlagOrTheConfigurationPartThatWasGiven) {
   EXPECT_FALSE(fs::exists(dir / "run")) << "a refused run left its folder";
 }
 
+// Reliability round 4 (scale): eval --text encodes only as far as the tokens
+// it scores. A 5 MB text at --max-tokens 200 was tokenized whole first (the
+// progress line's last state, "5.x of 5.x MB", said so); now it stops in the
+// first part, with the same scores as the first part of the text alone.
+TEST(CliEval, ALongTextIsEncodedOnlyAsFarAsTheTokensScored) {
+  H2O_REQUIRE_ASSET("kjv-1M.bin");
+  H2O_REQUIRE_ASSET("kjv-tok2k.model");
+  H2O_REQUIRE_ASSET("kjv-valid.txt");
+  const fs::path dir = temp_dir("eval-long-text");
+  std::ifstream in(asset("kjv-valid.txt"), std::ios::binary);
+  const std::string one((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  {
+    std::ofstream out(dir / "long.txt", std::ios::binary);
+    for (size_t written = 0; written < (size_t(5) << 20); written += one.size()) out << one;
+  }
+  const std::string base = "eval --model " + asset("kjv-1M.bin") + " --tokenizer " + asset("kjv-tok2k.model") +
+                           " --policies h2o --budgets 64 --max-tokens 200 --text ";
+  const CliResult r = run_cli(base + (dir / "long.txt").string() + " --out " + (dir / "long").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("tokenizing"), std::string::npos) << "the whole text was tokenized: " << r.err;
+  const CliResult alone = run_cli(base + asset("kjv-valid.txt") + " --out " + (dir / "alone").string());
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  const auto long_rows = read_csv(dir / "long" / "eval.csv"), alone_rows = read_csv(dir / "alone" / "eval.csv");
+  ASSERT_EQ(long_rows.size(), alone_rows.size());
+  for (const char* name : {"tokens", "policy", "perplexity", "top1_agreement", "mean_kl_vs_full"}) {
+    const int c = column(long_rows[0], name);
+    for (size_t r = 1; r < long_rows.size(); ++r) EXPECT_EQ(long_rows[r][c], alone_rows[r][c]) << name << ", row " << r;
+  }
+}
+
 TEST(CliEval, SampledIdsThenTable) {
   const fs::path dir = temp_dir("eval");
   ASSERT_NO_FATAL_FAILURE(sample_ids(dir / "ids.txt", 300, 3));
