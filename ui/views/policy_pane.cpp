@@ -157,12 +157,20 @@ void PolicyPane::restyle() {
 QString PolicyPane::numbersText() const { return numbers_->text(); }
 
 // The long line where it fits the label, else the short one (measured as if all bold, with room to spare).
+namespace {
+// HTML tags, removed to measure or show a rich text as plain words (compiled once: fitNumbers runs every frame).
+const QRegularExpression& html_tags() {
+  static const QRegularExpression tags("<[^>]*>");
+  return tags;
+}
+}  // namespace
+
 void PolicyPane::fitNumbers() {
   QFont bold = numbers_->font();
   bold.setBold(true);
   const QFontMetrics metrics(bold);
   for (const QString& form : numbers_forms_) {
-    const QString first_line = QString(form).section("<br>", 0, 0).remove(QRegularExpression("<[^>]*>"));
+    const QString first_line = QString(form).section("<br>", 0, 0).remove(html_tags());
     if (metrics.horizontalAdvance(first_line) <= numbers_->width() || &form == &numbers_forms_.back()) {
       numbers_->setText(form);
       return;
@@ -220,7 +228,7 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
   numbers_forms_ = {(parts + QStringList{in_stream} + quality).join(" · ") + stopped,
                     (parts + quality).join(" · ") + stopped, (without_rate + quality).join(" · ") + stopped};
   fitNumbers();
-  numbers_->setToolTip(QString(numbers_forms_.front()).replace("<br>", "\n").remove(QRegularExpression("<[^>]*>")));
+  numbers_->setToolTip(QString(numbers_forms_.front()).replace("<br>", "\n").remove(html_tags()));
   meter_->setValue(pane.sparsity, s.top_k, policy_color(policy_));
   text_->setHighlight(highlight);
   text_->setTokens(pane.tokens, pane.text_follows_end, pane.stream_length);
