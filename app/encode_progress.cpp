@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -22,7 +23,12 @@ TextFile::TextFile(const std::string& path) {
 }
 
 void TextFile::release_before(size_t offset) const {
-  if (mapped_ && offset > 0) reclaim_pages(mapped_->data(), std::min(offset, mapped_->size()));
+  if (!mapped_) return;
+  offset = std::min(offset, mapped_->size());
+  if (offset <= released_) return;
+  reclaim_pages(mapped_->data() + released_, offset - released_);  // only what was not given back yet
+  const auto page = size_t(sysconf(_SC_PAGESIZE));
+  released_ = offset / page * page;
 }
 
 void encode_with_progress(const Tokenizer& tokenizer, std::string_view text, const char* what, const EncodeSink& sink,

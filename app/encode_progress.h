@@ -25,6 +25,7 @@ class TextFile {
  private:
   std::shared_ptr<MappedFile> mapped_;
   std::string read_;
+  mutable size_t released_ = 0;  // pages before this (page-aligned) offset were given back already
 };
 
 // encode_parts(text) to `sink`; for a text of 4 MiB or more, "<what>:
