@@ -1,5 +1,7 @@
 #include "ui/plot/plot_helpers.h"
 
+#include <QRegularExpression>
+
 #include "ui/plot/theme.h"
 
 namespace h2o::ui {
@@ -70,6 +72,11 @@ class FitOnResize : public QObject {
 QCPRange cell_centres(int cells, double first, double width) {
   if (cells <= 1) return QCPRange(first - width / 2, first + width / 2);
   return QCPRange(first, first + width * (cells - 1));
+}
+
+QString plain_text(const QString& rich) {
+  static const QRegularExpression tags("<[^>]*>");
+  return QString(rich).remove(tags);
 }
 
 QString wrap_to_width(const QString& text, const QFontMetricsF& metrics, double width) {

@@ -61,6 +61,9 @@ void rescale(QCustomPlot* plot, bool include_zero = true, const AxisRange& y = {
 // `text` broken into lines at spaces so that no line is wider than `width` px (a word wider than
 // that stands alone on its line): a note inside a narrow plot reads whole instead of clipped.
 QString wrap_to_width(const QString& text, const QFontMetricsF& metrics, double width);
+// A label's rich text as its plain words (HTML tags removed), to measure or show as a tooltip; the
+// expression is compiled once, since labels fitted every frame call it.
+QString plain_text(const QString& rich);
 // A colour map's range along one dimension of `cells` cells, the first centred at `first`, each
 // `width` wide. QCPColorMap draws from the first cell's centre to the last's and widens by half a cell
 // only where there are two or more: one cell is given its whole span (else it is drawn zero wide —

@@ -8,7 +8,6 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
-#include <QRegularExpression>
 #include <QLabel>
 #include <QMenuBar>
 #include <QSplitter>
@@ -86,7 +85,7 @@ void MainWindow::fitFateLegend() {
   // Each wording's width measured, not tried: called every frame, setting texts to try them would
   // lay the status bar out again each time. The swatch's markup adds no width.
   const auto plain_width = [&](const QString& rich) {
-    return heavy->fontMetrics().horizontalAdvance(QString(rich).remove(QRegularExpression("<[^>]*>")));
+    return heavy->fontMetrics().horizontalAdvance(plain_text(rich));
   };
   const int others_in_legend = legend_->sizeHint().width() - plain_width(heavy->text());
   QString chosen = wordings.back();

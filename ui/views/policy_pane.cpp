@@ -1,7 +1,6 @@
 #include "ui/views/policy_pane.h"
 
 #include <QLabel>
-#include <QRegularExpression>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -9,6 +8,7 @@
 #include "ui/views/heatmap_plot.h"
 #include "ui/views/raster_plot.h"
 #include "ui/views/sparsity_meter.h"
+#include "ui/plot/plot_helpers.h"
 #include "ui/plot/theme.h"
 #include "ui/views/token_flow_view.h"
 
@@ -157,20 +157,12 @@ void PolicyPane::restyle() {
 QString PolicyPane::numbersText() const { return numbers_->text(); }
 
 // The long line where it fits the label, else the short one (measured as if all bold, with room to spare).
-namespace {
-// HTML tags, removed to measure or show a rich text as plain words (compiled once: fitNumbers runs every frame).
-const QRegularExpression& html_tags() {
-  static const QRegularExpression tags("<[^>]*>");
-  return tags;
-}
-}  // namespace
-
 void PolicyPane::fitNumbers() {
   QFont bold = numbers_->font();
   bold.setBold(true);
   const QFontMetrics metrics(bold);
   for (const QString& form : numbers_forms_) {
-    const QString first_line = QString(form).section("<br>", 0, 0).remove(html_tags());
+    const QString first_line = plain_text(QString(form).section("<br>", 0, 0));
     if (metrics.horizontalAdvance(first_line) <= numbers_->width() || &form == &numbers_forms_.back()) {
       numbers_->setText(form);
       return;
@@ -228,7 +220,7 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
   numbers_forms_ = {(parts + QStringList{in_stream} + quality).join(" · ") + stopped,
                     (parts + quality).join(" · ") + stopped, (without_rate + quality).join(" · ") + stopped};
   fitNumbers();
-  numbers_->setToolTip(QString(numbers_forms_.front()).replace("<br>", "\n").remove(html_tags()));
+  numbers_->setToolTip(plain_text(QString(numbers_forms_.front()).replace("<br>", "\n")));
   meter_->setValue(pane.sparsity, s.top_k, policy_color(policy_));
   text_->setHighlight(highlight);
   text_->setTokens(pane.tokens, pane.text_follows_end, pane.stream_length);
