@@ -161,28 +161,15 @@ void refuse_contexts_over_memory(const ModelConfig& config, const std::vector<in
                        "a context of " + std::to_string(longest) + " tokens");
 }
 
-// The precisions timed: each of --kv-sweep, else the one of --kv-bits, else the
-// backend's own; below the backend's own with --kv-group / --kv-residual.
-std::vector<KvPrecision> bench_precisions(const Options& o) {
-  if (!o.kv_sweep.empty() && !o.kv_bits.empty())
-    fail("--kv-sweep", "give --kv-bits (one precision) or --kv-sweep (several), not both");
-  std::vector<KvPrecision> out = o.kv_sweep.empty() ? std::vector<KvPrecision>{o.kv_bits.empty() ? KvPrecision{} : parse_kv_bits(o.kv_bits)}
-                                                    : parse_kv_sweep(o.kv_sweep);
-  for (KvPrecision& kv : out)
-    if (!kv.native()) {
-      kv.group = o.kv_group, kv.residual = o.kv_residual;
-      kv.shape_given = o.kv_shape_given;
-    }
-  return out;
-}
-
 int run(const Options& o) {
   std::vector<std::string> models;
   if (!o.model.empty()) models.push_back(o.model);
   else
     for (const std::string& shape : split_list(o.shapes)) models.push_back("synthetic:" + shape + ":dtype=" + o.dtype);
   const std::vector<int> contexts = parse_flag_ints(o.contexts, "--contexts", "context", 1, kMaxCacheTokens);
-  const std::vector<KvPrecision> precisions = bench_precisions(o);
+  KvPrecision shape;  // --kv-group and --kv-residual, for the precisions below the backend's own
+  shape.group = o.kv_group, shape.residual = o.kv_residual, shape.shape_given = o.kv_shape_given;
+  const std::vector<KvPrecision> precisions = kv_precisions(o.kv_bits, o.kv_sweep, shape);
   PolicySettings settings;
   settings.budget = o.budget;
   settings.given["sinks"] = o.sinks;

@@ -7,16 +7,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 
-#include "core/base/error.h"
 #include "core/base/text_file.h"
 
 namespace h2o::cli {
 
 TextFile::TextFile(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail(path, "is a folder, not a text file");
+  // Anything else (a pipe, a folder) goes to read_text_file, which reads a pipe and names a folder.
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) mapped_ = MappedFile::open(path);
   else read_ = read_text_file(path);

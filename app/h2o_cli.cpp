@@ -468,21 +468,10 @@ struct EvalRow {
 };
 
 
-// eval's precisions: each of --kv-sweep (32 — the backend's own type —, 16,
-// 8, 4, 2 or k4v2), else the one of --kv-bits, else the backend's own.
+// eval's precisions (kv_precisions: --kv-sweep, else --kv-bits, else the
+// backend's own); --kv-group and --kv-residual beside only the backend's own are refused.
 std::vector<KvPrecision> eval_precisions(const Flags& f, const EvalFlags& ef) {
-  if (ef.kv_sweep.empty()) return {kv_precision(f, f.kv_bits)};
-  if (!f.kv_bits.empty()) fail("--kv-sweep", "give --kv-bits (one precision) or --kv-sweep (several), not both");
-  std::vector<KvPrecision> out;
-  for (const KvPrecision& bits : parse_kv_sweep(ef.kv_sweep)) {
-    if (bits.native()) {
-      out.push_back(bits);
-      continue;
-    }
-    KvPrecision kv = kv_precision(f, "16");  // --kv-group and --kv-residual
-    kv.key_bits = bits.key_bits, kv.value_bits = bits.value_bits;
-    out.push_back(kv);
-  }
+  const std::vector<KvPrecision> out = kv_precisions(f.kv_bits, ef.kv_sweep, kv_precision(f, "16"));
   if (std::all_of(out.begin(), out.end(), [](const KvPrecision& kv) { return kv.native(); })) refuse_group_without_bits(f);
   return out;
 }

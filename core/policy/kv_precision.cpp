@@ -142,4 +142,14 @@ std::vector<KvPrecision> parse_kv_sweep(std::string_view list, const std::string
   return out;
 }
 
+std::vector<KvPrecision> kv_precisions(std::string_view bits, std::string_view sweep, const KvPrecision& shape) {
+  if (!sweep.empty() && !bits.empty())
+    fail("--kv-sweep", "give --kv-bits (one precision) or --kv-sweep (several), not both");
+  std::vector<KvPrecision> out =
+      !sweep.empty() ? parse_kv_sweep(sweep) : std::vector<KvPrecision>{bits.empty() ? KvPrecision{} : parse_kv_bits(bits)};
+  for (KvPrecision& kv : out)
+    if (!kv.native()) kv.group = shape.group, kv.residual = shape.residual, kv.shape_given = shape.shape_given;
+  return out;
+}
+
 }  // namespace h2o

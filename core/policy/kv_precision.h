@@ -59,6 +59,10 @@ KvPrecision parse_kv_bits(std::string_view text, const std::string& flag = "--kv
 // R are left as KvPrecision's; the caller sets what was given. Throws Error
 // naming `flag` for an empty list or an item that is none of these.
 std::vector<KvPrecision> parse_kv_sweep(std::string_view list, const std::string& flag = "--kv-sweep");
+// The precisions a run compares (eval, h2o-bench): each of `sweep`, else the
+// one of `bits`, else the backend's own; those below it take G, R and
+// shape_given from `shape`. Both lists given: Error naming --kv-sweep.
+std::vector<KvPrecision> kv_precisions(std::string_view bits, std::string_view sweep, const KvPrecision& shape);
 // A pane name's suffix after '@': "2bit", "4bit", "8bit", "16bit"/"f16", "k4v2". Throws Error naming `flag`.
 KvPrecision parse_kv_label(std::string_view label, const std::string& flag);
 
