@@ -1,6 +1,7 @@
 #include "core/studio/recording.h"
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <filesystem>
@@ -87,10 +88,9 @@ std::string recording_first_line(const RecordingHeader& header) {
 
 // ---- steps --------------------------------------------------------------------------
 
-// The fixed fields go through the JSON library; the payload (base64 text, a
-// few KB a session) is spliced in after it, since the library's serializer
-// would check it character by character for escapes it cannot have.
-static std::string session_text(const SessionRecord& s) {
+// A session's fixed fields through the JSON library; its payload's size
+// (the payload itself follows the line: recording_step_line) spliced in after.
+static std::string session_text(const SessionRecord& s, size_t payload_bytes) {
   json fed_text = json::array();
   for (const auto& t : s.fed_text) fed_text.push_back(text_json(t));
   json j = {{"session", s.session},
@@ -113,29 +113,64 @@ static std::string session_text(const SessionRecord& s) {
   if (s.quantized_tokens > 0) j["quantized_tokens"] = s.quantized_tokens;
   if (!s.stopped.empty()) j["stopped"] = s.stopped;
   std::string text = json_dump(j);
-  // Evictions by head, captures and states: one compressed payload (step_payload.h).
-  if (!s.evictions.by_head.empty() || !s.attention.empty() || !s.layer_states.empty()) {
+  if (payload_bytes > 0) {
     text.pop_back();  // the object's closing brace
-    text += ",\"payload\":\"";
-    text += encode_session_payload(s);
-    text += "\"}";
+    text += ",\"payload_bytes\":" + std::to_string(payload_bytes) + "}";
   }
   return text;
 }
 
 std::string recording_step_line(const StepRecord& r) {
+  // Evictions by head, captures and states: one compressed payload a session (step_payload.h).
+  std::vector<std::string> payloads(r.sessions.size());
+  size_t tail = 0;
+  for (size_t i = 0; i < r.sessions.size(); ++i) {
+    const SessionRecord& s = r.sessions[i];
+    if (!s.evictions.by_head.empty() || !s.attention.empty() || !s.layer_states.empty())
+      payloads[i] = encode_session_payload(s);
+    tail += payloads[i].size();
+  }
   json j = {{"step", r.step},           {"phase", phase_name(r.phase)}, {"prompt", r.prompt_index},
             {"turn_start", r.turn_start}, {"turn_end", r.turn_end},     {"engine_s", r.engine_seconds}};
   if (r.thinned) j["thinned"] = true;
   std::string line = json_dump(j);
   line.pop_back();  // the object's closing brace: the sessions follow
+  // The tail's size first, where a reader finds it before parsing the line.
+  if (tail > 0) line = std::string(kTailField) + std::to_string(tail) + "," + line.substr(1);
   line += ",\"sessions\":[";
   for (size_t i = 0; i < r.sessions.size(); ++i) {
     if (i) line += ',';
-    line += session_text(r.sessions[i]);
+    line += session_text(r.sessions[i], payloads[i].size());
   }
   line += "]}";
+  if (tail == 0) return line;
+  line.reserve(line.size() + 1 + tail);
+  line += '\n';
+  for (const std::string& p : payloads) line += p;
   return line;
+}
+
+bool read_record(std::istream& in, std::string& record) {
+  if (!std::getline(in, record)) return false;
+  if (record.rfind(kTailField, 0) != 0) return true;
+  int64_t bytes = -1;
+  const char* digits = record.data() + kTailField.size();
+  const auto [end, ec] = std::from_chars(digits, record.data() + record.size(), bytes);
+  if (ec != std::errc{} || *end != ',' || bytes <= 0 || bytes > kMaxTailBytes)
+    throw Error("the step's \"tail\" is not a byte count from 1 to " + std::to_string(kMaxTailBytes));
+  // Read a MiB at a time: a count that claims more than the file holds allocates no more than it holds.
+  record += '\n';
+  for (int64_t left = bytes; left > 0;) {
+    const size_t at = record.size(), chunk = size_t(std::min<int64_t>(left, int64_t(1) << 20));
+    record.resize(at + chunk);
+    if (!in.read(record.data() + at, std::streamsize(chunk)))
+      throw Error("the file ends inside a step's payloads (" + std::to_string(bytes) + " bytes said)");
+    left -= int64_t(chunk);
+  }
+  char newline = 0;
+  if (in.get(newline) && newline != '\n') throw Error("no line end after a step's payloads");
+  in.clear(in.rdstate() & ~std::ios::failbit);  // the last record's line end may be missing
+  return true;
 }
 
 // ---- reading --------------------------------------------------------------------------
@@ -176,14 +211,21 @@ void RecordingReader::read_ahead() {
   std::string line;
   while (lines.size() < kBatch) {
     const int64_t offset = int64_t(in_->tellg());
-    if (!std::getline(*in_, line)) break;
+    std::string error;
+    try {
+      if (!read_record(*in_, line)) break;
+    } catch (const Error& e) {  // said when the step is reached; nothing after it can be found
+      error = e.what();
+    }
     ++line_;
-    if (line.empty()) continue;
-    batch.push_back({offset, line_, std::nullopt, false, false, nullptr, ""});
+    if (line.empty() && error.empty()) continue;
+    batch.push_back({offset, line_, std::nullopt, false, false, nullptr, error});
     lines.push_back(std::move(line));
+    if (!error.empty()) break;
   }
   const auto parse = [&](size_t i) {
     Parsed& p = batch[i];
+    if (!p.error.empty()) return;
     try {
       RecordingLine parsed = parse_recording_line(lines[i], version_, skim_below_);
       p.record = std::move(parsed.step);
@@ -353,8 +395,8 @@ StepRecord RecordingLines::read(const RecordingIndex& index, int64_t step) {
   in_.clear();
   in_.seekg(index.offset(step));
   std::string line;
-  if (!std::getline(in_, line)) fail(where, "cannot read the line");
   try {
+    if (!read_record(in_, line)) throw Error("cannot read the line");
     StepRecord record = parse_step_line(line, version_);
     check_step_fits(record, shape_);
     return record;
@@ -369,8 +411,11 @@ int64_t count_recorded_steps(const std::string& path) {
   int64_t steps = 0;
   std::string line;
   // The header line begins {"format", the totals {"totals"; every other non-empty line is a step.
-  while (std::getline(in, line))
-    if (!line.empty() && line.rfind("{\"format\"", 0) != 0 && line.rfind("{\"totals\"", 0) != 0) ++steps;
+  try {
+    while (read_record(in, line))
+      if (!line.empty() && line.rfind("{\"format\"", 0) != 0 && line.rfind("{\"totals\"", 0) != 0) ++steps;
+  } catch (const Error&) {  // a step cut short is not counted: the reader says what is wrong with it
+  }
   return steps;
 }
 

@@ -3,28 +3,34 @@
 // to replay every picture and number with no model and no GPU. The live app
 // and a replay feed the same records to the same Analyzer.
 //
-// Format (UTF-8, one object per line), version 3 (version 2, still read, wrote
-// the payload's parts as JSON: "heads": [[layer, kv_head, position]...] in
-// "evictions", and "attention" and "states" as below):
-//   line 1   {"format":"h2o-studio-recording","version":2,"header":{
+// Format, version 4: one JSON object per line (UTF-8), a step's binary
+// payloads after its line. (Version 3, still read, wrote each payload as base64
+// text in its session's "payload"; version 2 wrote the payload's parts as JSON:
+// "heads": [[layer, kv_head, position]...] in "evictions", and "attention" and
+// "states" as below.)
+//   line 1   {"format":"h2o-studio-recording","version":4,"header":{
 //              "manifest": <h2o::describe_run>, "mode": "stream"|"forced",
 //              "title": "<model name>", "layers": L, "heads": H, "kv_heads": K,
 //              "policies": [<h2o::policy_json>...],
 //              "context"?: the model's trained context, "view"?: {"layer", "head"} shown when
 //              recording began, "settings"?: the app's settings (studio_config_json)}}
-//   lines    {"step": n, "phase": "prefill"|"decode"|"forced", "prompt": i,
-//             "turn_start": b, "turn_end": b, "engine_s": seconds of engine time so far,
+//   steps    {"tail"?: N bytes of payloads after this line (first, so that a reader
+//               finds it before parsing the line), "step": n, "phase": "prefill"|"decode"|"forced",
+//             "prompt": i, "turn_start": b, "turn_end": b, "engine_s": seconds of engine time so far,
 //             "thinned"?: true (the app's pipeline kept only the watched layer's capture),
 //             "sessions": [{"session", "fed": [ids], "position": first fed position, "fed_text": [texts],
 //               "token", "text", "eos",
 //               "cached_tokens", "quantized_tokens"? (where any are), "live_bytes", "allocated_bytes", "step_ms", "tok_s",
 //               "evictions": {"all": [positions]},
 //               "nll": [...], "kl": [...], "agree": [...],
-//               "payload"?: base64 text (step_payload.h): the evictions by (layer, KV head), the
-//                 attention captures {layer, head, rows, query positions, key positions per KV head,
-//                 probabilities per captured head (rows x keys, 8-bit codes), top-k shares} and
-//                 the layer states {layer, positions and scores per KV head},
+//               "payload_bytes"?: n, this session's payload's size in the tail (step_payload.h:
+//                 the evictions by (layer, KV head), the attention captures {layer, head, rows,
+//                 query positions, key positions per KV head, probabilities per captured head
+//                 (rows x keys, 8-bit codes), top-k shares} and the layer states {layer,
+//                 positions and scores per KV head}),
 //               "stopped"?: "why"}]}
+//            then, where "tail" is given, its N bytes (the sessions' payloads in their order)
+//            and a newline.
 //   last     {"totals": <h2o::describe_totals>}   (optional)
 // The app records, each step, its watched layer's attention (every query head,
 // the last row, the first 8 and latest keys up to 192) and, every 8 steps, a
@@ -40,6 +46,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 #include <nlohmann/json.hpp>
 
@@ -50,7 +57,7 @@
 namespace h2o {
 
 // The version this build writes (it reads 1 to this).
-inline constexpr int kRecordingVersion = 3;
+inline constexpr int kRecordingVersion = 4;
 
 struct RecordingHeader {
   nlohmann::json manifest;  // describe_run
@@ -108,8 +115,20 @@ RecordingHeader make_header(const Engine& engine, const nlohmann::json& manifest
 
 nlohmann::json to_json(const RecordingHeader& header);
 RecordingHeader header_from_json(const nlohmann::json& j);  // throws Error
-// A step's line (without its newline); read back by parse_step_line (step_line.h).
+// A step's record as a recording holds it, without its last newline: its
+// line, and where it has payloads a newline and their bytes. Read back by
+// parse_step_line (step_line.h).
 std::string recording_step_line(const StepRecord& record);
+
+// How a step's line begins when payloads follow it, and the most they may hold.
+inline constexpr std::string_view kTailField = "{\"tail\":";
+inline constexpr int64_t kMaxTailBytes = int64_t(1) << 30;
+
+// Reads the next record of a recording into `record`: a line, and where the
+// line says a tail follows, a newline and the tail's bytes (the newline after
+// them read and dropped). False at the end of `in`. Throws Error where the
+// tail's size is not one or the file ends inside it.
+bool read_record(std::istream& in, std::string& record);
 
 // Line 1 of a recording.
 std::string recording_first_line(const RecordingHeader& header);

@@ -1,5 +1,6 @@
 #include "core/studio/step_line.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -171,7 +172,21 @@ bool session_scalar(std::string_view key, od::value x, SessionRecord& s, Require
   return true;
 }
 
-SessionRecord session(od::value v, int version, StepDetail detail) {
+// A step's payloads after its line (version 4), handed to its sessions in turn.
+struct Tail {
+  std::string_view bytes;  // everything after the line
+  int64_t size = -1;       // what the line's "tail" says (-1: no tail)
+  size_t used = 0;
+  std::string_view take(int64_t n) {
+    if (size < 0) throw Error("\"payload_bytes\" without a \"tail\" before it");
+    if (n <= 0 || n > size - int64_t(used)) throw Error("\"payload_bytes\" beyond the step's tail");
+    const std::string_view out = bytes.substr(used, size_t(n));
+    used += size_t(n);
+    return out;
+  }
+};
+
+SessionRecord session(od::value v, int version, StepDetail detail, Tail& tail) {
   Required needs{kSessionNeeds, 0, 15};
   SessionRecord s;
   s.position = -1;  // version 1 did not record it
@@ -182,9 +197,12 @@ SessionRecord session(od::value v, int version, StepDetail detail) {
     if (key == "evictions") {
       evictions(x, version, s.evictions);
       needs.seen |= 1u << 14;
+    } else if (key == "payload_bytes") {
+      // Version 4: evictions by head, captures and states in one compressed payload, after the line.
+      decode_session_payload(tail.take(as_int64(x)), s, detail == StepDetail::Skim);
     } else if (key == "payload") {
-      // Version 3: evictions by head, captures and states in one compressed payload.
-      decode_session_payload(std::string_view(x.get_string()), s, detail == StepDetail::Skim);
+      // Version 3: the same payload as base64 text.
+      decode_session_payload(payload_from_base64(std::string_view(x.get_string())), s, detail == StepDetail::Skim);
     } else if (key == "attention") {
       // Version 1 held one capture, version 2 a list.
       if (version < 2) s.attention.push_back(capture(x, detail));
@@ -206,7 +224,7 @@ SessionRecord session(od::value v, int version, StepDetail detail) {
   return s;
 }
 
-StepRecord step(od::object o, int version, StepDetail detail) {
+StepRecord step(od::object o, int version, StepDetail detail, Tail& tail) {
   static const char* const kNeeds[] = {"step", "phase", "prompt", "turn_start", "turn_end", "engine_s", "sessions"};
   Required needs{kNeeds, 0, 7};
   StepRecord r;
@@ -220,8 +238,11 @@ StepRecord step(od::object o, int version, StepDetail detail) {
     else if (key == "turn_end") r.turn_end = bool(x.get_bool()), needs.seen |= 16;
     else if (key == "engine_s") r.engine_seconds = as_double(x), needs.seen |= 32;
     else if (key == "thinned") r.thinned = bool(x.get_bool());
-    else if (key == "sessions") {
-      for (od::value s : x.get_array()) r.sessions.push_back(session(s, version, detail));
+    else if (key == "tail") {
+      tail.size = as_int64(x);
+      if (tail.size <= 0 || tail.size > int64_t(tail.bytes.size())) throw Error("the step's \"tail\" is not the bytes after its line");
+    } else if (key == "sessions") {
+      for (od::value s : x.get_array()) r.sessions.push_back(session(s, version, detail, tail));
       needs.seen |= 64;
     }
   }
@@ -234,9 +255,13 @@ StepRecord step(od::object o, int version, StepDetail detail) {
 RecordingLine parse_recording_line(std::string& line, int version, int64_t skim_below) {
   // One parser per thread: a reader parses lines on every core.
   thread_local od::parser parser;
+  // The line ends at its first newline (JSON text has none); a version-4 step's payloads follow.
+  const size_t json_end = std::min(line.find('\n'), line.size());
+  Tail tail;
   try {
-    line.reserve(line.size() + simdjson::SIMDJSON_PADDING);
-    od::document doc = parser.iterate(simdjson::padded_string_view(line.data(), line.size(), line.capacity()));
+    line.reserve(line.size() + simdjson::SIMDJSON_PADDING);  // before any view of it is taken
+    tail.bytes = std::string_view(line).substr(std::min(json_end + 1, line.size()));
+    od::document doc = parser.iterate(simdjson::padded_string_view(line.data(), json_end, line.capacity()));
     od::object o = doc.get_object();
     RecordingLine out;
     // The step number decides how much to read; the fields come in name order, so look it up first.
@@ -256,11 +281,15 @@ RecordingLine parse_recording_line(std::string& line, int version, int64_t skim_
     }
     o.reset();
     out.skimmed = number < skim_below;
-    out.step = step(o, version, out.skimmed ? StepDetail::Skim : StepDetail::Full);
+    out.step = step(o, version, out.skimmed ? StepDetail::Skim : StepDetail::Full, tail);
     // The object is read to its end: anything but blanks after it is another value (simdjson
     // 3.0 has no at_end(); a location inside the line says there is more).
     const char* more = nullptr;
     if (doc.current_location().get(more) == simdjson::SUCCESS) throw Error("text after the step's object");
+    const size_t tail_size = size_t(std::max<int64_t>(tail.size, 0));
+    if (tail.used != tail_size) throw Error("the step's tail holds bytes no session's payload takes");
+    if (tail.bytes.substr(tail_size).find_first_not_of(" \t\r\n") != std::string_view::npos)
+      throw Error("text after the step's payloads");
     return out;
   } catch (const simdjson::simdjson_error& e) {
     throw Error(std::string("invalid JSON: ") + e.what());

@@ -31,7 +31,9 @@ struct RecordingLine {
   bool totals = false;
 };
 
-// Parses `line` (given room for simdjson's padding, hence not const).
+// Parses `line`, a record as read_record gives it (recording.h: the line and,
+// in version 4, a newline and the step's payloads), given room for
+// simdjson's padding, hence not const.
 // `skim_below`: a step numbered below it is read as StepDetail::Skim (-1: none).
 // Throws Error saying what is wrong (the caller names the file and line).
 RecordingLine parse_recording_line(std::string& line, int version, int64_t skim_below = -1);

@@ -18,8 +18,6 @@ namespace {
 // zstd's fastest level: a step's payload is mostly 8-bit codes and small
 // deltas, which level 1 packs within a few percent of level 3 at twice the speed.
 constexpr int kZstdLevel = 1;
-// The most bytes one session's payload may unpack to (a 70B model's capture of every layer is ~2 MiB).
-constexpr size_t kMaxPayloadBytes = size_t(256) << 20;
 
 // ---- bytes ----------------------------------------------------------------------------
 
@@ -299,14 +297,6 @@ std::string decompress(std::string_view packed) {
   return out;
 }
 
-std::string to_base64(const std::string& bytes) {
-  std::string text(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(text.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()), int(bytes.size()));
-  text.resize(size_t(n));
-  return text;
-}
-
 std::string from_base64(std::string_view text) {
   if (text.size() % 4 != 0 || text.size() > kMaxPayloadBytes) throw Error("payload: not base64");
   std::string bytes(text.size() / 4 * 3, '\0');
@@ -338,11 +328,12 @@ std::string encode_session_payload(const SessionRecord& s) {
   return pack_payload(w.bytes());
 }
 
-std::string pack_payload(std::string_view raw) { return to_base64(compress(raw)); }
-std::string unpack_payload(std::string_view base64) { return decompress(from_base64(base64)); }
+std::string pack_payload(std::string_view raw) { return compress(raw); }
+std::string unpack_payload(std::string_view frame) { return decompress(frame); }
+std::string payload_from_base64(std::string_view text) { return from_base64(text); }
 
-void decode_session_payload(std::string_view base64, SessionRecord& s, bool skim) {
-  const std::string raw = unpack_payload(base64);
+void decode_session_payload(std::string_view frame, SessionRecord& s, bool skim) {
+  const std::string raw = unpack_payload(frame);
   ByteReader r(raw);
   read_evictions(r, s.evictions.by_head);
   for (size_t n = r.count(4); n > 0; --n) s.attention.push_back(read_capture(r, skim));

@@ -38,7 +38,6 @@
 #include <qcustomplot.h>
 
 #include "core/base/error.h"
-#include "core/base/json_text.h"
 #include "core/studio/recording.h"
 #include "tests/assets.h"
 #include "tests/gui/gui_test_helpers.h"
@@ -400,16 +399,11 @@ TEST(Timeline, ReplayRestoresTheRecordedViewAndSettingsPlaysAtItsPaceAndSeeks) {
   // The recorded pace, made slow enough to watch: 0.1 s of engine time a step.
   const QString path = dir.filePath("paced.h2orec.jsonl");
   {
-    QFile in(recorded), out(path);
-    ASSERT_TRUE(in.open(QIODevice::ReadOnly) && out.open(QIODevice::WriteOnly));
-    while (!in.atEnd()) {
-      QByteArray line = in.readLine();
-      nlohmann::json j = nlohmann::json::parse(line.toStdString());
-      if (j.contains("step")) {
-        j["engine_s"] = 0.1 * (j["step"].get<double>() + 1);
-        line = QByteArray::fromStdString(json_dump(j) + "\n");
-      }
-      out.write(line);
+    RecordingReader in(recorded.toStdString());
+    RecordingWriter out(path.toStdString(), in.header());
+    while (auto step = in.next()) {
+      step->engine_seconds = 0.1 * double(step->step + 1);
+      out.write(*step);
     }
   }
   MainWindowOptions r = synthetic_options();  // budget 32? no: the defaults of the test, 32/4

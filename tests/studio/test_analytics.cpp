@@ -15,6 +15,7 @@
 #include "core/base/atomic_file.h"
 #include "core/base/error.h"
 #include "core/base/json_text.h"
+#include "core/base/text_file.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/studio/analytics.h"
 #include "core/studio/step_payload.h"
@@ -613,6 +614,67 @@ TEST(Recording, APipeOrAFolderIsRefusedBeforeItIsOpened) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(dir.string() + ": a folder, not a recording"), std::string::npos) << e.what();
   }
+}
+
+// Version 4: a step's payloads follow its line as bytes. A file cut inside
+// them, or a line whose "tail" is not a byte count, is one error naming its
+// line after every step before it; the steps before still count and read.
+TEST(Recording, AStepsPayloadsCutShortAreNamedWithTheirLine) {
+  const auto dir = test::temp_dir("recording-tail");
+  const std::string path = (dir / "tail.jsonl").string();
+  RecordingHeader h;
+  h.layers = h.heads = h.kv_heads = 1;
+  h.policies = {PolicyConfig{}};
+  {
+    RecordingWriter writer(path, h);
+    for (int64_t step = 0; step < 4; ++step) {
+      StepRecord r;
+      r.step = step;
+      r.sessions.resize(1);
+      r.sessions[0].evictions.by_head = {{0, 0, int32_t(step)}, {0, 0, int32_t(step + 10)}};
+      writer.write(r);
+    }
+  }
+  const std::string whole = read_text_file(path);
+  ASSERT_EQ(whole.rfind(std::string(kTailField), whole.find('\n') + 1), whole.find('\n') + 1);  // step 0 has a tail
+  EXPECT_EQ(count_recorded_steps(path), 4);
+  const auto error_reading = [&](const std::string& text, int steps_before) {
+    write_file_atomic(path, text);
+    RecordingReader reader(path);
+    for (int i = 0; i < steps_before; ++i) {
+      auto r = reader.next();
+      if (!r) return std::string("ended early");
+      if (r->sessions[0].evictions.by_head.size() != 2) return std::string("a payload lost");
+    }
+    try {
+      reader.next();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // Cut inside step 2's payloads (line 4): steps 0 and 1 read, then one error.
+  const size_t step2 = whole.find("{\"tail\"", whole.find("\"step\":1"));
+  std::string e = error_reading(whole.substr(0, whole.find('\n', step2) + 3), 2);
+  EXPECT_NE(e.find("tail.jsonl:4: the file ends inside a step's payloads"), std::string::npos) << e;
+  EXPECT_EQ(count_recorded_steps(path), 2);
+  // A count that is no count, or claims a gigabyte the file has not got.
+  for (const char* count : {"x", "0", "-4", "99999999999"}) {
+    std::string bad = whole;
+    const size_t at = step2 + kTailField.size();
+    bad.replace(at, bad.find(',', at) - at, count);
+    e = error_reading(bad, 2);
+    EXPECT_TRUE(e.find("tail.jsonl:4: the step's \"tail\" is not a byte count") != std::string::npos ||
+                e.find("tail.jsonl:4: the file ends inside") != std::string::npos)
+        << count << ": " << e;
+  }
+  // Read back at random through the index, the steps are whole.
+  write_file_atomic(path, whole);
+  RecordingReader reader(path);
+  while (reader.next()) {
+  }
+  RecordingLines lines(path, reader.header(), reader.version());
+  EXPECT_EQ(lines.read(reader.index(), 2).sessions[0].evictions.by_head[1].position, 12);
 }
 
 TEST(Recording, AStepOutOfOrderIsNamedWithItsFileAndLine) {

@@ -1,4 +1,4 @@
-// A version-3 recording's session payload (core/studio/step_payload.h):
+// A recording's session payload (core/studio/step_payload.h):
 // everything it holds comes back exactly (probabilities as their 8-bit codes
 // give them), a skim leaves out what StepDetail::Skim leaves out, and no
 // corruption of its bytes crashes the reader: it reads or it says what is wrong.
