@@ -115,120 +115,142 @@ void matvec_parallel(QuantType t, const uint8_t* w, const Shape& s, const float*
   });
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"Quantised matvec kernels: weight GB/s per type and shape vs measured memory read bandwidth"};
+struct Options {
   std::string types = "F32,F16,BF16,Q8_0,Q4_0,Q4_1,Q5_0,Q5_1,Q2_K,Q3_K,Q4_K,Q5_K,Q6_K";
   std::string shapes = "stories110M.wq:768x768,stories110M.w1:2048x768,stories110M.w2:768x2048,"
                        "tinyllama.w1:5632x2048,tinyllama.w2:2048x5632";
   std::string threads_list = "1,2", isa_name = "best";
   int mib = 256, batch = 1;
   double seconds = 0.5;
-  app.add_option("--types", types, "weight types, comma-separated (ggml names)");
-  app.add_option("--shapes", shapes, "name:ROWSxCOLS, comma-separated");
-  app.add_option("--threads", threads_list, "thread counts, comma-separated");
-  app.add_option("--mib", mib, "MiB of weight copies for the streamed runs (well above the last-level cache)");
-  app.add_option("--seconds", seconds, "time per cell (at least 100 matvecs)");
-  app.add_option("--isa", isa_name, "best, portable, avx2 or avx512");
-  app.add_option("--batch", batch, "activation rows per matvec (the sessions of a batched decode step)")
+};
+
+void add_flags(CLI::App& app, Options& o) {
+  app.add_option("--types", o.types, "weight types, comma-separated (ggml names)");
+  app.add_option("--shapes", o.shapes, "name:ROWSxCOLS, comma-separated");
+  app.add_option("--threads", o.threads_list, "thread counts, comma-separated");
+  app.add_option("--mib", o.mib, "MiB of weight copies for the streamed runs (well above the last-level cache)");
+  app.add_option("--seconds", o.seconds, "time per cell (at least 100 matvecs)");
+  app.add_option("--isa", o.isa_name, "best, portable, avx2 or avx512");
+  app.add_option("--batch", o.batch, "activation rows per matvec (the sessions of a batched decode step)")
       ->check(CLI::Range(1, 64));
-  CLI11_PARSE(app, argc, argv);
+}
 
-  try {
-    cpu::Isa isa = cpu::best_isa();
-    if (isa_name == "portable") isa = cpu::Isa::Portable;
-    else if (isa_name == "avx2") isa = cpu::Isa::Avx2;
-    else if (isa_name == "avx512") isa = cpu::Isa::Avx512;
-    else if (isa_name != "best") fail("--isa " + isa_name, "expected best, portable, avx2 or avx512");
-    if (!cpu::isa_supported(isa)) fail("--isa " + isa_name, "not supported by this CPU");
+cpu::Isa isa_asked(const std::string& name) {
+  cpu::Isa isa = cpu::best_isa();
+  if (name == "portable") isa = cpu::Isa::Portable;
+  else if (name == "avx2") isa = cpu::Isa::Avx2;
+  else if (name == "avx512") isa = cpu::Isa::Avx512;
+  else if (name != "best") fail("--isa " + name, "expected best, portable, avx2 or avx512");
+  if (!cpu::isa_supported(isa)) fail("--isa " + name, "not supported by this CPU");
+  return isa;
+}
 
-    std::vector<Shape> shape_list;
-    for (const auto& s : split_list(shapes)) {
-      const auto colon = s.find(':'), x = s.find('x', colon == std::string::npos ? 0 : colon);
-      if (colon == std::string::npos || x == std::string::npos) fail("--shapes " + s, "expected name:ROWSxCOLS");
-      shape_list.push_back({s.substr(0, colon), std::stoll(s.substr(colon + 1, x - colon - 1)), std::stoll(s.substr(x + 1))});
+std::vector<Shape> shapes_asked(const std::string& list) {
+  std::vector<Shape> shapes;
+  for (const auto& s : split_list(list)) {
+    const auto colon = s.find(':'), x = s.find('x', colon == std::string::npos ? 0 : colon);
+    if (colon == std::string::npos || x == std::string::npos) fail("--shapes " + s, "expected name:ROWSxCOLS");
+    shapes.push_back({s.substr(0, colon), std::stoll(s.substr(colon + 1, x - colon - 1)), std::stoll(s.substr(x + 1))});
+  }
+  return shapes;
+}
+
+// Memory read bandwidth over a buffer as large as the streamed weights, for
+// each thread count; printed, and returned in GB/s.
+std::vector<double> read_bandwidths(size_t stream_bytes, const std::vector<int>& thread_counts, double seconds,
+                                    uint64_t& sink) {
+  std::vector<uint64_t> big(stream_bytes / 8);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = i * 0x9E3779B97F4A7C15ull;
+  std::vector<double> read_gbs;
+  const size_t slice = (size_t(8) << 20) / 8, slices = big.size() / slice;
+  for (int th : thread_counts) {
+    ThreadPool pool(th);
+    const auto v = time_trials(slice * 8, 100, seconds, [&](int i) {
+      const size_t k = size_t(i) % slices;
+      sink += read_slice(big.data(), k * slice, (k + 1) * slice, pool);
+    });
+    read_gbs.push_back(best(v));
+    std::cout << "memory read bandwidth, " << th << " thread(s): " << std::fixed << std::setprecision(1)
+              << read_gbs.back() << " GB/s (median " << median(v) << ")\n";
+  }
+  return read_gbs;
+}
+
+// The table's rows of one type at one shape: streamed and hot, at every thread count.
+void bench_cell(const std::string& type_name, QuantType t, const Shape& s, const Options& o, cpu::Isa isa,
+                const std::vector<int>& thread_counts, const std::vector<double>& read_gbs, std::mt19937_64& rng,
+                uint64_t& sink) {
+  std::normal_distribution<float> g(0.0f, 0.02f);
+  const size_t rb = row_bytes(t, s.cols), mat = rb * size_t(s.rows);
+  std::vector<uint8_t> w(mat);
+  {
+    std::vector<float> row(size_t(s.cols));
+    for (int64_t r = 0; r < s.rows; ++r) {
+      for (float& v : row) v = g(rng);
+      quantize_row(t, row.data(), w.data() + size_t(r) * rb, s.cols);
     }
+  }
+  // Decode's path reads the tiles, where there are any: the copies are of those.
+  const bool tiled = o.isa_name == "best" && cpu::tiles_available(t) && s.rows >= cpu::kTileRows;
+  const std::vector<uint8_t> tiles = tiled ? cpu::make_tiles(t, w.data(), s.rows, s.cols) : std::vector<uint8_t>{};
+  const std::vector<uint8_t>& read = tiled ? tiles : w;
+  const size_t bytes = read.size(), copies = std::max<size_t>(1, (size_t(o.mib) << 20) / bytes);
+  std::vector<uint8_t> stream(bytes * copies);
+  for (size_t c = 0; c < copies; ++c) std::copy(read.begin(), read.end(), stream.begin() + c * bytes);
+  std::vector<float> x(size_t(o.batch) * size_t(s.cols)), out(size_t(o.batch) * size_t(s.rows));
+  for (float& v : x) v = g(rng) * 50;
+  cpu::QuantizedActs acts;
+  cpu::ProjectScratch scratch;
+  const auto matvec = [&](const uint8_t* copy, ThreadPool& pool) {
+    if (o.isa_name != "best") return matvec_parallel(t, copy, s, x.data(), o.batch, acts, out.data(), pool, isa);
+    cpu::Matrix m{tiled ? w.data() : copy, t, s.rows, s.cols};
+    if (tiled) m.tiles = copy, m.tile_count = s.rows / cpu::kTileRows;
+    cpu::project(out.data(), x.data(), o.batch, m, pool, scratch);
+  };
+  for (size_t ti = 0; ti < thread_counts.size(); ++ti) {
+    ThreadPool pool(thread_counts[ti]);
+    const auto streamed =
+        time_trials(bytes, 100, o.seconds, [&](int i) { matvec(stream.data() + size_t(i) % copies * bytes, pool); });
+    const auto hot = time_trials(bytes, 100, o.seconds, [&](int) { matvec(read.data(), pool); });
+    const double gbs = best(streamed);
+    std::cout << "| " << type_name << (tiled ? " tiles" : "") << " | " << s.name << " " << s.rows << "x" << s.cols
+              << " | " << std::setprecision(2) << double(bytes) / 1048576.0 << " | " << thread_counts[ti] << " | "
+              << std::setprecision(1) << gbs << " (" << median(streamed) << ") | " << std::setprecision(0)
+              << 100.0 * gbs / read_gbs[ti] << " % | " << std::setprecision(1) << best(hot) << " (" << median(hot)
+              << ") | " << std::setprecision(1) << double(bytes) / (gbs * 1e3) << " |\n"
+              << std::flush;
+    sink += uint64_t(out[0] != 0);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Quantised matvec kernels: weight GB/s per type and shape vs measured memory read bandwidth"};
+  Options o;
+  add_flags(app, o);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const cpu::Isa isa = isa_asked(o.isa_name);
+    const std::vector<Shape> shapes = shapes_asked(o.shapes);
     std::vector<int> thread_counts;
-    for (const auto& t : split_list(threads_list)) thread_counts.push_back(std::max(1, std::stoi(t)));
-
+    for (const auto& t : split_list(o.threads_list)) thread_counts.push_back(std::max(1, std::stoi(t)));
     const FlushDenormals fast_floats;  // as CpuBackend::forward runs
-    const size_t stream_bytes = size_t(mib) << 20;
 
-    // Memory read bandwidth over a buffer as large as the streamed weights.
-    std::vector<uint64_t> big(stream_bytes / 8);
-    for (size_t i = 0; i < big.size(); ++i) big[i] = i * 0x9E3779B97F4A7C15ull;
     std::string load;
     std::getline(std::ifstream("/proc/loadavg"), load);  // other work on the machine skews every number
     std::cout << "load average at start: " << load << "\n";
-    std::cout << "kernels: " << cpu::isa_name(isa) << "; streamed = weights from " << mib
-              << " MiB of copies; " << batch
-              << " activation row(s) per matvec; GB/s = 10^9 weight bytes/s, best (median) of single matvecs\n\n";
-    std::vector<double> read_gbs;
+    std::cout << "kernels: " << cpu::isa_name(isa) << "; streamed = weights from " << o.mib << " MiB of copies; "
+              << o.batch << " activation row(s) per matvec; GB/s = 10^9 weight bytes/s, best (median) of single matvecs\n\n";
     uint64_t sink = 0;
-    const size_t slice = (size_t(8) << 20) / 8, slices = big.size() / slice;
-    for (int th : thread_counts) {
-      ThreadPool pool(th);
-      const auto v = time_trials(slice * 8, 100, seconds, [&](int i) {
-        const size_t k = size_t(i) % slices;
-        sink += read_slice(big.data(), k * slice, (k + 1) * slice, pool);
-      });
-      read_gbs.push_back(best(v));
-      std::cout << "memory read bandwidth, " << th << " thread(s): " << std::fixed << std::setprecision(1)
-                << read_gbs.back() << " GB/s (median " << median(v) << ")\n";
-    }
-    big = {};
+    const std::vector<double> read_gbs = read_bandwidths(size_t(o.mib) << 20, thread_counts, o.seconds, sink);
     std::cout << "\n| type | shape | MiB | threads | streamed GB/s (median) | % of read BW | hot GB/s (median) | "
                  "µs per streamed matvec |\n|---|---|---:|---:|---:|---:|---:|---:|\n";
-
     std::mt19937_64 rng(1);
-    std::normal_distribution<float> g(0.0f, 0.02f);
-    for (const auto& tn : split_list(types)) {
-      const auto t = quant_type_from_name(tn);
-      if (!t) fail("--types " + tn, "unknown type");
-      for (const Shape& s : shape_list) {
-        const size_t rb = row_bytes(*t, s.cols), mat = rb * size_t(s.rows);
-        std::vector<uint8_t> w(mat);
-        {
-          std::vector<float> row(size_t(s.cols));
-          for (int64_t o = 0; o < s.rows; ++o) {
-            for (float& v : row) v = g(rng);
-            quantize_row(*t, row.data(), w.data() + size_t(o) * rb, s.cols);
-          }
-        }
-        // Decode's path reads the tiles, where there are any: the copies are of those.
-        const bool tiled = isa_name == "best" && cpu::tiles_available(*t) && s.rows >= cpu::kTileRows;
-        const std::vector<uint8_t> tiles = tiled ? cpu::make_tiles(*t, w.data(), s.rows, s.cols) : std::vector<uint8_t>{};
-        const std::vector<uint8_t>& read = tiled ? tiles : w;
-        const size_t bytes = read.size(), copies = std::max<size_t>(1, stream_bytes / bytes);
-        std::vector<uint8_t> stream(bytes * copies);
-        for (size_t c = 0; c < copies; ++c) std::copy(read.begin(), read.end(), stream.begin() + c * bytes);
-        std::vector<float> x(size_t(batch) * size_t(s.cols)), out(size_t(batch) * size_t(s.rows));
-        for (float& v : x) v = g(rng) * 50;
-        cpu::QuantizedActs acts;
-        cpu::ProjectScratch scratch;
-        const auto matvec = [&](const uint8_t* copy, ThreadPool& pool) {
-          if (isa_name != "best") return matvec_parallel(*t, copy, s, x.data(), batch, acts, out.data(), pool, isa);
-          cpu::Matrix m{tiled ? w.data() : copy, *t, s.rows, s.cols};
-          if (tiled) m.tiles = copy, m.tile_count = s.rows / cpu::kTileRows;
-          cpu::project(out.data(), x.data(), batch, m, pool, scratch);
-        };
-        for (size_t ti = 0; ti < thread_counts.size(); ++ti) {
-          ThreadPool pool(thread_counts[ti]);
-          const auto streamed =
-              time_trials(bytes, 100, seconds, [&](int i) { matvec(stream.data() + size_t(i) % copies * bytes, pool); });
-          const auto hot = time_trials(bytes, 100, seconds, [&](int) { matvec(read.data(), pool); });
-          const double gbs = best(streamed);
-          std::cout << "| " << tn << (tiled ? " tiles" : "") << " | " << s.name << " " << s.rows << "x" << s.cols
-                    << " | " << std::setprecision(2) << double(bytes) / 1048576.0 << " | " << thread_counts[ti] << " | "
-                    << std::setprecision(1) << gbs
-                    << " (" << median(streamed) << ") | " << std::setprecision(0) << 100.0 * gbs / read_gbs[ti]
-                    << " % | " << std::setprecision(1) << best(hot) << " (" << median(hot) << ") | "
-                    << std::setprecision(1) << double(bytes) / (gbs * 1e3) << " |\n"
-                    << std::flush;
-          sink += uint64_t(out[0] != 0);
-        }
-      }
+    for (const auto& type_name : split_list(o.types)) {
+      const auto t = quant_type_from_name(type_name);
+      if (!t) fail("--types " + type_name, "unknown type");
+      for (const Shape& s : shapes) bench_cell(type_name, *t, s, o, isa, thread_counts, read_gbs, rng, sink);
     }
     if (sink == 42) std::cout << "\n";  // keeps the reads alive
   } catch (const Error& e) {

@@ -151,12 +151,7 @@ std::string csv_header(bool engine) {
          (engine ? "engine_us,engine_steps_per_s,whole_steps_per_s" : "source_us");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"The app's run (history, analyzer, snapshots, recording spool; no Qt) at real shapes: steps a second "
-               "with the source's time left out, µs a step per stage, recording bytes a step, resident memory"};
-  Options o;
+void add_flags(CLI::App& app, Options& o) {
   app.add_option("--shapes", o.shapes, "synthetic shapes, comma-separated (their layers and heads)");
   app.add_option("--panes", o.panes, "pane counts, comma-separated: 2 (full, h2o) or 4 (full, streaming, h2o, tova)");
   app.add_option("--steps", o.steps, "steps of each run")->check(CLI::Range(int64_t(1), int64_t(10000000)));
@@ -175,32 +170,23 @@ int main(int argc, char** argv) {
                  "measures full detail; the app's rule with --backend)")
       ->check(CLI::IsMember({"on", "off", "auto"}));
   app.add_option("--spool-dir", o.spool_dir, "folder of the recording spool (removed after each run)");
-  CLI11_PARSE(app, argc, argv);
-  const bool engine = !o.backend.empty();
+}
+
+// Every (shape, pane count) to run, in the table's order. Throws Error naming the flag.
+std::vector<std::pair<std::string, int>> runs_asked(const Options& o) {
   std::vector<std::pair<std::string, int>> runs;
-  try {
-    for (const std::string& shape : split_list(o.shapes)) {
-      synthetic_shape(shape);  // an unknown shape is one line naming it
-      for (const std::string& p : split_list(o.panes)) {
-        if (p != "2" && p != "4") throw Error("--panes: " + p + " (2 or 4)");
-        runs.emplace_back(shape, std::stoi(p));
-      }
+  for (const std::string& shape : split_list(o.shapes)) {
+    synthetic_shape(shape);  // an unknown shape is one line naming it
+    for (const std::string& p : split_list(o.panes)) {
+      if (p != "2" && p != "4") throw Error("--panes: " + p + " (2 or 4)");
+      runs.emplace_back(shape, std::stoi(p));
     }
-    if (!std::filesystem::is_directory(o.spool_dir)) throw Error("--spool-dir: " + o.spool_dir + " is not a folder");
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "h2o-bench-studio: %s\n", e.what());
-    return 2;
   }
-  // The CSV appears whole at the end, or not at all (an error names it).
-  std::unique_ptr<AtomicFile> csv_file;
-  try {
-    if (!o.csv.empty()) csv_file = std::make_unique<AtomicFile>(o.csv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "h2o-bench-studio: --csv: %s\n", e.what());
-    return 2;
-  }
-  std::ostringstream csv;
-  csv << csv_header(engine) << "\n";
+  if (!std::filesystem::is_directory(o.spool_dir)) throw Error("--spool-dir: " + o.spool_dir + " is not a folder");
+  return runs;
+}
+
+void print_table_head(const Options& o, bool engine) {
   std::printf("source: %s; budget %d, slack %d, %lld steps a run; sinks %s; µs a step per stage\n\n",
               engine ? ("the engine, --backend " + o.backend).c_str() : "synthetic steps (its time left out)", o.budget,
               o.slack, static_cast<long long>(o.steps),
@@ -209,6 +195,63 @@ int main(int argc, char** argv) {
               "RSS growth MiB/1k steps | history MiB | thinned |%s\n",
               engine ? "engine" : "source", engine ? " engine steps/s | whole steps/s |" : "");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", engine ? "---:|---:|" : "");
+}
+
+// One row: printed to the table, and returned as its CSV line.
+std::string report_row(const std::string& shape, int panes, const Row& r, bool engine) {
+  const PipelineTimes& t = r.t;
+  const double pipeline_s = t.history_s + t.analyzer_s + t.snapshot_s + t.encode_s + t.write_s;
+  const double steps_per_s = pipeline_s > 0 ? double(r.steps) / pipeline_s : 0;
+  const double kb = double(t.recording_bytes) / 1024.0 / double(std::max<int64_t>(1, r.steps));
+  const int64_t span = r.steps - r.step_quarter;
+  const double growth = span > 0 ? (r.rss_mib_end - r.rss_mib_quarter) * 1000.0 / double(span) : 0;
+  const auto us = [&](double seconds) { return us_per_step(seconds, r.steps); };
+  std::printf("| %s | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.0f | %.2f | %.0f | %lld |", shape.c_str(),
+              panes, steps_per_s, us(t.history_s), us(t.analyzer_s), us(t.snapshot_s), us(t.encode_s), us(t.write_s),
+              us(t.source_s), kb, r.peak_rss_mib, growth, r.history_mib, static_cast<long long>(t.thinned_steps));
+  if (engine) std::printf(" %.0f | %.0f |", double(r.steps) / t.source_s, double(r.steps) / r.wall_s);
+  std::printf("\n");
+  std::fflush(stdout);
+  char line[1024];
+  std::snprintf(line, sizeof line, "%s,%d,%lld,%.1f,%.0f,%.1f,%.1f,%.1f,%.3f,%.1f,%lld,%lld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f",
+                shape.c_str(), panes, static_cast<long long>(r.steps), steps_per_s, kb * 1024.0, r.peak_rss_mib,
+                r.rss_mib_quarter, r.rss_mib_end, growth, r.history_mib, static_cast<long long>(t.snapshots),
+                static_cast<long long>(t.thinned_steps), us(t.history_s), us(t.analyzer_s), us(t.snapshot_s),
+                us(t.encode_s), us(t.write_s), us(t.source_s));
+  std::ostringstream out;
+  out << line;
+  if (engine) out << "," << double(r.steps) / t.source_s << "," << double(r.steps) / r.wall_s;
+  out << "\n";
+  return out.str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"The app's run (history, analyzer, snapshots, recording spool; no Qt) at real shapes: steps a second "
+               "with the source's time left out, µs a step per stage, recording bytes a step, resident memory"};
+  Options o;
+  add_flags(app, o);
+  CLI11_PARSE(app, argc, argv);
+  const bool engine = !o.backend.empty();
+  std::vector<std::pair<std::string, int>> runs;
+  // The CSV appears whole at the end, or not at all (an error names it).
+  std::unique_ptr<AtomicFile> csv_file;
+  try {
+    runs = runs_asked(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "h2o-bench-studio: %s\n", e.what());
+    return 2;
+  }
+  try {
+    if (!o.csv.empty()) csv_file = std::make_unique<AtomicFile>(o.csv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "h2o-bench-studio: --csv: %s\n", e.what());
+    return 2;
+  }
+  std::ostringstream csv;
+  csv << csv_header(engine) << "\n";
+  print_table_head(o, engine);
   int failures = 0;
   for (const auto& [shape, panes] : runs) {
     const Row r = run_in_child(o, shape, panes);
@@ -217,33 +260,7 @@ int main(int argc, char** argv) {
       ++failures;
       continue;
     }
-    const PipelineTimes& t = r.t;
-    const double pipeline_s = t.history_s + t.analyzer_s + t.snapshot_s + t.encode_s + t.write_s;
-    const double steps_per_s = pipeline_s > 0 ? double(r.steps) / pipeline_s : 0;
-    const double kb = double(t.recording_bytes) / 1024.0 / double(std::max<int64_t>(1, r.steps));
-    const int64_t span = r.steps - r.step_quarter;
-    const double growth = span > 0 ? (r.rss_mib_end - r.rss_mib_quarter) * 1000.0 / double(span) : 0;
-    const double source_us = us_per_step(t.source_s, r.steps);
-    std::printf("| %s | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.0f | %.2f | %.0f | %lld |", shape.c_str(),
-                panes, steps_per_s, us_per_step(t.history_s, r.steps), us_per_step(t.analyzer_s, r.steps),
-                us_per_step(t.snapshot_s, r.steps), us_per_step(t.encode_s, r.steps), us_per_step(t.write_s, r.steps),
-                source_us, kb, r.peak_rss_mib, growth, r.history_mib, static_cast<long long>(t.thinned_steps));
-    if (engine) std::printf(" %.0f | %.0f |", double(r.steps) / t.source_s, double(r.steps) / r.wall_s);
-    std::printf("\n");
-    std::fflush(stdout);
-    {
-      char line[1024];
-      std::snprintf(line, sizeof line, "%s,%d,%lld,%.1f,%.0f,%.1f,%.1f,%.1f,%.3f,%.1f,%lld,%lld,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f",
-                    shape.c_str(), panes, static_cast<long long>(r.steps), steps_per_s, kb * 1024.0, r.peak_rss_mib,
-                    r.rss_mib_quarter, r.rss_mib_end, growth, r.history_mib, static_cast<long long>(t.snapshots),
-                    static_cast<long long>(t.thinned_steps),
-                    us_per_step(t.history_s, r.steps), us_per_step(t.analyzer_s, r.steps),
-                    us_per_step(t.snapshot_s, r.steps), us_per_step(t.encode_s, r.steps),
-                    us_per_step(t.write_s, r.steps), source_us);
-      csv << line;
-      if (engine) csv << "," << double(r.steps) / t.source_s << "," << double(r.steps) / r.wall_s;
-      csv << "\n";
-    }
+    csv << report_row(shape, panes, r, engine);
   }
   try {
     if (csv_file) {

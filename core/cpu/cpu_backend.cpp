@@ -84,6 +84,21 @@ class CpuBackend final : public Backend {
   struct Span {  // where an item's rows sit in the batch
     int first = 0, rows = 0;
   };
+  // One forward pass's bookkeeping, from begin_pass to end_pass.
+  struct Pass {
+    std::vector<CpuCache*> caches;
+    std::vector<Span> spans;
+    int rows = 0;  // over every item
+    std::vector<std::vector<RopeAngles>> stream_angles;      // per item, per row
+    std::vector<std::vector<CaptureInProgress>> captures;    // per item
+    std::vector<std::vector<EvictionEvent>> events;          // per (item, KV head), merged at the end
+  };
+  // Checks the items, makes room in their caches, sizes the scratch and embeds the rows.
+  Pass begin_pass(std::span<ForwardItem> items);
+  // One layer over every row: projections, each session's attention by KV head, the MLP.
+  void layer(int l, Pass& pass);
+  // The final norm, logits, each cache's cut and each item's outputs.
+  void end_pass(std::span<ForwardItem> items, Pass& pass);
   void begin_captures(const ForwardItem& item, const CpuCache& cache, const Span& span,
                       std::vector<CaptureInProgress>& captures) const;
   // One session, one layer, one KV head: append_rows, attend (scores and
@@ -133,102 +148,105 @@ class CpuBackend final : public Backend {
 
 void CpuBackend::forward(std::span<ForwardItem> items) {
   const FlushDenormals fast_floats;  // this thread's part of the work; the pool's workers do the same
-  const int dim = cfg_.dim, hd = cfg_.head_dim(), q_dim = cfg_.n_heads * hd, kv_dim = cfg_.kv_dim();
-  const int hidden = cfg_.hidden_dim;
+  Pass pass = begin_pass(items);
+  for (int l = 0; l < cfg_.n_layers; ++l) layer(l, pass);
+  end_pass(items, pass);
+}
 
+CpuBackend::Pass CpuBackend::begin_pass(std::span<ForwardItem> items) {
   // Checks, then room in every cache, before anything changes.
-  const std::vector<CpuCache*> caches =
-      checked_caches<CpuCache>(items, {"cpu backend", cfg_.vocab_size, cfg_.n_layers, cfg_.n_heads});
-  reserve_rows(items, caches);
-  std::vector<Span> spans(items.size());
-  int total = 0;
+  Pass p;
+  p.caches = checked_caches<CpuCache>(items, {"cpu backend", cfg_.vocab_size, cfg_.n_layers, cfg_.n_heads});
+  reserve_rows(items, p.caches);
+  p.spans.resize(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
-    spans[i] = {total, int(items[i].tokens.size())};
-    total += spans[i].rows;
+    p.spans[i] = {p.rows, int(items[i].tokens.size())};
+    p.rows += p.spans[i].rows;
   }
-  const int T = total;
-  x_.resize(size_t(T) * dim);
-  xb_.resize(size_t(T) * dim);
-  q_.resize(size_t(T) * q_dim);
-  k_.resize(size_t(T) * kv_dim);
-  v_.resize(size_t(T) * kv_dim);
-  att_out_.resize(size_t(T) * q_dim);
-  hb_.resize(size_t(T) * hidden);
-  hb2_.resize(size_t(T) * hidden);
+  const size_t T = size_t(p.rows), dim = size_t(cfg_.dim), q_dim = size_t(cfg_.n_heads * cfg_.head_dim());
+  x_.resize(T * dim);
+  xb_.resize(T * dim);
+  q_.resize(T * q_dim);
+  k_.resize(T * size_t(cfg_.kv_dim()));
+  v_.resize(T * size_t(cfg_.kv_dim()));
+  att_out_.resize(T * q_dim);
+  hb_.resize(T * size_t(cfg_.hidden_dim));
+  hb2_.resize(T * size_t(cfg_.hidden_dim));
 
   // Embed every new token.
   for (size_t i = 0; i < items.size(); ++i)
-    for (int r = 0; r < spans[i].rows; ++r) {
-      cpu::row_to_f32(embedding_, items[i].tokens[size_t(r)], &x_[size_t(spans[i].first + r) * dim]);
-    }
+    for (int r = 0; r < p.spans[i].rows; ++r)
+      cpu::row_to_f32(embedding_, items[i].tokens[size_t(r)], &x_[size_t(p.spans[i].first + r) * dim]);
 
   // RoPE angles at the new rows' stream positions (used unless rolling), and
   // the shapes of the captures asked for, set before the parallel part fills them.
-  std::vector<std::vector<RopeAngles>> stream_angles(items.size());
-  std::vector<std::vector<CaptureInProgress>> captures(items.size());
+  p.stream_angles.resize(items.size());
+  p.captures.resize(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
-    if (!caches[i]->rule().rolling)
-      for (int r = 0; r < spans[i].rows; ++r)
-        stream_angles[i].emplace_back(rope_freqs_, double(caches[i]->tokens_seen() + r));
-    begin_captures(items[i], *caches[i], spans[i], captures[i]);
+    if (!p.caches[i]->rule().rolling)
+      for (int r = 0; r < p.spans[i].rows; ++r)
+        p.stream_angles[i].emplace_back(rope_freqs_, double(p.caches[i]->tokens_seen() + r));
+    begin_captures(items[i], *p.caches[i], p.spans[i], p.captures[i]);
+  }
+  p.events.resize(items.size() * size_t(cfg_.n_kv_heads));
+  return p;
+}
+
+void CpuBackend::layer(int l, Pass& p) {
+  const Layer& w = layers_[size_t(l)];
+  const int T = p.rows, q_dim = cfg_.n_heads * cfg_.head_dim(), kv_dim = cfg_.kv_dim();
+  // Attention block: norm, Q/K/V projections of every row at once.
+  norm(xb_.data(), x_.data(), w.attn_norm, w.attn_norm_bias, T);
+  const cpu::Product qkv[] = {{q_.data(), &w.wq}, {k_.data(), &w.wk}, {v_.data(), &w.wv}};
+  cpu::project(qkv, xb_.data(), T, pool_, acts_);
+  if (w.bq) {  // Qwen2's and GPT-NeoX's projection biases
+    cpu::add_bias(q_.data(), w.bq, T, q_dim);
+    cpu::add_bias(k_.data(), w.bk, T, kv_dim);
+    cpu::add_bias(v_.data(), w.bv, T, kv_dim);
   }
 
-  // One event list per (item, KV head) task, merged after the pass.
-  std::vector<std::vector<EvictionEvent>> events(items.size() * size_t(cfg_.n_kv_heads));
-
-  for (int l = 0; l < cfg_.n_layers; ++l) {
-    const Layer& w = layers_[size_t(l)];
-    // Attention block: norm, Q/K/V projections of every row at once.
-    norm(xb_.data(), x_.data(), w.attn_norm, w.attn_norm_bias, T);
-    const cpu::Product qkv[] = {{q_.data(), &w.wq}, {k_.data(), &w.wk}, {v_.data(), &w.wv}};
-    cpu::project(qkv, xb_.data(), T, pool_, acts_);
-    if (w.bq) {  // Qwen2's and GPT-NeoX's projection biases
-      cpu::add_bias(q_.data(), w.bq, T, q_dim);
-      cpu::add_bias(k_.data(), w.bk, T, kv_dim);
-      cpu::add_bias(v_.data(), w.bv, T, kv_dim);
+  // Per session and KV head: RoPE, append, attend, score, cut.
+  const int tasks = int(p.caches.size()) * cfg_.n_kv_heads;
+  size_t work = 0;  // multiply-adds of this layer's attention
+  for (size_t i = 0; i < p.caches.size(); ++i)
+    work += size_t(p.spans[i].rows) * size_t(p.caches[i]->head(l, 0).n + p.spans[i].rows) * size_t(q_dim) * 2;
+  auto heads = [&](int begin, int end) {
+    for (int task = begin; task < end; ++task) {
+      const size_t i = size_t(task / cfg_.n_kv_heads);
+      const int g = task % cfg_.n_kv_heads;
+      attention(*p.caches[i], p.spans[i], p.stream_angles[i], l, g, p.captures[i], p.events[size_t(task)]);
     }
+  };
+  if (work >= cpu::kParallelMinWork) pool_.parallel_for(tasks, 1, heads);
+  else heads(0, tasks);
 
-    // Per session and KV head: RoPE, append, attend, score, cut.
-    const int tasks = int(items.size()) * cfg_.n_kv_heads;
-    size_t work = 0;  // multiply-adds of this layer's attention
-    for (size_t i = 0; i < items.size(); ++i)
-      work += size_t(spans[i].rows) * size_t(caches[i]->head(l, 0).n + spans[i].rows) * size_t(q_dim) * 2;
-    auto heads = [&](int begin, int end) {
-      for (int task = begin; task < end; ++task) {
-        const size_t i = size_t(task / cfg_.n_kv_heads);
-        const int g = task % cfg_.n_kv_heads;
-        attention(*caches[i], spans[i], stream_angles[i], l, g, captures[i], events[size_t(task)]);
-      }
-    };
-    if (work >= cpu::kParallelMinWork) pool_.parallel_for(tasks, 1, heads);
-    else heads(0, tasks);
+  // Output projection, then the feed-forward block and the residuals.
+  cpu::project(xb_.data(), att_out_.data(), T, w.wo, pool_, acts_);
+  if (w.bo) cpu::add_bias(xb_.data(), w.bo, T, cfg_.dim);
+  add_blocks(w, T);
+}
 
-    // Output projection, then the feed-forward block and the residuals.
-    cpu::project(xb_.data(), att_out_.data(), T, w.wo, pool_, acts_);
-    if (w.bo) cpu::add_bias(xb_.data(), w.bo, T, dim);
-    add_blocks(w, T);
-  }
-
+void CpuBackend::end_pass(std::span<ForwardItem> items, Pass& p) {
   // Final norm, every item's logits in one pass over the classifier, then
   // each item's bookkeeping and outputs. Forced-mode reference rows are
   // stored by every item first, then scored.
-  norm(x_.data(), x_.data(), final_norm_, final_norm_bias_, T);
-  const std::vector<std::vector<int>> logit_rows = classify(items, spans);
+  norm(x_.data(), x_.data(), final_norm_, final_norm_bias_, p.rows);
+  const std::vector<std::vector<int>> logit_rows = classify(items, p.spans);
   for (size_t i = 0; i < items.size(); ++i) {
     std::vector<EvictionEvent> merged;
     for (int g = 0; g < cfg_.n_kv_heads; ++g) {
-      auto& e = events[i * size_t(cfg_.n_kv_heads) + size_t(g)];
+      auto& e = p.events[i * size_t(cfg_.n_kv_heads) + size_t(g)];
       merged.insert(merged.end(), e.begin(), e.end());
     }
-    caches[i]->end_forward(spans[i].rows, std::move(merged));
-    finish(items[i], *caches[i], spans[i], logit_rows[i]);
+    p.caches[i]->end_forward(p.spans[i].rows, std::move(merged));
+    finish(items[i], *p.caches[i], p.spans[i], logit_rows[i]);
   }
   for (size_t i = 0; i < items.size(); ++i) {
     const ForwardItem& item = items[i];
     if (!item.forced || !item.scores) continue;
     *item.scores = {};
-    const auto* reference = static_cast<const CpuCache*>(caches[i]->same_step_reference(item.forced->reference));
-    score_forced_rows(caches[i]->logprobs, reference ? std::span<const double>(reference->logprobs) : std::span<const double>(),
+    const auto* reference = static_cast<const CpuCache*>(p.caches[i]->same_step_reference(item.forced->reference));
+    score_forced_rows(p.caches[i]->logprobs, reference ? std::span<const double>(reference->logprobs) : std::span<const double>(),
                       cfg_.vocab_size, item.forced->next, *item.scores);
   }
 }

@@ -198,6 +198,50 @@ class TensorPlan {
   bool halves_;
 };
 
+// The metadata keys of `model`: its architecture's hyperparameters and its vocabulary.
+Header model_keys(const Model& model) {
+  const ModelConfig& c = model.config;
+  const std::string& arch = c.architecture;
+  const RopeScaling& scaling = c.rope_scaling;
+  Header h;
+  const auto key = [&](const char* name) { return arch + "." + name; };
+  h.string("general.architecture", arch);
+  h.string("general.name", model.path);
+  h.u32(key("context_length"), uint32_t(c.max_seq_len));
+  h.u32(key("embedding_length"), uint32_t(c.dim));
+  h.u32(key("feed_forward_length"), uint32_t(c.hidden_dim));
+  h.u32(key("block_count"), uint32_t(c.n_layers));
+  h.u32(key("attention.head_count"), uint32_t(c.n_heads));
+  h.u32(key("attention.head_count_kv"), uint32_t(c.n_kv_heads));
+  h.u32(key("rope.dimension_count"), uint32_t(c.rotated_dims()));
+  h.f32(key("rope.freq_base"), c.rope_theta);
+  if (c.norm == NormKind::Layer) h.f32(key("attention.layer_norm_epsilon"), c.norm_eps);
+  else h.f32(key("attention.layer_norm_rms_epsilon"), c.norm_eps);
+  if (arch == "gptneox") h.boolean(key("use_parallel_residual"), c.parallel_residual);
+  if (scaling.type == "linear") h.string(key("rope.scaling.type"), "linear"), h.f32(key("rope.scaling.factor"), scaling.factor);
+  if (model.vocab) vocab_keys(h, *model.vocab, c);
+  else h.u32("tokenizer.ggml.bos_token_id", uint32_t(c.bos_id)), h.u32("tokenizer.ggml.eos_token_id", uint32_t(c.eos_id));
+  return h;
+}
+
+// Tensor infos: dims fastest-varying first, data offsets packed at the alignment (set in `tensors`).
+Header tensor_infos(std::vector<Planned>& tensors) {
+  Header infos;
+  uint64_t next = 0;
+  for (Planned& p : tensors) {
+    p.offset = next;
+    next += (p.bytes() + kAlignment - 1) / kAlignment * kAlignment;
+    infos.text(p.name);
+    const bool vector = p.vector();
+    infos.raw<uint32_t>(vector ? 1 : 2);
+    infos.raw<uint64_t>(vector ? p.bytes() / dtype_size(p.type) : uint64_t(p.cols()));
+    if (!vector) infos.raw<uint64_t>(uint64_t(p.rows()));
+    infos.raw<uint32_t>(uint32_t(p.type));
+    infos.raw<uint64_t>(p.offset);
+  }
+  return infos;
+}
+
 }  // namespace
 
 void write_gguf(const Model& model, const std::string& path, const TypeMix& types) {
@@ -223,39 +267,8 @@ void write_gguf(const Model& model, const std::string& path, const TypeMix& type
   if (scaling.type == "llama3")
     fail(path, "llama3 RoPE scaling has no GGUF key (llama.cpp stores it as rope_freqs factors)");
 
-  Header h;
-  const auto key = [&](const char* name) { return arch + "." + name; };
-  h.string("general.architecture", arch);
-  h.string("general.name", model.path);
-  h.u32(key("context_length"), uint32_t(c.max_seq_len));
-  h.u32(key("embedding_length"), uint32_t(c.dim));
-  h.u32(key("feed_forward_length"), uint32_t(c.hidden_dim));
-  h.u32(key("block_count"), uint32_t(c.n_layers));
-  h.u32(key("attention.head_count"), uint32_t(c.n_heads));
-  h.u32(key("attention.head_count_kv"), uint32_t(c.n_kv_heads));
-  h.u32(key("rope.dimension_count"), uint32_t(c.rotated_dims()));
-  h.f32(key("rope.freq_base"), c.rope_theta);
-  if (c.norm == NormKind::Layer) h.f32(key("attention.layer_norm_epsilon"), c.norm_eps);
-  else h.f32(key("attention.layer_norm_rms_epsilon"), c.norm_eps);
-  if (arch == "gptneox") h.boolean(key("use_parallel_residual"), c.parallel_residual);
-  if (scaling.type == "linear") h.string(key("rope.scaling.type"), "linear"), h.f32(key("rope.scaling.factor"), scaling.factor);
-  if (model.vocab) vocab_keys(h, *model.vocab, c);
-  else h.u32("tokenizer.ggml.bos_token_id", uint32_t(c.bos_id)), h.u32("tokenizer.ggml.eos_token_id", uint32_t(c.eos_id));
-
-  // Tensor infos: dims fastest-varying first, data offsets packed at the alignment.
-  Header infos;
-  uint64_t next = 0;
-  for (Planned& p : plan.tensors) {
-    p.offset = next;
-    next += (p.bytes() + kAlignment - 1) / kAlignment * kAlignment;
-    infos.text(p.name);
-    const bool vector = p.vector();
-    infos.raw<uint32_t>(vector ? 1 : 2);
-    infos.raw<uint64_t>(vector ? p.bytes() / dtype_size(p.type) : uint64_t(p.cols()));
-    if (!vector) infos.raw<uint64_t>(uint64_t(p.rows()));
-    infos.raw<uint32_t>(uint32_t(p.type));
-    infos.raw<uint64_t>(p.offset);
-  }
+  const Header h = model_keys(model);
+  const Header infos = tensor_infos(plan.tensors);
 
   AtomicFile file(path, std::ios::out | std::ios::trunc | std::ios::binary);
   std::ostream& out = file.stream();

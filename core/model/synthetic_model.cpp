@@ -226,19 +226,17 @@ SyntheticSpec parse_synthetic_path(const std::string& path) {
 namespace {
 
 // make_synthetic's model; without `weights`, its layout alone (synthetic_layout).
-std::shared_ptr<const Model> build_synthetic(const SyntheticSpec& spec, bool weights) {
-  const Shape& shape = shape_or_fail(spec.shape);
-  auto model = std::make_shared<Model>();
-  ModelConfig& c = model->config;
-  c = synthetic_shape(spec.shape);
-  if (spec.vocab_size > 0) c.vocab_size = spec.vocab_size;
-  if (spec.max_seq_len > 0) c.max_seq_len = spec.max_seq_len;
-  model->path = "synthetic:" + spec.shape;
-  model->format = "synthetic";
-  c.validate(model->path);
+// Every tensor of `model` (its config set) planned: type, shape and place in
+// one buffer, with the scale its values are drawn at.
+struct Layout {
+  std::vector<Plan> plans;
+  size_t total = 0;  // bytes of the buffer
+};
 
+Layout plan_tensors(Model& model, const SyntheticSpec& spec, const Shape& shape) {
+  const ModelConfig& c = model.config;
   const int64_t d = c.dim, hid = c.hidden_dim, q = int64_t(c.n_heads) * c.head_dim(), kv = c.kv_dim();
-  ModelWeights& w = model->weights;
+  ModelWeights& w = model.weights;
   w.layers.resize(c.n_layers);
   std::vector<Plan> plans;
   size_t total = 0;
@@ -288,6 +286,21 @@ std::shared_ptr<const Model> build_synthetic(const SyntheticSpec& spec, bool wei
   norm(w.final_norm);
   if (layer_norm) small_bias(w.final_norm_bias, d);
   if (!shape.shared_classifier) matrix(w.classifier, TensorRole::Classifier, c.vocab_size, d);
+  return {std::move(plans), total};
+}
+
+std::shared_ptr<const Model> build_synthetic(const SyntheticSpec& spec, bool weights) {
+  const Shape& shape = shape_or_fail(spec.shape);
+  auto model = std::make_shared<Model>();
+  ModelConfig& c = model->config;
+  c = synthetic_shape(spec.shape);
+  if (spec.vocab_size > 0) c.vocab_size = spec.vocab_size;
+  if (spec.max_seq_len > 0) c.max_seq_len = spec.max_seq_len;
+  model->path = "synthetic:" + spec.shape;
+  model->format = "synthetic";
+  c.validate(model->path);
+  const auto [plans, total] = plan_tensors(*model, spec, shape);
+  ModelWeights& w = model->weights;
 
   if (!weights) {  // a distinct byte per tensor, so that a tied classifier still shows as tied
     auto marks = std::make_shared<std::vector<uint8_t>>(plans.size());

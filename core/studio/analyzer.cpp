@@ -359,16 +359,12 @@ HeatmapData Analyzer::heatmap(size_t index, const ViewSelection& view, int64_t s
   return h;
 }
 
-PaneSnapshot Analyzer::pane(size_t index, const ViewSelection& view, int64_t step, const CaptureWindow* window) const {
-  const PolicyHistory& h = histories_[index];
-  const PolicyExtras& x = extras_[index];
-  PaneSnapshot out;
-  out.policy = h.policy().describe();
-  out.config = h.policy();
-  out.budget = h.rule().budget;
+namespace {
+
+// A pane's numbers at `step`: sizes, rate, and in forced mode its quality so far.
+void pane_numbers(const PolicyHistory& h, int64_t step, PaneSnapshot& out) {
   const PaneStep& n = h.numbers_at(step);
-  const int64_t length = h.length_at(step);
-  out.stream_length = length;
+  out.stream_length = h.length_at(step);
   out.cached_tokens = n.cached_tokens;
   out.quantized_tokens = n.quantized_tokens;
   out.live_bytes = n.live_bytes;
@@ -382,10 +378,15 @@ PaneSnapshot Analyzer::pane(size_t index, const ViewSelection& view, int64_t ste
       out.mean_kl = f->kl_sum / double(f->compared);
     }
   }
+}
 
-  const std::vector<int32_t> evicted = h.evictions(view.layer, shown_kv(view));
+// The text: a window of the stream, whole characters, each coloured by its
+// last token's fate in the shown (layer, KV head): `evicted` gives when each
+// position left it (-1: never).
+void pane_text(const PolicyHistory& h, const ViewSelection& view, int64_t step, const std::vector<int32_t>& evicted,
+               PaneSnapshot& out) {
+  const int64_t length = h.length_at(step);
   const auto held = [&](int64_t p) { return evicted[size_t(p)] < 0 || evicted[size_t(p)] > step; };
-  // The text: a window of the stream, whole characters, each coloured by its last token's fate.
   int64_t first, end;
   if (view.text_first < 0) {
     end = length;
@@ -405,11 +406,26 @@ PaneSnapshot Analyzer::pane(size_t index, const ViewSelection& view, int64_t ste
     cell.prompt = h.prompt(g.last);
     out.tokens.push_back(std::move(cell));
   }
+  const PaneStep& n = h.numbers_at(step);
   if (out.text_follows_end && n.pending && !n.stopped) {
     // The answer's newest token: sampled, not yet in any cache.
     out.tokens.push_back({length, length, utf8_repaired(h.pending_text_at(step)), Fate::Unborn, false});
   }
+}
 
+}  // namespace
+
+PaneSnapshot Analyzer::pane(size_t index, const ViewSelection& view, int64_t step, const CaptureWindow* window) const {
+  const PolicyHistory& h = histories_[index];
+  const PolicyExtras& x = extras_[index];
+  PaneSnapshot out;
+  out.policy = h.policy().describe();
+  out.config = h.policy();
+  out.budget = h.rule().budget;
+  const int64_t length = h.length_at(step);
+  pane_numbers(h, step, out);
+  const std::vector<int32_t> evicted = h.evictions(view.layer, shown_kv(view));
+  pane_text(h, view, step, evicted, out);
   out.heatmap = heatmap(index, view, step, window);
   out.overview = survival_raster(h.rule(), h.birth(), evicted, 0, length, first_step_, step, view.overview_columns,
                                  view.overview_rows);

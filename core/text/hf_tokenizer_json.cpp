@@ -245,14 +245,10 @@ std::string chat_template_beside(const std::string& tokenizer_path) {
 
 namespace {
 
-BpeVocab read_checked(const std::string& path) {
-  const JsonFile f(path);
-  const json root = f.parse();
-  if (!root.is_object()) f.error("should be a JSON object, is " + std::string(root.type_name()));
+// The model object, checked to be a byte-level BPE with a vocabulary and merges.
+const json& bpe_model(const JsonFile& f, const json& root) {
   const json* model = member(root, "model");
   if (!model || !model->is_object()) f.error("has no model object: not a Hugging Face tokenizer.json");
-
-  // The model: byte-level BPE only.
   const std::string type = f.optional_string(*model, "type", "model").value_or(member(*model, "merges") ? "BPE" : "");
   if (type.empty()) f.error("model has no type");
   if (type != "BPE") f.error("model type " + quote_text(type) + " is not supported (only byte-level BPE)");
@@ -266,8 +262,11 @@ BpeVocab read_checked(const std::string& path) {
   const json* merges = member(*model, "merges");
   if (!merges) f.error("model has no merges");
   f.array(*merges, "model.merges");
+  return *model;
+}
 
-  // Pieces by id: the model's vocabulary, then the added tokens.
+// Pieces by id into `out`: the model's vocabulary, then the added tokens.
+void read_pieces(const JsonFile& f, const json& root, const json& vocab, BpeVocab& out) {
   std::vector<std::optional<std::string>> slots;
   std::vector<int> types;
   const auto place = [&](int id, const std::string& text, int piece_type, const std::string& where) {
@@ -287,23 +286,20 @@ BpeVocab read_checked(const std::string& path) {
   };
   const json* added = member(root, "added_tokens");
   if (added) f.array(*added, "added_tokens");
-  const size_t count = vocab->size() + (added ? added->size() : 0);
-  for (const auto& [piece, id] : vocab->items())
+  const size_t count = vocab.size() + (added ? added->size() : 0);
+  for (const auto& [piece, id] : vocab.items())
     place(f.id(id, count, "model.vocab[" + quote_text(piece) + "]"), piece, kPieceNormal, "model.vocab");
-  if (added) {
-    for (size_t i = 0; i < added->size(); ++i) {
-      const std::string where = "added_tokens[" + std::to_string(i) + "]";
-      const json& token = (*added)[i];
-      if (!token.is_object()) f.error(where + " should be an object");
-      const json* id = member(token, "id");
-      const json* content = member(token, "content");
-      if (!id || !content) f.error(where + " needs an id and a content");
-      const bool special = f.boolean(token, "special", false, where);
-      place(f.id(*id, count, where + ".id"), f.string(*content, where + ".content"),
-            special ? kPieceControl : kPieceUserDefined, where);
-    }
+  for (size_t i = 0; added && i < added->size(); ++i) {
+    const std::string where = "added_tokens[" + std::to_string(i) + "]";
+    const json& token = (*added)[i];
+    if (!token.is_object()) f.error(where + " should be an object");
+    const json* id = member(token, "id");
+    const json* content = member(token, "content");
+    if (!id || !content) f.error(where + " needs an id and a content");
+    const bool special = f.boolean(token, "special", false, where);
+    place(f.id(*id, count, where + ".id"), f.string(*content, where + ".content"),
+          special ? kPieceControl : kPieceUserDefined, where);
   }
-  BpeVocab out;
   if (slots.empty()) f.error("model.vocab is empty");
   out.pieces.reserve(slots.size());
   for (size_t id = 0; id < slots.size(); ++id) {
@@ -311,22 +307,11 @@ BpeVocab read_checked(const std::string& path) {
     out.pieces.push_back(std::move(*slots[id]));
   }
   out.types = std::move(types);
+}
 
-  out.merges.reserve(merges->size());
-  for (size_t i = 0; i < merges->size(); ++i) out.merges.push_back(read_merge(f, (*merges)[i], i));
-  out.ignore_merges = f.boolean(*model, "ignore_merges", false, "model");
-  out.nfc = read_normalizer(f, member(root, "normalizer"), "normalizer", 0);
-
-  PreTokenizerSteps steps;
-  const json* pre = member(root, "pre_tokenizer");
-  if (!pre) f.error("has no pre_tokenizer: not a byte-level BPE tokenizer");
-  read_pre_tokenizer(f, *pre, "pre_tokenizer", steps, 0);
-  if (!steps.byte_level) f.error("its pre_tokenizer has no ByteLevel step: not a byte-level BPE tokenizer");
-  out.patterns = std::move(steps.patterns);
-  out.pre_name = "tokenizer.json";
-
-  // BOS, EOS and whether BOS is added: tokenizer_config.json, else the
-  // post-processor, else the usual names.
+// BOS, EOS and whether BOS is added: tokenizer_config.json, else the
+// post-processor, else the usual names.
+void read_special_ids(const JsonFile& f, const json& root, const std::string& path, BpeVocab& out) {
   std::unordered_map<std::string, int> id_of;
   for (size_t id = 0; id < out.pieces.size(); ++id) id_of.emplace(out.pieces[id], static_cast<int>(id));
   const auto find_id = [&](const std::string& text) {
@@ -354,6 +339,29 @@ BpeVocab read_checked(const std::string& path) {
   if (out.eos_id < 0) f.error("names no EOS token: put its tokenizer_config.json beside it");
   out.add_bos = config.add_bos.value_or(template_first.has_value());
   out.chat_template = config.chat_template;
+}
+
+BpeVocab read_checked(const std::string& path) {
+  const JsonFile f(path);
+  const json root = f.parse();
+  if (!root.is_object()) f.error("should be a JSON object, is " + std::string(root.type_name()));
+  const json& model = bpe_model(f, root);  // byte-level BPE only
+  BpeVocab out;
+  read_pieces(f, root, model.at("vocab"), out);
+  const json& merges = model.at("merges");
+  out.merges.reserve(merges.size());
+  for (size_t i = 0; i < merges.size(); ++i) out.merges.push_back(read_merge(f, merges[i], i));
+  out.ignore_merges = f.boolean(model, "ignore_merges", false, "model");
+  out.nfc = read_normalizer(f, member(root, "normalizer"), "normalizer", 0);
+
+  PreTokenizerSteps steps;
+  const json* pre = member(root, "pre_tokenizer");
+  if (!pre) f.error("has no pre_tokenizer: not a byte-level BPE tokenizer");
+  read_pre_tokenizer(f, *pre, "pre_tokenizer", steps, 0);
+  if (!steps.byte_level) f.error("its pre_tokenizer has no ByteLevel step: not a byte-level BPE tokenizer");
+  out.patterns = std::move(steps.patterns);
+  out.pre_name = "tokenizer.json";
+  read_special_ids(f, root, path, out);
   return out;
 }
 

@@ -97,7 +97,12 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
   buildActions();
   buildLayout();
   for (const auto& [name, plot] : sharedPlots()) add_export_menu(plot, name);
+  connectWorkerMessages();
+  connectWorkerLoading();
+  connectWorkerRuns();
+}
 
+void MainWindow::connectWorkerMessages() {
   connect(worker_, &EngineWorker::snapshotPending, this, &MainWindow::drainSnapshots);
   connect(worker_, &EngineWorker::failed, this, &MainWindow::showError);
   connect(worker_, &EngineWorker::warned, this, [this](const QString& m) {
@@ -125,6 +130,9 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
     statusBar()->showMessage("Report written to " + d, 10000);
     emit reportWritten(d);
   });
+}
+
+void MainWindow::connectWorkerLoading() {
   connect(worker_, &EngineWorker::loading, this, [this](const QString& what) {
     loading_what_ = what;
     load_clock_.start();
@@ -149,6 +157,9 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
     model_label_->setToolTip(details);
     emit modelLoaded(title);
   });
+}
+
+void MainWindow::connectWorkerRuns() {
   connect(worker_, &EngineWorker::liveStarted, this, [this](bool prompts) {
     replaying_ = false;
     replay_steps_ = -1;

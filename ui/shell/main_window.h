@@ -145,6 +145,10 @@ class MainWindow : public QMainWindow {
  private:
   void buildActions();
   void buildLayout();
+  // The worker's signals: messages (errors, warnings, banners, files written), loading a model, and a live run or a replay beginning.
+  void connectWorkerMessages();
+  void connectWorkerLoading();
+  void connectWorkerRuns();
   QAction* makeAction(IconKind icon, const QString& text, const char* name, const QKeySequence& key, const QString& tip);
   void buildRunActions();
   QList<QAction*> buildFileActions();

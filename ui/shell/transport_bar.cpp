@@ -27,19 +27,34 @@ class JumpClickStyle : public QProxyStyle {
 
 }  // namespace
 
+namespace {
+// A flat button for one action, its icon only or (`with_text`) its text beside it.
+QToolButton* action_button(QAction* action, bool with_text = false) {
+  auto* b = new QToolButton;
+  b->setDefaultAction(action);
+  b->setToolButtonStyle(with_text ? Qt::ToolButtonTextBesideIcon : Qt::ToolButtonIconOnly);
+  b->setAutoRaise(true);
+  return b;
+}
+}  // namespace
+
 TransportBar::TransportBar(QAction* back, QAction* play, QAction* step, QAction* live, const QList<QAction*>& extra,
                            QWidget* parent)
     : QWidget(parent) {
   auto* h = new QHBoxLayout(this);
   h->setContentsMargins(4, 1, 4, 1);
   h->setSpacing(4);
-  for (QAction* a : {back, play, step}) {
-    auto* b = new QToolButton;
-    b->setDefaultAction(a);
-    b->setToolButtonStyle(Qt::ToolButtonIconOnly);
-    b->setAutoRaise(true);
-    h->addWidget(b);
-  }
+  for (QAction* a : {back, play, step}) h->addWidget(action_button(a));
+  addTimeline(h);
+  h->addWidget(action_button(live, true));
+  addViewControls(h);
+  for (QAction* a : extra) h->addWidget(action_button(a));
+  setReplay(false);
+  setShape(1, 1);
+  connectControls();
+}
+
+void TransportBar::addTimeline(QHBoxLayout* h) {
   slider_ = new QSlider(Qt::Horizontal);
   slider_->setObjectName("timeline");
   slider_->setToolTip("Timeline: drag or click to show any step; every pane, heatmap and plot follows");
@@ -53,12 +68,9 @@ TransportBar::TransportBar(QAction* back, QAction* play, QAction* step, QAction*
   step_label_->setObjectName("timeline_step");
   step_label_->setMinimumWidth(step_label_->fontMetrics().horizontalAdvance("step 000000 / 000000") + 8);
   h->addWidget(step_label_);
-  auto* live_button = new QToolButton;
-  live_button->setDefaultAction(live);
-  live_button->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-  live_button->setAutoRaise(true);
-  h->addWidget(live_button);
+}
 
+void TransportBar::addViewControls(QHBoxLayout* h) {
   layer_ = new QComboBox;
   layer_->setObjectName("layer");
   layer_->setToolTip("Layer shown in fates, heatmaps, rasters and scores (the watched layer is captured every step, "
@@ -70,11 +82,9 @@ TransportBar::TransportBar(QAction* back, QAction* play, QAction* step, QAction*
   speed_->setObjectName("speed");
   speed_->setDecimals(2);
   speed_->setKeyboardTracking(false);
-  auto* layer_label = new QLabel("Layer");
-  auto* head_label = new QLabel("Head");
-  h->addWidget(layer_label);
+  h->addWidget(new QLabel("Layer"));
   h->addWidget(layer_);
-  h->addWidget(head_label);
+  h->addWidget(new QLabel("Head"));
   h->addWidget(head_);
   h->addWidget(speed_);
   prompt_ = new QLineEdit;
@@ -83,16 +93,9 @@ TransportBar::TransportBar(QAction* back, QAction* play, QAction* step, QAction*
   prompt_->setClearButtonEnabled(true);
   prompt_->setMinimumWidth(160);
   h->addWidget(prompt_, 2);
-  for (QAction* a : extra) {
-    auto* b = new QToolButton;
-    b->setDefaultAction(a);
-    b->setToolButtonStyle(Qt::ToolButtonIconOnly);
-    b->setAutoRaise(true);
-    h->addWidget(b);
-  }
+}
 
-  setReplay(false);
-  setShape(1, 1);
+void TransportBar::connectControls() {
   connect(slider_, &QSlider::valueChanged, this, [this](int v) {
     if (!updating_) emit seekRequested(v);
   });

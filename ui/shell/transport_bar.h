@@ -9,6 +9,7 @@
 class QAction;
 class QComboBox;
 class QDoubleSpinBox;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QSlider;
@@ -44,6 +45,10 @@ class TransportBar : public QWidget {
   void promptSubmitted(const QString& text);
 
  private:
+  // The bar's parts, left to right: the timeline and its step label; layer, head, speed and prompt; their signals.
+  void addTimeline(QHBoxLayout* h);
+  void addViewControls(QHBoxLayout* h);
+  void connectControls();
   QSlider* slider_;
   QLabel* step_label_;
   QComboBox *layer_, *head_;
