@@ -21,49 +21,16 @@
 #include <cstring>
 
 #include "core/cpu/quant_kernels.h"
+#include "core/cpu/quant_kernels_x86.h"
 #include "core/cpu/quant_rows.h"
 
 namespace h2o::cpu::kern {
 namespace {
 
-inline uint16_t u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-inline uint32_t u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-inline float h16(const uint8_t* p) { return _cvtsh_ss(u16(p)); }
-inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
-inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
 
-inline float hsum128(__m128 v) {
-  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
-  v = _mm_add_ss(v, _mm_movehdup_ps(v));
-  return _mm_cvtss_f32(v);
-}
-inline float hsum256(__m256 v) { return hsum128(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))); }
 inline float hsum512(__m512 v) {
   return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
-}
-
-// 12 bytes into lanes 0-2 (no read past them: the Q3_K scales end 2 bytes before their block).
-inline __m128i load12(const uint8_t* p) {
-  return _mm_insert_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), int(u32(p + 8)), 2);
-}
-// The 16 Q3_K scales (q3k_scale's packing) as int8 in [-32, 31]: low nibbles
-// from words a0 and a1 (scales 8-15: their high nibbles), top two bits from a2.
-inline __m128i q3k_unpack(const uint8_t* s12) {
-  const __m128i v = load12(s12);
-  const __m128i lo = _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 1, 0)), _mm_setr_epi32(0, 0, 4, 4));
-  const __m128i a2 = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 2, 2));
-  const __m128i hi = _mm_sllv_epi32(_mm_srlv_epi32(a2, _mm_setr_epi32(0, 0, 0, 2)), _mm_setr_epi32(4, 2, 0, 0));
-  const __m128i u = _mm_or_si128(_mm_and_si128(lo, _mm_set1_epi8(0x0F)), _mm_and_si128(hi, _mm_set1_epi8(0x30)));
-  return _mm_sub_epi8(u, _mm_set1_epi8(32));
 }
 
 // Two 256-bit halves into one 512-bit register: lo in bits 0-255.
@@ -610,6 +577,8 @@ bool has_vnni() {
   return vnni;
 }
 
+#include "core/cpu/quant_kernel_table.inc"
+
 }  // namespace
 
 TileKernel avx512_tile_kernel(QuantType t) {
@@ -621,22 +590,9 @@ TileKernel avx512_tile_kernel(QuantType t) {
 }
 
 Kernel avx512_kernel(QuantType t) {
-  switch (t) {
-    case QuantType::F32: return k_f32;
-    case QuantType::F16: return k_f16;
-    case QuantType::BF16: return k_bf16;
-    case QuantType::Q5_0: return k_legacy<5, false>;
-    case QuantType::Q5_1: return k_legacy<5, true>;
-    case QuantType::Q2_K: return k_q2_k;
-    case QuantType::Q3_K: return k_q3_k;
-    case QuantType::Q6_K: return k_q6_k;
-    case QuantType::Q8_0: return k_q8_0;
-    case QuantType::Q4_K: return k_q45_k<false>;
-    case QuantType::Q5_K: return k_q45_k<true>;
-    case QuantType::Q4_0:
-    case QuantType::Q4_1: return avx2_kernel(t);
-  }
-  return nullptr;
+  // On Zen 4 the AVX2 forms of Q4_0 and Q4_1 measured as fast or faster (see the top).
+  if (t == QuantType::Q4_0 || t == QuantType::Q4_1) return avx2_kernel(t);
+  return kernel_for(t);
 }
 
 }  // namespace h2o::cpu::kern

@@ -46,6 +46,8 @@ void k_half(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
     return s;
   });
 }
+constexpr Kernel k_f16 = k_half<false>;
+constexpr Kernel k_bf16 = k_half<true>;
 
 // ---- Q8x32 activations ------------------------------------------------------------
 // Per block b: dot = dw * dx * I + correction, I = sum q_w * q_x (unsigned
@@ -213,25 +215,12 @@ void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
   });
 }
 
+#include "core/cpu/quant_kernel_table.inc"
+
 }  // namespace
 
 Kernel portable_kernel(QuantType t) {
-  switch (t) {
-    case QuantType::F32: return k_f32;
-    case QuantType::F16: return k_half<false>;
-    case QuantType::BF16: return k_half<true>;
-    case QuantType::Q8_0: return k_q8_0;
-    case QuantType::Q4_0: return k_legacy<4, false>;
-    case QuantType::Q4_1: return k_legacy<4, true>;
-    case QuantType::Q5_0: return k_legacy<5, false>;
-    case QuantType::Q5_1: return k_legacy<5, true>;
-    case QuantType::Q2_K: return k_q2_k;
-    case QuantType::Q3_K: return k_q3_k;
-    case QuantType::Q4_K: return k_q45_k<false>;
-    case QuantType::Q5_K: return k_q45_k<true>;
-    case QuantType::Q6_K: return k_q6_k;
-  }
-  return nullptr;
+  return kernel_for(t);
 }
 
 }  // namespace h2o::cpu::kern
