@@ -5,7 +5,6 @@
 // with make_cuda_backend (cuda_backend.h).
 #include "kernels/cuda_backend.h"
 
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
