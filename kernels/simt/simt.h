@@ -225,6 +225,20 @@ inline float __uint_as_float(unsigned x) { return simt::bit_cast<float>(x); }
 inline long long __double_as_longlong(double x) { return simt::bit_cast<long long>(x); }
 inline double __longlong_as_double(long long x) { return simt::bit_cast<double>(x); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+// dp4a: the four byte lanes of a and b multiplied lane by lane and summed
+// into c, as the hardware does it: bytes signed in the int form, unsigned in
+// the unsigned one, the sum wrapping at 32 bits (no saturation).
+inline int __dp4a(int a, int b, int c) {
+  uint32_t sum = uint32_t(c);
+  for (int lane = 0; lane < 4; ++lane)
+    sum += uint32_t(int32_t(int8_t(uint32_t(a) >> (8 * lane))) * int32_t(int8_t(uint32_t(b) >> (8 * lane))));
+  return int(sum);
+}
+inline unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
+  uint32_t sum = c;
+  for (int lane = 0; lane < 4; ++lane) sum += ((a >> (8 * lane)) & 0xFFu) * ((b >> (8 * lane)) & 0xFFu);
+  return sum;
+}
 // Read through memcpy: kernels load a 16-byte uint4 from rows of halves or
 // floats. A misaligned address faults on the GPU, so it aborts here too.
 template <class T>
