@@ -215,6 +215,9 @@ void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
   });
 }
 
+constexpr Kernel k_q4_0 = k_legacy<4, false>;
+constexpr Kernel k_q4_1 = k_legacy<4, true>;
+
 #include "core/cpu/quant_kernel_table.inc"
 
 }  // namespace

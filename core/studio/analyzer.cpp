@@ -361,10 +361,11 @@ HeatmapData Analyzer::heatmap(size_t index, const ViewSelection& view, int64_t s
 
 namespace {
 
-// A pane's numbers at `step`: sizes, rate, and in forced mode its quality so far.
-void pane_numbers(const PolicyHistory& h, int64_t step, PaneSnapshot& out) {
+// A pane's numbers at `step` (when the stream was `length` long): sizes, rate,
+// and in forced mode its quality so far.
+void pane_numbers(const PolicyHistory& h, int64_t step, int64_t length, PaneSnapshot& out) {
   const PaneStep& n = h.numbers_at(step);
-  out.stream_length = h.length_at(step);
+  out.stream_length = length;
   out.cached_tokens = n.cached_tokens;
   out.quantized_tokens = n.quantized_tokens;
   out.live_bytes = n.live_bytes;
@@ -383,9 +384,8 @@ void pane_numbers(const PolicyHistory& h, int64_t step, PaneSnapshot& out) {
 // The text: a window of the stream, whole characters, each coloured by its
 // last token's fate in the shown (layer, KV head): `evicted` gives when each
 // position left it (-1: never).
-void pane_text(const PolicyHistory& h, const ViewSelection& view, int64_t step, const std::vector<int32_t>& evicted,
-               PaneSnapshot& out) {
-  const int64_t length = h.length_at(step);
+void pane_text(const PolicyHistory& h, const ViewSelection& view, int64_t step, int64_t length,
+               const std::vector<int32_t>& evicted, PaneSnapshot& out) {
   const auto held = [&](int64_t p) { return evicted[size_t(p)] < 0 || evicted[size_t(p)] > step; };
   int64_t first, end;
   if (view.text_first < 0) {
@@ -423,9 +423,9 @@ PaneSnapshot Analyzer::pane(size_t index, const ViewSelection& view, int64_t ste
   out.config = h.policy();
   out.budget = h.rule().budget;
   const int64_t length = h.length_at(step);
-  pane_numbers(h, step, out);
+  pane_numbers(h, step, length, out);
   const std::vector<int32_t> evicted = h.evictions(view.layer, shown_kv(view));
-  pane_text(h, view, step, evicted, out);
+  pane_text(h, view, step, length, evicted, out);
   out.heatmap = heatmap(index, view, step, window);
   out.overview = survival_raster(h.rule(), h.birth(), evicted, 0, length, first_step_, step, view.overview_columns,
                                  view.overview_rows);

@@ -274,42 +274,6 @@ void skip_state(ByteReader& r) {
   for (size_t n = r.count(); n > 0; --n) r.take(r.count(4) * 4);
 }
 
-// ---- compression and text ------------------------------------------------------------------
-
-std::string compress(std::string_view raw) {
-  thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> context(ZSTD_createCCtx(), ZSTD_freeCCtx);
-  // One buffer per thread, grown as needed: a fresh one would be cleared for every step.
-  thread_local std::vector<char> out;
-  if (out.size() < ZSTD_compressBound(raw.size())) out.resize(ZSTD_compressBound(raw.size()));
-  const size_t n = ZSTD_compressCCtx(context.get(), out.data(), out.size(), raw.data(), raw.size(), kZstdLevel);
-  if (ZSTD_isError(n)) throw Error(std::string("payload: compression failed: ") + ZSTD_getErrorName(n));
-  return std::string(out.data(), n);
-}
-
-std::string decompress(std::string_view packed) {
-  const unsigned long long size = ZSTD_getFrameContentSize(packed.data(), packed.size());
-  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) throw Error("payload: not a zstd frame");
-  if (size > kMaxPayloadBytes) throw Error("payload: unpacks to " + std::to_string(size) + " bytes");
-  thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> context(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  std::string out(size_t(size), '\0');
-  const size_t n = ZSTD_decompressDCtx(context.get(), out.data(), out.size(), packed.data(), packed.size());
-  if (ZSTD_isError(n) || n != out.size()) throw Error("payload: corrupt compressed data");
-  return out;
-}
-
-std::string from_base64(std::string_view text) {
-  if (text.size() % 4 != 0 || text.size() > kMaxPayloadBytes) throw Error("payload: not base64");
-  std::string bytes(text.size() / 4 * 3, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(bytes.data()),
-                                reinterpret_cast<const unsigned char*>(text.data()), int(text.size()));
-  if (n < 0) throw Error("payload: not base64");
-  // EVP_DecodeBlock counts the bytes the padding stands for: drop them.
-  size_t padding = 0;
-  while (padding < 2 && padding < text.size() && text[text.size() - 1 - padding] == '=') ++padding;
-  bytes.resize(size_t(n) - padding);
-  return bytes;
-}
-
 }  // namespace
 
 std::string encode_session_payload(const SessionRecord& s) {
@@ -328,9 +292,41 @@ std::string encode_session_payload(const SessionRecord& s) {
   return pack_payload(w.bytes());
 }
 
-std::string pack_payload(std::string_view raw) { return compress(raw); }
-std::string unpack_payload(std::string_view frame) { return decompress(frame); }
-std::string payload_from_base64(std::string_view text) { return from_base64(text); }
+// ---- compression and text ------------------------------------------------------------------
+
+std::string pack_payload(std::string_view raw) {
+  thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> context(ZSTD_createCCtx(), ZSTD_freeCCtx);
+  // One buffer per thread, grown as needed: a fresh one would be cleared for every step.
+  thread_local std::vector<char> out;
+  if (out.size() < ZSTD_compressBound(raw.size())) out.resize(ZSTD_compressBound(raw.size()));
+  const size_t n = ZSTD_compressCCtx(context.get(), out.data(), out.size(), raw.data(), raw.size(), kZstdLevel);
+  if (ZSTD_isError(n)) throw Error(std::string("payload: compression failed: ") + ZSTD_getErrorName(n));
+  return std::string(out.data(), n);
+}
+
+std::string unpack_payload(std::string_view packed) {
+  const unsigned long long size = ZSTD_getFrameContentSize(packed.data(), packed.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) throw Error("payload: not a zstd frame");
+  if (size > kMaxPayloadBytes) throw Error("payload: unpacks to " + std::to_string(size) + " bytes");
+  thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> context(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  std::string out(size_t(size), '\0');
+  const size_t n = ZSTD_decompressDCtx(context.get(), out.data(), out.size(), packed.data(), packed.size());
+  if (ZSTD_isError(n) || n != out.size()) throw Error("payload: corrupt compressed data");
+  return out;
+}
+
+std::string payload_from_base64(std::string_view text) {
+  if (text.size() % 4 != 0 || text.size() > kMaxPayloadBytes) throw Error("payload: not base64");
+  std::string bytes(text.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(bytes.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()), int(text.size()));
+  if (n < 0) throw Error("payload: not base64");
+  // EVP_DecodeBlock counts the bytes the padding stands for: drop them.
+  size_t padding = 0;
+  while (padding < 2 && padding < text.size() && text[text.size() - 1 - padding] == '=') ++padding;
+  bytes.resize(size_t(n) - padding);
+  return bytes;
+}
 
 void decode_session_payload(std::string_view frame, SessionRecord& s, bool skim) {
   const std::string raw = unpack_payload(frame);
