@@ -71,7 +71,8 @@ Timing seek(const std::string& path, int64_t step, bool skim) {
   const auto t0 = std::chrono::steady_clock::now();
   RecordingReader reader(path);
   count_recorded_steps(path);
-  Analyzer analyzer(reader.header());
+  const std::unique_ptr<Analyzer> restored = replay_analyzer(reader);
+  Analyzer& analyzer = *restored;
   RunLoop loop(reader);
   loop.add_sink(analyzer);
   Timing t;

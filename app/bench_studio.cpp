@@ -44,6 +44,7 @@ struct Options {
   bool sync = false;              // the sinks in the engine's loop, as before they ran beside it
   std::string thinning = "auto";  // auto: off for synthetic steps (capacity at full detail), the app's rule for an engine
   std::string spool_dir = std::filesystem::temp_directory_path().string();
+  int64_t recording_limit_mib = 0;  // 0: none; else the spool keeps its newest steps past it (a ring)
 };
 
 // One row of the table; a plain struct, sent from the child through a pipe.
@@ -65,7 +66,8 @@ std::vector<std::string> pane_policies(int panes) {
 std::unique_ptr<StudioRun> make_run(const Options& o, const std::string& shape, int panes, const std::string& spool) {
   const ViewSelection view;  // the app's default view: layer 0, the mean over heads
   if (o.backend.empty())
-    return StudioRun::synthetic(synthetic_steps_spec(shape, pane_policies(panes), o.budget, o.slack), view, spool, 0);
+    return StudioRun::synthetic(synthetic_steps_spec(shape, pane_policies(panes), o.budget, o.slack), view, spool,
+                                o.recording_limit_mib << 20);
   StudioConfig config;
   config.policies = pane_policies(panes);
   config.budget = o.budget;
@@ -76,7 +78,7 @@ std::unique_ptr<StudioRun> make_run(const Options& o, const std::string& shape, 
   const StudioInputs inputs = load_studio_inputs(config);
   BackendOptions options = studio_backend_options(config);
   if (!o.precision.empty()) options.precision = o.precision;
-  return StudioRun::live(config, inputs, make_backend(inputs.model, options), view, spool, 0);
+  return StudioRun::live(config, inputs, make_backend(inputs.model, options), view, spool, o.recording_limit_mib << 20);
 }
 
 // The child's work: one shape at one pane count, `o.steps` steps.
@@ -170,6 +172,9 @@ void add_flags(CLI::App& app, Options& o) {
                  "measures full detail; the app's rule with --backend)")
       ->check(CLI::IsMember({"on", "off", "auto"}));
   app.add_option("--spool-dir", o.spool_dir, "folder of the recording spool (removed after each run)");
+  app.add_option("--recording-limit", o.recording_limit_mib,
+                 "MiB the spool may hold (the app's is 512; 0: no limit); past it, the newest steps and a checkpoint")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 20));
 }
 
 // Every (shape, pane count) to run, in the table's order. Throws Error naming the flag.

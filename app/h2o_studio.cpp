@@ -87,7 +87,7 @@ struct Options {
   QCommandLineOption fresh{"no-settings", "Neither read nor write remembered settings."};
   QCommandLineOption recording_limit{"recording-limit",
                                      "Most MiB of the run kept for Save recording, logs, reports and the timeline "
-                                     "(default 512; 0: no limit). Later steps are shown, not recorded.",
+                                     "(default 512; 0: no limit). Past it, the newest steps and the whole history before them.",
                                      "MiB"};
   void add_to(QCommandLineParser& parser) const {
     parser.setApplicationDescription(

@@ -11,9 +11,13 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <ostream>
+#include <string_view>
 #include <vector>
 
+#include "core/base/packed_bytes.h"
 #include "core/studio/capture_window.h"
+#include "core/studio/checkpoint_stream.h"
 #include "core/studio/recording.h"
 #include "core/studio/run_loop.h"
 #include "core/studio/snapshot.h"
@@ -72,6 +76,16 @@ class Analyzer final : public StepSink {
   // Bytes of the whole-history state (stream_history.h), and of everything bounded besides.
   int64_t history_bytes() const;
   int64_t bounded_bytes() const;
+  // ---- checkpoints (history_checkpoint.cpp) ----
+  // Everything ingested so far but the window of newest captures (which the
+  // steps read after a checkpoint fill again), as one zstd frame on `out`:
+  // what a recording whose spool kept only its newest steps opens on.
+  // Returns the bytes written. Throws Error when `out` fails.
+  int64_t save_checkpoint(std::ostream& out) const;
+  // Into an analyzer that has ingested nothing: the state save_checkpoint
+  // wrote, checked against this analyzer's header; it then ingests the step
+  // after the checkpoint's. Throws Error, leaving this analyzer as it was.
+  void restore_checkpoint(std::string_view frame, size_t max_bytes);
   // Seconds spent ingesting so far, and of them writing the whole history (stream_history.h).
   double ingest_seconds() const { return ingest_s_; }
   double history_seconds() const { return history_s_; }
@@ -84,6 +98,8 @@ class Analyzer final : public StepSink {
     int every = 1, skipped = 0;
     void push(int64_t at, double x, double y);
     Series until(int64_t last) const;  // the points of steps <= last
+    void save(PackedWriter& w) const;
+    void load(PackedReader& r);
   };
   // Per-step shares of every head, merged into means of 2^k steps once long.
   struct ShareHistory {
@@ -95,6 +111,8 @@ class Analyzer final : public StepSink {
     std::vector<Bin> bins;
     int per_bin = 1;
     void add(int64_t step, const std::vector<float>& shares);
+    void save(PackedWriter& w) const;
+    void load(PackedReader& r);
   };
   struct ScoreSample {
     int32_t step;
@@ -110,6 +128,8 @@ class Analyzer final : public StepSink {
     std::map<int64_t, std::vector<std::vector<ScoreSample>>> score_history;  // position -> per KV head
     ThinnedSeries kv_bytes, throughput, perplexity, agreement, kl;
     ShareHistory shares;
+    void save(PackedWriter& w) const;
+    void load(PackedReader& r, const RecordingHeader& header);
   };
   struct StepInfo {
     double engine_seconds = 0;
@@ -139,6 +159,12 @@ class Analyzer final : public StepSink {
   double ingest_s_ = 0, history_s_ = 0;
   std::vector<int32_t> thinned_;  // the thinned steps (StepRecord::thinned), ascending
 };
+
+// The analyzer a replay of `reader`'s file starts from: of its header, and
+// where the file holds a ring's checkpoint (recording.h), with that history
+// restored. Throws Error naming the file's line 2.
+// `max_checkpoint_bytes`: the most its checkpoint may unpack to (the fuzz target's is small).
+std::unique_ptr<Analyzer> replay_analyzer(const RecordingReader& reader, size_t max_checkpoint_bytes = kMaxCheckpointBytes);
 
 // Display text of a token piece: control characters shown as symbols.
 std::string display_text(const std::string& piece);

@@ -18,6 +18,9 @@
 
 namespace h2o {
 
+class PackedReader;
+class CheckpointWriter;
+
 class HeadEvictions {
  public:
   HeadEvictions(int layers, int kv_heads);
@@ -33,6 +36,13 @@ class HeadEvictions {
   std::vector<int32_t> column(int layer, int kv, std::span<const int32_t> birth) const;
   // Heap bytes held.
   int64_t bytes() const;
+  // The table in a checkpoint (history_checkpoint.cpp), and read back from
+  // one, every step checked against the positions' births. Written head by
+  // head as the eviction steps' differences from one position to the next:
+  // a head lets go of positions a cut at a time, so these are mostly 0 and
+  // compress ~20x better than the ages the table keeps. load() throws Error.
+  void save(CheckpointWriter& out, std::span<const int32_t> birth) const;
+  static HeadEvictions load(PackedReader& in, int layers, int kv_heads, std::span<const int32_t> birth);
 
  private:
   static constexpr int64_t kBlock = 4096;

@@ -173,6 +173,12 @@ bool read_record(std::istream& in, std::string& record) {
   return true;
 }
 
+bool is_checkpoint_record(std::string_view record) {
+  if (record.rfind(kTailField, 0) != 0) return false;
+  const size_t comma = record.find(',');
+  return comma != std::string_view::npos && record.substr(comma + 1).rfind("\"checkpoint\":", 0) == 0;
+}
+
 // ---- reading --------------------------------------------------------------------------
 
 RecordingReader::RecordingReader(const std::string& path) : path_(path) {
@@ -202,6 +208,31 @@ RecordingReader::RecordingReader(const std::string& path) : path_(path) {
     if (std::string(e.what()).rfind(path, 0) == 0) throw;
     fail(path + ":1", e.what());
   }
+  read_checkpoint();
+}
+
+void RecordingReader::read_checkpoint() {
+  const std::streampos start = in_->tellg();
+  std::string record;
+  try {
+    if (read_record(*in_, record) && is_checkpoint_record(record)) {
+      const size_t end = record.find('\n');
+      const json line = json::parse(record.substr(0, end));
+      checkpoint_step_ = json_int_or(line.at("checkpoint"), "step", -1, "\"step\"");
+      if (checkpoint_step_ < 0 || checkpoint_step_ >= (int64_t(1) << 30)) throw Error("a checkpoint's \"step\" out of range");
+      checkpoint_ = record.substr(end + 1);
+      line_ = 2;
+      return;
+    }
+  } catch (const json::exception& e) {
+    fail(path_ + ":2", e.what());
+  } catch (const Error& e) {
+    // A step's framing error: said with its line when the step is reached.
+    if (checkpoint_step_ >= 0 || is_checkpoint_record(record)) fail(path_ + ":2", e.what());
+  }
+  checkpoint_step_ = -1;
+  in_->clear();
+  in_->seekg(start);
 }
 
 void RecordingReader::read_ahead() {
@@ -373,6 +404,18 @@ void RecordingIndex::add(int64_t offset, const StepRecord& record) {
   state_mask.push_back(mask);
 }
 
+void RecordingIndex::drop_before(int64_t step, int64_t shift) {
+  if (!has(step)) {
+    *this = RecordingIndex{};
+    return;
+  }
+  const auto n = long(step - first_step);
+  offsets.erase(offsets.begin(), offsets.begin() + n);
+  state_mask.erase(state_mask.begin(), state_mask.begin() + n);
+  for (int64_t& o : offsets) o -= shift;
+  first_step = step;
+}
+
 int64_t RecordingIndex::last_state_at(int session, int64_t step) const {
   if (session < 0 || session >= 8 || first_step < 0) return -1;
   for (int64_t t = std::min(step, last_step()); t >= first_step; --t)
@@ -410,10 +453,13 @@ int64_t count_recorded_steps(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   int64_t steps = 0;
   std::string line;
-  // The header line begins {"format", the totals {"totals"; every other non-empty line is a step.
+  // The header line begins {"format", the totals {"totals", a checkpoint {"tail":N,"checkpoint";
+  // every other non-empty record is a step.
   try {
     while (read_record(in, line))
-      if (!line.empty() && line.rfind("{\"format\"", 0) != 0 && line.rfind("{\"totals\"", 0) != 0) ++steps;
+      if (!line.empty() && line.rfind("{\"format\"", 0) != 0 && line.rfind("{\"totals\"", 0) != 0 &&
+          !is_checkpoint_record(line))
+        ++steps;
   } catch (const Error&) {  // a step cut short is not counted: the reader says what is wrong with it
   }
   return steps;
@@ -422,22 +468,29 @@ int64_t count_recorded_steps(const std::string& path) {
 // ---- writing --------------------------------------------------------------------------
 
 RecordingWriter::RecordingWriter(const std::string& path, const RecordingHeader& header, int64_t limit_bytes)
-    : path_(path), out_(path, std::ios::binary | std::ios::trunc), limit_(limit_bytes) {
+    : path_(path), first_line_(recording_first_line(header) + '\n'), out_(path, std::ios::binary | std::ios::trunc),
+      limit_(limit_bytes) {
   if (!out_) fail(path, "cannot create the recording");
-  const std::string first = recording_first_line(header) + '\n';
-  out_.write(first.data(), std::streamsize(first.size()));
-  bytes_ = int64_t(first.size());
+  out_.write(first_line_.data(), std::streamsize(first_line_.size()));
+  bytes_ = prefix_bytes_ = int64_t(first_line_.size());
+}
+
+RecordingWriter::~RecordingWriter() {
+  std::error_code ignored;
+  std::filesystem::remove(checkpoint_path(), ignored);
 }
 
 void RecordingWriter::write(const StepRecord& record) {
   if (stopped()) return;
-  const int64_t offset = bytes_;
   std::string line;
   {
     StageTimer timer(encode_s_);
     line = recording_step_line(record);
     line += '\n';
   }
+  if (limit_ > 0 && checkpoint_) make_room(record.step, int64_t(line.size()));
+  if (stopped()) return;
+  const int64_t offset = bytes_;
   {
     StageTimer timer(write_s_);
     out_.write(line.data(), std::streamsize(line.size()));
@@ -449,8 +502,71 @@ void RecordingWriter::write(const StepRecord& record) {
   }
   last_step_ = record.step;
   index_.add(offset, record);
-  if (limit_ > 0 && bytes_ >= limit_)
+  if (limit_ > 0 && !checkpoint_ && bytes_ >= limit_)
     stop_reason_ = "The recording reached its limit of " + std::to_string(limit_ >> 20) + " MiB";
+}
+
+void RecordingWriter::make_room(int64_t step, int64_t incoming) {
+  try {
+    // The room for steps (the limit less line 1 and the checkpoint) split in
+    // two: a turn keeps the newer half, so the ring holds half that room or more.
+    const int64_t half = (limit_ - prefix_bytes_) / 2;
+    if (span_step_ < 0 && bytes_ - prefix_bytes_ >= half) start_span(step);
+    if (bytes_ + incoming <= limit_ || span_step_ < 0) return;
+    turn();
+    if (bytes_ + incoming > limit_)
+      stop_reason_ = "The recording reached its limit of " + std::to_string(limit_ >> 20) +
+                     " MiB: the whole history's checkpoint (" + std::to_string((prefix_bytes_ >> 20) + 1) +
+                     " MiB) leaves no room for the newest steps";
+    else if (bytes_ - prefix_bytes_ >= (limit_ - prefix_bytes_) / 2)
+      start_span(step);
+  } catch (const std::exception& e) {
+    stop_reason_ = std::string("The recording could not keep its newest steps: ") + e.what();
+  }
+}
+
+void RecordingWriter::start_span(int64_t step) {
+  StageTimer timer(write_s_);
+  std::ofstream side(checkpoint_path(), std::ios::binary | std::ios::trunc);
+  if (!side) throw Error("cannot create " + checkpoint_path());
+  checkpoint_(side);
+  side.close();
+  if (!side) throw Error("cannot write " + checkpoint_path() + " (disk full?)");
+  span_step_ = step;
+  span_offset_ = bytes_;
+}
+
+void RecordingWriter::turn() {
+  StageTimer timer(write_s_);
+  out_.flush();
+  const std::string fresh = path_ + ".turning";
+  std::error_code ec;
+  const int64_t frame = int64_t(std::filesystem::file_size(checkpoint_path(), ec));
+  if (ec || frame <= 0 || frame > kMaxTailBytes) throw Error("the checkpoint beside the recording is missing or too large");
+  const std::string head =
+      "{\"tail\":" + std::to_string(frame) + ",\"checkpoint\":{\"step\":" + std::to_string(span_step_ - 1) + "}}\n";
+  {
+    std::ofstream out(fresh, std::ios::binary | std::ios::trunc);
+    std::ifstream checkpoint(checkpoint_path(), std::ios::binary), steps(path_, std::ios::binary);
+    out << first_line_ << head << checkpoint.rdbuf() << '\n';
+    steps.seekg(span_offset_);
+    if (span_offset_ < bytes_) out << steps.rdbuf();
+    out.close();
+    if (!out || !checkpoint || !steps) {
+      std::filesystem::remove(fresh, ec);
+      throw Error("cannot write " + fresh + " (disk full?)");
+    }
+  }
+  out_.close();
+  std::filesystem::rename(fresh, path_);  // throws filesystem_error, said as the reason to stop
+  out_.open(path_, std::ios::binary | std::ios::app);
+  if (!out_) throw Error("cannot reopen " + path_);
+  const int64_t prefix = int64_t(first_line_.size() + head.size()) + frame + 1;
+  index_.drop_before(span_step_, span_offset_ - prefix);
+  bytes_ = prefix + (bytes_ - span_offset_);
+  prefix_bytes_ = prefix;
+  span_step_ = -1;
+  ++turns_;
 }
 
 }  // namespace h2o

@@ -32,6 +32,11 @@
 //            then, where "tail" is given, its N bytes (the sessions' payloads in their order)
 //            and a newline.
 //   last     {"totals": <h2o::describe_totals>}   (optional)
+// A live run's spool that reached its limit keeps its newest steps (a ring);
+// the file then holds, between line 1 and its first step,
+//   checkpoint {"tail": N, "checkpoint": {"step": s}} then N bytes and a newline:
+//            the analyzer's whole history through step s (Analyzer::save_checkpoint),
+//            which a replay restores before it reads step s + 1, the first step kept whole.
 // The app records, each step, its watched layer's attention (every query head,
 // the last row, the first 8 and latest keys up to 192) and, every 8 steps, a
 // trimmed capture of every other layer (48 keys): enough to show any layer and
@@ -42,6 +47,7 @@
 #include <cstdint>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <istream>
 #include <memory>
 #include <optional>
@@ -84,6 +90,8 @@ struct RecordingIndex {
   // The latest step at or before `step` where `session` read a state; -1 if none.
   int64_t last_state_at(int session, int64_t step) const;
   int64_t bytes() const { return int64_t(offsets.capacity() * 8 + state_mask.capacity()); }
+  // The steps before `step` dropped, and every offset `shift` bytes earlier (a spool's ring turned).
+  void drop_before(int64_t step, int64_t shift);
 };
 
 // Checks that a step read back fits its recording's header: sessions of its
@@ -130,6 +138,9 @@ inline constexpr int64_t kMaxTailBytes = int64_t(1) << 30;
 // tail's size is not one or the file ends inside it.
 bool read_record(std::istream& in, std::string& record);
 
+// Whether a record (read_record) is a checkpoint rather than a step.
+bool is_checkpoint_record(std::string_view record);
+
 // Line 1 of a recording.
 std::string recording_first_line(const RecordingHeader& header);
 
@@ -146,6 +157,10 @@ class RecordingReader final : public StepSource {
   const RecordingIndex& index() const { return index_; }
   int version() const { return version_; }
   const std::string& path() const { return path_; }
+  // A ring's checkpoint (the format above): the step it holds the history
+  // through (-1: none, the file holds every step) and its frame.
+  int64_t checkpoint_step() const { return checkpoint_step_; }
+  const std::string& checkpoint() const { return checkpoint_; }
   // Steps numbered below `step` are read skimmed (StepDetail::Skim: without
   // their attention probabilities and positions or their other layers'
   // states), which a seek passes over several times faster; -1: every step
@@ -177,37 +192,67 @@ class RecordingReader final : public StepSource {
   int64_t skim_below_ = -1;
   RecordingHeader header_;
   nlohmann::json totals_;
+  int64_t checkpoint_step_ = -1;
+  std::string checkpoint_;
+  // Reads the checkpoint after line 1, if there is one.
+  void read_checkpoint();
 };
 
 // Writes a run's steps to a recording file as they come, up to a size limit:
-// past it (or when a write fails) it stops recording and says from which step.
+// past it (or when a write fails) it stops recording and says from which
+// step — or, given a checkpoint to write (keep_newest), keeps the newest steps.
 class RecordingWriter final : public StepSink {
  public:
   // Creates `path` (truncating it) and writes the header. Throws Error.
   RecordingWriter(const std::string& path, const RecordingHeader& header, int64_t limit_bytes = 0);
+  ~RecordingWriter() override;
   void write(const StepRecord& record) override;
+  // From now on the limit turns a ring. The room for steps is the limit less
+  // line 1 and the checkpoint the file holds; once half of it holds steps,
+  // the next step starts the ring's next span, and `checkpoint` then writes
+  // the whole history before that step (Analyzer::save_checkpoint, called
+  // from write(), so on the sinks' thread) to a file beside the spool. When
+  // the next step would pass the limit, the file is rewritten as line 1, that
+  // checkpoint and the steps from that span's start: the newest half of the
+  // room or more, whole. It stops only where a checkpoint leaves no room.
+  void keep_newest(std::function<void(std::ostream&)> checkpoint) { checkpoint_ = std::move(checkpoint); }
   // Whether it stopped, why, and the last step it holds (-1: none).
   bool stopped() const { return !stop_reason_.empty(); }
   const std::string& stop_reason() const { return stop_reason_; }
   int64_t last_step() const { return last_step_; }
+  // The first step it holds whole (after a ring turned: its checkpoint's next), and how many times it turned.
+  int64_t first_step() const { return index_.first_step; }
+  int64_t turns() const { return turns_; }
   const std::string& path() const { return path_; }
   void flush() { out_.flush(); }
   // Every step written (what seeking in a live run reads back).
   const RecordingIndex& index() const { return index_; }
-  // Bytes written so far (the header included), and the seconds spent
-  // turning steps into text and handing that text to the file.
+  // Bytes the file holds now (the header included; a turned ring's
+  // checkpoint too), and the seconds spent turning steps into text and
+  // handing that text to the file (turning the ring included).
   int64_t bytes() const { return bytes_; }
   double encode_seconds() const { return encode_s_; }
   double write_seconds() const { return write_s_; }
 
  private:
+  // Before writing `step`'s `incoming` bytes: starts the ring's next span, or turns the ring.
+  void make_room(int64_t step, int64_t incoming);
+  void start_span(int64_t step);
+  void turn();
+
   RecordingIndex index_;
   int64_t bytes_ = 0;
   double encode_s_ = 0, write_s_ = 0;
-  std::string path_;
+  std::string path_, first_line_;
   std::ofstream out_;
   int64_t limit_ = 0, last_step_ = -1;
   std::string stop_reason_;
+  // The ring (keep_newest).
+  std::function<void(std::ostream&)> checkpoint_;
+  int64_t prefix_bytes_ = 0;  // line 1 and the checkpoint, if any
+  int64_t span_step_ = -1, span_offset_ = 0;  // where the next span starts (-1: not yet)
+  int64_t turns_ = 0;
+  std::string checkpoint_path() const { return path_ + ".checkpoint"; }
 };
 
 }  // namespace h2o

@@ -44,8 +44,8 @@ void RunExport::write_recording(const std::string& path) const {
   AtomicFile out(path, std::ios::out | std::ios::trunc | std::ios::binary);
   out.stream() << with_view(first, view_layer, view_head) << '\n';
   out.stream() << in.rdbuf();  // the steps as they were recorded
-  // The engine's totals cover every step: they belong only to a whole recording.
-  if (engine && !replay && !spool->stopped())
+  // The engine's totals cover every step: they belong only to a whole recording (not stopped, its ring never turned).
+  if (engine && !replay && !spool->stopped() && spool->turns() == 0)
     out.stream() << json_dump(nlohmann::json{{"totals", describe_totals(*engine)}}) << '\n';
   out.commit();
 }
@@ -59,9 +59,10 @@ void RunExport::write_logs(const std::string& dir) const {
   RunLog log(dir, *engine, run);
   RecordingReader steps_so_far(recording);
   while (auto record = steps_so_far.next()) log.write(*record);
-  log.close(spool->stopped() ? "recorded up to step " + std::to_string(spool->last_step()) + " of " +
+  const std::string kept = spool->turns() ? "steps from " + std::to_string(spool->first_step()) + " (the recording keeps its newest); " : "";
+  log.close(spool->stopped() ? kept + "recorded up to step " + std::to_string(spool->last_step()) + " of " +
                                    std::to_string(engine->steps() - 1)
-                             : state);
+                             : kept + state);
 }
 
 void RunExport::write_report(const std::string& staging, const std::string& dir, const std::vector<std::string>& plots,

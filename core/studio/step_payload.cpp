@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/base/packed_bytes.h"
 #include "core/base/error.h"
 
 namespace h2o {
@@ -18,126 +19,6 @@ namespace {
 // zstd's fastest level: a step's payload is mostly 8-bit codes and small
 // deltas, which level 1 packs within a few percent of level 3 at twice the speed.
 constexpr int kZstdLevel = 1;
-
-// ---- bytes ----------------------------------------------------------------------------
-
-// Writes through a raw pointer into a buffer grown by doubling: a step's
-// payload is thousands of one- and two-byte numbers, and appending each to a
-// std::string checks and updates its size every time.
-class ByteWriter {
- public:
-  void clear() { size_ = 0; }
-  void reserve(size_t n) {
-    if (n > buffer_.size()) buffer_.resize(n);
-  }
-  void varint(uint64_t v) {
-    uint8_t* out = room(10);
-    while (v >= 0x80) {
-      *out++ = uint8_t(v) | 0x80;
-      v >>= 7;
-    }
-    *out++ = uint8_t(v);
-    size_ = size_t(out - reinterpret_cast<uint8_t*>(buffer_.data()));
-  }
-  void signed_varint(int64_t v) { varint((uint64_t(v) << 1) ^ uint64_t(v >> 63)); }
-  void f32(float v) { std::memcpy(append(4), &v, 4); }
-  void byte(uint8_t v) { *append(1) = char(v); }
-  // Room for `n` bytes at the end, to be written through the pointer.
-  char* append(size_t n) {
-    char* at = reinterpret_cast<char*>(room(n));
-    size_ += n;
-    return at;
-  }
-  // Ascending (or any) positions as differences from the one before.
-  template <class Int>
-  void positions(const std::vector<Int>& list) {
-    varint(list.size());
-    int64_t before = 0;
-    for (Int p : list) {
-      signed_varint(int64_t(p) - before);
-      before = int64_t(p);
-    }
-  }
-  std::string_view bytes() const { return std::string_view(buffer_.data(), size_); }
-
- private:
-  uint8_t* room(size_t n) {
-    if (size_ + n > buffer_.size()) buffer_.resize(std::max(buffer_.size() * 2, size_ + n));
-    return reinterpret_cast<uint8_t*>(buffer_.data()) + size_;
-  }
-  std::string buffer_;
-  size_t size_ = 0;
-};
-
-class ByteReader {
- public:
-  explicit ByteReader(std::string_view bytes) : in_(bytes) {}
-  uint64_t varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      const uint8_t b = byte();
-      v |= uint64_t(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
-    }
-    throw Error("payload: a number runs past 64 bits");
-  }
-  int64_t signed_varint() {
-    const uint64_t u = varint();
-    return int64_t(u >> 1) ^ -int64_t(u & 1);
-  }
-  // A count of items each taking at least `min_bytes`: never more than the bytes left can hold.
-  size_t count(size_t min_bytes = 1) {
-    const uint64_t n = varint();
-    if (n > left() / std::max<size_t>(min_bytes, 1)) throw Error("payload: a count of " + std::to_string(n) + " runs past its end");
-    return size_t(n);
-  }
-  int whole(const char* what) {
-    const int64_t v = signed_varint();
-    if (v < INT32_MIN || v > INT32_MAX) throw Error(std::string("payload: ") + what + " out of range");
-    return int(v);
-  }
-  uint8_t byte() {
-    if (at_ >= in_.size()) throw Error("payload: ends early");
-    return uint8_t(in_[at_++]);
-  }
-  float f32() {
-    need(4);
-    float v;
-    std::memcpy(&v, in_.data() + at_, 4);
-    at_ += 4;
-    return v;
-  }
-  std::string_view take(size_t n) {
-    need(n);
-    const std::string_view s = in_.substr(at_, n);
-    at_ += n;
-    return s;
-  }
-  std::vector<int32_t> positions() {
-    std::vector<int32_t> out(count());
-    int64_t p = 0;
-    for (int32_t& x : out) {
-      const int64_t step = signed_varint();
-      // Checked before the sum, which a crafted delta near 2^63 would overflow.
-      if (step < -(int64_t(1) << 33) || step > (int64_t(1) << 33)) throw Error("payload: a position out of range");
-      p += step;
-      if (p < INT32_MIN || p > INT32_MAX) throw Error("payload: a position out of range");
-      x = int32_t(p);
-    }
-    return out;
-  }
-  void skip_positions() {
-    for (size_t n = count(); n > 0; --n) signed_varint();
-  }
-  size_t left() const { return in_.size() - at_; }
-
- private:
-  void need(size_t n) const {
-    if (n > left()) throw Error("payload: ends early");
-  }
-  std::string_view in_;
-  size_t at_ = 0;
-};
 
 // ---- probabilities ----------------------------------------------------------------------
 
@@ -169,7 +50,7 @@ bool holds_shares(const AttentionCapture& a) {
   return std::any_of(a.top_share.begin(), a.top_share.end(), [](float v) { return !std::isnan(v); });
 }
 
-void write_evictions(ByteWriter& w, const std::vector<EvictionEvent>& events) {
+void write_evictions(PackedWriter& w, const std::vector<EvictionEvent>& events) {
   // Runs of one (layer, KV head), in the order given (ordered by head: one run each).
   size_t runs = 0;
   for (size_t i = 0; i < events.size(); ++i)
@@ -191,14 +72,14 @@ void write_evictions(ByteWriter& w, const std::vector<EvictionEvent>& events) {
   }
 }
 
-void read_evictions(ByteReader& r, std::vector<EvictionEvent>& events) {
+void read_evictions(PackedReader& r, std::vector<EvictionEvent>& events) {
   for (size_t runs = r.count(3); runs > 0; --runs) {
     const int layer = r.whole("an eviction's layer"), kv = r.whole("an eviction's KV head");
     for (int32_t p : r.positions()) events.push_back({layer, kv, p});
   }
 }
 
-void write_capture(ByteWriter& w, const AttentionCapture& a) {
+void write_capture(PackedWriter& w, const AttentionCapture& a) {
   w.signed_varint(a.layer);
   w.signed_varint(a.head);
   w.signed_varint(a.rows);
@@ -216,7 +97,7 @@ void write_capture(ByteWriter& w, const AttentionCapture& a) {
     for (float s : a.top_share) w.f32(s);
 }
 
-AttentionCapture read_capture(ByteReader& r, bool skim) {
+AttentionCapture read_capture(PackedReader& r, bool skim) {
   AttentionCapture a;
   a.layer = r.whole("a capture's layer");
   a.head = r.whole("a capture's head");
@@ -244,7 +125,7 @@ AttentionCapture read_capture(ByteReader& r, bool skim) {
   return a;
 }
 
-void write_state(ByteWriter& w, const LayerState& s) {
+void write_state(PackedWriter& w, const LayerState& s) {
   w.signed_varint(s.layer);
   w.varint(s.positions.size());
   for (const auto& p : s.positions) w.positions(p);
@@ -255,7 +136,7 @@ void write_state(ByteWriter& w, const LayerState& s) {
   }
 }
 
-LayerState read_state(ByteReader& r) {
+LayerState read_state(PackedReader& r) {
   LayerState s;
   s.layer = r.whole("a state's layer");
   s.positions.resize(r.count());
@@ -268,7 +149,7 @@ LayerState read_state(ByteReader& r) {
   return s;
 }
 
-void skip_state(ByteReader& r) {
+void skip_state(PackedReader& r) {
   r.whole("a state's layer");
   for (size_t n = r.count(); n > 0; --n) r.skip_positions();
   for (size_t n = r.count(); n > 0; --n) r.take(r.count(4) * 4);
@@ -278,7 +159,7 @@ void skip_state(ByteReader& r) {
 
 std::string encode_session_payload(const SessionRecord& s) {
   // One writer per thread, kept: its buffer is then grown once, not cleared and grown for every session.
-  thread_local ByteWriter w;
+  thread_local PackedWriter w;
   w.clear();
   size_t values = 0;
   for (const AttentionCapture& a : s.attention)
@@ -330,7 +211,7 @@ std::string payload_from_base64(std::string_view text) {
 
 void decode_session_payload(std::string_view frame, SessionRecord& s, bool skim) {
   const std::string raw = unpack_payload(frame);
-  ByteReader r(raw);
+  PackedReader r(raw, "payload");
   read_evictions(r, s.evictions.by_head);
   for (size_t n = r.count(4); n > 0; --n) s.attention.push_back(read_capture(r, skim));
   const size_t states = r.count(3);

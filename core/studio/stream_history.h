@@ -23,6 +23,9 @@
 
 namespace h2o {
 
+class PackedReader;
+class CheckpointWriter;
+
 // A pane's numbers after one step.
 struct PaneStep {
   int64_t live_bytes = 0;
@@ -79,6 +82,12 @@ class PolicyHistory {
   // Heap bytes held (capacities), for docs/STUDIO.md's figures and --stats.
   int64_t bytes() const;
 
+  // ---- checkpoints (history_checkpoint.cpp) ----
+  void save(CheckpointWriter& out) const;
+  // Into a history that holds nothing yet; what it reads is checked to be one
+  // history of `steps` steps from `first_step`. Throws Error.
+  void load(PackedReader& in, int64_t first_step, int64_t steps);
+
  private:
   PolicyConfig policy_;
   EvictionRule rule_;
@@ -101,6 +110,8 @@ class PolicyHistory {
   int64_t stopped_step_ = -1;
   std::string stopped_;
 
+  // evict_layer_ and gone_heads_ made again from per_head_ (a checkpoint read back).
+  void merge_layers();
   // Head (layer, kv_head) lets p go at `step` (nothing if it already had); keeps evict_layer_ and gone_heads_.
   void mark_gone(int layer, int kv_head, size_t p, int32_t step);
 };

@@ -45,6 +45,10 @@ void StudioRun::start_recording(RecordingHeader header, StepSource& source, cons
   loop_ = std::make_unique<RunLoop>(source);
   // What is shown live is what a replay of the spool shows: probabilities as the recording keeps them.
   loop_->set_prepare(round_to_recorded);
+  // Past its limit the spool keeps its newest steps and a checkpoint of the
+  // whole history before them. Sinks take a step in their order: when the
+  // spool writes a step, the analyzer holds every step before it.
+  spool_->keep_newest([analyzer = analyzer_.get()](std::ostream& out) { analyzer->save_checkpoint(out); });
   loop_->add_sink(*spool_);
   loop_->add_sink(*analyzer_);
 }
@@ -78,8 +82,9 @@ std::unique_ptr<StudioRun> StudioRun::replay(const std::string& path) {
   std::unique_ptr<StudioRun> run(new StudioRun());
   run->replay_ = std::make_unique<RecordingReader>(path);
   run->replay_path_ = path;
-  run->recorded_steps_ = count_recorded_steps(path);
-  run->analyzer_ = std::make_unique<Analyzer>(run->replay_->header());
+  run->analyzer_ = replay_analyzer(*run->replay_);
+  // A ring's file: the steps its checkpoint holds, then those it kept whole.
+  run->recorded_steps_ = run->replay_->checkpoint_step() + 1 + count_recorded_steps(path);
   run->manifest_ = run->analyzer_->header().manifest;
   run->loop_ = std::make_unique<RunLoop>(*run->replay_);
   run->loop_->add_sink(*run->analyzer_);
@@ -208,6 +213,16 @@ void StudioRun::tell_spool_stop(StepResult& result) {
   std::unique_lock lock(state_, std::defer_lock);
   if (!pipeline_) lock.lock();
   else if (!lock.try_lock()) return;
+  if (spool_->turns() != spool_turns_told_) {
+    const std::string first = std::to_string(spool_->first_step());
+    if (spool_turns_told_ == 0)
+      result.warnings.push_back("The recording reached its limit: from now on it keeps its newest steps in full (now "
+                                "from step " + first + ") and the whole history before them; recordings, logs and "
+                                "reports hold every step from " + first + " on in full");
+    spool_turns_told_ = spool_->turns();
+    result.banner = "Recording keeps every step from " + first + " on (its limit reached); earlier steps keep their "
+                    "tokens and evictions, not their attention.";
+  }
   if (!spool_->stopped()) return;
   spool_stop_told_ = true;
   const std::string last = std::to_string(spool_->last_step());

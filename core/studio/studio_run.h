@@ -179,7 +179,8 @@ class StudioRun {
   StudioRun() = default;
   // Where the timeline reads earlier steps from: the spool, or the replay's file.
   TimelineFile timeline_file() const;
-  // The one warning and banner when the spool stops recording.
+  // The one warning and banner when the spool stops recording, and when its
+  // ring turns (the first time a warning, each time the banner: from which step it keeps).
   void tell_spool_stop(StepResult& result);
   // The analyzer, the spool and the loop of a run fed by `source` (live or any other).
   void start_recording(RecordingHeader header, StepSource& source, const std::string& spool_path,
@@ -196,6 +197,7 @@ class StudioRun {
   std::unique_ptr<RecordingWriter> spool_;   // live runs: every step, up to its limit
   std::string spool_path_;
   bool spool_stop_told_ = false;
+  int64_t spool_turns_told_ = 0;  // the spool's ring turns said so far
   std::unique_ptr<RunLoop> loop_;
   nlohmann::json manifest_;
   RunInfo run_info_;  // live runs: studio_run_info

@@ -30,7 +30,11 @@ std::string Timeline::advance(const Analyzer& analyzer, const TimelineFile& file
   std::string warning;
   try {
     if (window_ && file.index && file.index->has(cursor_)) {
+      // A spool whose ring turned is a new file under the same name: open it again.
+      const int64_t turns = file.spool ? file.spool->turns() : 0;
+      if (lines_ && turns != lines_turns_) lines_.reset();
       if (!lines_) lines_ = std::make_unique<RecordingLines>(file.path, analyzer.header(), file.version);
+      lines_turns_ = turns;
       if (file.spool) file.spool->flush();
       window_->add(lines_->read(*file.index, cursor_));
     } else {

@@ -55,6 +55,7 @@ class Timeline {
   int64_t cursor_ = -1;
   std::unique_ptr<CaptureWindow> window_;  // the captures around the cursor
   std::unique_ptr<RecordingLines> lines_;  // reads the cursor's next lines
+  int64_t lines_turns_ = 0;                // the spool's ring turns when lines_ was opened
 };
 
 // Reads a replay on until `analyzer` holds `step` (or the recording ends),

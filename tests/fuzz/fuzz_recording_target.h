@@ -34,7 +34,9 @@ inline void run_recording(const uint8_t* data, size_t size) {
     try {
       RecordingReader reader(path);
       (void)studio_config_from_json(reader.header().settings);  // the controls a replay opens on
-      Analyzer analyzer(reader.header());
+      // A ring's checkpoint restored as a replay restores it, within a bound a fuzzer's bytes can reach.
+      const std::unique_ptr<Analyzer> restored = replay_analyzer(reader, size_t(64) << 20);
+      Analyzer& analyzer = *restored;
       const auto one = [&] {
         const auto record = reader.next();
         if (record) analyzer.ingest(*record);

@@ -53,7 +53,7 @@ inline void play(MainWindow& w, int steps) {
 // Plays 100 steps at a time until the recording spool has stopped at its
 // limit (its banner is up; a few KB a step of this run: hundreds of steps
 // for 1 MiB), then `after` more; returns the steps played (0 if it never stopped).
-inline int play_until_recording_stops(MainWindow& w, int after) {
+inline int play_until_recording_banner(MainWindow& w, int after) {
   int played = 0;
   for (int round = 0; round < 80 && !w.banner()->has("recording"); ++round) {
     play(w, 100);

@@ -175,7 +175,7 @@ TEST(MainWindowTest, ExportsWriteValidPngPdfSvgAndCsv) {
   EXPECT_TRUE(QDir(dir.path()).entryList({"*.partial*"}, QDir::AllEntries).isEmpty());
 }
 
-TEST(MainWindowTest, RecordingStopsAtItsLimitAndTheRunGoesOn) {
+TEST(MainWindowTest, AtItsLimitTheRecordingKeepsItsNewestStepsAndTheRunGoesOn) {
   QTemporaryDir dir;
   MainWindowOptions o = synthetic_options();
   o.recording_limit = 1 << 20;  // some hundreds of this run's steps
@@ -183,29 +183,30 @@ TEST(MainWindowTest, RecordingStopsAtItsLimitAndTheRunGoesOn) {
   w.show();
   QSignalSpy warnings(&w, &MainWindow::warningShown);
   w.start();
-  const int played = play_until_recording_stops(w, 20);
+  const int played = play_until_recording_banner(w, 20);
   ASSERT_GT(played, 0) << "the recording never reached its limit";
   ASSERT_EQ(warnings.count(), 1);
   const QString warning = warnings.first().first().toString();
-  EXPECT_TRUE(warning.startsWith("The recording reached its limit")) << warning.toStdString();
-  const QRegularExpressionMatch at = QRegularExpression("at step (\\d+):").match(warning);
-  ASSERT_TRUE(at.hasMatch()) << warning.toStdString();
-  const int64_t last = at.captured(1).toLongLong();
+  EXPECT_TRUE(warning.startsWith("The recording reached its limit: from now on it keeps its newest steps in full")) << warning.toStdString();
   ASSERT_TRUE(w.lastSnapshot());
-  EXPECT_EQ(w.lastSnapshot()->step, played - 1) << "the run must go on past the recording's end";
-  EXPECT_GT(last, 5);
-  EXPECT_LT(last, played - 19);
+  EXPECT_EQ(w.lastSnapshot()->step, played - 1) << "the run must go on past the recording's limit";
 
-  // What is saved is steps 0..last exactly, without the totals of the steps it lacks.
+  // What is saved: a checkpoint of the whole history, then every step after it to the newest, without the totals.
   const QString path = dir.filePath("run.h2orec.jsonl");
   QSignalSpy written(&w, &MainWindow::fileWritten);
   w.saveRecording(path);
   ASSERT_TRUE(written.wait(30000));
+  EXPECT_LE(QFileInfo(path).size(), o.recording_limit + 4096) << "the spool's size and the view written into line 1";
   RecordingReader reader(path.toStdString());
-  int64_t steps = 0, final_step = -1;
-  while (auto record = reader.next()) ++steps, final_step = record->step;
-  EXPECT_EQ(final_step, last);
-  EXPECT_EQ(steps, last + 1);
+  EXPECT_GT(reader.checkpoint_step(), 5);
+  int64_t steps = 0, first_step = -1, final_step = -1;
+  while (auto record = reader.next()) {
+    if (first_step < 0) first_step = record->step;
+    ++steps, final_step = record->step;
+  }
+  EXPECT_EQ(first_step, reader.checkpoint_step() + 1);
+  EXPECT_EQ(final_step, played - 1);
+  EXPECT_EQ(steps, played - first_step);
   EXPECT_TRUE(reader.totals().is_null());
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <random>
 #include <sstream>
 #include <sys/stat.h>
@@ -21,6 +22,7 @@
 #include "core/studio/step_payload.h"
 #include "core/studio/analyzer.h"
 #include "core/studio/capture_schedule.h"
+#include "core/studio/checkpoint_stream.h"
 #include "core/studio/recording.h"
 #include "core/studio/report.h"
 #include "core/studio/run_log.h"
@@ -831,6 +833,93 @@ TEST(Analyzer, ReplayGivesTheSameSnapshotsAsTheLiveRun) {
       EXPECT_GT(p.score_rank.rank.size(), 0u);
     }
   }
+}
+
+// A checkpoint holds everything the analyzer shows but its newest captures:
+// restored and fed the steps after it, an analyzer shows what one fed every
+// step shows, at the newest step and at an earlier one, at every head.
+TEST(Analyzer, ACheckpointRestoredAndFedTheRestShowsWhatTheWholeRunShows) {
+  auto engine = synthetic_engine();
+  const RecordingHeader header = make_header(*engine, nlohmann::json::object(), "stream");
+  Analyzer whole(header), first_half(header), restored(header);
+  std::vector<StepRecord> records;
+  for (int i = 0; i < 80; ++i) {
+    records.push_back(engine->step(&kWatchLayer1));
+    round_to_recorded(records.back());
+    whole.ingest(records.back());
+    if (i < 40) first_half.ingest(records.back());
+  }
+  std::ostringstream frame;
+  const int64_t bytes = first_half.save_checkpoint(frame);
+  EXPECT_EQ(bytes, int64_t(frame.str().size()));
+  restored.restore_checkpoint(frame.str(), kMaxCheckpointBytes);
+  EXPECT_EQ(restored.latest_step(), 39);
+  for (size_t i = 40; i < records.size(); ++i) restored.ingest(records[i]);
+  EXPECT_EQ(restored.latest_step(), 79);
+  EXPECT_EQ(restored.first_step(), 0);
+  EXPECT_EQ(restored.steps_ingested(), 80);
+  for (int64_t step : {int64_t(-1), int64_t(20)})
+    for (int head : {-1, 0, 3}) {
+      ViewSelection view;
+      view.layer = 1;
+      view.head = head;
+      view.step = step;
+      view.inspect_position = 3;
+      EXPECT_EQ(fingerprint(restored.snapshot(view)), fingerprint(whole.snapshot(view))) << "step " << step << " head " << head;
+    }
+}
+
+// A damaged checkpoint is one Error and leaves the analyzer as it was; so is
+// one of another model's shape, or one restored into an analyzer that has steps.
+TEST(Analyzer, ADamagedOrMismatchedCheckpointIsRefusedWhole) {
+  auto engine = synthetic_engine();
+  const RecordingHeader header = make_header(*engine, nlohmann::json::object(), "stream");
+  Analyzer source(header);
+  for (int i = 0; i < 30; ++i) {
+    StepRecord record = engine->step(&kWatchLayer1);
+    round_to_recorded(record);
+    source.ingest(record);
+  }
+  std::ostringstream out;
+  source.save_checkpoint(out);
+  const std::string frame = out.str();
+  const std::string raw = unpack_checkpoint(frame, kMaxCheckpointBytes);
+  const auto refused = [&](const std::string& bytes, const RecordingHeader& h, const std::string& why) {
+    Analyzer a(h);
+    try {
+      a.restore_checkpoint(bytes, kMaxCheckpointBytes);
+      ADD_FAILURE() << why << ": restored";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("checkpoint: ", 0), 0u) << why << ": " << e.what();
+    }
+    EXPECT_EQ(a.steps_ingested(), 0) << why;
+  };
+  refused(frame.substr(0, frame.size() / 2), header, "cut in half");
+  refused(frame + "x", header, "a byte after its frame");
+  refused("not zstd", header, "not a frame");
+  // Every byte of the unpacked state changed in turn (a sample): refused or restored, never a crash.
+  for (size_t at = 0; at < raw.size(); at += std::max<size_t>(1, raw.size() / 400)) {
+    std::string bad = raw;
+    bad[at] = char(bad[at] ^ 0x5a);
+    std::ostringstream packed;
+    CheckpointWriter w(packed);
+    std::memcpy(w.bytes().append(bad.size()), bad.data(), bad.size());
+    w.finish();
+    Analyzer a(header);
+    try {
+      a.restore_checkpoint(packed.str(), kMaxCheckpointBytes);
+      (void)a.snapshot(ViewSelection{});
+    } catch (const Error&) {
+      EXPECT_EQ(a.steps_ingested(), 0);
+    }
+  }
+  RecordingHeader other = header;
+  other.layers += 1;
+  refused(frame, other, "another shape");
+  Analyzer busy(header);
+  busy.restore_checkpoint(frame, kMaxCheckpointBytes);
+  EXPECT_THROW(busy.restore_checkpoint(frame, kMaxCheckpointBytes), Error);
+  EXPECT_THROW(unpack_checkpoint(frame, 16), Error);
 }
 
 TEST(Analyzer, SnapshotsAgreeWithTheEngineCaches) {

@@ -1,7 +1,8 @@
 // Recordings of every version replay: a version-2 file (JSON numbers) and a
 // version-3 file (base64 payloads in the line), each copied by this build
 // (version 4, payloads as bytes after the line), give the analyzer the same
-// steps — probabilities as the 8-bit codes keep them.
+// steps — probabilities as the 8-bit codes keep them. A ring's file (a
+// checkpoint, then the newest steps) replays to what the whole file shows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "core/studio/recording.h"
 #include "core/studio/step_payload.h"
 #include "tests/assets.h"
+#include "tests/studio/same_pane.h"
 
 using namespace h2o;
 
@@ -65,4 +67,57 @@ TEST(RecordingVersions, AVersion2FileAndItsCopyByThisBuildReplayTheSameSteps) {
 
 TEST(RecordingVersions, AVersion3FileAndItsCopyByThisBuildReplayTheSameSteps) {
   expect_copy_replays_alike(kCorpus + "tiny-v3.h2orec.jsonl", 3);
+}
+
+namespace {
+
+// The analyzer after replaying `path` whole: from its checkpoint, if it has one.
+std::unique_ptr<Analyzer> replayed(const std::string& path) {
+  RecordingReader reader(path);
+  auto analyzer = replay_analyzer(reader);
+  while (auto r = reader.next()) analyzer->ingest(*r);
+  return analyzer;
+}
+
+void expect_same_panes(const Analyzer& a, const Analyzer& b, const std::string& what) {
+  ASSERT_EQ(a.latest_step(), b.latest_step()) << what;
+  for (int64_t step : {a.latest_step(), int64_t(1)}) {
+    ViewSelection view;
+    view.step = step;
+    const StudioSnapshot x = a.snapshot(view), y = b.snapshot(view);
+    ASSERT_EQ(x.panes.size(), y.panes.size()) << what;
+    for (size_t p = 0; p < x.panes.size(); ++p)
+      test::expect_same_pane(x.panes[p], y.panes[p], what + ", step " + std::to_string(step) + ", pane " + std::to_string(p));
+  }
+}
+
+}  // namespace
+
+// A small spool of the version-4 corpus file keeps its newest steps and a
+// checkpoint: never past its limit, and its replay shows what the whole file
+// shows. The corpus's ring file (the fuzz seed, made so) replays alike.
+TEST(RecordingVersions, ARingKeepsTheNewestStepsAndReplaysToWhatTheWholeFileShows) {
+  const auto dir = test::temp_dir("recording-ring");
+  const std::string path = (dir / "tiny-ring.h2orec.jsonl").string();
+  constexpr int64_t kLimit = 3600;
+  RecordingReader whole(kCorpus + "tiny-v4.h2orec.jsonl");
+  Analyzer live(whole.header());
+  {
+    RecordingWriter ring(path, whole.header(), kLimit);
+    ring.keep_newest([&](std::ostream& out) { live.save_checkpoint(out); });
+    while (auto r = whole.next()) {
+      ring.write(*r);
+      live.ingest(*r);
+      EXPECT_LE(std::filesystem::file_size(path), size_t(kLimit));
+    }
+    EXPECT_FALSE(ring.stopped()) << ring.stop_reason();
+    EXPECT_GE(ring.turns(), 1);
+    EXPECT_GT(ring.first_step(), 0);
+    EXPECT_EQ(ring.last_step(), live.latest_step());
+  }
+  RecordingReader back(path);
+  EXPECT_GE(back.checkpoint_step(), 0);
+  expect_same_panes(live, *replayed(path), "the ring just written");
+  expect_same_panes(live, *replayed(kCorpus + "tiny-ring.h2orec.jsonl"), "the corpus's ring file");
+  EXPECT_EQ(count_recorded_steps(path), live.latest_step() - back.checkpoint_step());
 }

@@ -14,6 +14,7 @@
 #include "core/base/error.h"
 #include "core/studio/step_pipeline.h"
 #include "core/studio/studio_run.h"
+#include "tests/studio/same_pane.h"
 #include "tests/assets.h"
 
 using namespace h2o;
@@ -176,20 +177,6 @@ bool same_cells(const std::vector<double>& a, const std::vector<double>& b) {
   return true;
 }
 
-// What a pane draws that never depends on the other layers' captures: numbers, text, rasters.
-void expect_same_pane(const PaneSnapshot& a, const PaneSnapshot& b, const std::string& where) {
-  EXPECT_EQ(a.cached_tokens, b.cached_tokens) << where;
-  EXPECT_EQ(a.live_bytes, b.live_bytes) << where;
-  EXPECT_EQ(a.stream_length, b.stream_length) << where;
-  ASSERT_EQ(a.tokens.size(), b.tokens.size()) << where;
-  for (size_t t = 0; t < a.tokens.size(); ++t) {
-    EXPECT_EQ(a.tokens[t].position, b.tokens[t].position) << where;
-    EXPECT_EQ(int(a.tokens[t].fate), int(b.tokens[t].fate)) << where;
-  }
-  EXPECT_EQ(a.overview.cells, b.overview.cells) << where;
-  EXPECT_EQ(a.detail.cells, b.detail.cells) << where;
-}
-
 std::unique_ptr<StudioRun> llama2_7b_run(const std::filesystem::path& file, const ViewSelection& view) {
   const SyntheticStepsSpec spec = synthetic_steps_spec("llama2-7b", {"full", "streaming", "h2o", "tova"}, 64, 8);
   return StudioRun::synthetic(spec, view, file.string(), 0);
@@ -231,8 +218,8 @@ TEST(StudioRunBeside, AtLlama2_7bItShowsWhatARunThatKeepsEverythingShows) {
     ASSERT_EQ(a.panes.size(), 4u);
     for (size_t p = 0; p < a.panes.size(); ++p) {
       const std::string where = "pane " + std::to_string(p) + " head " + std::to_string(head);
-      expect_same_pane(a.panes[p], b.panes[p], where);
-      expect_same_pane(a.panes[p], c.panes[p], where + " (thinned)");
+      test::expect_same_pane(a.panes[p], b.panes[p], where);
+      test::expect_same_pane(a.panes[p], c.panes[p], where + " (thinned)");
       // The watched layer's attention is never thinned.
       EXPECT_TRUE(same_cells(a.panes[p].heatmap.values, b.panes[p].heatmap.values)) << where;
       EXPECT_TRUE(same_cells(a.panes[p].heatmap.values, c.panes[p].heatmap.values)) << where;

@@ -1,7 +1,7 @@
 // The app's run without Qt (core/studio/studio_run.h): a replay steps to its
 // end and says so, the timeline moves through what was seen, a live run
-// records to a spool that goes with it, stops recording at its limit with one
-// warning, and names its files and figures as the worker passes them on.
+// records to a spool that goes with it, keeps its newest steps past its limit
+// with one warning, and names its files and figures as the worker passes them on.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,6 +12,7 @@
 #include "core/cpu/cpu_backend.h"
 #include "core/studio/studio_run.h"
 #include "tests/assets.h"
+#include "tests/studio/same_pane.h"
 #include "tests/studio/small_studio_config.h"
 
 using namespace h2o;
@@ -218,35 +219,90 @@ TEST(StudioRun, ALiveRunSeeksThroughItsSpoolAndPlaysFromTheNewestStep) {
   EXPECT_EQ(shown_step(*run), 19);
 }
 
-TEST(StudioRun, AtItsLimitTheSpoolStopsWithOneWarningAndABanner) {
+// At its limit the spool keeps its newest steps: one warning, a banner that
+// names the first step kept each time the ring turns, a file never past the
+// limit; the run goes on, and the saved recording replays to the same panes,
+// its earlier steps from the checkpoint (their attention not recorded).
+TEST(StudioRun, AtItsLimitTheSpoolKeepsItsNewestStepsAndTheWholeHistory) {
   const auto dir = test::temp_dir("studio-run-limit");
   const LiveSetup setup;
-  auto run = setup.start((dir / "spool.jsonl").string(), 1 << 20);
+  const std::string spool = (dir / "spool.jsonl").string();
+  // Room for some hundreds of this model's steps beside its checkpoint (mostly score histories, ~1 MiB).
+  constexpr int64_t kLimit = 4 << 20;
+  auto run = setup.start(spool, kLimit);
   std::vector<std::string> warnings, banners;
-  // Steps until the limit is reached, then 20 more (a step of this model records a few KiB).
-  int after_stop = 0, steps = 0;
-  for (; steps < 20000 && after_stop < 20; ++steps) {
-    after_stop += !banners.empty();
+  int steps = 0;
+  int64_t largest = 0;
+  // Until the ring has turned twice (a step of this model records a few KiB), then 20 steps more.
+  for (int after = 0; steps < 20000 && after < 20; ++steps) {
+    after += banners.size() >= 2;
     StepResult r = run->step();
     ASSERT_TRUE(r.stepped) << r.end_reason << r.failure;
     for (auto& w : r.warnings)
       if (w.find("recording") != std::string::npos) warnings.push_back(w);
     if (!r.banner.empty()) banners.push_back(r.banner);
+    largest = std::max<int64_t>(largest, int64_t(std::filesystem::file_size(spool)));
   }
-  ASSERT_EQ(warnings.size(), 1u);
-  ASSERT_EQ(banners.size(), 1u);
+  EXPECT_LE(largest, kLimit);
+  EXPECT_FALSE(std::filesystem::exists(spool + ".turning"));
+  ASSERT_EQ(warnings.size(), 1u) << warnings.back();
   std::smatch at;
-  ASSERT_TRUE(std::regex_search(warnings[0], at, std::regex("^The recording reached its limit of 1 MiB at step (\\d+): "
-                                                            "later steps are shown but not recorded; recordings, logs "
-                                                            "and reports hold steps 0–(\\d+)$")))
+  ASSERT_TRUE(std::regex_search(warnings[0], at, std::regex("^The recording reached its limit: from now on it keeps its "
+                                                            "newest steps in full \\(now from step (\\d+)\\) and the whole "
+                                                            "history before them; recordings, logs and reports hold every "
+                                                            "step from (\\d+) on in full$")))
       << warnings[0];
   EXPECT_EQ(at[1], at[2]);
-  const int64_t last = std::stoll(at[1]);
-  EXPECT_GT(last, 5);
-  EXPECT_LT(last, steps - 19);
-  EXPECT_EQ(banners[0], "Recording stopped at step " + std::to_string(last) +
-                            " (The recording reached its limit of 1 MiB).");
-  EXPECT_EQ(run->latest_step(), steps - 1) << "the run goes on past the recording's end";
+  ASSERT_GE(banners.size(), 2u);
+  ASSERT_TRUE(std::regex_search(banners.back(), at, std::regex("^Recording keeps every step from (\\d+) on \\(its limit reached\\); "
+                                                               "earlier steps keep their tokens and evictions, not their attention\\.$")))
+      << banners.back();
+  const int64_t first_kept = std::stoll(at[1]);
+  EXPECT_GT(first_kept, 50);
+  EXPECT_LT(first_kept, steps - 20);
+  EXPECT_EQ(run->latest_step(), steps - 1) << "the run goes on";
+
+  // The timeline: a step kept whole shows its attention; one before shows the rest, its attention not recorded.
+  const ViewSelection view = setup.view;
+  EXPECT_EQ(run->seek(first_kept + 2), "");
+  EXPECT_TRUE(run->snapshot(view).captures_recorded);
+  EXPECT_EQ(run->seek(first_kept - 30), "");
+  const StudioSnapshot before = run->snapshot(view);
+  EXPECT_EQ(before.step, first_kept - 30);
+  EXPECT_FALSE(before.captures_recorded);
+  EXPECT_GT(before.panes[2].cached_tokens, 0);
+  run->follow();
+  // 40 steps on: the newest step's heatmap then draws only steps the ring keeps. (Its rows reach
+  // back some steps; at a step just after the ring's start a replay draws fewer than the live run
+  // did, the older rows' steps not being in the file.)
+  for (int i = 0; i < 40; ++i) {
+    const StepResult r = run->step();
+    ASSERT_TRUE(r.stepped);
+    EXPECT_EQ(r.warnings.size(), 0u) << r.warnings.front();
+  }
+  steps += 40;
+
+  // Saved and replayed: the same panes at the newest step, and as many steps.
+  const std::string saved = (dir / "saved.jsonl").string();
+  run->run_export("running", view).write_recording(saved);
+  EXPECT_TRUE(RecordingReader(saved).totals().is_null()) << "the engine's totals cover steps the file lacks";
+  auto replay = StudioRun::replay(saved);
+  const ReplayOpening opening = replay->replay_opening(StudioConfig{});
+  EXPECT_EQ(opening.steps, steps);
+  EXPECT_EQ(replay->snapshot(view).step, first_kept) << "a ring's replay opens on its first step kept";
+  while (replay->step().stepped) {
+  }
+  const StudioSnapshot live = run->snapshot(view), again = replay->snapshot(view);
+  ASSERT_EQ(again.step, steps - 1);
+  ASSERT_EQ(live.panes.size(), again.panes.size());
+  for (size_t p = 0; p < live.panes.size(); ++p) {
+    test::expect_same_pane(live.panes[p], again.panes[p], "pane " + std::to_string(p));
+    EXPECT_EQ(live.panes[p].heatmap.query_positions, again.panes[p].heatmap.query_positions) << "pane " << p;
+  }
+  EXPECT_EQ(replay->seek(10), "");
+  EXPECT_EQ(replay->snapshot(view).step, 10);
+  run.reset();
+  EXPECT_FALSE(std::filesystem::exists(spool + ".checkpoint")) << "the checkpoint goes with the run";
 }
 
 TEST(StudioRun, StatsLineIsTheOneTheSoakScriptReads) {
