@@ -26,8 +26,6 @@
 namespace H2O_KERN_NS {
 namespace {
 
-constexpr int kPiecesPerThread = 4;  // row pieces (of each array) a thread stages per chunk
-
 // One (layer, KV head) of one cache, as the cut sees it.
 template <class T>
 struct HeadRows {
@@ -91,19 +89,19 @@ __device__ int select_survivors(const ItemDesc& it, const HeadRows<T>& h, int n,
 template <class T, class Piece>
 __device__ void compact(const HeadRows<T>& h, const int* src_of, int first, int total, int hd, const float* rope) {
   constexpr int kPer = Piece::kCount;  // elements of a piece: whole RoPE pairs
+  constexpr int kHeld = kMovePiecesPerThread;
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
   const int pieces = hd / kPer;  // per row
-  const int rows_per_chunk = imax(1, threads * kPiecesPerThread / pieces);
   Piece* const k_in = reinterpret_cast<Piece*>(h.raw ? h.raw : h.keys);  // what a moved key is made from
   Piece* const keys = reinterpret_cast<Piece*>(h.keys);
   Piece* const values = reinterpret_cast<Piece*>(h.values);
-  for (int d0 = first; d0 < total; d0 += rows_per_chunk) {
-    const int rows = imin(rows_per_chunk, total - d0);
-    Piece k[kPiecesPerThread], v[kPiecesPerThread];
-    int32_t p[kPiecesPerThread];
-    float s[kPiecesPerThread];
-H2O_UNROLL
-    for (int i = 0; i < kPiecesPerThread; ++i) {
+  // The four arrays of a chunk staged together: one barrier a chunk for all of them.
+  Piece k[kHeld], v[kHeld];
+  int32_t p[kHeld];
+  float s[kHeld];
+  const auto load = [&](int d0, int rows) {
+    H2O_UNROLL
+    for (int i = 0; i < kHeld; ++i) {
       const int e = tid + i * threads;
       if (e < rows * pieces) {
         const size_t from = size_t(src_of[d0 + e / pieces]) * pieces + size_t(e % pieces);
@@ -112,9 +110,10 @@ H2O_UNROLL
       }
       if (e < rows) p[i] = h.pos[src_of[d0 + e]], s[i] = h.score[src_of[d0 + e]];
     }
-    __syncthreads();  // every source of this chunk is read
-H2O_UNROLL
-    for (int i = 0; i < kPiecesPerThread; ++i) {
+  };
+  const auto store = [&](int d0, int rows) {
+    H2O_UNROLL
+    for (int i = 0; i < kHeld; ++i) {
       const int e = tid + i * threads;
       if (e < rows * pieces) {
         const int to = d0 + e / pieces, piece = e % pieces;
@@ -129,11 +128,8 @@ H2O_UNROLL
       }
       if (e < rows) h.pos[d0 + e] = p[i], h.score[d0 + e] = s[i];
     }
-    // No barrier before the next chunk's loads: they read rows src_of[j] >= j
-    // at or past its first destination, so never a row this chunk stores (all
-    // below it); and its stores follow its own barrier, which no thread
-    // reaches before it has loaded this chunk's sources too.
-  }
+  };
+  move_in_chunks(first, total, imax(1, threads * kHeld / pieces), load, store);
 }
 
 // A quantized cache's cut after select_survivors (SEMANTICS.md, "KV

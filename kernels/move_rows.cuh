@@ -20,25 +20,40 @@ namespace H2O_KERN_NS {
 
 inline constexpr int kMovePiecesPerThread = 4;
 
+// The scheme alone, for a caller that moves several arrays of one row order
+// under each barrier (evict.cu's compact: keys, values, positions, scores):
+// `load(d0, rows)` reads chunk [d0, d0 + rows)'s sources into the caller's
+// registers, `store(d0, rows)` writes them to their destinations. No barrier
+// after the last chunk: the caller puts one where the rows are next read.
+template <class Load, class Store>
+__device__ void move_in_chunks(int first, int count, int rows_per_chunk, Load&& load, Store&& store) {
+  for (int d0 = first; d0 < count; d0 += rows_per_chunk) {
+    const int rows = imin(rows_per_chunk, count - d0);
+    load(d0, rows);
+    __syncthreads();  // every source of this chunk is read
+    store(d0, rows);
+  }
+}
+
 template <class Piece, class DstRow, class SrcRow>
 __device__ void move_rows_as(Piece* base, int pieces, int first, int count, DstRow dst_row, SrcRow src_row) {
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
-  const int rows_per_chunk = imax(1, threads * kMovePiecesPerThread / pieces);
-  for (int d0 = first; d0 < count; d0 += rows_per_chunk) {
-    const int rows = imin(rows_per_chunk, count - d0);
-    Piece held[kMovePiecesPerThread] = {};
+  Piece held[kMovePiecesPerThread] = {};
+  const auto load = [&](int d0, int rows) {
     H2O_UNROLL
     for (int i = 0; i < kMovePiecesPerThread; ++i) {
       const int e = tid + i * threads;
       if (e < rows * pieces) held[i] = base[size_t(src_row(d0 + e / pieces)) * pieces + size_t(e % pieces)];
     }
-    __syncthreads();  // every source of this chunk is read
+  };
+  const auto store = [&](int d0, int rows) {
     H2O_UNROLL
     for (int i = 0; i < kMovePiecesPerThread; ++i) {
       const int e = tid + i * threads;
       if (e < rows * pieces) base[size_t(dst_row(d0 + e / pieces)) * pieces + size_t(e % pieces)] = held[i];
     }
-  }
+  };
+  move_in_chunks(first, count, imax(1, threads * kMovePiecesPerThread / pieces), load, store);
   __syncthreads();  // the array is whole again before anyone reads it
 }
 

@@ -6,6 +6,7 @@
 // is not kept: the steps that follow a checkpoint in a recording refill it.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "core/base/packed_bytes.h"
 #include "core/base/error.h"
@@ -194,7 +195,13 @@ void Analyzer::PolicyExtras::save(PackedWriter& w) const {
   for (const auto& [position, heads] : score_history) {
     w.signed_varint(position);
     w.varint(heads.size());
-    for (const auto& samples : heads) w.array(samples);
+    for (const auto& samples : heads) {
+      // Steps ascend: written as differences (a byte or two) before the scores.
+      w.varint(samples.size());
+      int32_t before = 0;
+      for (const ScoreSample& x : samples) w.signed_varint(int64_t(x.step) - std::exchange(before, x.step));
+      for (const ScoreSample& x : samples) w.f32(x.score);
+    }
   }
   for (const ThinnedSeries* s : {&kv_bytes, &throughput, &perplexity, &agreement, &kl}) s->save(w);
   shares.save(w);
@@ -218,7 +225,17 @@ void Analyzer::PolicyExtras::load(PackedReader& r, const RecordingHeader& header
     const size_t heads = r.count();
     require(heads <= size_t(header.kv_heads), "scores of more KV heads than the model has");
     auto& per_head = score_history[position];
-    for (size_t kv = 0; kv < heads; ++kv) per_head.push_back(r.array<ScoreSample>());
+    for (size_t kv = 0; kv < heads; ++kv) {
+      std::vector<ScoreSample> samples(r.count(5));
+      int64_t step = 0;
+      for (ScoreSample& x : samples) {
+        step += r.within(0, kMaxStep, "a score's step");
+        require(step < kMaxStep, "a score's step out of range");
+        x.step = int32_t(step);
+      }
+      for (ScoreSample& x : samples) x.score = r.f32();
+      per_head.push_back(std::move(samples));
+    }
     before = position;
   }
   for (ThinnedSeries* s : {&kv_bytes, &throughput, &perplexity, &agreement, &kl}) s->load(r);
