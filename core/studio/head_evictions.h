@@ -38,9 +38,10 @@ class HeadEvictions {
   int64_t bytes() const;
   // The table in a checkpoint (history_checkpoint.cpp), and read back from
   // one, every step checked against the positions' births. Written head by
-  // head as the eviction steps' differences from one position to the next:
-  // a head lets go of positions a cut at a time, so these are mostly 0 and
-  // compress ~20x better than the ages the table keeps. load() throws Error.
+  // head as the eviction steps' differences from one position to the next,
+  // read back through let_go(): the side table of far ages needs no form of
+  // its own. (Compressed, about the size of the raw ages: 11.4 against 11.1
+  // MB for Llama-2-7B x four panes at 3,000 steps.) load() throws Error.
   void save(CheckpointWriter& out, std::span<const int32_t> birth) const;
   static HeadEvictions load(PackedReader& in, int layers, int kv_heads, std::span<const int32_t> birth);
 

@@ -508,22 +508,25 @@ void RecordingWriter::write(const StepRecord& record) {
 
 void RecordingWriter::make_room(int64_t step, int64_t incoming) {
   try {
-    // The room for steps (the limit less line 1 and the checkpoint) split in
-    // two: a turn keeps the newer half, so the ring holds half that room or more.
-    const int64_t half = (limit_ - prefix_bytes_) / 2;
-    // A checkpoint holds one step at least: a span starts after the first step.
-    if (span_step_ < 0 && index_.first_step >= 0 && bytes_ - prefix_bytes_ >= half) start_span(step);
+    if (span_step_ < 0 && room_half_full()) start_span(step);
     if (bytes_ + incoming <= limit_ || span_step_ < 0) return;
     turn();
     if (bytes_ + incoming > limit_)
       stop_reason_ = "The recording reached its limit of " + std::to_string(limit_ >> 20) +
                      " MiB: the whole history's checkpoint (" + std::to_string((prefix_bytes_ >> 20) + 1) +
                      " MiB) leaves no room for the newest steps";
-    else if (index_.first_step >= 0 && bytes_ - prefix_bytes_ >= (limit_ - prefix_bytes_) / 2)
+    else if (room_half_full())
       start_span(step);
   } catch (const std::exception& e) {
     stop_reason_ = std::string("The recording could not keep its newest steps: ") + e.what();
   }
+}
+
+bool RecordingWriter::room_half_full() const {
+  // The room for steps is the limit less line 1 and the checkpoint; a turn
+  // keeps the newer half, so the ring holds half that room or more. A
+  // checkpoint holds one step at least: no span starts before the first step.
+  return index_.first_step >= 0 && bytes_ - prefix_bytes_ >= (limit_ - prefix_bytes_) / 2;
 }
 
 void RecordingWriter::start_span(int64_t step) {

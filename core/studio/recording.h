@@ -237,6 +237,8 @@ class RecordingWriter final : public StepSink {
  private:
   // Before writing `step`'s `incoming` bytes: starts the ring's next span, or turns the ring.
   void make_room(int64_t step, int64_t incoming);
+  // Whether half the room for steps holds steps (the next step starts a span).
+  bool room_half_full() const;
   void start_span(int64_t step);
   void turn();
 
