@@ -1,7 +1,7 @@
 // Split-K attention over quantized caches (SEMANTICS.md, "KV precision"):
 // the block's work is attention_common.cuh's; this file says how a lane reads
 // its chunk of eight channels of a key or value from the runs of a
-// LowBitHead. A sink or residual slot is an f16 row (one 16-byte load); a
+// LowBitView. A sink or residual slot is an f16 row (one 16-byte load); a
 // quantized slot is read straight from its codes — eight codes of one plane
 // are eight consecutive bytes of the packed row (one 8-byte load), each
 // read back as m + code * s with its key group's per-channel numbers or its
@@ -40,7 +40,7 @@ struct LowBitRows {
   struct Raw {
     float k[kLanes], v[kLanes];
   };
-  LowBitHead h;
+  LowBitView h;
   bool planes_whole = false;  // every chunk's codes are eight consecutive bytes of one plane, 8-byte aligned
 
   __device__ Raw load(const Layout& L, int key) const {
@@ -66,12 +66,13 @@ struct LowBitRows {
       for (int i = 0; i < N; ++i) out[i] = 0.0f;
       return;
     }
-    if (!h.quantized_slot(slot)) {
+    const kvq::Shape& sh = h.shape;
+    if (!h.runs.quantized_slot(slot)) {
       const uint16_t* full = keys ? h.full_k : h.full_v;
-      return f16_chunk(full + size_t(h.full_row(slot)) * h.hd + c0, L.count, L.vector, out);
+      return f16_chunk(full + size_t(h.runs.full_row(slot)) * sh.hd + c0, L.count, L.vector, out);
     }
-    const int row = slot - h.sinks, bits = keys ? h.key_bits : h.value_bits;
-    const int row_bytes = keys ? h.key_row_bytes : h.value_row_bytes;
+    const int row = slot - h.runs.sinks, bits = keys ? sh.key_bits : sh.value_bits;
+    const int row_bytes = keys ? sh.key_row_bytes() : sh.value_row_bytes();
     const uint8_t* packed = (keys ? h.quant_k : h.quant_v) + size_t(row) * row_bytes;
     if (bits == 16)  // this half kept at f16 in the quantized run
       return f16_chunk(reinterpret_cast<const uint16_t*>(packed) + c0, L.count, L.vector, out);
@@ -87,13 +88,13 @@ struct LowBitRows {
       }
     } else {
       H2O_UNROLL
-      for (int i = 0; i < N; ++i) codes[i] = i < L.count ? code_at(packed, h.hd, bits, c0 + i) : 0u;
+      for (int i = 0; i < N; ++i) codes[i] = i < L.count ? kvq::code_at(packed, sh.hd, bits, c0 + i) : 0u;
     }
     uint32_t scales[N];
     if (keys)
-      key_scales(L, h.key_scales + size_t(__ldg(h.group_of + row)) * h.hd + c0, scales);
+      key_scales(L, h.key_scales + size_t(__ldg(h.group_of + row)) * sh.hd + c0, scales);
     else
-      value_scales(L, h.value_scales + size_t(row) * (h.hd / h.group), c0, scales);
+      value_scales(L, h.value_scales + size_t(row) * sh.value_runs(), c0, scales);
     H2O_UNROLL
     for (int i = 0; i < N; ++i) out[i] = i < L.count ? read_back(codes[i], scales[i]) : 0.0f;
   }
@@ -112,14 +113,15 @@ struct LowBitRows {
   }
   // The numbers of the value runs the chunk's channels fall in: one load where a run holds the whole chunk.
   __device__ void value_scales(const Layout& L, const uint32_t* runs, int c0, uint32_t (&out)[N]) const {
-    if (h.group % N == 0) {
-      const uint32_t one = __ldg(runs + c0 / h.group);
+    const int G = h.shape.group;
+    if (G % N == 0) {
+      const uint32_t one = __ldg(runs + c0 / G);
       H2O_UNROLL
       for (int i = 0; i < N; ++i) out[i] = one;
       return;
     }
     H2O_UNROLL
-    for (int i = 0; i < N; ++i) out[i] = i < L.count ? __ldg(runs + (c0 + i) / h.group) : 0u;
+    for (int i = 0; i < N; ++i) out[i] = i < L.count ? __ldg(runs + (c0 + i) / G) : 0u;
   }
 };
 
@@ -135,10 +137,11 @@ __global__ void __launch_bounds__(kAttentionThreads)
   const SplitKeys k = split_keys_of(it, tile, s.split_keys);
   if (!k.live) return;  // the whole block: no barrier is skipped by a part of it
   LowBitRows rows;
-  rows.h = low_bit_head(it.cache, layer, k.kv_head, d.kv_heads, d.head_dim);
+  rows.h = low_bit_view(it.cache, layer, k.kv_head, d.kv_heads);
   // f16 rows are 16-byte aligned where head_dim is a multiple of 8 (allocations are 256-byte aligned).
   const bool vector = d.head_dim % kLanes == 0;
-  rows.planes_whole = vector && rows.h.key_row_bytes % kLanes == 0 && rows.h.value_row_bytes % kLanes == 0;
+  rows.planes_whole =
+      vector && rows.h.shape.key_row_bytes() % kLanes == 0 && rows.h.shape.value_row_bytes() % kLanes == 0;
   const Layout L = make_layout(d.head_dim, kLanes, vector);
   attention_block<LowBitRows, Q>(rows, L, qkv, it, tile, k, d, scale, s, sm_acc, sm_ml);
 }

@@ -28,10 +28,9 @@ int64_t CudaCache::row_bytes(const kern::ModelDims& dims, DType storage, bool ro
 
 int64_t CudaCache::live_bytes() const {
   if (!low_bit_) return int64_t(held_) * dims_.layers * dims_.kv_heads * dims_.head_dim * 2 * dtype_size(storage_);
+  const kvq::Shape shape = low_bit_shape(policy().kv, dims_.head_dim);
   int64_t bytes = 0;
-  for (size_t h = 0; h < counts_.size(); h += kern::kCounts)
-    bytes += low_bit_live_bytes(policy().kv, dims_.head_dim, counts_[h + kern::kSinks] + counts_[h + kern::kResidual],
-                                counts_[h + kern::kQuantized], counts_[h + kern::kGroups]);
+  for (size_t h = 0; h < counts_.size(); h += kern::kCounts) bytes += shape.live_bytes(kern::runs_at(&counts_[h]));
   return bytes;
 }
 
@@ -56,10 +55,7 @@ kern::CacheArrays CudaCache::arrays() const {
   a.cap = cap_;
   if (low_bit_) {
     kern::LowBitArrays& low = a.low;
-    low.key_bits = policy().kv.key_bits;
-    low.value_bits = policy().kv.value_bits;
-    low.group = policy().kv.group;
-    low.residual = policy().kv.residual;
+    low.shape = low_bit_shape(policy().kv, dims_.head_dim);
     low.full_k = full_k_.as<uint16_t>();
     low.full_v = full_v_.as<uint16_t>();
     low.full_cap = low_caps_.full;
@@ -74,19 +70,19 @@ kern::CacheArrays CudaCache::arrays() const {
   return a;
 }
 
-// The most f16 rows and key groups any head may need by the step's end: its
-// sinks and residual with every new row, and a group for each whole G of them.
+// The most f16 rows and key groups any head may need by the step's end
+// (low_bit_layout.h's most_after_step); the quantized run shares the cache's rows.
 CudaCache::LowBitCaps CudaCache::low_bit_caps(int slots, int rows) const {
-  const int G = policy().kv.group;
+  const kvq::Shape shape = low_bit_shape(policy().kv, dims_.head_dim);
   int most_full = 0, most_groups = 0;
   for (size_t h = 0; h < counts_.size(); h += kern::kCounts) {
-    const int residual = counts_[h + kern::kResidual];
-    most_full = std::max(most_full, counts_[h + kern::kSinks] + residual);
-    most_groups = std::max(most_groups, counts_[h + kern::kGroups] + (residual + rows) / G);
+    const kvq::Runs most = shape.most_after_step(kern::runs_at(&counts_[h]), rows);
+    most_full = std::max(most_full, most.f16_tokens());
+    most_groups = std::max(most_groups, most.groups);
   }
   LowBitCaps caps;
-  caps.full = grown_capacity(low_caps_.full, most_full + rows, slots);
-  caps.groups = grown_capacity(low_caps_.groups, std::max(most_groups, 1), slots, 4);
+  caps.full = grown_capacity(low_caps_.full, most_full, slots);
+  caps.groups = grown_capacity(low_caps_.groups, most_groups, slots, 4);
   return caps;
 }
 
@@ -109,16 +105,17 @@ std::vector<CudaCache::Run> CudaCache::runs(int target, const LowBitCaps& caps) 
             {&pos_, 4, cap_, target, held_},
             {&score_, 4, cap_, target, held_}};
   }
-  const KvPrecision& kv = policy().kv;
+  const kvq::Shape shape = low_bit_shape(policy().kv, dims_.head_dim);
+  const size_t f16_row = size_t(shape.f16_row_bytes());
   return {{&pos_, 4, cap_, target, held_},
           {&score_, 4, cap_, target, held_},
-          {&quant_k_, size_t(kern::low_bit_row_bytes(int(hd), kv.key_bits)), cap_, target, held_},
-          {&quant_v_, size_t(kern::low_bit_row_bytes(int(hd), kv.value_bits)), cap_, target, held_},
-          {&value_scales_, kv.value_bits < 16 ? hd / size_t(kv.group) * 4 : 0, cap_, target, held_},
+          {&quant_k_, size_t(shape.key_row_bytes()), cap_, target, held_},
+          {&quant_v_, size_t(shape.value_row_bytes()), cap_, target, held_},
+          {&value_scales_, size_t(shape.value_scale_bytes()), cap_, target, held_},
           {&group_of_, 4, cap_, target, held_},
-          {&full_k_, hd * 2, low_caps_.full, caps.full, low_caps_.full},
-          {&full_v_, hd * 2, low_caps_.full, caps.full, low_caps_.full},
-          {&key_scales_, kv.key_bits < 16 ? hd * 4 : 0, low_caps_.groups, caps.groups, low_caps_.groups}};
+          {&full_k_, f16_row, low_caps_.full, caps.full, low_caps_.full},
+          {&full_v_, f16_row, low_caps_.full, caps.full, low_caps_.full},
+          {&key_scales_, size_t(shape.key_group_bytes()), low_caps_.groups, caps.groups, low_caps_.groups}};
 }
 
 // Every array at its new capacity, all allocated before any is replaced (so a

@@ -132,65 +132,71 @@ __device__ void compact(const HeadRows<T>& h, const int* src_of, int first, int 
   move_in_chunks(first, total, imax(1, threads * kHeld / pieces), load, store);
 }
 
+// The key groups of `rows` quantized rows renumbered in order after a cut,
+// emptied groups gone: each thread a contiguous range of rows; a row starts a
+// group where its old number differs from the row before it. Writes each new
+// group's old number to group_src; returns how many groups are left.
+__device__ int renumber_groups(int32_t* group_of, int rows, int* group_src, SharedPtr<int> prefix) {
+  const int threads = int(blockDim.x), per = (rows + threads - 1) / threads;
+  const int begin = imin(rows, int(threadIdx.x) * per), end = imin(rows, begin + per);
+  int before = begin > 0 ? group_of[begin - 1] : -1;
+  int starts = 0;
+  for (int r = begin, last = before; r < end; last = group_of[r], ++r) starts += group_of[r] != last ? 1 : 0;
+  int groups = 0;
+  int id = block_exclusive_scan(starts, prefix, &groups) - 1;  // its barriers order the reads above before the writes
+  for (int r = begin; r < end; ++r) {
+    const int old = group_of[r];
+    if (old != before) group_src[++id] = old;
+    group_of[r] = id;
+    before = old;
+  }
+  return groups;
+}
+
 // A quantized cache's cut after select_survivors (SEMANTICS.md, "KV
 // precision"): positions and scores move by slot as for any cache; the sinks
 // never move (a cut keeps them all); the quantized survivors' codes, value
 // numbers and group numbers move down their run, the residual's f16 rows down
 // theirs; key groups left empty go and the others are renumbered in order,
 // their numbers moved with them, never re-quantized. Then the head's counts.
-__device__ void compact_low_bit(LowBitHead h, int32_t* pos, float* score, int* src_of, int first, int total) {
+__device__ void compact_low_bit(LowBitView h, int32_t* pos, float* score, int* src_of, int first, int total) {
   H2O_SHARED(int, partials, [32]);
   H2O_SHARED(int, prefix, [1025]);
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
-  const int q_begin = h.sinks, q_end = h.sinks + h.quantized;
+  const kvq::Shape& sh = h.shape;
+  const kvq::Runs was = h.runs;
   int mine = 0;
-  for (int d = tid; d < total; d += threads) mine += src_of[d] >= q_begin && src_of[d] < q_end ? 1 : 0;
-  const int kept_q = block_reduce(mine, Sum{}, 0, partials);
+  for (int d = tid; d < total; d += threads) mine += was.quantized_slot(src_of[d]) ? 1 : 0;
+  kvq::Runs now;
+  now.sinks = was.sinks;
+  now.quantized = block_reduce(mine, Sum{}, 0, partials);
+  now.residual = total - was.sinks - now.quantized;
   const auto same = [](int d) { return d; };
   const auto from = [&](int d) { return src_of[d]; };
   move_rows(pos, 4, first, total, same, from);
   move_rows(score, 4, first, total, same, from);
-  // The residual's f16 rows: destination slot d is row d - kept_q, its source row src - quantized.
-  const int r_begin = h.sinks + kept_q;
-  const auto res_dst = [&](int d) { return h.sinks + d; };
-  const auto res_src = [&](int d) { return src_of[r_begin + d] - h.quantized; };
-  const int residual = total - r_begin;
-  move_rows(h.full_k, h.hd * 2, 0, residual, res_dst, res_src);
-  move_rows(h.full_v, h.hd * 2, 0, residual, res_dst, res_src);
+  // The residual's f16 rows: its i-th survivor to f16 row sinks + i, from its slot's f16 row.
+  const int r_begin = now.sinks + now.quantized;
+  const auto res_dst = [&](int i) { return now.sinks + i; };
+  const auto res_src = [&](int i) { return was.full_row(src_of[r_begin + i]); };
+  move_rows(h.full_k, int(sh.f16_row_bytes()), 0, now.residual, res_dst, res_src);
+  move_rows(h.full_v, int(sh.f16_row_bytes()), 0, now.residual, res_dst, res_src);
   // The quantized survivors: row d from row src - sinks (rows before the first eviction stay).
-  const int q_first = imax(0, imin(first, r_begin) - h.sinks);
+  const int q_first = imax(0, imin(first, r_begin) - was.sinks);
   const auto q_dst = [](int d) { return d; };
-  const auto q_src = [&](int d) { return src_of[h.sinks + d] - h.sinks; };
-  move_rows(h.quant_k, h.key_row_bytes, q_first, kept_q, q_dst, q_src);
-  move_rows(h.quant_v, h.value_row_bytes, q_first, kept_q, q_dst, q_src);
-  if (h.value_bits < 16) move_rows(h.value_scales, (h.hd / h.group) * 4, q_first, kept_q, q_dst, q_src);
-  move_rows(h.group_of, 4, q_first, kept_q, q_dst, q_src);
-  // Groups renumbered: each thread a contiguous range of rows; a row starts a
-  // group where its old number differs from the row before it.
-  const int per = (kept_q + threads - 1) / threads;
-  const int begin = imin(kept_q, tid * per), end = imin(kept_q, begin + per);
-  int before = begin > 0 ? h.group_of[begin - 1] : -1;
-  int starts = 0;
-  for (int r = begin, last = before; r < end; last = h.group_of[r], ++r) starts += h.group_of[r] != last ? 1 : 0;
-  int groups = 0;
-  int id = block_exclusive_scan(starts, prefix, &groups) - 1;  // its barriers order the reads above before the writes
-  int* group_src = src_of;  // no longer read: old number of each new group
-  for (int r = begin; r < end; ++r) {
-    const int old = h.group_of[r];
-    if (old != before) group_src[++id] = old;
-    h.group_of[r] = id;
-    before = old;
-  }
+  const auto q_src = [&](int d) { return src_of[was.sinks + d] - was.sinks; };
+  move_rows(h.quant_k, sh.key_row_bytes(), q_first, now.quantized, q_dst, q_src);
+  move_rows(h.quant_v, sh.value_row_bytes(), q_first, now.quantized, q_dst, q_src);
+  if (kvq::coded(sh.value_bits))
+    move_rows(h.value_scales, int(sh.value_scale_bytes()), q_first, now.quantized, q_dst, q_src);
+  move_rows(h.group_of, 4, q_first, now.quantized, q_dst, q_src);
+  now.groups = renumber_groups(h.group_of, now.quantized, src_of, prefix);
   __syncthreads();
-  if (h.key_bits < 16)
-    move_rows(h.key_scales, h.hd * 4, 0, groups, [](int g) { return g; }, [&](int g) { return group_src[g]; });
+  if (kvq::coded(sh.key_bits))
+    move_rows(h.key_scales, int(sh.key_group_bytes()), 0, now.groups, [](int g) { return g; },
+              [&](int g) { return src_of[g]; });
   __syncthreads();  // every thread has read the counts it started from
-  if (tid == 0) {
-    h.counts[kSinks] = h.sinks;
-    h.counts[kQuantized] = kept_q;
-    h.counts[kResidual] = residual;
-    h.counts[kGroups] = groups;
-  }
+  if (tid == 0) store_runs(now, h.counts);
 }
 
 template <class T>
@@ -200,7 +206,7 @@ __global__ void evict_kernel(const ItemDesc* items, ModelDims d, int32_t* evicte
   if (!it.cut) return;  // the grid covers every item, so one graph serves any set of cuts
   const int layer = int(blockIdx.x) / d.kv_heads, g = int(blockIdx.x) % d.kv_heads;
   const int n = it.n_before + it.rows, hd = d.head_dim;
-  const bool low_bit = it.cache.low.key_bits != 0;
+  const bool low_bit = it.cache.low.used();
   const size_t head = (size_t(layer) * d.kv_heads + g) * size_t(it.cache.cap);
   HeadRows<T> h{};
   if (!low_bit) {
@@ -224,8 +230,8 @@ __global__ void evict_kernel(const ItemDesc* items, ModelDims d, int32_t* evicte
     return;
   }
   if (low_bit) {
-    LowBitHead lb = low_bit_head(it.cache, layer, g, d.kv_heads, hd);
-    lb.sinks = sinks;  // this step's rows may have brought the first ones
+    LowBitView lb = low_bit_view(it.cache, layer, g, d.kv_heads);
+    lb.runs.sinks = sinks;  // this step's rows may have brought the first ones
     compact_low_bit(lb, h.pos, h.score, src_of, first, total);
     return;
   }

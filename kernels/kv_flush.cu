@@ -13,58 +13,48 @@
 namespace H2O_KERN_NS {
 namespace {
 
-// The packed code rows (kvq::pack_row's planes) of `tokens` f16 rows of hd
-// channels: channel c of token t under scale_of(t, c), a thread a byte.
+// The packed code rows of `tokens` f16 rows of hd channels: channel c of
+// token t under scale_of(t, c), a thread a byte.
 template <class ScaleOf>
 __device__ void pack_codes(const uint16_t* rows, int tokens, int hd, int bits, ScaleOf scale_of, uint8_t* packed) {
-  const int row_bytes = low_bit_row_bytes(hd, bits), per = 8 / bits;
+  const int row_bytes = kvq::row_bytes(hd, bits);
   for (int e = int(threadIdx.x); e < tokens * row_bytes; e += int(blockDim.x)) {
     const int t = e / row_bytes, j = e % row_bytes;
-    uint32_t byte = 0;
-    for (int k = 0; k < per; ++k) {
-      const int c = j + k * row_bytes;
-      byte |= code_of(half_bits_to_f32(rows[size_t(t) * hd + c]), scale_of(t, c), bits) << (k * bits);
-    }
-    packed[size_t(t) * row_bytes + j] = uint8_t(byte);
+    const auto code = [&](int c) {
+      return DeviceMath::code_of(half_bits_to_f32(rows[size_t(t) * hd + c]), scale_of(t, c), bits);
+    };
+    packed[size_t(t) * row_bytes + j] = kvq::packed_byte(j, hd, bits, code);
   }
 }
 
 // Group `id` from the f16 rows at `rows` (G tokens): per channel c its (m, s)
-// into key_scales, then each token's packed codes (kvq::pack_row's planes).
-__device__ void quantize_keys(const LowBitHead& h, const uint16_t* rows, int id, uint8_t* packed) {
-  const int tid = int(threadIdx.x), threads = int(blockDim.x), G = h.group, hd = h.hd, bits = h.key_bits;
+// into key_scales, then each token's packed codes.
+__device__ void quantize_keys(const LowBitView& h, const uint16_t* rows, int id, uint8_t* packed) {
+  const int tid = int(threadIdx.x), threads = int(blockDim.x), G = h.shape.group, hd = h.shape.hd;
+  const int bits = h.shape.key_bits;
   uint32_t* scales = h.key_scales + size_t(id) * hd;
   for (int c = tid; c < hd; c += threads) {
-    float lo = half_bits_to_f32(rows[c]), hi = lo;
-    for (int t = 1; t < G; ++t) {  // as std::min / std::max keep the first of equals (-0 and +0 included)
-      const float x = half_bits_to_f32(rows[size_t(t) * hd + c]);
-      lo = x < lo ? x : lo;
-      hi = hi < x ? x : hi;
-    }
-    scales[c] = scale_of(lo, hi, bits);
+    const auto value = [&](int t) { return half_bits_to_f32(rows[size_t(t) * hd + c]); };
+    scales[c] = kvq::scale_word(DeviceMath::scale_of_range(G, value, bits));
   }
   __syncthreads();
-  pack_codes(rows, G, hd, bits, [&](int, int c) { return scales[c]; }, packed);
+  pack_codes(rows, G, hd, bits, [&](int, int c) { return kvq::scale_from_word(scales[c]); }, packed);
 }
 
 // G values from the f16 rows at `rows`: per token and run of G channels its
 // (m, s) into `scales` (runs a token), then the token's packed codes.
-__device__ void quantize_values(const LowBitHead& h, const uint16_t* rows, uint32_t* scales, uint8_t* packed) {
-  const int tid = int(threadIdx.x), threads = int(blockDim.x), G = h.group, hd = h.hd, bits = h.value_bits;
-  const int runs = hd / G;
+__device__ void quantize_values(const LowBitView& h, const uint16_t* rows, uint32_t* scales, uint8_t* packed) {
+  const int tid = int(threadIdx.x), threads = int(blockDim.x), G = h.shape.group, hd = h.shape.hd;
+  const int bits = h.shape.value_bits, runs = h.shape.value_runs();
   for (int e = tid; e < G * runs; e += threads) {
     const int t = e / runs, run = e % runs;
     const uint16_t* x = rows + size_t(t) * hd + size_t(run) * G;
-    float lo = half_bits_to_f32(x[0]), hi = lo;
-    for (int c = 1; c < G; ++c) {  // as std::minmax_element: the first smallest, the last largest
-      const float e = half_bits_to_f32(x[c]);
-      lo = e < lo ? e : lo;
-      hi = e < hi ? hi : e;
-    }
-    scales[size_t(t) * runs + run] = scale_of(lo, hi, bits);
+    const auto value = [&](int c) { return half_bits_to_f32(x[c]); };
+    scales[size_t(t) * runs + run] = kvq::scale_word(DeviceMath::scale_of_range(G, value, bits));
   }
   __syncthreads();
-  pack_codes(rows, G, hd, bits, [&](int t, int c) { return scales[size_t(t) * runs + c / G]; }, packed);
+  const auto scale_of = [&](int t, int c) { return kvq::scale_from_word(scales[size_t(t) * runs + c / G]); };
+  pack_codes(rows, G, hd, bits, scale_of, packed);
 }
 
 // A half kept at 16 bits in the quantized run: its f16 rows copied as they are.
@@ -74,54 +64,47 @@ __device__ void copy_f16_rows(const uint16_t* rows, int count, int hd, uint8_t* 
 }
 
 // The G f16 rows from full row `from` on become key group `id` at quantized row `row`.
-__device__ void flush_group(const LowBitHead& h, int from, int row, int id) {
-  const uint16_t* keys = h.full_k + size_t(from) * h.hd;
-  const uint16_t* values = h.full_v + size_t(from) * h.hd;
-  uint8_t* packed_k = h.quant_k + size_t(row) * h.key_row_bytes;
-  uint8_t* packed_v = h.quant_v + size_t(row) * h.value_row_bytes;
-  if (h.key_bits < 16)
+__device__ void flush_group(const LowBitView& h, int from, int row, int id) {
+  const kvq::Shape& sh = h.shape;
+  const uint16_t* keys = h.full_k + size_t(from) * sh.hd;
+  const uint16_t* values = h.full_v + size_t(from) * sh.hd;
+  uint8_t* packed_k = h.quant_k + size_t(row) * sh.key_row_bytes();
+  uint8_t* packed_v = h.quant_v + size_t(row) * sh.value_row_bytes();
+  if (kvq::coded(sh.key_bits))
     quantize_keys(h, keys, id, packed_k);
   else
-    copy_f16_rows(keys, h.group, h.hd, packed_k);
-  if (h.value_bits < 16)
-    quantize_values(h, values, h.value_scales + size_t(row) * (h.hd / h.group), packed_v);
+    copy_f16_rows(keys, sh.group, sh.hd, packed_k);
+  if (kvq::coded(sh.value_bits))
+    quantize_values(h, values, h.value_scales + size_t(row) * sh.value_runs(), packed_v);
   else
-    copy_f16_rows(values, h.group, h.hd, packed_v);
-  for (int t = int(threadIdx.x); t < h.group; t += int(blockDim.x)) h.group_of[row + t] = id;
+    copy_f16_rows(values, sh.group, sh.hd, packed_v);
+  for (int t = int(threadIdx.x); t < sh.group; t += int(blockDim.x)) h.group_of[row + t] = id;
   __syncthreads();  // the rows are read before the residual moves over them
 }
 
 __global__ void kv_flush_kernel(const ItemDesc* items, ModelDims d) {
   const ItemDesc& it = items[blockIdx.y];
-  if (it.cache.low.key_bits == 0) return;  // the grid covers every item, so one graph serves any mix
+  if (!it.cache.low.used()) return;  // the grid covers every item, so one graph serves any mix
   const int layer = int(blockIdx.x) / d.kv_heads, g = int(blockIdx.x) % d.kv_heads;
-  LowBitHead h = low_bit_head(it.cache, layer, g, d.kv_heads, d.head_dim);
+  LowBitView h = low_bit_view(it.cache, layer, g, d.kv_heads);
   // This step's rows: the sinks are the first slots (positions ascend, and a cut keeps them all).
   const int32_t* pos = it.cache.pos + (size_t(layer) * d.kv_heads + g) * size_t(it.cache.cap);
-  int sinks = 0;
-  while (sinks < imin(it.kept, it.sinks) && pos[sinks] < it.sinks) ++sinks;
-  h.sinks = sinks;
-  h.residual = it.kept - sinks - h.quantized;
-  // Whole groups while R + G or more wait, then the rest moves down once (16-bit halves alone never flush).
-  const int G = h.group;
-  const bool quantizes = h.key_bits < 16 || h.value_bits < 16;
-  int flushed = 0;
-  for (; quantizes && h.residual - flushed >= h.residual_target + G; flushed += G)
-    flush_group(h, h.sinks + flushed, h.quantized + flushed, h.groups + flushed / G);
+  kvq::Runs& r = h.runs;
+  r.sinks = 0;
+  while (r.sinks < imin(it.kept, it.sinks) && pos[r.sinks] < it.sinks) ++r.sinks;
+  r.residual = it.kept - r.sinks - r.quantized;
+  // Whole groups while the rule lets them go, then the rest moves down once.
+  const int G = h.shape.group, flushed = h.shape.groups_to_flush(r.residual);
+  for (int f = 0; f < flushed; ++f) flush_group(h, r.sinks + f * G, r.quantized + f * G, r.groups + f);
   if (flushed > 0) {
-    const int first = h.sinks, rest = h.residual - flushed;
-    const auto dst = [&](int r) { return first + r; };
-    const auto src = [&](int r) { return first + flushed + r; };
-    move_rows(h.full_k, h.hd * 2, 0, rest, dst, src);
-    move_rows(h.full_v, h.hd * 2, 0, rest, dst, src);
+    const int first = r.sinks, gone = flushed * G, rest = r.residual - gone;
+    const auto dst = [&](int i) { return first + i; };
+    const auto src = [&](int i) { return first + gone + i; };
+    move_rows(h.full_k, h.shape.hd * 2, 0, rest, dst, src);
+    move_rows(h.full_v, h.shape.hd * 2, 0, rest, dst, src);
   }
   __syncthreads();  // every thread has read the counts it started from
-  if (threadIdx.x == 0) {
-    h.counts[kSinks] = h.sinks;
-    h.counts[kQuantized] = h.quantized + flushed;
-    h.counts[kResidual] = h.residual - flushed;
-    h.counts[kGroups] = h.groups + flushed / G;
-  }
+  if (threadIdx.x == 0) store_runs(h.shape.after_flush(r, flushed), h.counts);
 }
 
 }  // namespace

@@ -64,7 +64,7 @@ __global__ void rope_append_kernel(float* qkv, const ItemDesc* items, const int*
     float* x = q + h * hd + 2 * i;
     rope_rotate(x[0], x[1], cos_of[i], sin_of[i], &x[0], &x[1]);
   }
-  if (it.cache.low.key_bits != 0) return append_low_bit(it, layer, slot, k, v, cos_of, sin_of, d);
+  if (it.cache.low.used()) return append_low_bit(it, layer, slot, k, v, cos_of, sin_of, d);
   T* keys = static_cast<T*>(it.cache.k);
   T* raw = static_cast<T*>(it.cache.k_raw);
   T* values = static_cast<T*>(it.cache.v);

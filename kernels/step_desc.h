@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/base/host_device.h"
+#include "core/policy/low_bit_layout.h"
 
 namespace h2o::kern {
 
@@ -29,32 +30,40 @@ struct ModelDims {
   const double* rope_freq = nullptr;
 };
 
-// A quantized cache's own arrays (SEMANTICS.md, "KV precision"; the CPU's
-// LowBitHead keeps the same runs), each per (layer, KV head). Slots in stream
+// A quantized cache's own arrays (core/policy/low_bit_layout.h's layout, as
+// the CPU's LowBitHead keeps it), each per (layer, KV head). Slots in stream
 // order fall in three runs: the sinks and the residual are f16 rows of
 // full_k / full_v (sinks first), the quantized run between them is packed code
-// rows (kv_quant.h's planar packing; f16 rows where that half keeps 16 bits).
-// counts[head] holds that head's run lengths; heads differ once cuts and
-// flushes have run, so they live on the device, and the host reads them back
-// after each step for its capacities and byte counts.
+// rows (f16 rows where that half keeps 16 bits). counts[head] holds that
+// head's kvq::Runs; heads differ once cuts and flushes have run, so they live
+// on the device, and the host reads them back after each step for its
+// capacities and byte counts.
 struct LowBitArrays {
-  int key_bits = 0, value_bits = 0;  // 0: the cache is not quantized (CacheArrays::k, v hold it)
-  int group = 0, residual = 0;       // G, R
+  kvq::Shape shape;                  // key_bits 0: the cache is not quantized (CacheArrays::k, v hold it)
   uint16_t* full_k = nullptr;        // [..][full_cap][head_dim] f16: sinks, then the residual
   uint16_t* full_v = nullptr;
   int full_cap = 0;
   uint8_t* quant_k = nullptr;        // [..][cap][key_row_bytes]: the quantized run's codes
   uint8_t* quant_v = nullptr;        // [..][cap][value_row_bytes]
-  uint32_t* value_scales = nullptr;  // [..][cap][head_dim / G]: (m, s) f16 bits of each run, m low
-  uint32_t* key_scales = nullptr;    // [..][group_cap][head_dim]: (m, s) of each key group and channel
+  uint32_t* value_scales = nullptr;  // [..][cap][head_dim / G]: each run's kvq::Scale as a word (scale_word)
+  uint32_t* key_scales = nullptr;    // [..][group_cap][head_dim]: each key group and channel's
   int group_cap = 0;
   int32_t* group_of = nullptr;       // [..][cap]: the key group of each quantized row
-  int32_t* counts = nullptr;         // [..][4]: LowBitCount
-};
-enum LowBitCount { kSinks = 0, kQuantized = 1, kResidual = 2, kGroups = 3, kCounts = 4 };
+  int32_t* counts = nullptr;         // [..][kCounts]: LowBitCount
 
-// Bytes of a packed row of n codes of `bits` (16: the row as f16), as kvq::row_bytes.
-H2O_HD int low_bit_row_bytes(int n, int bits) { return n * bits / 8; }
+  H2O_HD bool used() const { return shape.key_bits != 0; }
+};
+// A head's counts, in kvq::Runs' order.
+enum LowBitCount { kSinks = 0, kQuantized = 1, kResidual = 2, kGroups = 3, kCounts = 4 };
+H2O_HD kvq::Runs runs_at(const int32_t* counts) {
+  return kvq::Runs{counts[kSinks], counts[kQuantized], counts[kResidual], counts[kGroups]};
+}
+H2O_HD void store_runs(const kvq::Runs& r, int32_t* counts) {
+  counts[kSinks] = r.sinks;
+  counts[kQuantized] = r.quantized;
+  counts[kResidual] = r.residual;
+  counts[kGroups] = r.groups;
+}
 
 // One session's cache: every array is [layer][kv_head][cap] rows.
 struct CacheArrays {

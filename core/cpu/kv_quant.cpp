@@ -13,36 +13,12 @@
 
 namespace h2o::kvq {
 
-Scale scale_of(float lo, float hi, int bits) {
-  Scale out;
-  out.m = f32_to_f16(lo);
-  out.s = f32_to_f16((hi - f16_to_f32(out.m)) / float((1 << bits) - 1));
-  return out;
-}
-
-uint8_t code_of(float x, Scale scale, int bits) {
-  const float s = f16_to_f32(scale.s);
-  if (s == 0.0f) return 0;
-  // nearbyint rounds half to even in the default rounding mode.
-  const float q = std::nearbyint((x - f16_to_f32(scale.m)) / s);
-  return uint8_t(std::clamp(q, 0.0f, float((1 << bits) - 1)));
-}
-
-float read_back(uint8_t code, Scale scale) { return std::fma(float(code), f16_to_f32(scale.s), f16_to_f32(scale.m)); }
-
 void pack_row(const uint8_t* codes, int n, int bits, uint8_t* out) {
-  const int per = 8 / bits, stride = n / per;
-  for (int j = 0; j < stride; ++j) {
-    uint8_t byte = 0;
-    for (int k = 0; k < per; ++k) byte |= uint8_t(codes[j + k * stride] << (k * bits));
-    out[j] = byte;
-  }
+  for (int j = 0; j < row_bytes(n, bits); ++j) out[j] = packed_byte(j, n, bits, [&](int c) { return codes[c]; });
 }
 
 void unpack_row(const uint8_t* packed, int n, int bits, uint8_t* codes) {
-  const int per = 8 / bits, stride = n / per, mask = (1 << bits) - 1;
-  for (int k = 0; k < per; ++k)
-    for (int j = 0; j < stride; ++j) codes[j + k * stride] = uint8_t((packed[j] >> (k * bits)) & mask);
+  for (int c = 0; c < n; ++c) codes[c] = uint8_t(code_at(packed, n, bits, c));
 }
 
 float half_to_float(uint16_t h) {
@@ -78,13 +54,9 @@ void quantize_key_group(const float* rows, int tokens, int n, int bits, Scale* s
                         int row_stride) {
   std::vector<uint8_t> codes(size_t(tokens) * n);
   for (int c = 0; c < n; ++c) {
-    float lo = rows[c], hi = rows[c];
-    for (int t = 1; t < tokens; ++t) {
-      lo = std::min(lo, rows[size_t(t) * n + c]);
-      hi = std::max(hi, rows[size_t(t) * n + c]);
-    }
-    scales[c] = scale_of(lo, hi, bits);
-    for (int t = 0; t < tokens; ++t) codes[size_t(t) * n + c] = code_of(rows[size_t(t) * n + c], scales[c], bits);
+    scales[c] = HostMath::scale_of_range(tokens, [&](int t) { return rows[size_t(t) * n + c]; }, bits);
+    for (int t = 0; t < tokens; ++t)
+      codes[size_t(t) * n + c] = uint8_t(HostMath::code_of(rows[size_t(t) * n + c], scales[c], bits));
   }
   for (int t = 0; t < tokens; ++t) pack_row(&codes[size_t(t) * n], n, bits, packed + size_t(t) * row_stride);
 }
@@ -93,9 +65,8 @@ void quantize_value_row(const float* row, int n, int group, int bits, Scale* sca
   std::vector<uint8_t> codes(static_cast<size_t>(n));
   for (int g = 0; g < n / group; ++g) {
     const float* x = row + g * group;
-    const auto [lo, hi] = std::minmax_element(x, x + group);
-    scales[g] = scale_of(*lo, *hi, bits);
-    for (int c = 0; c < group; ++c) codes[size_t(g * group + c)] = code_of(x[c], scales[g], bits);
+    scales[g] = HostMath::scale_of_range(group, [&](int c) { return x[c]; }, bits);
+    for (int c = 0; c < group; ++c) codes[size_t(g * group + c)] = uint8_t(HostMath::code_of(x[c], scales[g], bits));
   }
   pack_row(codes.data(), n, bits, packed);
 }

@@ -1,30 +1,24 @@
 #pragma once
-// The arithmetic of a quantized KV cache, exactly as ../shared/docs/SEMANTICS.md
-// ("KV precision") fixes it, written once for every cache that stores codes:
-// a group's minimum m and step s rounded to f16, round-half-even codes, and the
-// planar packing of a row of codes.
+// The CPU's rows of a quantized KV cache: low_bit_layout.h's arithmetic
+// (SEMANTICS.md, "KV precision": a group's minimum m and step s rounded to
+// f16, round-half-even codes, planar packing) over whole rows and groups, and
+// attention straight from the codes, vectorized for the host.
 #include <cstdint>
+
+#include "core/model/dtype.h"
+#include "core/policy/low_bit_layout.h"
 
 namespace h2o::kvq {
 
-// A group's numbers as IEEE half bits: x is read back as m + code * s.
-struct Scale {
-  uint16_t m = 0, s = 0;
+// The host's f16 rounding for low_bit_layout.h's arithmetic (nearest even).
+struct HostHalf {
+  static uint16_t bits(float x) { return f32_to_f16(x); }
+  static float value(uint16_t h) { return f16_to_f32(h); }
 };
+// scale_of, scale_of_range, code_of and read_back, as the device computes them.
+using HostMath = Math<HostHalf>;
 
-// m = f16(lo), s = f16((hi - m) / (2^bits - 1)), each rounded to nearest even.
-Scale scale_of(float lo, float hi, int bits);
-// clamp(round_half_even((x - m) / s), 0, 2^bits - 1); 0 when s is 0.
-uint8_t code_of(float x, Scale scale, int bits);
-// m + code * s in f32, one rounding (a fused multiply-add).
-float read_back(uint8_t code, Scale scale);
-
-// Bytes of one row of n b-bit codes (b = 16: the row as f16).
-inline int row_bytes(int n, int bits) { return n * bits / 8; }
-// Planar packing of n codes (n a multiple of 8 / bits): with p = 8 / bits
-// codes a byte, byte j holds the codes of channels j, j + n/p, j + 2n/p, ...,
-// the first in the lowest bits, so a row unpacks with plain shifts over
-// consecutive bytes (vector-friendly on both backends).
+// A row of n codes packed (low_bit_layout.h's planes), and unpacked.
 void pack_row(const uint8_t* codes, int n, int bits, uint8_t* out);
 void unpack_row(const uint8_t* packed, int n, int bits, uint8_t* codes);
 

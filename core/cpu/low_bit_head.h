@@ -20,14 +20,15 @@ class LowBitHead {
  public:
   LowBitHead(const KvPrecision& kv, int head_dim, int sinks, bool rolling);
 
-  int size() const { return sinks_ + quantized_ + residual_; }
-  int sinks() const { return sinks_; }          // slots [0, sinks) are f16
-  int quantized() const { return quantized_; }  // slots [sinks, sinks + quantized) hold codes
-  int groups() const { return int(group_size_.size()); }
+  const kvq::Runs& runs() const { return runs_; }
+  int size() const { return runs_.size(); }
+  int sinks() const { return runs_.sinks; }          // slots [0, sinks) are f16
+  int quantized() const { return runs_.quantized; }  // slots [sinks, sinks + quantized) hold codes
+  int groups() const { return runs_.groups; }
 
   // What room for `rows` more tokens costs: every run sized for the step's
-  // worst case (all rows in the residual, then flushed), grown by half and
-  // never past `limit` tokens a run. plan() books nothing; grow() applies it.
+  // worst case (low_bit_layout.h's most_after_step), grown by half and never
+  // past `limit` tokens a run. plan() books nothing; grow() applies it.
   struct Growth {
     int full = 0, quantized = 0, groups = 0;  // capacities, in tokens and key groups
     int64_t bytes = 0;                        // allocated bytes after it
@@ -48,7 +49,8 @@ class LowBitHead {
   void add_quantized_values(std::span<const cpu::QueryRow> rows);
   // Keeps `kept` (ascending slots) in order; key groups shrink, never re-quantized.
   void cut(std::span<const int> kept);
-  // While the residual holds R + G tokens or more, quantizes its oldest G as one group.
+  // low_bit_layout.h's flush rule: while the residual holds R + G tokens or
+  // more, its oldest G are quantized as one group.
   void flush();
   // Rolling positions (f16 caches only): slot's key rotated afresh from its pre-RoPE copy.
   void rotate_key(int slot, const RopeAngles& angles);
@@ -58,17 +60,14 @@ class LowBitHead {
   int64_t allocated_bytes() const;
 
  private:
-  int full_row(int slot) const { return slot < sinks_ ? slot : slot - quantized_; }
-  int key_row_bytes() const;
-  int value_row_bytes() const;
   void read_slots(int first, int count, bool keys, float* out);
   void read_quantized(int first, int count, bool keys, float* out);
   void index_groups();
 
-  KvPrecision kv_;
+  kvq::Shape shape_;
   int hd_, sink_positions_;
   bool rolling_;
-  int sinks_ = 0, quantized_ = 0, residual_ = 0;  // tokens in each run
+  kvq::Runs runs_;  // tokens in each run, and the key groups (group_size_'s count)
   // The f16 runs: sinks, then residual, [row][hd].
   std::vector<uint16_t> full_k_, full_v_, full_raw_;
   int full_cap_ = 0;

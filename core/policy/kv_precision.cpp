@@ -31,14 +31,8 @@ std::string KvPrecision::label() const {
   return mixed;
 }
 
-int64_t low_bit_live_bytes(const KvPrecision& kv, int head_dim, int f16_tokens, int quantized, int groups) {
-  const auto low = [](int bits) { return bits < 16; };
-  const int64_t hd = head_dim;
-  int64_t bytes = int64_t(f16_tokens) * hd * 2 * 2;
-  bytes += int64_t(quantized) * (hd * kv.key_bits / 8 + hd * kv.value_bits / 8);
-  if (low(kv.value_bits)) bytes += int64_t(quantized) * (hd / kv.group) * 4;
-  if (low(kv.key_bits)) bytes += int64_t(groups) * hd * 4;
-  return bytes;
+kvq::Shape low_bit_shape(const KvPrecision& kv, int head_dim) {
+  return kvq::Shape{head_dim, kv.key_bits, kv.value_bits, kv.group, kv.residual};
 }
 
 void KvPrecision::validate(bool rolling) const {

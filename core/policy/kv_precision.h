@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/policy/low_bit_layout.h"
+
 namespace h2o {
 
 struct KvPrecision {
@@ -43,12 +45,9 @@ struct KvPrecision {
   bool operator==(const KvPrecision&) const = default;
 };
 
-// KV bytes (live) of one (layer, KV head) at a quantized precision, as
-// SEMANTICS.md counts them, for both backends: the f16 tokens (sinks and
-// residual) at 2 bytes an element, the quantized tokens' packed codes (b bits
-// an element; f16 where a half keeps 16 bits), two f16 numbers per value run
-// of each quantized token and per channel of each key group.
-int64_t low_bit_live_bytes(const KvPrecision& kv, int head_dim, int f16_tokens, int quantized, int groups);
+// The quantized layout's shape (low_bit_layout.h) of a (layer, KV head) of
+// head_dim channels at this precision: its bytes, growth and flush rule.
+kvq::Shape low_bit_shape(const KvPrecision& kv, int head_dim);
 
 // "--kv-bits K[,V]" (one value: both): 16, 8, 4 or 2 — one precision
 // everywhere ("4,2" is keys 4, values 2). Throws Error naming `flag`; a

@@ -54,24 +54,24 @@ std::vector<float> random_rows(int n, uint32_t seed, float scale = 2.0f) {
 }  // namespace
 
 TEST(KvQuant, ScaleCodeAndReadBackFollowTheSpec) {
-  const kvq::Scale sc = kvq::scale_of(-1.0f, 2.0f, 2);
+  const kvq::Scale sc = kvq::HostMath::scale_of(-1.0f, 2.0f, 2);
   EXPECT_EQ(f16_to_f32(sc.m), -1.0f);
   EXPECT_EQ(f16_to_f32(sc.s), 1.0f);
-  EXPECT_EQ(kvq::code_of(0.5f, sc, 2), 2);   // 1.5 rounds half to even: 2
-  EXPECT_EQ(kvq::code_of(-0.5f, sc, 2), 0);  // 0.5 rounds half to even: 0
-  EXPECT_EQ(kvq::code_of(1.5f, sc, 2), 2);   // 2.5: 2
-  EXPECT_EQ(kvq::code_of(9.0f, sc, 2), 3);   // clamped
-  EXPECT_EQ(kvq::code_of(-9.0f, sc, 2), 0);
-  EXPECT_EQ(kvq::read_back(3, sc), 2.0f);
+  EXPECT_EQ(kvq::HostMath::code_of(0.5f, sc, 2), 2);   // 1.5 rounds half to even: 2
+  EXPECT_EQ(kvq::HostMath::code_of(-0.5f, sc, 2), 0);  // 0.5 rounds half to even: 0
+  EXPECT_EQ(kvq::HostMath::code_of(1.5f, sc, 2), 2);   // 2.5: 2
+  EXPECT_EQ(kvq::HostMath::code_of(9.0f, sc, 2), 3);   // clamped
+  EXPECT_EQ(kvq::HostMath::code_of(-9.0f, sc, 2), 0);
+  EXPECT_EQ(kvq::HostMath::read_back(3, sc), 2.0f);
   // m and s are rounded to f16: 0.1 is not one.
-  const kvq::Scale odd = kvq::scale_of(0.1f, 0.7f, 4);
+  const kvq::Scale odd = kvq::HostMath::scale_of(0.1f, 0.7f, 4);
   EXPECT_EQ(f16_to_f32(odd.m), f16(0.1f));
   EXPECT_EQ(f16_to_f32(odd.s), f16((0.7f - f16(0.1f)) / 15.0f));
   // A constant group has s = 0 and every code 0.
-  const kvq::Scale flat = kvq::scale_of(0.25f, 0.25f, 4);
+  const kvq::Scale flat = kvq::HostMath::scale_of(0.25f, 0.25f, 4);
   EXPECT_EQ(flat.s, 0);
-  EXPECT_EQ(kvq::code_of(0.25f, flat, 4), 0);
-  EXPECT_EQ(kvq::read_back(0, flat), 0.25f);
+  EXPECT_EQ(kvq::HostMath::code_of(0.25f, flat, 4), 0);
+  EXPECT_EQ(kvq::HostMath::read_back(0, flat), 0.25f);
 }
 
 TEST(KvQuant, PlanarPackingRoundTripsAndPutsChannelsWhereTheLayoutSays) {
@@ -123,6 +123,40 @@ TEST(KvQuant, KeyGroupsPerChannelAndValuesPerRunMatchTheSpec) {
         ASSERT_EQ(out[size_t(r * group + c)], std::fma(float(g.codes[size_t(c)]), g.s, g.m)) << bits << " run " << r;
     }
   }
+}
+
+// low_bit_layout.h's rules, which both caches follow: the flush (SEMANTICS'
+// "while the residual holds R + G or more, its oldest G go"), and the step's
+// most, which must hold whatever a flush leaves.
+TEST(LowBitLayout, TheFlushRuleAndTheStepsMostAreWhatTheSpecSays) {
+  for (const int G : {1, 8, 32})
+    for (const int R : {G, 2 * G})
+      for (const int bits : {16, 4}) {
+        const kvq::Shape shape{64, bits, bits, G, R};
+        for (int residual = 0; residual < 4 * R + 3 * G; ++residual) {
+          int groups = 0;
+          for (int left = residual; bits < 16 && left >= R + G; left -= G) ++groups;
+          ASSERT_EQ(shape.groups_to_flush(residual), groups) << "G " << G << " R " << R << " residual " << residual;
+          const kvq::Runs before{3, 5 * G, residual, 5};
+          const kvq::Runs after = shape.after_flush(before, groups);
+          EXPECT_EQ(after.size(), before.size());
+          EXPECT_EQ(after.groups, 5 + groups);
+          if (bits < 16) {
+            EXPECT_LT(after.residual, R + G);
+          }
+          // A step appending `rows` never needs more than most_after_step of any run.
+          for (const int rows : {0, 1, G + 1}) {
+            const kvq::Runs most = shape.most_after_step(before, rows);
+            kvq::Runs grown = before;
+            grown.residual += rows;
+            const kvq::Runs flushed = shape.after_flush(grown, shape.groups_to_flush(grown.residual));
+            EXPECT_LE(grown.f16_tokens(), most.f16_tokens());
+            EXPECT_LE(flushed.quantized, most.quantized);
+            EXPECT_LE(flushed.groups, most.groups);
+            EXPECT_GE(most.groups, 1);
+          }
+        }
+      }
 }
 
 TEST(LowBitHead, FlushesWholeGroupsKeepsTheResidualAndShrinksGroupsOnCuts) {

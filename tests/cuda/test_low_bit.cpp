@@ -46,7 +46,7 @@ struct DeviceHead {
     a.pos = pos->get();
     a.score = score->get();
     a.cap = cap;
-    a.low = {kv.key_bits, kv.value_bits, kv.group, kv.residual, full_k->get(), full_v->get(), full_cap,
+    a.low = {low_bit_shape(kv, hd), full_k->get(), full_v->get(), full_cap,
              quant_k->get(), quant_v->get(), value_scales->get(), key_scales->get(), group_cap,
              group_of->get(), counts->get()};
     return a;
@@ -118,7 +118,7 @@ ReadBack read_back(const DeviceHead& h, int held) {
   const int sinks = out.counts[kSinks], quantized = out.counts[kQuantized];
   out.k.resize(size_t(held) * hd);
   out.v.resize(size_t(held) * hd);
-  const auto scale = [](uint32_t packed) { return kvq::Scale{uint16_t(packed & 0xffff), uint16_t(packed >> 16)}; };
+  const auto scale = [](uint32_t word) { return kvq::scale_from_word(word); };
   for (int slot = 0; slot < held; ++slot) {
     float* k = &out.k[size_t(slot) * hd];
     float* v = &out.v[size_t(slot) * hd];
@@ -135,7 +135,7 @@ ReadBack read_back(const DeviceHead& h, int held) {
       if (bits == 16) return kvq::f16_to_f32_row(reinterpret_cast<const uint16_t*>(p), hd, out);
       std::vector<uint8_t> codes(static_cast<size_t>(hd));
       kvq::unpack_row(p, hd, bits, codes.data());
-      for (int c = 0; c < hd; ++c) out[c] = kvq::read_back(codes[size_t(c)], scale(scale_of(c)));
+      for (int c = 0; c < hd; ++c) out[c] = kvq::HostMath::read_back(codes[size_t(c)], scale(scale_of(c)));
     };
     row(quant_k, h.kv.key_bits, [&](int c) { return ks[size_t(group_of[size_t(r)]) * hd + c]; }, k);
     row(quant_v, h.kv.value_bits, [&](int c) { return vs[size_t(r) * (hd / G) + c / G]; }, v);
