@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "app/bench_op_times.h"
+#include "app/cli_flags.h"
 #include "core/backends/make_backend.h"
 #include "core/base/error.h"
 #include "core/base/format.h"
@@ -233,23 +234,22 @@ int main(int argc, char** argv) {
   CLI::App app{"Decode speed per backend, model and policy: a table with bytes moved and % of measured bandwidth"};
   Options o;
   o.backend.threads = 2;
-  app.add_option("--backend", o.backend.kind, backend_choices() + " (cuda-sim: the CUDA backend through the SIMT emulation: slow)");
-  app.add_option("--precision", o.backend.precision,
-                 "CUDA weights: f32|f16|bf16|native (default: native for quantised files, else f32)");
-  app.add_option("--threads", o.backend.threads, "CPU threads (default 2 for the cpu backend)");
+  cli::add_table_flag(&app, "backend", o.backend.kind, kBench);
+  cli::add_table_flag(&app, "precision", o.backend.precision, kBench);
+  cli::add_table_flag(&app, "threads", o.backend.threads, kBench);
   app.add_option("--shapes", o.shapes, "synthetic shapes, comma-separated (random weights at real shapes)");
   app.add_option("--dtype", o.dtype, "synthetic weights' type: " + type_mix_names());
   app.add_option("--model", o.model, "a model file instead of synthetic shapes");
   app.add_option("--policies", o.policies, "comma-separated, any of: " + policy_names());
   app.add_option("--contexts", o.contexts, "tokens in each cache before timing, comma-separated");
-  app.add_option("--kv-bits", o.kv_bits, "KV precision K[,V]: 16, 8, 4 or 2 bits (default: the backend's own type)");
+  cli::add_table_flag(&app, "kv-bits", o.kv_bits, kBench);
   app.add_option("--kv-sweep", o.kv_sweep,
                  "KV precisions, comma-separated: each policy at each of 32 (the backend's own type), 16, 8, 4, 2 or "
                  "k<K>v<V>; instead of --kv-bits");
-  app.add_option("--kv-group", o.kv_group, "quantization group G below 16 bits (must divide the head's dimension)");
-  app.add_option("--kv-residual", o.kv_residual, "newest tokens kept exact below 16 bits (a multiple of G)");
-  app.add_option("--budget", o.budget, "tokens per KV head for the policies that evict");
-  app.add_option("--sinks", o.sinks, "attention sinks");
+  cli::add_table_flag(&app, "kv-group", o.kv_group, kBench);
+  cli::add_table_flag(&app, "kv-residual", o.kv_residual, kBench);
+  cli::add_table_flag(&app, "budget", o.budget, kBench);
+  cli::add_table_flag(&app, "sinks", o.sinks, kBench);
   app.add_option("--slacks", o.slacks,
                  "comma-separated: each evicting policy at each slack (the cache grows to budget + slack, then is cut "
                  "back to budget)");

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "app/cli_flags.h"
 #include "core/backends/make_backend.h"
 #include "core/base/atomic_file.h"
 #include "core/base/error.h"
@@ -157,24 +158,20 @@ void add_flags(CLI::App& app, Options& o) {
   app.add_option("--shapes", o.shapes, "synthetic shapes, comma-separated (their layers and heads)");
   app.add_option("--panes", o.panes, "pane counts, comma-separated: 2 (full, h2o) or 4 (full, streaming, h2o, tova)");
   app.add_option("--steps", o.steps, "steps of each run")->check(CLI::Range(int64_t(1), int64_t(10000000)));
-  app.add_option("--budget", o.budget, "tokens per KV head of the panes that evict")->check(CLI::Range(1, kMaxCacheTokens));
-  app.add_option("--slack", o.slack, "tokens a cache grows past its budget before one cut")->check(CLI::Range(0, kMaxCacheTokens));
+  cli::add_table_flag(&app, "budget", o.budget, kBenchStudio);
+  cli::add_table_flag(&app, "slack", o.slack, kBenchStudio);
   app.add_option("--csv", o.csv, "also write the table as CSV to this file");
-  app.add_option("--backend", o.backend,
-                 "run the real engine instead (" + backend_choices() + ") on a random-weight model of each shape, and report "
-                 "the engine alone beside the whole pipeline");
+  cli::add_table_flag(&app, "backend", o.backend, kBenchStudio);
   app.add_option("--dtype", o.dtype, "with --backend: the synthetic weights' type (default f16)");
-  app.add_option("--precision", o.precision, "with --backend cuda: f32|f16|bf16|native");
-  app.add_option("--threads", o.threads, "with --backend cpu: threads (0: the app's choice)");
+  cli::add_table_flag(&app, "precision", o.precision, kBenchStudio);
+  cli::add_table_flag(&app, "threads", o.threads, kBenchStudio);
   app.add_flag("--sync", o.sync, "take each step into the sinks before the next (the design before they ran beside the engine)");
   app.add_option("--thinning", o.thinning,
                  "on|off|auto: thin steps when the sinks fall behind (auto: off for synthetic steps, so the table "
                  "measures full detail; the app's rule with --backend)")
       ->check(CLI::IsMember({"on", "off", "auto"}));
   app.add_option("--spool-dir", o.spool_dir, "folder of the recording spool (removed after each run)");
-  app.add_option("--recording-limit", o.recording_limit_mib,
-                 "MiB the spool may hold (the app's is 512; 0: no limit); past it, the newest steps and a checkpoint")
-      ->check(CLI::Range(int64_t(0), int64_t(1) << 20));
+  cli::add_table_flag(&app, "recording-limit", o.recording_limit_mib, kBenchStudio);
 }
 
 // Every (shape, pane count) to run, in the table's order. Throws Error naming the flag.

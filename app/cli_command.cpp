@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "app/cli_flags.h"
 #include "app/cli_support.h"
 #include "core/backends/make_backend.h"
 #include "core/base/error.h"
@@ -23,32 +24,24 @@ void stop_on_signals() { stop_at_step_boundaries(true); }
 bool interrupted() { return stop_signal() != 0; }
 
 void add_model_flags(CLI::App* sub, Flags& f) {
-  sub->add_option("--model", f.model, "model file: llama2.c .bin, .gguf, config.json/.safetensors/folder, or synthetic:<shape>[:vocab=N]");
-  sub->add_option("--tokenizer", f.tokenizer,
-                  "SentencePiece .model, GGUF (its vocabulary) or tokenizer.json (default: the model's own, or the demo's)");
+  add_table_flag(sub, "model", f.model, kCliRun);
+  add_table_flag(sub, "tokenizer", f.tokenizer, kCliRun);
 }
 
 void add_run_flags(CLI::App* sub, Flags& f) {
   add_model_flags(sub, f);
   sub->add_option("--policy", f.policy, "policy for single-policy commands: " + policy_names());
-  for (const PolicyFlag& p : policy_flags()) sub->add_option("--" + p.name, f.params[p.name], p.help);
-  sub->add_option("--budget", f.budget, "tokens per KV head; the policy parameters not given split it (after --sinks)");
-  sub->add_option("--slack", f.slack,
-                  "let the cache grow to budget+slack before cutting back to budget (default: 0 on the CPU, " +
-                      std::to_string(kDeviceSlack) + " on a GPU; 0 is exact)");
-  sub->add_flag("--position-rolling", f.rolling, "positions from cache slots instead of stream positions");
-  sub->add_option("--kv-bits", f.kv_bits,
-                  "KV precision K[,V]: 16, 8, 4 or 2 bits (KIVI; default: the backend's cache type); a policy "
-                  "list may also say it per entry, h2o@2bit");
-  sub->add_option("--kv-group", f.kv_group, "quantization group G: tokens of a key group, channels of a value group");
-  sub->add_option("--kv-residual", f.kv_residual, "the newest R tokens (a multiple of G) stay f16 until G more arrive");
-  sub->add_option("--backend", f.backend,
-                  backend_choices() + " (cuda-sim: the CUDA backend's code through the SIMT emulation, on the CPU: slow, for checking)");
-  sub->add_option("--precision", f.precision,
-                  "CUDA weights: f32|f16|bf16|native (default: native for quantised files, else f32)");
-  sub->add_option("--threads", f.threads, "CPU threads (0: all cores)");
-  sub->add_option("--kv-limit", f.kv_limit_mib,
-                  "KV memory of all sessions together, MiB (0: none); a session that needs more stops, the others go on");
+  for (const PolicyFlag& p : policy_flags()) add_table_flag(sub, p.name, f.params[p.name], kCliRun);
+  add_table_flag(sub, "budget", f.budget, kCliRun);
+  add_table_flag(sub, "slack", f.slack, kCliRun);
+  add_table_flag(sub, "position-rolling", f.rolling, kCliRun);
+  add_table_flag(sub, "kv-bits", f.kv_bits, kCliRun);
+  add_table_flag(sub, "kv-group", f.kv_group, kCliRun);
+  add_table_flag(sub, "kv-residual", f.kv_residual, kCliRun);
+  add_table_flag(sub, "backend", f.backend, kCliRun);
+  add_table_flag(sub, "precision", f.precision, kCliRun);
+  add_table_flag(sub, "threads", f.threads, kCliRun);
+  add_table_flag(sub, "kv-limit", f.kv_limit_mib, kCliRun);
   sub->add_option("--temperature", f.temperature, "0: greedy");
   sub->add_option("--top-p", f.top_p, "nucleus sampling mass");
   sub->add_option("--seed", f.seed, "sampling seed (shared by all policies)");
@@ -93,8 +86,6 @@ void refuse_parts_the_kind_lacks(const std::string& kind, const BudgetRatios& r)
 uint64_t seed(const Flags& f) { return parse_flag_uint(f.seed, "--seed", UINT64_MAX); }
 
 BackendOptions backend_options(const Flags& f) {
-  if (f.kv_limit_mib < 0 || f.kv_limit_mib > (int64_t(1) << 40))
-    fail("--kv-limit", "must be between 0 (no limit) and 2^40 MiB, got " + std::to_string(f.kv_limit_mib));
   return {f.backend, f.threads, f.precision, f.kv_limit_mib << 20};
 }
 

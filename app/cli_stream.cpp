@@ -1,5 +1,6 @@
 // h2o-cli stream: MT-Bench side by side through several cache policies, with logs.
 #include "app/cli_command.h"
+#include "app/cli_flags.h"
 
 #include <CLI/CLI.hpp>
 #include <iomanip>
@@ -87,8 +88,8 @@ CLI::App* add_stream(CLI::App& app, Flags& f, StreamFlags& sf) {
   CLI::App* stream = app.add_subcommand("stream", "MT-Bench side by side through several policies, with logs");
   add_run_flags(stream, f);
   add_ratio_flags(stream, f);  // refused with one line: a stream has no length
-  stream->add_option("--policies", f.policies, "comma-separated, any of: " + policy_names());
-  stream->add_option("--prompts", f.prompts, "FastChat question.jsonl (default: the assets' mt_bench.jsonl)");
+  add_table_flag(stream, "policies", f.policies, kCliStream);
+  add_table_flag(stream, "prompts", f.prompts, kCliStream);
   stream->add_option("--questions", sf.questions, "stop after this many questions (0: all)");
   stream->add_option("--template", f.chat_template,
                      "chat template, {turn} stands for the turn (default: the model's own when recognised, else '" +

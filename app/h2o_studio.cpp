@@ -22,8 +22,7 @@
 
 #include "core/backends/make_backend.h"
 #include "core/base/error.h"
-#include "core/base/system_limits.h"
-#include "core/policy/kv_precision.h"
+#include "core/flags/run_flags.h"
 #include "core/policy/policy.h"
 #include "ui/shell/frame_stats.h"
 #include "ui/shell/main_window.h"
@@ -42,31 +41,38 @@ void print_perf(const std::vector<double>& frames) {
   std::fflush(stdout);
 }
 
+// A flag of the run's table (core/flags/run_flags.h), with the help the app shows.
+QCommandLineOption table_option(std::string_view name, QStringList names = {}) {
+  const h2o::RunFlag& f = h2o::run_flag(name);
+  names << QString::fromStdString(f.name);
+  QString help = QString::fromStdString(h2o::flag_help(f, h2o::kApp)) + ".";
+  help[0] = help[0].toUpper();  // a sentence, as the app's own flags' help
+  if (f.kind == h2o::FlagKind::Switch) return QCommandLineOption(names, help);
+  return QCommandLineOption(names, help, QString::fromStdString(f.value_name));
+}
+
 struct Options {
-  QCommandLineOption model{{"m", "model"}, "Model: a .gguf (any weight type), llama2.c .bin, Hugging Face folder or config.json, or synthetic:<shape>.", "path"};
-  QCommandLineOption tokenizer{{"t", "tokenizer"}, "Tokenizer: SentencePiece .model, Hugging Face tokenizer.json or a GGUF vocabulary (default: the model's own).", "path"};
-  QCommandLineOption prompts{"prompts", "MT-Bench question.jsonl.", "path"};
+  QCommandLineOption model = table_option("model", {"m"});
+  QCommandLineOption tokenizer = table_option("tokenizer", {"t"});
+  QCommandLineOption prompts = table_option("prompts");
   QCommandLineOption forced{"forced-text", "Teacher-forced mode on this text file.", "path"};
   QCommandLineOption replay{"replay", "Replay a saved recording (no model needed).", "path"};
-  QCommandLineOption backend{"backend",
-                             QString::fromStdString("Compute backend: " + h2o::backend_choices() +
-                                                    " (cuda without CUDA or a GPU: the CPU, with a banner saying so; "
-                                                    "cuda-sim: the CUDA backend's code through the SIMT emulation, slow)."),
-                             "name"};
-  QCommandLineOption threads{"threads", "CPU threads (0: every core but one, left to the window).", "n"};
-  QCommandLineOption policies{"policies", "The panes, in order: 2 to 4 of full, streaming, h2o, tova (comma-separated); an entry may have its own KV precision: h2o@2bit.", "list"};
-  QCommandLineOption kv_bits{"kv-bits", "KV precision of every pane: 16, 8, 4 or 2 bits, or K,V (default: the backend's own type).", "bits"};
-  QCommandLineOption kv_group{"kv-group", "Quantization group G (tokens of a key group, channels of a value group; default: the largest of 32, 16, 8 the model's head and the budget allow).", "n"};
-  QCommandLineOption kv_residual{"kv-residual", "Newest tokens kept in f16 (R, a multiple of G; default 2G, or G where the budget is small).", "n"};
-  QCommandLineOption budget{"budget", "Tokens per KV head for every policy that evicts.", "n"};
+  QCommandLineOption backend = table_option("backend");
+  QCommandLineOption threads = table_option("threads");
+  QCommandLineOption policies = table_option("policies");
+  QCommandLineOption kv_bits = table_option("kv-bits");
+  QCommandLineOption kv_group = table_option("kv-group");
+  QCommandLineOption kv_residual = table_option("kv-residual");
+  QCommandLineOption kv_limit = table_option("kv-limit");
+  QCommandLineOption budget = table_option("budget");
+  QCommandLineOption slack = table_option("slack");
   // One flag per policy parameter the controls show (core/studio/studio_params.h): --sinks, --heavy, --recent.
   std::vector<std::pair<const h2o::StudioParam*, QCommandLineOption>> params = [] {
     std::vector<std::pair<const h2o::StudioParam*, QCommandLineOption>> out;
-    for (const h2o::StudioParam& p : h2o::studio_params())
-      out.emplace_back(&p, QCommandLineOption(QString::fromStdString(p.name), QString::fromStdString(p.description) + ".", "n"));
+    for (const h2o::StudioParam& p : h2o::studio_params()) out.emplace_back(&p, table_option(p.name));
     return out;
   }();
-  QCommandLineOption rolling{"position-rolling", "RoPE positions from cache slots instead of stream positions."};
+  QCommandLineOption rolling = table_option("position-rolling");
   QCommandLineOption layer{"layer", "Layer shown.", "n"};
   QCommandLineOption head{"head", "Query head shown (-1: mean over heads).", "n"};
   QCommandLineOption inspect{QStringList{"inspect-token", "inspect"},
@@ -85,19 +91,15 @@ struct Options {
   QCommandLineOption tab{"tab", "Analysis tab shown: curves, inspector, heavy-hitters, head-view or model-view.", "name"};
   QCommandLineOption enlarge{"enlarge-tab", "Give the analysis tabs most of the height (the teaching views)."};
   QCommandLineOption fresh{"no-settings", "Neither read nor write remembered settings."};
-  QCommandLineOption recording_limit{"recording-limit",
-                                     "Most MiB of the run kept for Save recording, logs, reports and the timeline "
-                                     "(default 512; 0: no limit). Past it, the newest steps and the whole history before them.",
-                                     "MiB"};
+  QCommandLineOption recording_limit = table_option("recording-limit");
   void add_to(QCommandLineParser& parser) const {
     parser.setApplicationDescription(
         "H2O Studio: KV-cache eviction (full, StreamingLLM, H2O, TOVA) made visible, side by side.");
     parser.addHelpOption();
     parser.addVersionOption();
-    for (const auto* o : {&model, &tokenizer, &prompts, &forced, &replay, &backend, &threads, &policies, &kv_bits, &kv_group,
-                          &kv_residual, &budget}) {
+    for (const auto* o : {&model, &tokenizer, &prompts, &forced, &replay, &backend, &threads, &policies, &kv_bits,
+                          &kv_group, &kv_residual, &kv_limit, &budget, &slack})
       parser.addOption(*o);
-    }
     for (const auto& [name, o] : params) parser.addOption(o);
     for (const auto* o : {&rolling, &layer, &head, &inspect, &size, &screenshot, &autoplay, &play,
                           &quit_after, &stats, &perf, &presentation, &theme, &scale, &tab, &enlarge, &fresh, &recording_limit})
@@ -117,6 +119,18 @@ bool asks_only_for_text(int argc, char** argv) {
 [[noreturn]] void bad_flag(const QString& flag, const QString& why) {
   std::fprintf(stderr, "h2o-studio: %s: %s\n", flag.toUtf8().constData(), why.toUtf8().constData());
   std::exit(2);
+}
+
+// A flag of the run's table, checked against its bounds (or choices) there.
+std::string table_value(const QCommandLineParser& parser, const QCommandLineOption& o) {
+  const h2o::RunFlag& flag = h2o::run_flag(o.names().last().toStdString());
+  const std::string text = parser.value(o).toStdString();
+  if (const std::string problem = h2o::flag_problem(flag, text); !problem.empty())
+    bad_flag("--" + QString::fromStdString(flag.name), QString::fromStdString(problem));
+  return text;
+}
+int table_int(const QCommandLineParser& parser, const QCommandLineOption& o) {
+  return int(std::stoll(table_value(parser, o)));  // the table's bounds fit an int (MiB, tokens, threads)
 }
 
 int int_flag(const QCommandLineParser& parser, const QCommandLineOption& o, int lo, int hi) {
@@ -158,19 +172,13 @@ h2o::ui::MainWindowOptions window_flags(const QCommandLineParser& parser, const 
       bad_flag("--window-size", "expected WIDTHxHEIGHT of at least 640x480, got '" + parser.value(opts.size) + "'");
     options.size = QSize(w, h);
   }
-  if (parser.isSet(opts.recording_limit)) {
-    bool ok = false;
-    const qlonglong mib = parser.value(opts.recording_limit).toLongLong(&ok);
-    if (!ok || mib < 0 || mib > (qlonglong(1) << 30))
-      bad_flag("--recording-limit", "expected MiB between 0 and 2^30, got '" + parser.value(opts.recording_limit) + "'");
-    options.recording_limit = qint64(mib) << 20;
-  }
+  if (parser.isSet(opts.recording_limit)) options.recording_limit = qint64(table_int(parser, opts.recording_limit)) << 20;
   return options;
 }
 
 // The run's flags over the remembered settings (or the built-in defaults where
 // nothing is remembered): inputs, backend, panes, budget, KV precision, view, look.
-void run_flags(const QCommandLineParser& parser, const Options& opts, h2o::ui::MainWindowOptions& options) {
+void read_run_flags(const QCommandLineParser& parser, const Options& opts, h2o::ui::MainWindowOptions& options) {
   QSettings settings;
   if (!options.persist) {
     // Only the built-in defaults: a screenshot or a soak must not depend on this user's settings.
@@ -191,24 +199,21 @@ void run_flags(const QCommandLineParser& parser, const Options& opts, h2o::ui::M
     c.forced = true;
     c.forced_text = parser.value(opts.forced).toStdString();
   }
-  if (parser.isSet(opts.backend)) {
-    c.backend = parser.value(opts.backend).toStdString();
-    const auto& names = h2o::backend_names();
-    if (std::find(names.begin(), names.end(), c.backend) == names.end())
-      bad_flag("--backend", QString::fromStdString("expected " + h2o::backend_choices() + ", got '") + parser.value(opts.backend) + "'");
-  }
-  // The bounds are the CLI's: a cache's tokens (kMaxCacheTokens), KvPrecision's G and R, the threads this process may use.
-  if (parser.isSet(opts.threads)) c.threads = int_flag(parser, opts.threads, 0, h2o::max_threads());
+  // Bounds and choices are the table's (core/flags/run_flags.h), as h2o-cli's.
+  if (parser.isSet(opts.backend)) c.backend = table_value(parser, opts.backend);
+  if (parser.isSet(opts.threads)) c.threads = table_int(parser, opts.threads);
   if (parser.isSet(opts.policies)) {
     c.policies.clear();
     for (const QString& p : parser.value(opts.policies).split(',', Qt::SkipEmptyParts)) c.policies.push_back(p.trimmed().toStdString());
   }
   if (parser.isSet(opts.kv_bits)) c.kv_bits = parser.value(opts.kv_bits).toStdString();
-  if (parser.isSet(opts.kv_group)) c.kv_group = int_flag(parser, opts.kv_group, 1, h2o::KvPrecision::kMaxGroup);
-  if (parser.isSet(opts.kv_residual)) c.kv_residual = int_flag(parser, opts.kv_residual, 1, h2o::KvPrecision::kMaxResidual);
-  if (parser.isSet(opts.budget)) c.budget = int_flag(parser, opts.budget, 2, h2o::kMaxCacheTokens);
+  if (parser.isSet(opts.kv_group)) c.kv_group = table_int(parser, opts.kv_group);
+  if (parser.isSet(opts.kv_residual)) c.kv_residual = table_int(parser, opts.kv_residual);
+  if (parser.isSet(opts.kv_limit)) c.kv_limit_mib = table_int(parser, opts.kv_limit);
+  if (parser.isSet(opts.budget)) c.budget = table_int(parser, opts.budget);
+  if (parser.isSet(opts.slack)) c.slack = table_int(parser, opts.slack);
   for (const auto& [p, option] : opts.params)
-    if (parser.isSet(option)) c.params[p->name] = int_flag(parser, option, p->min_value, h2o::kMaxCacheTokens);
+    if (parser.isSet(option)) c.params[p->name] = table_int(parser, option);
   if (parser.isSet(opts.rolling)) c.rolling = true;
   if (parser.isSet(opts.layer)) c.capture_layer = int_flag(parser, opts.layer, 0, 4096);
   if (parser.isSet(opts.head)) options.settings.head = int_flag(parser, opts.head, -1, 4096);
@@ -284,7 +289,7 @@ int main(int argc, char** argv) {
   parser.process(app);
 
   h2o::ui::MainWindowOptions options = window_flags(parser, opts, argv[0]);
-  run_flags(parser, opts, options);
+  read_run_flags(parser, opts, options);
   const bool shooting = parser.isSet(opts.screenshot);
   // Flags that cannot make a run say so now, in one line, not in a window later.
   if (options.replay.isEmpty()) {

@@ -205,7 +205,7 @@ std::vector<BadInput> cases() {
       {"CPU threads on cuda-sim", g + "--prompt-ids 1 --backend cuda-sim --threads 2",
        "--threads: cuda-sim emulates the device on one CPU thread"},
       {"precision cuda-sim cannot store", g + "--prompt-ids 1 --backend cuda-sim --precision q8_0",
-       "--precision: expected f32, f16, bf16 or native, got 'q8_0'"},
+       "--precision: expected f32|f16|bf16|native, got 'q8_0'"},
       {"info on an unknown backend", "info " + kModel + " --backend tpu", "--backend: unknown backend 'tpu'"},
       {"unknown flag", s + "--bogus 1", "--bogus"},
       {"eval budget 0", e + "--budgets 0", "--budgets"},

@@ -12,7 +12,10 @@
 #include <QProcessEnvironment>
 #include <QTemporaryDir>
 #include <QThread>
+#include <algorithm>
 #include <csignal>
+
+#include "core/flags/run_flags.h"
 
 namespace {
 
@@ -158,22 +161,53 @@ TEST(StudioCli, TheSpoolGoesWithTheAppOnSigtermAndSigint) {
   }
 }
 
-// Architecture, one step: the app's flags take the CLI's backends and bounds
-// (the app had no cuda-sim and capped --budget and the policy parts at 2^20
-// where the CLI allows 2^24, --kv-group at 2^16 where 4096 is the rule).
-TEST(StudioCli, TheBackendsAndBoundsAreTheClisOwn) {
+// Architecture, one step: the run's flags are declared once (core/flags/run_flags.h).
+// h2o-studio --help and h2o-cli stream --help state each shared flag's help,
+// bounds or backends and default as the table does — the same words, the
+// default apart only where the table says why — and both refuse a value
+// out of bounds with the same words.
+QString one_spaced(QString text) { return text.simplified(); }
+
+TEST(StudioCli, TheSharedFlagsAreTheTablesInBothFrontEnds) {
   const StudioRun help = run_studio({"--help"}, QString(), false);
+  ASSERT_EQ(help.exit_code, 0) << help.err.toStdString();
   QProcess cli;
   cli.start(H2O_CLI_BINARY, {"stream", "--help"});
   ASSERT_TRUE(cli.waitForFinished(30000));
-  const QString cli_help = QString::fromUtf8(cli.readAllStandardOutput());
-  for (const QString* text : {&help.out, &cli_help}) EXPECT_TRUE(text->contains("cpu|cuda|cuda-sim")) << text->toStdString();
+  const QString app_help = one_spaced(help.out), cli_help = one_spaced(QString::fromUtf8(cli.readAllStandardOutput()));
+  int shared = 0;
+  for (const h2o::RunFlag& f : h2o::run_flags()) {
+    if (!f.taken_by(h2o::kApp) || !(f.taken_by(h2o::kCliRun) || f.taken_by(h2o::kCliStream))) continue;
+    ++shared;
+    const std::string app_text = h2o::flag_help(f, h2o::kApp), cli_text = h2o::flag_help(f, h2o::kCliRun);
+    // The app's help starts each as a sentence (a capital), the words are the table's.
+    EXPECT_TRUE(app_help.contains(QString::fromStdString(app_text).simplified(), Qt::CaseInsensitive))
+        << f.name << ": " << app_text;
+    EXPECT_TRUE(cli_help.contains(QString::fromStdString(cli_text).simplified())) << f.name << ": " << cli_text;
+    const bool app_default_differs = std::any_of(f.defaults.begin(), f.defaults.end(), [](const auto& d) {
+      return d.taker == h2o::kApp && !d.why.empty();
+    });
+    if (!app_default_differs) EXPECT_EQ(app_text, cli_text) << f.name;
+  }
+  EXPECT_GE(shared, 14);
+  for (const QString* text : {&app_help, &cli_help}) EXPECT_TRUE(text->contains("cpu|cuda|cuda-sim")) << text->toStdString();
   const std::vector<std::pair<QStringList, QString>> cases = {
-      {{"--budget", "16777217"}, "--budget: expected a whole number from 2 to 16777216"},
-      {{"--sinks", "16777217"}, " to 16777216, got '16777217'"},
-      {{"--kv-group", "4097"}, "--kv-group: expected a whole number from 1 to 4096"},
+      {{"--budget", "16777217"}, "--budget: 16777217 is more than the tokens a KV head may hold, 16777216"},
+      {{"--sinks", "16777217"}, "--sinks: 16777217 is more than the tokens a KV head may hold, 16777216"},
+      {{"--kv-group", "4097"}, "--kv-group: 4097 is more than 4096 (1 to 4096)"},
+      {{"--budget", "0"}, "--budget: expected a whole number from 1 to 16777216, got '0'"},
+      {{"--kv-limit", "-1"}, "--kv-limit: expected a whole number from 0 to 1073741824, got '-1'"},
+      {{"--backend", "tpu"}, "--backend: expected cpu|cuda|cuda-sim, got 'tpu'"},
   };
   expect_refused(cases);
+  for (const auto& [args, says] : cases) {
+    QProcess refused;
+    refused.start(H2O_CLI_BINARY, QStringList{"stream"} + args);
+    ASSERT_TRUE(refused.waitForFinished(30000));
+    const QString err = QString::fromUtf8(refused.readAllStandardError());
+    EXPECT_NE(refused.exitCode(), 0) << args.join(' ').toStdString();
+    EXPECT_TRUE(err.contains(says)) << args.join(' ').toStdString() << ": " << err.toStdString();
+  }
   // The emulated CUDA backend runs in the app, as in the CLI (no banner: nothing fell back).
   QTemporaryDir dir;
   const QString shot = dir.filePath("sim.png");

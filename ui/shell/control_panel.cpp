@@ -18,7 +18,7 @@
 #include <algorithm>
 
 #include "core/backends/make_backend.h"
-#include "core/base/system_limits.h"
+#include "core/flags/run_flags.h"
 #include "core/runtime/backend.h"
 #include "ui/plot/theme.h"
 
@@ -33,6 +33,13 @@ QSpinBox* spin(const char* name, int lo, int hi, const QString& tip, const QStri
   if (!special.isEmpty()) s->setSpecialValueText(special);
   s->setKeyboardTracking(false);
   return s;
+}
+// A field for a flag of the run's table (core/flags/run_flags.h), within its
+// bounds; with `below`, one value under them stands for `special` ("auto").
+QSpinBox* table_spin(const char* name, const char* flag, const QString& tip, const QString& special = {},
+                     bool below = false) {
+  const RunFlag& f = run_flag(flag);
+  return spin(name, int(f.lo) - (below ? 1 : 0), int(f.hi), tip, special);
 }
 }  // namespace
 
@@ -125,11 +132,11 @@ QGroupBox* ControlPanel::backendBox() {
   for (const std::string& name : backend_names()) backend_->addItem(QString::fromStdString(name));
   backend_->setToolTip("Compute backend. CUDA needs a build with it and a GPU; otherwise the app says so and runs on "
                        "the CPU. cuda-sim runs the CUDA backend's code through an emulation on the CPU: slow, for checking");
-  threads_ = spin("threads", 0, max_threads(),  // more is refused by make_backend
+  threads_ = table_spin("threads", "threads",
                   "CPU threads. Auto, the default: every core but one, which the window keeps for drawing "
                   "(h2o-cli takes them all)",
                   "auto");
-  kv_limit_ = spin("kv_limit_mib", 0, 1 << 20,
+  kv_limit_ = table_spin("kv_limit_mib", "kv-limit",
                    "KV memory of all sessions together, MiB, as a device's memory would cap it: the session "
                    "that needs more stops (the full cache, sooner or later), the others go on",
                    "none");
@@ -144,17 +151,17 @@ QGroupBox* ControlPanel::backendBox() {
 
 // The policies shown, their budget and split, slack, KV precision and position rolling.
 QGroupBox* ControlPanel::cacheBox() {
-  // The bounds are the CLI's (kMaxCacheTokens), as h2o-studio's flags take them.
-  budget_ = spin("budget", 2, kMaxCacheTokens, "Tokens per KV head for every policy that evicts");
+  // The bounds are the flags' (core/flags/run_flags.h), as h2o-studio's and h2o-cli's.
+  budget_ = table_spin("budget", "budget", "Tokens per KV head for every policy that evicts");
   for (const StudioParam& p : studio_params()) {
-    // A part's 0 stands for "auto"; the sinks' least is the kinds' own.
-    params_.emplace_back(p.name, spin(p.name.c_str(), p.automatic ? 0 : p.min_value, kMaxCacheTokens,
-                                      QString::fromStdString(p.description), p.automatic ? "auto" : ""));
+    // A part's 0 stands for "auto" (its share of the budget).
+    params_.emplace_back(p.name, table_spin(p.name.c_str(), p.name.c_str(), QString::fromStdString(p.description),
+                                            p.automatic ? "auto" : ""));
   }
-  slack_ = spin("slack", -1, kMaxCacheTokens,
+  slack_ = table_spin("slack", "slack",
                 "Let the cache grow to budget + slack before cutting back (0: exact; auto: 0 on the CPU, " +
                     QString::number(kDeviceSlack) + " on the GPU, where each cut moves the cache on the device)",
-                "auto");
+                "auto", true);
   kv_bits_ = new QComboBox;
   kv_bits_->setObjectName("kv_bits");
   for (const auto& [label, bits] : {std::pair{"f32 (unquantized)", ""}, {"16 bits (f16)", "16"}, {"8 bits", "8"},
