@@ -39,10 +39,15 @@ void check_supported(const ModelConfig& c) {
     throw Error("cuda backend: output and MLP biases with SwiGLU are not supported (only with the GELU MLP)");
 }
 
-// The KV cache's element type: f32 with f32 weights (the exact path), else
-// f16 — for bf16 weights too: keys and values need f16's three more mantissa
-// bits far more than bf16's range (llama.cpp's default KV type is f16 as well).
-DType kv_storage_for(DType weights) { return weights == DType::F32 ? DType::F32 : DType::F16; }
+// The KV cache's element type: f32 with f32 weights (--precision f32, the
+// exact path), else f16 — at native precision too (a quantized file's matrices
+// are read in their own blocks; an f32 cache would be about a third of a 7B
+// step's bytes at 2048 tokens) and for bf16 weights: keys and values need
+// f16's three more mantissa bits far more than bf16's range (llama.cpp's
+// default KV type is f16 as well). f16 KV is exactly the CPU's --kv-bits 16.
+DType kv_storage_for(const kern::Precision& p) {
+  return p.storage == DType::F32 && !p.native ? DType::F32 : DType::F16;
+}
 
 }  // namespace
 namespace cuda_impl {
@@ -53,7 +58,7 @@ CudaBackend::CudaBackend(std::shared_ptr<const Model> model, const BackendOption
       dims_(dims_of(cfg_)),
       precision_(kern::resolve_precision(options.precision, *model_)),
       storage_(precision_.storage),
-      kv_(kv_storage_for(storage_)),
+      kv_(kv_storage_for(precision_)),
       tuning_(tuning),
       graphs_(size_t(std::max(tuning.graph_capacity, 1)), [](gpu::Graph g) { gpu::destroy_graph(g); }) {
   check_supported(cfg_);

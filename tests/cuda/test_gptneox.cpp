@@ -39,7 +39,11 @@ struct RefEntry {
 
 class NeoxReference {
  public:
-  NeoxReference(const Model& m, const PolicyConfig& p) : m_(m), c_(m.config), p_(p) {}
+  // `f16_kv`: keys and values kept as an f16 cache keeps them (the device at
+  // native precision): each key rotated to its stream position, then both
+  // rounded to f16 (stream positions only: a rolling key is rotated afresh).
+  NeoxReference(const Model& m, const PolicyConfig& p, bool f16_kv = false)
+      : m_(m), c_(m.config), p_(p), f16_kv_(f16_kv) {}
 
   // Feeds one chunk (the cut after its last row, as a backend cuts); each row's logits.
   std::vector<std::vector<double>> feed(std::span<const int> tokens) {
@@ -84,6 +88,11 @@ class NeoxReference {
     for (int g = 0; g < c_.n_kv_heads; ++g) {
       auto& cache = caches_[{layer, g}];
       cache.push_back({int32_t(t_), {k.begin() + g * hd, k.begin() + (g + 1) * hd}, {v.begin() + g * hd, v.begin() + (g + 1) * hd}});
+      if (f16_kv_) {
+        rotate(cache.back().k_raw, t_);
+        for (double& e : cache.back().k_raw) e = f16_to_f32(f32_to_f16(float(e)));
+        for (double& e : cache.back().v) e = f16_to_f32(f32_to_f16(float(e)));
+      }
       const int n = int(cache.size());
       if (p_.rule().score == ScoreKind::Current)
         for (auto& e : cache) e.score = 0;  // TOVA: the last row's attention alone
@@ -94,7 +103,7 @@ class NeoxReference {
         double max = -1e300;
         for (int j = 0; j < n; ++j) {
           auto kj = cache[size_t(j)].k_raw;
-          rotate(kj, p_.rolling ? j : cache[size_t(j)].pos);
+          if (!f16_kv_) rotate(kj, p_.rolling ? j : cache[size_t(j)].pos);
           double dot = 0;
           for (int i = 0; i < hd; ++i) dot += qv[size_t(i)] * kj[size_t(i)];
           s[size_t(j)] = dot / std::sqrt(double(hd));
@@ -161,6 +170,7 @@ class NeoxReference {
   const Model& m_;
   const ModelConfig& c_;
   PolicyConfig p_;
+  bool f16_kv_ = false;
   std::map<std::pair<int, int>, std::vector<RefEntry>> caches_;
   int t_ = 0;
 };
@@ -183,7 +193,9 @@ void expect_same_caches(NeoxReference& ref, const std::vector<LayerState>& state
       ASSERT_EQ(st.positions[g].size(), kept.size()) << what << " layer " << st.layer << " head " << g;
       for (size_t j = 0; j < kept.size(); ++j) {
         ASSERT_EQ(st.positions[g][j], kept[j].pos) << what << " layer " << st.layer << " head " << g;
-        ASSERT_NEAR(st.scores[g][j], kept[j].score, 1e-4) << what << " layer " << st.layer << " head " << g;
+        // A score sums a probability a row: 1e-4 of it (at least of 1), as the logits are held.
+        ASSERT_NEAR(st.scores[g][j], kept[j].score, 1e-4 * std::max(1.0, kept[j].score))
+            << what << " layer " << st.layer << " head " << g;
       }
     }
 }
@@ -200,9 +212,13 @@ void compare_with_reference(std::shared_ptr<const Model> model, const std::vecto
   constexpr double tolerance = 1e-4;  // f32 against float64, as tests/cpu/test_forward_reference.cpp
   auto gpu = test::cuda_backend(model, tuning, precision);
   if (!exact) exact = model;
+  const bool f16_kv = precision == "native";  // the device keeps an f16 KV cache at native precision
   std::vector<std::unique_ptr<SessionCache>> caches;
   std::vector<NeoxReference> refs;
-  for (const PolicyConfig& p : policies) caches.push_back(gpu->new_cache(p)), refs.emplace_back(*exact, p);
+  for (const PolicyConfig& p : policies) {
+    ASSERT_FALSE(f16_kv && p.rolling) << "the f16 reference keeps keys rotated to their stream positions";
+    caches.push_back(gpu->new_cache(p)), refs.emplace_back(*exact, p, f16_kv);
+  }
   CapturePlan plan;
   for (int l = 0; l < model->config.n_layers; ++l) plan.layer_states.push_back(l);
   std::vector<int> steps = chunks;

@@ -94,14 +94,14 @@ TEST(CudaHostWeights, NativeBytesAreTheFileBytes) {
 }
 
 // Issue 20: a 7B Q4_K_M within 5 GiB of device memory. Weights as the file
-// stores them (3.8 GiB); the KV cache is f32 at native precision (1 MiB and
-// 8 KiB a token at 7B: 32 layers x 32 KV heads x 128 x K and V), so three
-// evicting policies streaming 4096 tokens at budget 256 (in chunks of 64, as
-// h2o-cli's prefill: each cache grows to budget + 64 slots) take 0.95 GiB, and
-// the scratch (cuBLAS workspace, the dequantised slab, a step's activations)
-// less than 0.1 GiB. A 4096-token cache of one session alone is 4 GiB in f32
-// (2 GiB even in f16) and fits beside no 7B in 5 GiB: the budget is what
-// makes three policies fit. The numbers are recorded for the README.
+// stores them (3.8 GiB); the KV cache is f16 at native precision (520 KiB a
+// token at 7B: 32 layers x 32 KV heads x 128 x K and V, plus positions and
+// scores), so three evicting policies streaming 4096 tokens at budget 256 (in
+// chunks of 64, as h2o-cli's prefill: each cache grows to budget + 64 slots)
+// take 0.49 GiB, and the scratch (cuBLAS workspace, the dequantised slab, a
+// step's activations) less than 0.1 GiB. A 4096-token cache of one session
+// alone is 2 GiB even in f16 and fits beside no 7B in 5 GiB: the budget is
+// what makes three policies fit. The numbers are recorded for the README.
 TEST(CudaHostWeights, Llama2_7bQ4KMFitsIn5GiBWithThreePoliciesAtBudget256) {
   const auto m = quantised("llama2-7b", "q4_k_m");
   const WeightBytes w = weight_bytes(*m, resolve_precision("", *m));
@@ -109,7 +109,7 @@ TEST(CudaHostWeights, Llama2_7bQ4KMFitsIn5GiBWithThreePoliciesAtBudget256) {
   ModelDims dims;
   dims.head_dim = c.head_dim();
   const int64_t heads = int64_t(c.n_layers) * c.n_kv_heads;
-  const int64_t token = heads * CudaCache::row_bytes(dims, DType::F32, false);
+  const int64_t token = heads * CudaCache::row_bytes(dims, DType::F16, false);  // native keeps f16 KV
   PolicySettings s;
   s.budget = 256;
   const EvictionRule rule = make_policy("h2o", s).rule();

@@ -63,6 +63,21 @@ std::unique_ptr<Backend> cuda(std::shared_ptr<const Model> model, const std::str
   return test::cuda_backend(std::move(model), tuning, precision);
 }
 
+// Both backends keep an f16 KV cache at native precision, but a key's f32
+// value may differ by an ulp before it is rounded (RoPE from the device's
+// table, the CPU's sin/cos), and one element then rounds to the f16 on its
+// other side: up to 6e-5 of the logits on test-256 (q8_0, q4_k_m), where f32
+// caches agree to 1e-5.
+constexpr double kF16KvBound = 2e-4;
+
+// The policy the CPU runs beside the device's at `precision`: native keeps
+// its KV cache in f16, which is the CPU's --kv-bits 16 (keys after RoPE and
+// values rounded to nearest even, read back exactly).
+PolicyConfig cpu_side(PolicyConfig policy, const std::string& precision) {
+  if (precision == "native") policy.kv.key_bits = policy.kv.value_bits = 16;
+  return policy;
+}
+
 // Feeds the same token stream to both backends one token at a time and
 // compares logits, every layer's kept positions and scores, and evictions.
 // `reference` is the model the CPU runs (by default the same one): an exact
@@ -72,7 +87,7 @@ void compare_decode(const PolicyConfig& policy, int steps, std::shared_ptr<const
                     const std::string& precision = "f32") {
   auto cpu = make_cpu_backend(reference ? reference : model, 1);
   auto gpu = cuda(model, precision, tuning);
-  auto a = cpu->new_cache(policy), b = gpu->new_cache(policy);
+  auto a = cpu->new_cache(cpu_side(policy, precision)), b = gpu->new_cache(policy);
   CapturePlan plan;
   for (int l = 0; l < model->config.n_layers; ++l) plan.layer_states.push_back(l);
   int token = 1;
@@ -95,14 +110,16 @@ void compare_decode(const PolicyConfig& policy, int steps, std::shared_ptr<const
     ASSERT_EQ(la.size(), lb.size());
     const double err = relative_error(lb, la);
     worst = std::max(worst, err);
-    ASSERT_LT(err, 1e-5) << policy.describe() << " step " << t;
+    ASSERT_LT(err, precision == "native" ? kF16KvBound : 1e-5) << policy.describe() << " step " << t;
     ASSERT_EQ(a->tokens_seen(), b->tokens_seen());
     ASSERT_EQ(a->max_size(), b->max_size());
     for (size_t l = 0; l < sa.size(); ++l)
       for (size_t g = 0; g < sa[l].positions.size(); ++g) {
         ASSERT_EQ(sa[l].positions[g], sb[l].positions[g]) << policy.describe() << " step " << t << " layer " << l << " head " << g;
-        for (size_t j = 0; j < sa[l].scores[g].size(); ++j)
-          ASSERT_NEAR(sa[l].scores[g][j], sb[l].scores[g][j], 1e-4) << "step " << t;
+        for (size_t j = 0; j < sa[l].scores[g].size(); ++j) {
+          const double tolerance = precision == "native" ? kF16KvBound * std::max(1.0f, sa[l].scores[g][j]) : 1e-4;
+          ASSERT_NEAR(sa[l].scores[g][j], sb[l].scores[g][j], tolerance) << "step " << t;
+        }
       }
     ASSERT_EQ(a->last_evictions(), b->last_evictions()) << "step " << t;
     token = (token * 37 + 11) % model->config.vocab_size;
@@ -262,7 +279,7 @@ H2O_CUDA_TEST(Parity, NativeWeightBytes) {
     auto gpu = cuda(quantised, precision);
     EXPECT_EQ(gpu->weight_bytes(), expected.pass) << precision;
     EXPECT_EQ(cuda_backend_stats(*gpu).weight_device_bytes, expected.device) << precision;
-    EXPECT_NE(gpu->describe().find("native q4_k + q6_k weights, f32 activations, f32 KV"), std::string::npos)
+    EXPECT_NE(gpu->describe().find("native q4_k + q6_k weights, f32 activations, f16 KV"), std::string::npos)
         << gpu->describe();
   }
   // f16 on upload: 2 bytes an element, more than three times Q4_K_M's.
@@ -279,7 +296,7 @@ void compare_batched(const std::vector<PolicyConfig>& policies, const std::vecto
   auto cpu = make_cpu_backend(reference ? reference : model, 1);
   auto gpu = cuda(model, precision);
   std::vector<std::unique_ptr<SessionCache>> a, b;
-  for (const auto& p : policies) a.push_back(cpu->new_cache(p)), b.push_back(gpu->new_cache(p));
+  for (const auto& p : policies) a.push_back(cpu->new_cache(cpu_side(p, precision))), b.push_back(gpu->new_cache(p));
   CapturePlan plan;
   plan.layer_states = {0, model->config.n_layers - 1};
   int next = 1;
@@ -308,8 +325,8 @@ void compare_batched(const std::vector<PolicyConfig>& policies, const std::vecto
     for (size_t i = 0; i < policies.size(); ++i) {
       const std::string what = policies[i].describe() + " step " + std::to_string(step);
       ASSERT_EQ(la[i].size(), lb[i].size()) << what;
-      if (precision == "f32" || precision == "native") {  // native: f32 on the CPU's dequantised values
-        ASSERT_LT(relative_error(lb[i], la[i]), 1e-5) << what;
+      if (precision == "f32" || precision == "native") {  // native: f32 on the CPU's dequantised values, f16 KV
+        ASSERT_LT(relative_error(lb[i], la[i]), precision == "native" ? kF16KvBound : 1e-5) << what;
       } else {
         // The tolerance against the CPU backend on the same rounded weights.
         float most = 0, worst = 0;
