@@ -119,69 +119,62 @@ std::unique_ptr<SessionCache> CudaBackend::new_cache(const PolicyConfig& policy)
   return std::make_unique<CudaCache>(policy, dims_, kv_, stream_, account_);
 }
 
-void CudaBackend::grow(gpu::DeviceBuffer& buffer, size_t bytes) {
-  if (bytes <= buffer.bytes()) return;
-  size_t rounded = 256;
-  while (rounded < bytes) rounded *= 2;  // few reallocations, so graphs are rarely invalidated
-  buffer.reserve(rounded);
-  ++buffers_generation_;
-  graphs_.clear();
-}
-
 // One forward pass, as named steps: plan it from host bookkeeping, size the
 // scratch, lay out what comes back, write the inputs block, run (a graph for
 // decode steps), and hand each item what it asked for.
 void CudaBackend::forward(std::span<ForwardItem> items) {
   if (items.empty()) return;
-  Step step = plan_forward(items);
+  StepIO step(items, dims_, info_.multiprocessors);
+  const uint64_t generation = scratch_.generation;
   grow_scratch(step);
-  lay_out_readback(step);
-  write_inputs(step);
+  step.lay_out_readback(scratch_);
+  step.write_inputs(scratch_);
+  if (scratch_.generation != generation) graphs_.clear();  // they hold the old addresses (and keys)
   run(step);
-  deliver(step);
+  step.deliver(scratch_);
+}
+
+// Activations and scratch for the step's rows, keys and classified rows.
+void CudaBackend::grow_scratch(const StepIO& step) {
+  const kern::ModelDims& d = dims_;
+  const kern::StepPlan& plan = step.plan();
+  PassScratch& s = scratch_;
+  const size_t elem = size_t(dtype_size(storage_)), T = size_t(plan.rows);
+  const size_t R = std::max<size_t>(plan.classify.size(), 1), N = step.items().size();
+  s.grow(s.x, T * d.dim * 4);
+  s.grow(s.xb, T * d.dim * elem);
+  s.grow(s.qkv, T * d.qkv_stride * 4);
+  s.grow(s.att, T * d.q_dim * elem);
+  s.grow(s.gate_up, T * 2 * d.hidden * 4);
+  s.grow(s.hidden, T * d.hidden * elem);
+  s.grow(s.attn_logits, T * d.heads * plan.key_stride * 4);
+  s.grow(s.partials, T * d.heads * plan.split_bucket * (d.head_dim + 2) * 4);
+  s.grow(s.stats, T * d.heads * 2 * 4);
+  s.grow(s.classify_in, R * d.dim * elem);
+  s.grow(s.logits, R * d.vocab * 4);
+  s.grow(s.log_z, R * 8);
+  if (step.any_sample()) s.grow(s.sample, N * d.vocab * 8);
+  if (plan.any_cut) s.grow(s.order, N * d.layers * d.kv_heads * plan.key_stride * 4);
+  // The rolling caches cut in this step keep slots below these; the table's address goes into
+  // every pass (null until one is needed), so a graph captured without a rolling cut serves one too.
+  for (size_t i = 0; i < N; ++i)
+    if (plan.items[i].cut && step.shapes()[i].rule.rolling) cover_rope_slots(plan.items[i].kept);
 }
 
 // The inputs up, the pass (from a graph for decode steps), the outputs down;
 // the one synchronisation of the step.
-void CudaBackend::run(Step& st) {
+void CudaBackend::run(StepIO& step) {
   const gpu::Stream s = stream_->stream;
-  const int H = dims_.kv_heads;
-  char* readback = readback_.as<char>();
   if (tuning_.timing) gpu::record(start_, s);
-  gpu::copy_to_device(inputs_.as<char>(), inputs_host_.get(), st.in.size(), s);
+  gpu::copy_to_device(scratch_.inputs.as<char>(), scratch_.inputs_host.get(), step.inputs_bytes(), s);
   if (ops_) ops_->begin();
-  if (tuning_.graphs && st.graphable && !ops_) {
-    run_graphed(st.args,
-                kern::graph_key(st.plan, buffers_generation_, st.captures ? int(st.capture->unit_count()) : -1));
+  if (tuning_.graphs && step.graphable() && !ops_) {
+    run_graphed(step.args(), kern::graph_key(step.plan(), scratch_.generation, step.capture_key()));
   } else {
-    enqueue_pass(st.args);
-    if (st.forced) enqueue_forced(st.args, st.items, st.caches, st.plan);
+    enqueue_pass(step.args());
+    if (step.forced()) enqueue_forced(step.args(), step);
   }
-  for (const LayerReadout& lr : st.layer_readouts) {
-    const kern::CacheArrays arrays = st.caches[lr.item]->arrays();
-    const int kept = st.plan.items[lr.item].kept;
-    const size_t first = size_t(lr.layer) * H * size_t(arrays.cap);
-    gpu::copy_rows_on_device(readback + lr.positions, size_t(kept) * 4, arrays.pos + first, size_t(arrays.cap) * 4,
-                             size_t(kept) * 4, size_t(H), s);
-    gpu::copy_rows_on_device(readback + lr.scores, size_t(kept) * 4, arrays.score + first, size_t(arrays.cap) * 4,
-                             size_t(kept) * 4, size_t(H), s);
-  }
-  for (int i = 0; i < st.N; ++i)
-    if (st.caches[size_t(i)]->low_bit())
-      gpu::copy_on_device(readback + st.counts_at[size_t(i)], st.caches[size_t(i)]->arrays().low.counts,
-                          counts_bytes(), s);
-  // Plain decode steps bring back only the chosen tokens, the evicted positions and quantized caches' counts.
-  const bool plain = st.graphable && !st.captures && st.layer_readouts.empty();
-  gpu::copy_to_host(readback_host_.get(), readback, plain ? st.plain_end : st.out.size(), s);
-  for (int i = 0; i < st.N; ++i) {
-    const ForwardItem& item = st.items[size_t(i)];
-    if (!item.logits) continue;
-    const int rows = item.all_logits ? st.shapes[size_t(i)].rows : 1;
-    const int first = st.plan.items[size_t(i)].logit_row[size_t(st.shapes[size_t(i)].rows - rows)];
-    item.logits->resize(size_t(rows) * dims_.vocab);
-    gpu::copy_to_host(item.logits->data(), logits_.as<float>() + size_t(first) * dims_.vocab,
-                      item.logits->size() * sizeof(float), s);
-  }
+  step.enqueue_readback(scratch_, s);
   if (tuning_.timing) gpu::record(end_, s);
   gpu::synchronize(s);
   if (tuning_.timing) last_ms_ = gpu::elapsed_ms(start_, end_);

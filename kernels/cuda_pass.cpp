@@ -16,12 +16,12 @@ namespace H2O_CUDA_NS {
 namespace cuda_impl {
 
 void CudaBackend::cover_rope_slots(int slots) {
-  if (slots <= rope_slot_rows_) return;
+  if (slots <= scratch_.rope_slot_rows) return;
   const int rows = kern::next_power_of_two(slots);  // few refills as caches grow
   const int half = dims_.head_dim / 2;
-  grow(rope_slots_, size_t(rows) * half * 2 * sizeof(float));  // a new address drops the graphs
-  kern::rope_slots(dims_.rope_freq, rope_slots_.as<float>(), rows, half, tuning_.threads, stream_->stream);
-  rope_slot_rows_ = rows;
+  scratch_.grow(scratch_.rope_slots, size_t(rows) * half * 2 * sizeof(float));  // a new address drops the graphs
+  kern::rope_slots(dims_.rope_freq, scratch_.rope_slots.as<float>(), rows, half, tuning_.threads, stream_->stream);
+  scratch_.rope_slot_rows = rows;
 }
 
 // x[r] = the embedding row of tokens[r], in f32: a block format's rows
@@ -60,72 +60,72 @@ void CudaBackend::normalize(const float* x, const float* weight, const float* bi
 // attention output and down projection), added to the sum in f32.
 void CudaBackend::project_into_residual(const void* in, const kern::DeviceMatrix& w, const float* bias, int rows,
                                         const char* op) {
-  blas_->gemm(x_.as<float>(), in, storage_, w, rows, true);
+  blas_->gemm(scratch_.x.as<float>(), in, storage_, w, rows, true);
   mark(op, w.bytes());
   if (!bias) return;
-  kern::bias_add(x_.as<float>(), bias, rows, dims_.dim, tuning_.threads, stream_->stream);
+  kern::bias_add(scratch_.x.as<float>(), bias, rows, dims_.dim, tuning_.threads, stream_->stream);
   mark("bias_add");
 }
 
 // One layer. Sequential (Llama): x += attn(norm1(x)), then x += ffn(norm2(x)).
 // Parallel residual (GPT-NeoX): x += attn(norm1(x)) + ffn(norm2(x)), both
 // norms of the same x, so the second norm runs before the attention output
-// joins x. It can reuse xb_: the Q|K|V projection has read norm1's rows.
+// joins x. It can reuse scratch_.xb: the Q|K|V projection has read norm1's rows.
 void CudaBackend::enqueue_layer(const StepArgs& a, int layer) {
   const kern::DeviceLayerWeights& w = weights_->layers()[size_t(layer)];
-  const float* x = x_.as<float>();
-  normalize(x, w.attn_norm, w.attn_norm_bias, xb_.get(), nullptr, a.rows);
+  const float* x = scratch_.x.as<float>();
+  normalize(x, w.attn_norm, w.attn_norm_bias, scratch_.xb.get(), nullptr, a.rows);
   enqueue_attention(a, layer);
-  if (cfg_.parallel_residual) normalize(x, w.ffn_norm, w.ffn_norm_bias, xb_.get(), nullptr, a.rows);
-  project_into_residual(att_.get(), w.wo, w.bo, a.rows, "gemm o");
-  if (!cfg_.parallel_residual) normalize(x, w.ffn_norm, w.ffn_norm_bias, xb_.get(), nullptr, a.rows);
+  if (cfg_.parallel_residual) normalize(x, w.ffn_norm, w.ffn_norm_bias, scratch_.xb.get(), nullptr, a.rows);
+  project_into_residual(scratch_.att.get(), w.wo, w.bo, a.rows, "gemm o");
+  if (!cfg_.parallel_residual) normalize(x, w.ffn_norm, w.ffn_norm_bias, scratch_.xb.get(), nullptr, a.rows);
   enqueue_ffn(w, a.rows);
 }
 
-// Attention of the normed rows in xb_: the Q|K|V projection (+ biases), RoPE
+// Attention of the normed rows in scratch_.xb: the Q|K|V projection (+ biases), RoPE
 // and the append to each cache, split-K attention and its scores, the output
-// heads into att_.
+// heads into scratch_.att.
 void CudaBackend::enqueue_attention(const StepArgs& a, int layer) {
   const gpu::Stream s = stream_->stream;
   const kern::ModelDims& d = dims_;
   const kern::DeviceLayerWeights& w = weights_->layers()[size_t(layer)];
   const int T = a.rows;
-  blas_->gemm(qkv_.as<float>(), xb_.get(), storage_, w.wqkv, T, false);
+  blas_->gemm(scratch_.qkv.as<float>(), scratch_.xb.get(), storage_, w.wqkv, T, false);
   mark("gemm q|k|v", w.wqkv.bytes());
   if (w.bqkv) {
-    kern::bias_add(qkv_.as<float>(), w.bqkv, T, d.qkv_stride, tuning_.threads, s);
+    kern::bias_add(scratch_.qkv.as<float>(), w.bqkv, T, d.qkv_stride, tuning_.threads, s);
     mark("bias_add");
   }
-  kern::rope_append(kv_, qkv_.as<float>(), a.item_desc, a.row_item, T, layer, d, s);
+  kern::rope_append(kv_, scratch_.qkv.as<float>(), a.item_desc, a.row_item, T, layer, d, s);
   mark("rope_append");
   const int plain_tiles = a.tiles - a.low_bit_tiles;
-  kern::attention_partial(kv_, qkv_.as<float>(), a.item_desc, a.tile_desc, plain_tiles, a.tile_queries, layer, d,
+  kern::attention_partial(kv_, scratch_.qkv.as<float>(), a.item_desc, a.tile_desc, plain_tiles, a.tile_queries, layer, d,
                           a.attention, s);
-  kern::attention_low_bit(qkv_.as<float>(), a.item_desc, a.tile_desc + plain_tiles, a.low_bit_tiles, a.tile_queries,
+  kern::attention_low_bit(scratch_.qkv.as<float>(), a.item_desc, a.tile_desc + plain_tiles, a.low_bit_tiles, a.tile_queries,
                           layer, d, a.attention, s);
   mark("attention_partial", a.kv_bytes_per_layer);
-  kern::attention_combine(storage_, a.item_desc, a.row_item, T, d, a.attention, att_.get(), s);
+  kern::attention_combine(storage_, a.item_desc, a.row_item, T, d, a.attention, scratch_.att.get(), s);
   mark("attention_combine");
   kern::attention_scores(a.item_desc, a.items, a.attention.key_stride, layer, d, a.attention, a.capture_slots,
                          tuning_.threads, s);
   mark("attention_scores");
 }
 
-// The feed-forward block of the normed rows in xb_, into x: SwiGLU (gate|up
+// The feed-forward block of the normed rows in scratch_.xb, into x: SwiGLU (gate|up
 // fused, silu(gate) * up) or the GELU MLP (up + b3, GELU, down + b2).
 void CudaBackend::enqueue_ffn(const kern::DeviceLayerWeights& w, int rows) {
   const gpu::Stream s = stream_->stream;
   const bool gelu = cfg_.ffn == FfnKind::Gelu;
-  blas_->gemm(gate_up_.as<float>(), xb_.get(), storage_, w.w13, rows, false);
+  blas_->gemm(scratch_.gate_up.as<float>(), scratch_.xb.get(), storage_, w.w13, rows, false);
   mark(gelu ? "gemm up" : "gemm gate|up", w.w13.bytes());
   if (gelu) {
-    kern::gelu(storage_, gate_up_.as<float>(), w.b3, hidden_.get(), rows, dims_.hidden, tuning_.threads, s);
+    kern::gelu(storage_, scratch_.gate_up.as<float>(), w.b3, scratch_.hidden.get(), rows, dims_.hidden, tuning_.threads, s);
     mark("gelu");
   } else {
-    kern::swiglu(storage_, gate_up_.as<float>(), hidden_.get(), rows, dims_.hidden, tuning_.threads, s);
+    kern::swiglu(storage_, scratch_.gate_up.as<float>(), scratch_.hidden.get(), rows, dims_.hidden, tuning_.threads, s);
     mark("swiglu");
   }
-  project_into_residual(hidden_.get(), w.w2, w.b2, rows, "gemm down");
+  project_into_residual(scratch_.hidden.get(), w.w2, w.b2, rows, "gemm down");
 }
 
 // Everything a step runs on the device after its inputs are up: the layers,
@@ -135,21 +135,21 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
   const gpu::Stream s = stream_->stream;
   const int T = a.rows, threads = tuning_.threads;
   const kern::ModelDims& d = dims_;
-  float* x = x_.as<float>();
+  float* x = scratch_.x.as<float>();
   embed(a.tokens, x, T);
   mark("embed");
   for (int l = 0; l < d.layers; ++l) enqueue_layer(a, l);
   if (a.classified > 0) {
-    normalize(x, weights_->final_norm(), weights_->final_norm_bias(), classify_in_.get(), a.classify, a.classified);
-    blas_->gemm(logits_.as<float>(), classify_in_.get(), storage_, weights_->classifier(), a.classified, false);
+    normalize(x, weights_->final_norm(), weights_->final_norm_bias(), scratch_.classify_in.get(), a.classify, a.classified);
+    blas_->gemm(scratch_.logits.as<float>(), scratch_.classify_in.get(), storage_, weights_->classifier(), a.classified, false);
     mark("gemm classifier", weights_->classifier().bytes());
-    kern::sample(logits_.as<float>(), a.choose, a.items, d.vocab, sample_scratch_.as<double>(), threads, s);
+    kern::sample(scratch_.logits.as<float>(), a.choose, a.items, d.vocab, scratch_.sample.as<double>(), threads, s);
     mark("sample");
   }
   kern::capture(a.item_desc, a.capture_units, a.units, d, threads, s);
   mark("capture");
   if (a.any_cut) {
-    kern::evict(kv_, a.item_desc, a.items, d, a.evicted, order_.as<int>(), a.attention.key_stride, a.rope_slots,
+    kern::evict(kv_, a.item_desc, a.items, d, a.evicted, scratch_.order.as<int>(), a.attention.key_stride, a.rope_slots,
                 threads, s);
     mark("evict");
   }
@@ -191,20 +191,22 @@ void CudaBackend::run_graphed(const StepArgs& a, const kern::GraphKey& key) {
 // Forced mode after the pass: log Z of the classified rows, each forced
 // item's rows kept in its cache (the reference for others, now or later in
 // this step), then the scores against the reference rows.
-void CudaBackend::enqueue_forced(const StepArgs& a, std::span<ForwardItem> items, const std::vector<CudaCache*>& caches,
-                                 const kern::StepPlan& plan) {
+void CudaBackend::enqueue_forced(const StepArgs& a, const StepIO& step) {
   const gpu::Stream s = stream_->stream;
   const int vocab = dims_.vocab;
-  kern::row_log_z(logits_.as<float>(), a.classified, vocab, log_z_.as<double>(), tuning_.threads, s);
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (!items[i].forced || caches[i]->forced_rows() == 0) continue;
-    const int first = plan.items[i].logit_row[0];
-    const int rows = caches[i]->forced_rows();
-    gpu::copy_on_device(caches[i]->reference_logits(), logits_.as<float>() + size_t(first) * vocab,
-                        size_t(rows) * vocab * sizeof(float), s);
-    gpu::copy_on_device(caches[i]->reference_log_z(), log_z_.as<double>() + first, size_t(rows) * sizeof(double), s);
+  float* logits = scratch_.logits.as<float>();
+  double* log_z = scratch_.log_z.as<double>();
+  kern::row_log_z(logits, a.classified, vocab, log_z, tuning_.threads, s);
+  for (size_t i = 0; i < step.items().size(); ++i) {
+    CudaCache* cache = step.caches()[i];
+    if (!step.items()[i].forced || cache->forced_rows() == 0) continue;
+    const int first = step.plan().items[i].logit_row[0];
+    const int rows = cache->forced_rows();
+    gpu::copy_on_device(cache->reference_logits(), logits + size_t(first) * vocab, size_t(rows) * vocab * sizeof(float),
+                        s);
+    gpu::copy_on_device(cache->reference_log_z(), log_z + first, size_t(rows) * sizeof(double), s);
   }
-  kern::forced_scores(logits_.as<float>(), log_z_.as<double>(), a.forced_rows, a.forced, vocab, tuning_.threads, s);
+  kern::forced_scores(logits, log_z, a.forced_rows, a.forced, vocab, tuning_.threads, s);
 }
 
 }  // namespace cuda_impl

@@ -1,8 +1,10 @@
-// One step's inputs and outputs on the CUDA backend: the plan from host
-// bookkeeping (kernels/step_plan.h), the scratch it needs, the layout of
-// the readback, the one inputs block written and copied up, and each item
-// handed what came back.
-#include "kernels/cuda_backend_impl.h"
+// One step's inputs and outputs on the CUDA backend (cuda_step_io.h).
+#include "kernels/cuda_step_io.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/runtime/forward_plan.h"
 
 namespace H2O_CUDA_NS {
 namespace {
@@ -15,164 +17,136 @@ void put(char* dst, const void* src, size_t bytes) {
 }  // namespace
 namespace cuda_impl {
 
-// Checks that need no device and room in every cache (before anything ran),
-// then the plan: rows, tiles, splits, cuts, classified rows.
-Step CudaBackend::plan_forward(std::span<ForwardItem> items) {
+StepIO::StepIO(std::span<ForwardItem> items, const kern::ModelDims& dims, int multiprocessors)
+    : dims_(dims), items_(items) {
   const kern::ModelDims& d = dims_;
-  Step st;
-  st.items = items;
-  st.caches = checked_caches<CudaCache>(items, {"cuda backend", cfg_.vocab_size, d.layers, d.heads});
-  reserve_rows(items, st.caches);
-  st.shapes.resize(items.size());
+  caches_ = checked_caches<CudaCache>(items, {"cuda backend", d.vocab, d.layers, d.heads});
+  reserve_rows(items, caches_);
+  shapes_.resize(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
-    kern::ItemShape& s = st.shapes[i];
-    s.n_before = st.caches[i]->held();
+    kern::ItemShape& s = shapes_[i];
+    s.n_before = caches_[i]->held();
     s.rows = int(items[i].tokens.size());
-    s.tokens_seen = st.caches[i]->tokens_seen();
-    s.rule = st.caches[i]->rule();
-    s.low_bit = st.caches[i]->low_bit();
+    s.tokens_seen = caches_[i]->tokens_seen();
+    s.rule = caches_[i]->rule();
+    s.low_bit = caches_[i]->low_bit();
     static_cast<LogitNeeds&>(s) = logit_needs(items[i]);
   }
-  st.plan = kern::plan_step(st.shapes, d.group, {d.kv_heads, info_.multiprocessors});
-  st.N = int(items.size());
-  st.T = st.plan.rows;
-  st.R = int(st.plan.classify.size());
+  plan_ = kern::plan_step(shapes_, d.group, {d.kv_heads, multiprocessors});
+  N_ = int(items.size());
+  T_ = plan_.rows;
+  R_ = int(plan_.classify.size());
   for (const ForwardItem& item : items) {
-    st.captures = st.captures || (item.capture && item.captured && !item.capture->attention.empty());
-    st.forced = st.forced || item.forced;
-    st.any_sample = st.any_sample || (item.choose && item.chosen && !item.choose->sampling.greedy());
+    captures_ = captures_ || (item.capture && item.captured && !item.capture->attention.empty());
+    forced_ = forced_ || item.forced;
+    any_sample_ = any_sample_ || (item.choose && item.chosen && !item.choose->sampling.greedy());
   }
   // Decode steps (one row an item, no forced scores, no logits read back) replay graphs, attention
   // captures included (their unit count is part of the key); layer states are copied after it.
-  st.graphable = st.T == st.N && !st.forced &&
-                 std::none_of(items.begin(), items.end(), [](const ForwardItem& i) { return i.logits; });
+  graphable_ = T_ == N_ && !forced_ &&
+               std::none_of(items.begin(), items.end(), [](const ForwardItem& i) { return i.logits; });
   for (size_t i = 0; i < items.size(); ++i)
-    if (items[i].forced) st.caches[i]->reserve_reference(st.shapes[i].forced_rows, d.vocab);
-  return st;
-}
-
-// Activations and scratch for the step's rows, keys and classified rows.
-void CudaBackend::grow_scratch(const Step& st) {
-  const kern::ModelDims& d = dims_;
-  const size_t elem = size_t(dtype_size(storage_)), T = size_t(st.T), R = size_t(std::max(st.R, 1));
-  grow(x_, T * d.dim * 4);
-  grow(xb_, T * d.dim * elem);
-  grow(qkv_, T * d.qkv_stride * 4);
-  grow(att_, T * d.q_dim * elem);
-  grow(gate_up_, T * 2 * d.hidden * 4);
-  grow(hidden_, T * d.hidden * elem);
-  grow(attn_logits_, T * d.heads * st.plan.key_stride * 4);
-  grow(partials_, T * d.heads * st.plan.split_bucket * (d.head_dim + 2) * 4);
-  grow(stats_, T * d.heads * 2 * 4);
-  grow(classify_in_, R * d.dim * elem);
-  grow(logits_, R * d.vocab * 4);
-  grow(log_z_, R * 8);
-  if (st.any_sample) grow(sample_scratch_, size_t(st.N) * d.vocab * 8);
-  if (st.plan.any_cut) grow(order_, size_t(st.N) * d.layers * d.kv_heads * st.plan.key_stride * 4);
-  // The rolling caches cut in this step keep slots below these; the table's address goes into
-  // every pass (null until one is needed), so a graph captured without a rolling cut serves one too.
-  for (int i = 0; i < st.N; ++i)
-    if (st.plan.items[size_t(i)].cut && st.shapes[size_t(i)].rule.rolling) cover_rope_slots(st.plan.items[size_t(i)].kept);
+    if (items[i].forced) caches_[i]->reserve_reference(shapes_[i].forced_rows, d.vocab);
 }
 
 // The readback: chosen tokens and evicted positions first (all a plain decode
 // step brings back), then forced scores, captures and layer states.
-void CudaBackend::lay_out_readback(Step& st) {
-  const int N = st.N, L = dims_.layers, H = dims_.kv_heads;
-  st.chosen_at = st.out.add(size_t(N) * 4);
-  st.evicted_base.assign(size_t(N), 0);
+void StepIO::lay_out_readback(PassScratch& s) {
+  const int N = N_, L = dims_.layers, H = dims_.kv_heads;
+  chosen_at_ = out_.add(size_t(N) * 4);
+  evicted_base_.assign(size_t(N), 0);
   int evicted_total = 0;
   for (int i = 0; i < N; ++i) {
-    st.evicted_base[size_t(i)] = evicted_total;
-    evicted_total += st.plan.items[size_t(i)].evicted * L * H;
+    evicted_base_[size_t(i)] = evicted_total;
+    evicted_total += plan_.items[size_t(i)].evicted * L * H;
   }
-  st.evicted_at = st.out.add(size_t(evicted_total) * 4);
-  st.counts_at.assign(size_t(N), 0);
+  evicted_at_ = out_.add(size_t(evicted_total) * 4);
+  counts_at_.assign(size_t(N), 0);
   for (int i = 0; i < N; ++i)
-    if (st.caches[size_t(i)]->low_bit()) st.counts_at[size_t(i)] = st.out.add(counts_bytes());
-  st.plain_end = st.out.size();
-  st.forced_at.assign(size_t(N), 0);
+    if (caches_[size_t(i)]->low_bit()) counts_at_[size_t(i)] = out_.add(counts_bytes());
+  plain_end_ = out_.size();
+  forced_at_.assign(size_t(N), 0);
   for (int i = 0; i < N; ++i)
-    if (st.items[size_t(i)].forced && st.items[size_t(i)].scores)
-      st.forced_at[size_t(i)] = st.out.add(size_t(st.shapes[size_t(i)].forced_rows) * 3 * 8, 8);
+    if (items_[size_t(i)].forced && items_[size_t(i)].scores)
+      forced_at_[size_t(i)] = out_.add(size_t(shapes_[size_t(i)].forced_rows) * 3 * 8, 8);
 
   // Captures: the full rows of each captured (item, layer), the units that trim them.
   std::vector<kern::CaptureJob> jobs;
-  for (int i = 0; st.captures && i < N; ++i) {
-    const ForwardItem& item = st.items[size_t(i)];
+  for (int i = 0; captures_ && i < N; ++i) {
+    const ForwardItem& item = items_[size_t(i)];
     if (item.capture && item.captured)
-      jobs.push_back({i, st.plan.items[size_t(i)].keys, st.shapes[size_t(i)].rows, st.shapes[size_t(i)].tokens_seen,
+      jobs.push_back({i, plan_.items[size_t(i)].keys, shapes_[size_t(i)].rows, shapes_[size_t(i)].tokens_seen,
                       &item.capture->attention, item.captured});
   }
-  st.capture.emplace(jobs, N, dims_, st.out, st.capture_lists);
-  grow(capture_probs_, st.capture->probs_floats() * 4);
-  grow(capture_work_, st.capture->work_floats() * 4);
+  capture_.emplace(jobs, N, dims_, out_, capture_lists_);
+  s.grow(s.capture_probs, capture_->probs_floats() * 4);
+  s.grow(s.capture_work, capture_->work_floats() * 4);
 
   for (int i = 0; i < N; ++i) {
-    const ForwardItem& item = st.items[size_t(i)];
+    const ForwardItem& item = items_[size_t(i)];
     if (!item.capture || !item.layer_states) continue;
-    const int kept = st.plan.items[size_t(i)].kept;
+    const int kept = plan_.items[size_t(i)].kept;
     for (int layer : item.capture->layer_states) {
       LayerReadout lr;
       lr.item = size_t(i);
       lr.layer = layer;
-      lr.positions = st.out.add(size_t(H) * kept * 4);
-      lr.scores = st.out.add(size_t(H) * kept * 4);
-      st.layer_readouts.push_back(lr);
+      lr.positions = out_.add(size_t(H) * kept * 4);
+      lr.scores = out_.add(size_t(H) * kept * 4);
+      layer_readouts_.push_back(lr);
     }
   }
-  grow(readback_, st.out.size());
-  readback_host_.reserve(st.out.size());
+  s.grow(s.readback, out_.size());
+  s.readback_host.reserve(out_.size());
 }
 
 // The inputs block (copied up in one piece) and the pass's arguments: the
 // fixed-offset parts first, the capture lists last, so a graph serves every
 // step of its key.
-void CudaBackend::write_inputs(Step& st) {
-  const int N = st.N, T = st.T, R = st.R;
-  kern::BlockLayout& in = st.in;
+void StepIO::write_inputs(PassScratch& s) {
+  const int N = N_, T = T_, R = R_;
+  kern::BlockLayout& in = in_;
   const std::vector<kern::CaptureSlot> slots =
-      st.captures ? st.capture->slots(capture_probs_.as<float>()) : std::vector<kern::CaptureSlot>{};
+      captures_ ? capture_->slots(s.capture_probs.as<float>()) : std::vector<kern::CaptureSlot>{};
   const size_t tokens_at = in.add(size_t(T) * 4);
   const size_t row_item_at = in.add(size_t(T) * 4);
   const size_t items_at = in.add(size_t(N) * sizeof(kern::ItemDesc));
-  const size_t tiles_at = in.add(st.plan.tiles.size() * sizeof(kern::RowTile));
+  const size_t tiles_at = in.add(plan_.tiles.size() * sizeof(kern::RowTile));
   const size_t classify_at = in.add(size_t(R) * 4);
   const size_t choose_at = in.add(size_t(N) * sizeof(kern::ChooseDesc));
   int forced_count = 0;
   for (int i = 0; i < N; ++i)
-    if (st.items[size_t(i)].forced && st.items[size_t(i)].scores) forced_count += st.shapes[size_t(i)].forced_rows;
+    if (items_[size_t(i)].forced && items_[size_t(i)].scores) forced_count += shapes_[size_t(i)].forced_rows;
   const size_t forced_rows_at = in.add(size_t(forced_count) * sizeof(kern::ForcedRow));
   const size_t slots_at = in.add(slots.size() * sizeof(kern::CaptureSlot));
-  const size_t units_at = in.add(st.capture->unit_count() * sizeof(kern::CaptureUnit));
-  const size_t lists_at = in.add(st.capture_lists.size(), 256);  // kept-slot lists: their length changes every step
-  grow(inputs_, in.size());
-  inputs_host_.reserve(in.size());
-  char* host = static_cast<char*>(inputs_host_.get());
-  char* dev = inputs_.as<char>();
+  const size_t units_at = in.add(capture_->unit_count() * sizeof(kern::CaptureUnit));
+  const size_t lists_at = in.add(capture_lists_.size(), 256);  // kept-slot lists: their length changes every step
+  s.grow(s.inputs, in.size());
+  s.inputs_host.reserve(in.size());
+  char* host = static_cast<char*>(s.inputs_host.get());
+  char* dev = s.inputs.as<char>();
 
   int* tokens = reinterpret_cast<int*>(host + tokens_at);
   for (int i = 0; i < N; ++i)
-    std::copy(st.items[size_t(i)].tokens.begin(), st.items[size_t(i)].tokens.end(),
-              tokens + st.plan.items[size_t(i)].first_row);
-  put(host + row_item_at, st.plan.row_item.data(), size_t(T) * 4);
-  write_item_descs(st, reinterpret_cast<kern::ItemDesc*>(host + items_at));
-  put(host + tiles_at, st.plan.tiles.data(), st.plan.tiles.size() * sizeof(kern::RowTile));
-  put(host + classify_at, st.plan.classify.data(), size_t(R) * 4);
-  write_choices(st, reinterpret_cast<kern::ChooseDesc*>(host + choose_at));
-  write_forced_rows(st, reinterpret_cast<kern::ForcedRow*>(host + forced_rows_at));
+    std::copy(items_[size_t(i)].tokens.begin(), items_[size_t(i)].tokens.end(),
+              tokens + plan_.items[size_t(i)].first_row);
+  put(host + row_item_at, plan_.row_item.data(), size_t(T) * 4);
+  write_item_descs(reinterpret_cast<kern::ItemDesc*>(host + items_at));
+  put(host + tiles_at, plan_.tiles.data(), plan_.tiles.size() * sizeof(kern::RowTile));
+  put(host + classify_at, plan_.classify.data(), size_t(R) * 4);
+  write_choices(s, reinterpret_cast<kern::ChooseDesc*>(host + choose_at));
+  write_forced_rows(s, reinterpret_cast<kern::ForcedRow*>(host + forced_rows_at));
   put(host + slots_at, slots.data(), slots.size() * sizeof(kern::CaptureSlot));
   const std::vector<kern::CaptureUnit> units =
-      st.capture->units(capture_probs_.as<float>(), capture_work_.as<float>(), dev + lists_at, readback_.as<char>());
+      capture_->units(s.capture_probs.as<float>(), s.capture_work.as<float>(), dev + lists_at, s.readback.as<char>());
   put(host + units_at, units.data(), units.size() * sizeof(kern::CaptureUnit));
-  st.capture->write_lists(host + lists_at);
+  capture_->write_lists(host + lists_at);
 
-  StepArgs& a = st.args;
+  StepArgs& a = args_;
   a.items = N;
   a.rows = T;
-  a.tiles = int(st.plan.tiles.size());
-  a.tile_queries = st.plan.tile_queries;
-  a.low_bit_tiles = st.plan.low_bit_tiles;
+  a.tiles = int(plan_.tiles.size());
+  a.tile_queries = plan_.tile_queries;
+  a.low_bit_tiles = plan_.low_bit_tiles;
   a.classified = R;
   a.forced = forced_count;
   a.units = int(units.size());
@@ -183,25 +157,25 @@ void CudaBackend::write_inputs(Step& st) {
   a.classify = reinterpret_cast<const int*>(dev + classify_at);
   a.choose = reinterpret_cast<const kern::ChooseDesc*>(dev + choose_at);
   a.forced_rows = reinterpret_cast<const kern::ForcedRow*>(dev + forced_rows_at);
-  a.capture_slots = st.captures ? reinterpret_cast<const kern::CaptureSlot*>(dev + slots_at) : nullptr;
+  a.capture_slots = captures_ ? reinterpret_cast<const kern::CaptureSlot*>(dev + slots_at) : nullptr;
   a.capture_units = reinterpret_cast<const kern::CaptureUnit*>(dev + units_at);
-  a.attention = {attn_logits_.as<float>(), st.plan.key_stride, partials_.as<float>(), st.plan.split_bucket,
-                 stats_.as<float>(), st.plan.split_keys};
-  a.evicted = reinterpret_cast<int32_t*>(readback_.as<char>() + st.evicted_at);
-  a.any_cut = st.plan.any_cut;
-  a.any_forced = st.forced;
-  a.rope_slots = rope_slots_.as<float>();
+  a.attention = {s.attn_logits.as<float>(), plan_.key_stride, s.partials.as<float>(), plan_.split_bucket,
+                 s.stats.as<float>(), plan_.split_keys};
+  a.evicted = reinterpret_cast<int32_t*>(s.readback.as<char>() + evicted_at_);
+  a.any_cut = plan_.any_cut;
+  a.any_forced = forced_;
+  a.rope_slots = s.rope_slots.as<float>();
   for (int i = 0; i < N; ++i)
-    a.kv_bytes_per_layer += st.caches[size_t(i)]->attention_bytes_per_layer(st.plan.items[size_t(i)].keys);
+    a.kv_bytes_per_layer += caches_[size_t(i)]->attention_bytes_per_layer(plan_.items[size_t(i)].keys);
 }
 
 // Each item's cache and cut, as the kernels read them.
-void CudaBackend::write_item_descs(const Step& st, kern::ItemDesc* desc) const {
-  for (int i = 0; i < st.N; ++i) {
-    const kern::ItemShape& s = st.shapes[size_t(i)];
-    const kern::ItemPlan& p = st.plan.items[size_t(i)];
+void StepIO::write_item_descs(kern::ItemDesc* desc) const {
+  for (int i = 0; i < N_; ++i) {
+    const kern::ItemShape& s = shapes_[size_t(i)];
+    const kern::ItemPlan& p = plan_.items[size_t(i)];
     kern::ItemDesc it;
-    it.cache = st.caches[size_t(i)]->arrays();
+    it.cache = caches_[size_t(i)]->arrays();
     it.tokens_seen = s.tokens_seen;
     it.n_before = s.n_before;
     it.rows = s.rows;
@@ -213,21 +187,21 @@ void CudaBackend::write_item_descs(const Step& st, kern::ItemDesc* desc) const {
     it.recent = s.rule.recent;
     it.by_score = s.rule.by_score;
     it.kept = p.kept;
-    it.evicted_base = st.evicted_base[size_t(i)];
+    it.evicted_base = evicted_base_[size_t(i)];
     desc[i] = it;
   }
 }
 
 // How each item's next token is chosen (greedy or sampled), and where it lands.
-void CudaBackend::write_choices(const Step& st, kern::ChooseDesc* choose) const {
-  for (int i = 0; i < st.N; ++i) {
-    const ForwardItem& item = st.items[size_t(i)];
+void StepIO::write_choices(const PassScratch& s, kern::ChooseDesc* choose) const {
+  for (int i = 0; i < N_; ++i) {
+    const ForwardItem& item = items_[size_t(i)];
     kern::ChooseDesc c;
-    c.out = reinterpret_cast<int32_t*>(readback_.as<char>() + st.chosen_at) + i;
-    if (st.shapes[size_t(i)].choose) {
+    c.out = reinterpret_cast<int32_t*>(s.readback.as<char>() + chosen_at_) + i;
+    if (shapes_[size_t(i)].choose) {
       const SamplingConfig& sc = item.choose->sampling;
       c.mode = sc.greedy() ? 1 : 2;
-      c.logits_row = st.plan.items[size_t(i)].logit_row.back();
+      c.logits_row = plan_.items[size_t(i)].logit_row.back();
       c.temperature = sc.temperature;
       c.top_p = sc.top_p;
       c.uniform = item.choose->uniform;
@@ -239,29 +213,29 @@ void CudaBackend::write_choices(const Step& st, kern::ChooseDesc* choose) const 
 // Forced mode: which cache's stored rows each item compares with (decided
 // now, after every forced item of this call has claimed its rows of this
 // step), and each scored row's target and outputs.
-void CudaBackend::write_forced_rows(Step& st, kern::ForcedRow* forced_rows) const {
-  const int N = st.N;
+void StepIO::write_forced_rows(const PassScratch& s, kern::ForcedRow* forced_rows) {
+  const int N = N_;
   for (int i = 0; i < N; ++i)
-    if (st.items[size_t(i)].forced)
-      st.caches[size_t(i)]->mark_forced_rows(st.shapes[size_t(i)].forced_rows,
-                                             st.shapes[size_t(i)].tokens_seen + st.shapes[size_t(i)].rows);
-  st.compared.assign(size_t(N), false);
+    if (items_[size_t(i)].forced)
+      caches_[size_t(i)]->mark_forced_rows(shapes_[size_t(i)].forced_rows,
+                                             shapes_[size_t(i)].tokens_seen + shapes_[size_t(i)].rows);
+  compared_.assign(size_t(N), false);
   for (int i = 0, k = 0; i < N; ++i) {
-    const ForwardItem& item = st.items[size_t(i)];
+    const ForwardItem& item = items_[size_t(i)];
     if (!item.forced || !item.scores) continue;
-    const auto* reference = static_cast<const CudaCache*>(st.caches[size_t(i)]->same_step_reference(item.forced->reference));
-    const int rows = st.shapes[size_t(i)].forced_rows;
+    const auto* reference = static_cast<const CudaCache*>(caches_[size_t(i)]->same_step_reference(item.forced->reference));
+    const int rows = shapes_[size_t(i)].forced_rows;
     const bool compared = reference != nullptr;
-    st.compared[size_t(i)] = compared;
+    compared_[size_t(i)] = compared;
     for (int r = 0; r < rows; ++r, ++k) {
       kern::ForcedRow f;
-      f.logits_row = st.plan.items[size_t(i)].logit_row[size_t(r)];
+      f.logits_row = plan_.items[size_t(i)].logit_row[size_t(r)];
       f.target = item.forced->next[size_t(r)];
       if (compared) {
         f.ref_logits = reference->reference_logits() + size_t(r) * dims_.vocab;
         f.ref_logz = reference->reference_log_z() + r;
       }
-      f.out = reinterpret_cast<double*>(readback_.as<char>() + st.forced_at[size_t(i)]) + size_t(r) * 3;
+      f.out = reinterpret_cast<double*>(s.readback.as<char>() + forced_at_[size_t(i)]) + size_t(r) * 3;
       forced_rows[k] = f;
     }
   }
@@ -270,16 +244,16 @@ void CudaBackend::write_forced_rows(Step& st, kern::ForcedRow* forced_rows) cons
 // What came back, to each item and its cache: the chosen token, the evicted
 // positions (checked against the host's count), layer states, forced scores,
 // captures.
-void CudaBackend::deliver(const Step& st) {
-  const char* back = static_cast<const char*>(readback_host_.get());
+void StepIO::deliver(const PassScratch& s) const {
+  const char* back = static_cast<const char*>(s.readback_host.get());
   const int L = dims_.layers, H = dims_.kv_heads;
-  for (int i = 0; i < st.N; ++i) {
-    const ForwardItem& item = st.items[size_t(i)];
-    const kern::ItemPlan& p = st.plan.items[size_t(i)];
-    if (st.shapes[size_t(i)].choose) *item.chosen = reinterpret_cast<const int32_t*>(back + st.chosen_at)[i];
+  for (int i = 0; i < N_; ++i) {
+    const ForwardItem& item = items_[size_t(i)];
+    const kern::ItemPlan& p = plan_.items[size_t(i)];
+    if (shapes_[size_t(i)].choose) *item.chosen = reinterpret_cast<const int32_t*>(back + chosen_at_)[i];
     std::vector<EvictionEvent> events;
     if (p.cut) {
-      const int32_t* e = reinterpret_cast<const int32_t*>(back + st.evicted_at) + st.evicted_base[size_t(i)];
+      const int32_t* e = reinterpret_cast<const int32_t*>(back + evicted_at_) + evicted_base_[size_t(i)];
       for (int l = 0; l < L; ++l)
         for (int g = 0; g < H; ++g)
           for (int k = 0; k < p.evicted; ++k) {
@@ -289,38 +263,68 @@ void CudaBackend::deliver(const Step& st) {
             events.push_back({l, g, position});
           }
     }
-    std::map<int, LayerState> states = layer_states_of(st, size_t(i), back);
+    std::map<int, LayerState> states = layer_states_of(size_t(i), back);
     if (item.capture && item.layer_states) {
       item.layer_states->clear();
       for (int layer : item.capture->layer_states) item.layer_states->push_back(states.at(layer));
     }
     std::vector<int32_t> counts;
-    if (st.caches[size_t(i)]->low_bit()) {
-      const auto* c = reinterpret_cast<const int32_t*>(back + st.counts_at[size_t(i)]);
+    if (caches_[size_t(i)]->low_bit()) {
+      const auto* c = reinterpret_cast<const int32_t*>(back + counts_at_[size_t(i)]);
       counts.assign(c, c + counts_bytes() / sizeof(int32_t));
     }
-    st.caches[size_t(i)]->end_forward(st.shapes[size_t(i)].rows, p.kept,
+    caches_[size_t(i)]->end_forward(shapes_[size_t(i)].rows, p.kept,
                                       EvictionSummary::from_events(std::move(events), L, H), std::move(states),
                                       std::move(counts));
     if (item.forced && item.scores) {
       *item.scores = {};
-      const auto* f = reinterpret_cast<const double*>(back + st.forced_at[size_t(i)]);
-      for (int r = 0; r < st.shapes[size_t(i)].forced_rows; ++r) {
+      const auto* f = reinterpret_cast<const double*>(back + forced_at_[size_t(i)]);
+      for (int r = 0; r < shapes_[size_t(i)].forced_rows; ++r) {
         item.scores->nll.push_back(f[r * 3]);
-        if (!st.compared[size_t(i)]) continue;
+        if (!compared_[size_t(i)]) continue;
         item.scores->kl.push_back(f[r * 3 + 1]);
         item.scores->agree.push_back(f[r * 3 + 2] != 0 ? 1 : 0);
       }
     }
   }
-  st.capture->read(back);
+  capture_->read(back);
+}
+
+void StepIO::enqueue_readback(PassScratch& s, gpu::Stream stream) const {
+  char* readback = s.readback.as<char>();
+  const int H = dims_.kv_heads;
+  for (const LayerReadout& lr : layer_readouts_) {
+    const kern::CacheArrays arrays = caches_[lr.item]->arrays();
+    const int kept = plan_.items[lr.item].kept;
+    const size_t first = size_t(lr.layer) * H * size_t(arrays.cap);
+    gpu::copy_rows_on_device(readback + lr.positions, size_t(kept) * 4, arrays.pos + first, size_t(arrays.cap) * 4,
+                             size_t(kept) * 4, size_t(H), stream);
+    gpu::copy_rows_on_device(readback + lr.scores, size_t(kept) * 4, arrays.score + first, size_t(arrays.cap) * 4,
+                             size_t(kept) * 4, size_t(H), stream);
+  }
+  for (int i = 0; i < N_; ++i)
+    if (caches_[size_t(i)]->low_bit())
+      gpu::copy_on_device(readback + counts_at_[size_t(i)], caches_[size_t(i)]->arrays().low.counts, counts_bytes(),
+                          stream);
+  // Plain decode steps bring back only the chosen tokens, the evicted positions and quantized caches' counts.
+  const bool plain = graphable_ && !captures_ && layer_readouts_.empty();
+  gpu::copy_to_host(s.readback_host.get(), readback, plain ? plain_end_ : out_.size(), stream);
+  for (int i = 0; i < N_; ++i) {
+    const ForwardItem& item = items_[size_t(i)];
+    if (!item.logits) continue;
+    const int rows = item.all_logits ? shapes_[size_t(i)].rows : 1;
+    const int first = plan_.items[size_t(i)].logit_row[size_t(shapes_[size_t(i)].rows - rows)];
+    item.logits->resize(size_t(rows) * dims_.vocab);
+    gpu::copy_to_host(item.logits->data(), s.logits.as<float>() + size_t(first) * dims_.vocab,
+                      item.logits->size() * sizeof(float), stream);
+  }
 }
 
 // The layer states item `item` asked for, from the readback's host copy.
-std::map<int, LayerState> CudaBackend::layer_states_of(const Step& st, size_t item, const char* back) const {
-  const int kept = st.plan.items[item].kept;
+std::map<int, LayerState> StepIO::layer_states_of(size_t item, const char* back) const {
+  const int kept = plan_.items[item].kept;
   std::map<int, LayerState> states;
-  for (const LayerReadout& lr : st.layer_readouts) {
+  for (const LayerReadout& lr : layer_readouts_) {
     if (lr.item != item) continue;
     LayerState& state = states[lr.layer];
     state.layer = lr.layer;

@@ -21,6 +21,8 @@
 #   H2O_PEER_ARGS (extra peer_transformers.py args)  H2O_PEER_RESERVE_S [120] (bench: kept for the peer)  H2O_PEER=0 (no peer)
 #   H2O_STUDIO_BENCH_ARGS (bench: h2o-bench-studio's args on the GPU; default Llama-2-7B, four panes, 1500 steps)
 #   H2O_SANITIZE_FILTER [*] (sanitize: a gtest filter, e.g. '*Kernels*' for the quick kernel suites)
+#   H2O_CHECK_RACECHECK (check: the gtest filter racecheck runs over; "" for none; default the kernels this round changed)
+#   H2O_BENCH_EXTRA_ARGS (bench: further h2o-bench runs, ';' between them; default GPT-NeoX and quantized KV at 8192)
 #   H2O_BUILD_LIMIT_S [420] (the repo build's own cap)  H2O_GPU_FORCE_GTEST_SOURCE=1 (rebuild GTest from the carried sources)
 #   H2O_GPU_FORCE_PY_UNPACK=1 (unpack .debs with Python, as where dpkg-deb is missing)
 #   H2O_GPU_BACKEND [cuda]: the backend parity and bench run. cuda-sim (set by simulate_here.sh, no GPU)
@@ -51,6 +53,13 @@ SIM_BENCH_ARGS="--shapes stories260K --dtype f16 --precision f16 --contexts 64 -
 # The app's pipeline beside the engine (h2o-bench-studio): Llama-2-7B, four panes, on the GPU; a few steps of stories260K simulated.
 STUDIO_BENCH_ARGS=${H2O_STUDIO_BENCH_ARGS:-"--shapes llama2-7b --panes 4 --dtype f16 --precision f16 --steps 1500"}
 SIM_STUDIO_BENCH_ARGS="--shapes stories260K --panes 2 --dtype f16 --precision f16 --steps 12"
+# bench's further rows after h2o-bench ARGS, each an h2o-bench argument list (';' between runs): GPT-NeoX,
+# and the quantized KV at a long context against the f16 cache (its attention kernels in --op-times).
+BENCH_EXTRA_ARGS=${H2O_BENCH_EXTRA_ARGS-"--shapes pythia-1.4b --dtype f16 --precision f16 --contexts 2048 --budget 1024 --tokens 32 --repeats 2 --batched;--shapes llama2-7b --dtype f16 --precision f16 --policies full --contexts 8192 --kv-sweep 32,4,2 --tokens 16 --repeats 2 --op-times"}
+SIM_BENCH_EXTRA_ARGS="--shapes pythia-test --dtype f16 --precision f16 --contexts 64 --budget 32 --tokens 4 --repeats 1;--shapes stories260K --dtype f16 --precision f16 --policies full --contexts 96 --kv-sweep 32,4,2 --tokens 4 --repeats 1"
+# check's racecheck: the device tests of the kernels this round changed (the quantized KV's append,
+# flush, cut and attention; GPT-NeoX's layernorm, bias and GELU). The sanitize stage runs every suite.
+CHECK_RACECHECK_FILTER=${H2O_CHECK_RACECHECK-"CudaLowBit.*:CudaGptNeox.SequentialResidualFullCache:CudaGptNeox.ParallelResidualFullCache"}
 FAILS=0                          # failed steps in this stage
 STAGE=""
 STAGE_T0=$SECONDS
@@ -483,8 +492,30 @@ stage_check() {
     row "parity (cpu, $BACKEND)" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "table above; log check-parity.log"
   fi
 
+  # Step: racecheck over the tests of the kernels this round changed (capped; sanitize runs them all).
+  quick_racecheck "$tlog"
+
   ((HAVE_BACKEND == 0 && !SIMULATED)) && return 3
   ((FAILS == 0))
+}
+
+# check's racecheck: CHECK_RACECHECK_FILTER's device tests under compute-sanitizer racecheck, within
+# H2O_CHECK_RACECHECK_S (default 90 s); "not available" where the machine refuses the tool.
+quick_racecheck() {  # LOG
+  local log=$1 cs t0=$SECONDS exe=$BUILD/tests/cuda/h2o_cuda_tests from part
+  [ -n "$CHECK_RACECHECK_FILTER" ] || return 0
+  skip_simulated "racecheck (changed kernels)" "racecheck watches the device itself" && return 0
+  if ! cs=$(cuda_tool compute-sanitizer); then row "racecheck (changed kernels)" "not available" 0 "compute-sanitizer not found"; return 0; fi
+  if [ ! -x "$exe" ]; then row "racecheck (changed kernels)" "FAIL (no tests)" 0 "h2o_cuda_tests was not built"; return 0; fi
+  from=$(($(stat -c %s "$log") + 1))
+  if run_step "$log" "${H2O_CHECK_RACECHECK_S:-90}" "$cs" --tool racecheck --error-exitcode 17 "$exe" --gtest_brief=1 --gtest_filter="$CHECK_RACECHECK_FILTER"; then
+    part=$(tail -c +"$from" "$log" | grep -aE 'RACECHECK SUMMARY|^\[  PASSED  \]' | tail -2 | tr '\n' ' ' || true)
+    row "racecheck (changed kernels)" ok $((SECONDS - t0)) "$CHECK_RACECHECK_FILTER: $part"
+  elif tail -c +"$from" "$log" | grep -aqiE 'device not supported|not supported on this|unable to|refused'; then
+    row "racecheck (changed kernels)" "not available" $((SECONDS - t0)) "refused here: $(tail -c +"$from" "$log" | grep -aiE 'not supported|unable|refused' | head -1 | cut -c1-160)"
+  else
+    row "racecheck (changed kernels)" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "$CHECK_RACECHECK_FILTER: $(why "$log" 2)"
+  fi
 }
 
 # The device test program (the emulated suites are CI's; under a sanitizer they would only cost time).
@@ -596,6 +627,7 @@ stage_bench() {
     grep -aq '^|' "$log" || echo "(no table printed; see bench.log)" >>"$RESULTS"
     if ((rc == 0)); then row "h2o-bench --backend $BACKEND" ok $((SECONDS - t0)) "table above; log bench.log"
     else row "h2o-bench --backend $BACKEND" "FAIL (exit $rc)" $((SECONDS - t0)) "$(why "$log" 2)"; fi
+    extra_benches "$log" "$peer_reserve"
   fi
 
   # Step: the app's pipeline on the engine (history, analyzer, snapshots, recording spool) against the engine alone.
@@ -616,6 +648,28 @@ stage_bench() {
   # Step: the transformers peer again, in the same lease, with the copy bandwidth measured above.
   run_peer "$OUT/bench-peer.log" "$OUT/bench-peer.json" 400
   ((FAILS == 0))
+}
+
+# bench's further h2o-bench runs (BENCH_EXTRA_ARGS, SIM_BENCH_EXTRA_ARGS under simulation), each
+# appended to LOG with its table copied into results.md, each within what the stage has left.
+extra_benches() {  # LOG PEER_RESERVE_S
+  local log=$1 reserve=$2 list=$BENCH_EXTRA_ARGS args t0 limit from
+  ((SIMULATED)) && list=$SIM_BENCH_EXTRA_ARGS
+  local IFS=';'
+  for args in $list; do
+    IFS=' '
+    [ -n "${args// /}" ] || continue
+    t0=$SECONDS
+    limit=$(($(remaining) - RESERVE_S - reserve))
+    if ((limit < 30)); then row "h2o-bench $args" "skipped (time)" 0 "the stage's budget is spent"; continue; fi
+    from=$(($(stat -c %s "$log") + 1))
+    # shellcheck disable=SC2086  # a list of words on purpose
+    if run_step "$log" "$limit" "$BUILD/app/h2o-bench" --backend "$BACKEND" $args; then
+      subtable "h2o-bench --backend $BACKEND $args:"
+      tail -c +"$from" "$log" | awk '/^\|/ { print; t = 1; next } t { print ""; t = 0 }' >>"$RESULTS"
+      row "h2o-bench $args" ok $((SECONDS - t0)) "table above; log bench.log"
+    else row "h2o-bench $args" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "$(why "$log" 2)"; fi
+  done
 }
 
 # ---------------------------------------------------------------- selftest (no GPU)
