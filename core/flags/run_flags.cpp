@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <stdexcept>
 
 #include "core/backends/make_backend.h"
@@ -11,6 +12,11 @@
 #include "core/policy/policy.h"
 #include "core/runtime/backend.h"
 #include "core/studio/studio_params.h"
+#include "core/studio/studio_setup.h"
+
+// Each entry names the members it sets (designated initializers); the rest
+// keep their defaults, which GCC 12's -Wextra reports as missing anyway.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 namespace h2o {
 namespace {
@@ -194,6 +200,23 @@ int64_t flag_int(const RunFlag& flag, std::string_view text) {
 std::string flag_choice(const RunFlag& flag, std::string_view text) {
   if (std::string p = flag_problem(flag, text); !p.empty()) fail("--" + flag.name, p);
   return std::string(text);
+}
+
+void keep_in_bounds(StudioConfig& c, const StudioConfig& defaults) {
+  const auto keep = [](const char* flag, auto& value, auto fallback, std::optional<int64_t> unset = std::nullopt) {
+    const RunFlag& f = run_flag(flag);
+    if ((value < f.lo || value > f.hi) && (!unset || value != *unset)) value = fallback;
+  };
+  keep("budget", c.budget, defaults.budget);
+  keep("threads", c.threads, defaults.threads);
+  keep("kv-limit", c.kv_limit_mib, defaults.kv_limit_mib);
+  keep("slack", c.slack, defaults.slack, -1);
+  keep("kv-group", c.kv_group, defaults.kv_group, 0);
+  keep("kv-residual", c.kv_residual, defaults.kv_residual, 0);
+  for (auto& [name, value] : c.params) {
+    const auto d = defaults.params.find(name);
+    if (d != defaults.params.end()) keep(name.c_str(), value, d->second);  // the controls' parameters, each a flag
+  }
 }
 
 }  // namespace h2o

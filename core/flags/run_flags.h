@@ -13,6 +13,8 @@
 
 namespace h2o {
 
+struct StudioConfig;
+
 // The front ends that take a flag (a bit each).
 enum FlagTaker : unsigned {
   kCliRun = 1,        // h2o-cli's run commands: stream, generate, eval, sample
@@ -62,5 +64,11 @@ std::string flag_problem(const RunFlag& flag, std::string_view text);
 int64_t flag_int(const RunFlag& flag, std::string_view text);
 // The value of a Choice flag, checked. Throws Error "--name: <problem>".
 std::string flag_choice(const RunFlag& flag, std::string_view text);
+
+// The app's settings (remembered, or a recording's) within the table's
+// bounds: a value outside them (a hand-edited or older settings file) goes
+// back to `defaults`' value; the settings' own "not given" values stay
+// (slack -1: the backend's; G and R 0: shaped for the model).
+void keep_in_bounds(StudioConfig& settings, const StudioConfig& defaults);
 
 }  // namespace h2o

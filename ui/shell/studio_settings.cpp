@@ -5,6 +5,7 @@
 #include <QSettings>
 #include <QStringList>
 
+#include "core/flags/run_flags.h"
 #include "core/studio/assets.h"
 
 namespace h2o::ui {
@@ -56,9 +57,8 @@ StudioSettings load_settings(QSettings& settings) {
   StudioConfig& c = s.config;
   if (c.backend.empty()) c.backend = d.config.backend;
   if (c.policies.empty()) c.policies = d.config.policies;
-  if (c.budget < 2) c.budget = d.config.budget;
+  keep_in_bounds(c, d.config);  // the flags' bounds (core/flags/run_flags.h)
   if (c.max_new_tokens < 1) c.max_new_tokens = d.config.max_new_tokens;
-  c.kv_limit_mib = std::max(0, c.kv_limit_mib);
   // Before G and R were shaped for the model (0: not given), every run saved the fixed 32 and 64:
   // read back, those would hold as given values and keep a small budget's quantized pane all f16.
   if (c.kv_group == 32 && c.kv_residual == 64) c.kv_group = c.kv_residual = 0;
