@@ -347,5 +347,12 @@ TEST(MainWindowTest, GuiThreadStaysResponsiveUnderFullLoad) {
   play(w, 400);
   ticker.stop();
   EXPECT_GT(w.frameTimes().size(), 3u);
-  EXPECT_LT(worst, 500) << "the GUI thread was blocked for " << worst << " ms";
+  // Under AddressSanitizer a frame's drawing takes several times as long (530 ms once on the 2-core
+  // CI machine, 2026-11-29): the bound is for the thread never waiting on the engine, not for speed.
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr qint64 kMostBlockedMs = 1500;
+#else
+  constexpr qint64 kMostBlockedMs = 500;
+#endif
+  EXPECT_LT(worst, kMostBlockedMs) << "the GUI thread was blocked for " << worst << " ms";
 }
