@@ -83,10 +83,11 @@ void Analyzer::ShareHistory::add(int64_t step, const std::vector<float>& shares)
 
 // ---- ingesting ------------------------------------------------------------------
 
-Analyzer::Analyzer(RecordingHeader header, int64_t score_history_horizon)
+Analyzer::Analyzer(RecordingHeader header, int64_t score_history_horizon, int64_t exact_head_positions)
     : header_(std::move(header)), horizon_(score_history_horizon), live_(header_.policies.size()) {
   if (header_.kv_heads < 1 || header_.heads % header_.kv_heads != 0) throw Error("analyzer: bad head counts");
-  for (const auto& policy : header_.policies) histories_.emplace_back(policy, header_.layers, header_.kv_heads);
+  for (const auto& policy : header_.policies)
+    histories_.emplace_back(policy, header_.layers, header_.kv_heads, exact_head_positions);
   extras_.resize(histories_.size());
 }
 
@@ -427,8 +428,9 @@ PaneSnapshot Analyzer::pane(size_t index, const ViewSelection& view, int64_t ste
   const std::vector<int32_t> evicted = h.evictions(view.layer, shown_kv(view));
   pane_text(h, view, step, length, evicted, out);
   out.heatmap = heatmap(index, view, step, window);
-  out.overview = survival_raster(h.rule(), h.birth(), evicted, 0, length, first_step_, step, view.overview_columns,
-                                 view.overview_rows);
+  out.overview = h.overview(view.layer, shown_kv(view), evicted, length, first_step_, step, view.overview_columns,
+                            view.overview_rows);
+  if (shown_kv(view) >= 0) out.head_summarised_before = h.per_head_exact_from();
   const int64_t detail_first = view.detail_first < 0 ? std::max<int64_t>(0, length - view.detail_positions)
                                                      : std::clamp<int64_t>(view.detail_first, 0, std::max<int64_t>(0, length - 1));
   const int64_t detail_end = std::min<int64_t>(length, detail_first + view.detail_positions);
@@ -511,11 +513,21 @@ InspectionSnapshot Analyzer::inspection(const ViewSelection& requested, int64_t 
     if (pos < length) {
       if (out.text.empty()) out.text = character_at([&](int64_t q) { return h.piece(q); }, pos, h.length());
       pp.born_step = h.birth()[size_t(pos)];
-      for (int l = 0; l < header_.layers; ++l)
+      // A summarised position's heads are listed where kept exactly, its layers where not.
+      pp.heads_summarised = pos < h.per_head_exact_from();
+      for (int l = 0; l < header_.layers; ++l) {
+        bool layer_listed = false;
         for (int kv = 0; kv < header_.kv_heads; ++kv) {
+          if (pp.heads_summarised && !h.head_step_exact(l, kv, pos)) {
+            const int32_t e = h.evicted_at(l, kv, pos);  // the layer's
+            if (!layer_listed && e >= 0 && e <= step) pp.evictions.push_back({l, -1, e});
+            layer_listed = true;
+            continue;
+          }
           const int32_t e = h.evicted_at(l, kv, pos);
           if (e >= 0 && e <= step) pp.evictions.push_back({l, kv, e});
         }
+      }
       bool held = false;
       for (int kv = 0; kv < header_.kv_heads; ++kv) {
         if (view.head >= 0 && kv != view.head / group()) continue;

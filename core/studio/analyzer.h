@@ -53,8 +53,11 @@ class Analyzer final : public StepSink {
   // Score histories (the inspector's lines) are kept for the latest
   // `score_history_horizon` positions, the sinks, each read's top scores
   // (the heavy hitters) and the pinned (clicked) position, at most 64
-  // samples each: bounded however long the run.
-  explicit Analyzer(RecordingHeader header, int64_t score_history_horizon = 4096);
+  // samples each: bounded however long the run. Each policy keeps every
+  // head's eviction steps exactly for the newest `exact_head_positions`
+  // positions or more, and a summary of the older ones (head_evictions.h).
+  explicit Analyzer(RecordingHeader header, int64_t score_history_horizon = 4096,
+                    int64_t exact_head_positions = HeadEvictions::kExactPositions);
   void write(const StepRecord& record) override { ingest(record); }
   void ingest(const StepRecord& record);
   // The view at view.step (the newest when -1 or later). For an older step,

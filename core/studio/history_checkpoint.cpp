@@ -19,7 +19,11 @@ namespace h2o {
 
 namespace {
 
-constexpr uint64_t kCheckpointFormat = 1;
+// 2: a policy's per-head table may hold a summary of its older positions
+// (head_summary.h); format 1's tables are all exact, and are read still.
+constexpr uint64_t kCheckpointFormat = 2;
+// A policy's per-head table: none, all exact (format 1), or summary + exact.
+constexpr uint8_t kNoHeads = 0, kExactHeads = 1, kSummarisedHeads = 2;
 // Steps and births stay far enough below 2^31 that a birth plus an age cannot overflow.
 constexpr int64_t kMaxStep = int64_t(1) << 30;
 
@@ -37,30 +41,95 @@ void require(bool ok, const char* what) {
 
 // ---- the per-head table -------------------------------------------------------------
 
+void HeadSummary::save(CheckpointWriter& out) const {
+  PackedWriter& w = out.bytes();
+  w.varint(uint64_t(end_));
+  for (const Chunk& chunk : chunks_) {
+    w.array(chunk.first_span);
+    w.array(chunk.spans);
+    out.spill();
+  }
+  for (int64_t head = 0; head < heads_; ++head) {
+    if (exact_.empty()) {
+      w.varint(0);
+    } else {
+      w.array(exact_[size_t(head)]);
+    }
+  }
+  out.spill();
+}
+
+HeadSummary HeadSummary::load(PackedReader& in, int64_t heads, std::span<const int32_t> birth) {
+  HeadSummary s(heads);
+  const uint64_t end = in.varint();
+  require(end % uint64_t(kGroup) == 0 && end <= birth.size(), "a per-head summary past its positions");
+  s.end_ = int64_t(end);
+  for (int64_t groups = s.end_ / kGroup; groups > 0; groups -= kChunkGroups) {
+    Chunk& chunk = s.chunks_.emplace_back();
+    chunk.first_span = in.array<uint32_t>();
+    require(chunk.first_span.size() == size_t(std::min(groups, kChunkGroups) * heads) + 1 &&
+                chunk.first_span.front() == 0 && ascending(chunk.first_span),
+            "a per-head summary's groups out of order");
+    chunk.spans = in.array<Span>();
+    require(chunk.first_span.back() == chunk.spans.size(), "a per-head summary of another count of spans");
+    for (const Span& sp : chunk.spans) {
+      const int fate = int(fate_of(sp));
+      const bool marker = fate == int(Fate::Unborn) && from_of(sp) == 0 && sp.to == 0;
+      require(marker || (fate > int(Fate::Unborn) && fate < kFateCount && from_of(sp) <= kMaxStep &&
+                         (sp.to == kNever || (sp.to > from_of(sp) && sp.to <= kMaxStep))),
+              "a per-head summary's span out of range");
+    }
+  }
+  s.exact_.resize(size_t(heads));
+  for (auto& list : s.exact_) {
+    list = in.array<Exact>();
+    int64_t before = -1;
+    for (const Exact& e : list) {
+      require(e.position > before && e.position < s.end_, "a summarised position out of order");
+      require(e.step == -1 || (e.step >= birth[size_t(e.position)] && e.step < kMaxStep),
+              "a summarised position's eviction step out of range");
+      before = e.position;
+    }
+  }
+  return s;
+}
+
 void HeadEvictions::save(CheckpointWriter& out, std::span<const int32_t> birth) const {
   PackedWriter& w = out.bytes();
+  w.varint(uint64_t(base_));
+  summary_.save(out);
   w.varint(uint64_t(length_));
   for (int64_t head = 0; head < heads_; ++head) {
     const int layer = int(head / kv_heads_), kv = int(head % kv_heads_);
     int64_t before = -1;  // held
-    for (const int32_t step : column(layer, kv, birth)) {
-      w.signed_varint(int64_t(step) - before);
-      before = step;
+    const std::vector<int32_t> steps = column(layer, kv, birth);
+    for (int64_t p = base_; p < length_; ++p) {
+      w.signed_varint(int64_t(steps[size_t(p)]) - before);
+      before = steps[size_t(p)];
     }
     out.spill();
   }
 }
 
-HeadEvictions HeadEvictions::load(PackedReader& in, int layers, int kv_heads, std::span<const int32_t> birth) {
-  HeadEvictions table(layers, kv_heads);
+HeadEvictions HeadEvictions::load(PackedReader& in, int layers, int kv_heads, std::span<const int32_t> birth,
+                                  bool summarised, int64_t exact_positions) {
+  HeadEvictions table(layers, kv_heads, exact_positions);
+  require(table.heads_ > 0, "a per-head table without heads");
+  if (summarised) {
+    const uint64_t base = in.varint();
+    require(base % uint64_t(kBlock) == 0 && base <= birth.size(), "a per-head table's summary past its positions");
+    table.summary_ = HeadSummary::load(in, table.heads_, birth);
+    require(table.summary_.end() == int64_t(base), "a per-head summary of another length than its table's");
+    table.base_ = table.length_ = int64_t(base);
+  }
   const uint64_t length = in.varint();
-  // Each position takes a byte a head at least: checked before anything is allocated.
-  require(length == birth.size() && table.heads_ > 0 && length <= in.left() / uint64_t(table.heads_),
+  // Each exact position takes a byte a head at least: checked before anything is allocated.
+  require(length == birth.size() && length - uint64_t(table.base_) <= in.left() / uint64_t(table.heads_),
           "a per-head table of another length than its positions");
-  for (uint64_t p = 0; p < length; ++p) table.add_position();
+  while (table.length_ < int64_t(length)) table.add_position();
   for (int64_t head = 0; head < table.heads_; ++head) {
     int64_t step = -1;
-    for (int64_t p = 0; p < int64_t(length); ++p) {
+    for (int64_t p = table.base_; p < int64_t(length); ++p) {
       step += in.within(-kMaxStep, kMaxStep, "an eviction step");
       require(step >= -1 && step < kMaxStep, "an eviction step out of range");
       if (step == -1) continue;  // held
@@ -82,9 +151,18 @@ void PolicyHistory::save(CheckpointWriter& out) const {
   w.array(birth_);
   w.array(evict_all_);
   out.spill();
-  w.byte(per_head_ ? 1 : 0);
-  // A layer's merged steps and counts follow from the heads' steps: not written.
-  if (per_head_) per_head_->save(out, birth_);
+  w.byte(per_head_ ? kSummarisedHeads : kNoHeads);
+  if (per_head_) {
+    per_head_->save(out, birth_);
+    // A layer's merged steps and counts follow from the heads' exact steps:
+    // written only where those are summarised.
+    const size_t summarised = size_t(per_head_->summarised_end());
+    for (int layer = 0; layer < layers_; ++layer) {
+      w.array(evict_layer_[size_t(layer)].data(), summarised);
+      w.array(gone_heads_[size_t(layer)].data(), summarised);
+    }
+    out.spill();
+  }
   w.signed_varint(first_step_);
   w.array(steps_);
   w.array(forced_);
@@ -108,10 +186,27 @@ void PolicyHistory::load(PackedReader& in, int64_t first_step, int64_t steps) {
   require(ascending(birth_) && (!n || (birth_.front() >= 0 && birth_.back() < first_step + steps)), "births out of order");
   require(evict_all_.empty() || evict_all_.size() == n, "evictions of another length");
   require(steps_or_held(evict_all_), "an eviction step out of range");
-  if (in.byte()) {
-    per_head_.emplace(HeadEvictions::load(in, layers_, kv_heads_, birth_));
+  const uint8_t heads = in.byte();
+  require(heads <= kSummarisedHeads, "a per-head table of an unknown form");
+  if (heads != kNoHeads) {
     require(evict_all_.empty(), "evictions both everywhere and per head");
-    merge_layers();
+    per_head_.emplace(HeadEvictions::load(in, layers_, kv_heads_, birth_, heads == kSummarisedHeads, exact_head_positions_));
+    const size_t summarised = size_t(per_head_->summarised_end());
+    evict_layer_.assign(size_t(layers_), {});
+    gone_heads_.assign(size_t(layers_), {});
+    for (int layer = 0; layer < layers_ && heads == kSummarisedHeads; ++layer) {
+      auto& last = evict_layer_[size_t(layer)];
+      auto& gone = gone_heads_[size_t(layer)];
+      last = in.array<int32_t>();
+      gone = in.array<uint16_t>();
+      require(last.size() == summarised && gone.size() == summarised, "a layer's summarised steps of another length");
+      for (size_t p = 0; p < summarised; ++p)
+        require(gone[p] <= kv_heads_ && (gone[p] == kv_heads_) == (last[p] >= 0) &&
+                    (last[p] < 0 || (last[p] >= birth_[p] && last[p] < kMaxStep)),
+                "a layer's summarised step out of range");
+    }
+    merge_layers(int64_t(summarised));
+    per_head_->summarise_old(rule_, birth_);
   }
   first_step_ = in.within(-1, kMaxStep, "the first step");
   steps_ = in.array<PaneStep>();
@@ -123,16 +218,18 @@ void PolicyHistory::load(PackedReader& in, int64_t first_step, int64_t steps) {
   stopped_ = in.text();
 }
 
-void PolicyHistory::merge_layers() {
-  const size_t n = size_t(length());
-  evict_layer_.assign(size_t(layers_), std::vector<int32_t>(n, -1));
-  gone_heads_.assign(size_t(layers_), std::vector<uint16_t>(n, 0));
+void PolicyHistory::merge_layers(int64_t from) {
+  const size_t n = size_t(length()), first = size_t(from);
+  for (int layer = 0; layer < layers_; ++layer) {
+    evict_layer_[size_t(layer)].resize(n, -1);
+    gone_heads_[size_t(layer)].resize(n, 0);
+  }
   for (int layer = 0; layer < layers_; ++layer)
     for (int kv = 0; kv < kv_heads_; ++kv) {
       const std::vector<int32_t> steps = per_head_->column(layer, kv, birth_);
       auto& last = evict_layer_[size_t(layer)];
       auto& gone = gone_heads_[size_t(layer)];
-      for (size_t p = 0; p < n; ++p) {
+      for (size_t p = first; p < n; ++p) {
         if (steps[p] < 0) continue;
         gone[p] += 1;
         last[p] = std::max(last[p], steps[p]);
@@ -140,7 +237,7 @@ void PolicyHistory::merge_layers() {
     }
   // A layer's step is its last head's: only where every head has let go.
   for (int layer = 0; layer < layers_; ++layer)
-    for (size_t p = 0; p < n; ++p)
+    for (size_t p = first; p < n; ++p)
       if (gone_heads_[size_t(layer)][p] != kv_heads_) evict_layer_[size_t(layer)][p] = -1;
 }
 
@@ -271,7 +368,8 @@ void Analyzer::restore_checkpoint(std::string_view frame, size_t max_bytes) {
   require(steps_.empty(), "restored into an analyzer that has steps");
   const std::string raw = unpack_checkpoint(frame, max_bytes);
   PackedReader r(raw, "checkpoint");
-  require(r.varint() == kCheckpointFormat, "of a format this build does not read");
+  const uint64_t format = r.varint();
+  require(format == 1 || format == kCheckpointFormat, "of a format this build does not read");
   for (int v : {header_.layers, header_.heads, header_.kv_heads, int(histories_.size())})
     require(r.varint() == uint64_t(v), "of another model's shape or other panes than its recording's");
   const int64_t first_step = r.within(0, kMaxStep, "the first step");

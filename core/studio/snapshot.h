@@ -65,6 +65,9 @@ struct PaneSnapshot {
   bool text_follows_end = true;   // the window follows the stream's end (else the user scrolled back)
   HeatmapData heatmap;
   SurvivalRaster overview;  // every position of the stream over every step, binned
+  // Shown at one KV head: positions before this have that head's steps
+  // summarised — the overview still exact, the text and detail its layer's.
+  int64_t head_summarised_before = 0;
   SurvivalRaster detail;    // the chosen stretch of positions, since the first of them was fed
   ScoreRank score_rank;
   double sparsity = NAN;  // top-k share at the shown head, at the shown step
@@ -89,6 +92,8 @@ struct InspectionSnapshot {
     int score_layer = -1;
     std::vector<Series> score_by_kv_head;  // (step, accumulated score) at score_layer
     std::vector<EvictionAt> evictions;     // every layer and KV head that evicted it
+    // Older than the heads' exact steps: a kv_head of -1 is when the layer's last head let it go.
+    bool heads_summarised = false;
     Fate fate_now = Fate::Unborn;          // at the shown layer/head
   };
   std::vector<PerPolicy> policies;

@@ -6,8 +6,12 @@
 
 namespace h2o {
 
-PolicyHistory::PolicyHistory(const PolicyConfig& policy, int layers, int kv_heads)
-    : policy_(policy), rule_(policy.rule()), layers_(layers), kv_heads_(kv_heads) {}
+PolicyHistory::PolicyHistory(const PolicyConfig& policy, int layers, int kv_heads, int64_t exact_head_positions)
+    : policy_(policy),
+      rule_(policy.rule()),
+      layers_(layers),
+      kv_heads_(kv_heads),
+      exact_head_positions_(exact_head_positions) {}
 
 void PolicyHistory::feed(int token, std::string_view text, bool prompt, int64_t step) {
   tokens_.push_back(token);
@@ -16,7 +20,10 @@ void PolicyHistory::feed(int token, std::string_view text, bool prompt, int64_t 
   prompt_.push_back(prompt ? 1 : 0);
   birth_.push_back(int32_t(step));
   if (!evict_all_.empty()) evict_all_.push_back(-1);
-  if (per_head_) per_head_->add_position();
+  if (per_head_) {
+    per_head_->add_position();
+    per_head_->summarise_old(rule_, birth_);
+  }
   for (auto& e : evict_layer_) e.push_back(-1);
   for (auto& g : gone_heads_) g.push_back(0);
 }
@@ -45,7 +52,7 @@ void PolicyHistory::evict(int layer, int kv_head, int64_t position, int64_t step
   if (!per_head_) {
     // From now on every head keeps its own steps, starting from the shared ones.
     const std::vector<int32_t> shared = evict_all_.empty() ? std::vector<int32_t>(size_t(length()), -1) : evict_all_;
-    per_head_.emplace(layers_, kv_heads_);
+    per_head_.emplace(layers_, kv_heads_, exact_head_positions_);
     for (size_t p = 0; p < shared.size(); ++p) per_head_->add_position();
     evict_layer_.assign(size_t(layers_), std::vector<int32_t>(shared.size(), -1));
     gone_heads_.assign(size_t(layers_), std::vector<uint16_t>(shared.size(), 0));
@@ -55,6 +62,7 @@ void PolicyHistory::evict(int layer, int kv_head, int64_t position, int64_t step
       if (shared[p] >= 0)
         for (int l = 0; l < layers_; ++l)
           for (int kv = 0; kv < kv_heads_; ++kv) mark_gone(l, kv, p, shared[p]);
+    per_head_->summarise_old(rule_, birth_);
   }
   mark_gone(layer, kv_head, size_t(position), int32_t(step));
 }
@@ -83,15 +91,31 @@ std::string_view PolicyHistory::piece(int64_t p) const {
 }
 
 int32_t PolicyHistory::evicted_at(int layer, int kv_head, int64_t p) const {
-  if (per_head_) return per_head_->at(layer, kv_head, p, birth_[size_t(p)]);
+  if (per_head_) {
+    const int32_t step = per_head_->at(layer, kv_head, p, birth_[size_t(p)]);
+    return step == HeadEvictions::kSummarised ? evict_layer_[size_t(layer)][size_t(p)] : step;
+  }
   return evict_all_.empty() ? -1 : evict_all_[size_t(p)];
+}
+
+bool PolicyHistory::head_step_exact(int layer, int kv_head, int64_t p) const {
+  return !per_head_ || per_head_->at(layer, kv_head, p, birth_[size_t(p)]) != HeadEvictions::kSummarised;
 }
 
 std::vector<int32_t> PolicyHistory::evictions(int layer, int kv_head) const {
   layer = std::clamp(layer, 0, layers_ - 1);
   if (!per_head_) return evict_all_.empty() ? std::vector<int32_t>(size_t(length()), -1) : evict_all_;
-  if (kv_head >= 0) return per_head_->column(layer, std::min(kv_head, kv_heads_ - 1), birth_);
+  if (kv_head >= 0)
+    return per_head_->column(layer, std::min(kv_head, kv_heads_ - 1), birth_, evict_layer_[size_t(layer)]);
   return evict_layer_[size_t(layer)];
+}
+
+SurvivalRaster PolicyHistory::overview(int layer, int kv_head, std::span<const int32_t> evicted, int64_t end,
+                                       int64_t first_step, int64_t last_step, int max_cols, int max_rows) const {
+  const bool summarised = per_head_ && kv_head >= 0 && per_head_->summarised_end() > 0;
+  const int64_t head = int64_t(std::clamp(layer, 0, layers_ - 1)) * kv_heads_ + std::min(kv_head, kv_heads_ - 1);
+  return survival_raster(rule_, birth_, evicted, 0, end, first_step, last_step, max_cols, max_rows,
+                         summarised ? &per_head_->summary() : nullptr, head);
 }
 
 const PaneStep& PolicyHistory::numbers_at(int64_t step) const {

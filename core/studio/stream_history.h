@@ -8,9 +8,11 @@
 // Bytes kept (stated in docs/STUDIO.md):
 //   per position: 4 token + 4 text end + the text's bytes (~3) + 1 prompt flag + 4 birth step,
 //     + 4 once the policy evicts a position from every head at once (StreamingLLM),
-//     + 2 x layers x KV heads once it evicts per head (H2O, TOVA: head_evictions.h), + 6 x layers
-//     for the layer's merged step (when its last KV head let the position go) and how many heads
-//     have; nothing for the full cache;
+//     + 2 x layers x KV heads once it evicts per head (H2O, TOVA: head_evictions.h) for the newest
+//     16,384 positions or more, a summary of the older ones (head_summary.h: a few bytes a group of
+//     64 positions a head, and the positions a head still holds), + 6 x layers for the layer's
+//     merged step (when its last KV head let the position go) and how many heads have; nothing
+//     for the full cache;
 //   per step: 32 (PaneStep), + 32 in teacher-forced mode (ForcedStep).
 #include <cstdint>
 #include <optional>
@@ -20,6 +22,7 @@
 
 #include "core/policy/policy.h"
 #include "core/studio/head_evictions.h"
+#include "core/studio/survival.h"
 
 namespace h2o {
 
@@ -46,7 +49,10 @@ struct ForcedStep {
 
 class PolicyHistory {
  public:
-  PolicyHistory(const PolicyConfig& policy, int layers, int kv_heads);
+  // `exact_head_positions`: how many of the newest positions keep every
+  // head's eviction step exactly (head_evictions.h); older ones are summarised.
+  PolicyHistory(const PolicyConfig& policy, int layers, int kv_heads,
+                int64_t exact_head_positions = HeadEvictions::kExactPositions);
   const PolicyConfig& policy() const { return policy_; }
   const EvictionRule& rule() const { return rule_; }
 
@@ -67,10 +73,23 @@ class PolicyHistory {
   bool prompt(int64_t p) const { return prompt_[size_t(p)] != 0; }
   const std::vector<int32_t>& birth() const { return birth_; }
   // When (layer, KV head) evicted position p: the step, or -1 while held.
+  // Where the head's step is summarised (before per_head_exact_from()), the
+  // layer's: when its last KV head let p go.
   int32_t evicted_at(int layer, int kv_head, int64_t p) const;
   // The eviction step of every position at one KV head, or (kv_head < 0)
-  // when the last KV head of the layer let it go (held while any holds it).
+  // when the last KV head of the layer let it go (held while any holds it);
+  // a head's summarised steps are its layer's, as in evicted_at().
   std::vector<int32_t> evictions(int layer, int kv_head) const;
+  // Positions before this have their per-head steps summarised: 0 while every step is exact.
+  int64_t per_head_exact_from() const { return per_head_ ? per_head_->summarised_end() : 0; }
+  // Whether evicted_at(layer, kv_head, p) is the head's own step.
+  bool head_step_exact(int layer, int kv_head, int64_t p) const;
+  // The whole-stream raster (survival.h) of positions [0, end) at one KV
+  // head, or at the layer (kv_head < 0), from `evicted` = evictions(layer,
+  // kv_head): a head's summarised positions are drawn from its summary, in
+  // columns of whole groups, as their exact steps would draw them.
+  SurvivalRaster overview(int layer, int kv_head, std::span<const int32_t> evicted, int64_t end, int64_t first_step,
+                          int64_t last_step, int max_cols, int max_rows) const;
   // Numbers after `step` (the first step's before it is recorded: zeros).
   const PaneStep& numbers_at(int64_t step) const;
   const ForcedStep* forced_at(int64_t step) const;
@@ -79,8 +98,10 @@ class PolicyHistory {
   // Why the session stopped, if it had by `step`.
   std::string stopped_at(int64_t step) const;
 
-  // Heap bytes held (capacities), for docs/STUDIO.md's figures and --stats.
+  // Heap bytes held (capacities), for docs/STUDIO.md's figures and --stats;
+  // head_bytes(): of them, the per-head eviction steps' (exact and summarised).
   int64_t bytes() const;
+  int64_t head_bytes() const { return per_head_ ? per_head_->bytes() : 0; }
 
   // ---- checkpoints (history_checkpoint.cpp) ----
   void save(CheckpointWriter& out) const;
@@ -92,6 +113,7 @@ class PolicyHistory {
   PolicyConfig policy_;
   EvictionRule rule_;
   int layers_, kv_heads_;
+  int64_t exact_head_positions_;
   std::vector<int32_t> tokens_;
   std::string text_bytes_;
   std::vector<uint32_t> text_end_;
@@ -110,8 +132,9 @@ class PolicyHistory {
   int64_t stopped_step_ = -1;
   std::string stopped_;
 
-  // evict_layer_ and gone_heads_ made again from per_head_ (a checkpoint read back).
-  void merge_layers();
+  // evict_layer_ and gone_heads_ for positions from `from` on made again from
+  // per_head_'s exact steps (a checkpoint read back).
+  void merge_layers(int64_t from);
   // Head (layer, kv_head) lets p go at `step` (nothing if it already had); keeps evict_layer_ and gone_heads_.
   void mark_gone(int layer, int kv_head, size_t p, int32_t step);
 };

@@ -57,7 +57,9 @@ void expect_copy_replays_alike(const std::string& old_path, int old_version) {
   EXPECT_EQ(i, old_steps.size());
   EXPECT_EQ(a.steps_ingested(), int64_t(old_steps.size()));
   // The copy is smaller than base64 text would make it: its payloads are bytes.
-  if (old_version == 3) EXPECT_LT(std::filesystem::file_size(copy), std::filesystem::file_size(old_path));
+  if (old_version == 3) {
+    EXPECT_LT(std::filesystem::file_size(copy), std::filesystem::file_size(old_path));
+  }
 }
 }  // namespace
 

@@ -252,10 +252,15 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
   const bool none = d.last_step < d.first_step;
   const QString positions = QString("%1–%2").arg(d.first_position).arg(std::max<int64_t>(d.first_position, d.end_position - 1));
   const QString steps = QString("%1–%2").arg(d.first_step).arg(d.last_step);
-  const QString stretch = none ? QString("no steps yet") : QString("positions %1 · steps %2").arg(positions, steps);
+  QString stretch = none ? QString("no steps yet") : QString("positions %1 · steps %2").arg(positions, steps);
+  // The head's own steps of older positions are summarised: there the detail and the text show the layer's.
+  const QString summarised = pane.head_summarised_before > d.first_position && !none
+                                 ? QString(" · before %1: the layer's").arg(pane.head_summarised_before)
+                                 : QString();
+  stretch += summarised;
   detail_->setData(d,
                    {QString("detail · %1").arg(stretch),
-                    none ? QString("detail · no steps yet") : QString("detail · %1 · steps %2").arg(positions, steps),
+                    none ? QString("detail · no steps yet") : QString("detail · %1 · steps %2%3").arg(positions, steps, summarised),
                     QString("%1 · survival · %2").arg(exported, stretch)},
                    -1, -1, context);
   detail_->replot(QCustomPlot::rpQueuedRefresh);

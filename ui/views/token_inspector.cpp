@@ -99,13 +99,16 @@ void TokenInspector::draw(const InspectionSnapshot& in) {
     } else {
       // Grouped by step: a StreamingLLM cut evicts from every head at once.
       std::map<int64_t, QStringList> by_step;
-      for (const EvictionAt& e : p.evictions) by_step[e.step] << QString("L%1/KV%2").arg(e.layer).arg(e.kv_head);
+      // kv_head -1: a position older than the heads' exact steps, whose layer let it go then.
+      for (const EvictionAt& e : p.evictions)
+        by_step[e.step] << (e.kv_head < 0 ? QString("L%1").arg(e.layer) : QString("L%1/KV%2").arg(e.layer).arg(e.kv_head));
       QStringList parts;
       for (const auto& [step, heads] : by_step)
         parts << QString("at step %1 by %2").arg(step).arg(heads.size() > 3 ? QString("%1 layer/KV heads").arg(heads.size())
                                                                              : heads.join(", "));
       html += "evicted " + parts.join("; ");
     }
+    if (p.heads_summarised) html += " (older than the heads' exact steps: an L without KV is when the layer's last head let it go)";
   }
   if (kv_heads > 0) {
     QStringList lines;
