@@ -78,6 +78,8 @@ class Analyzer final : public StepSink {
   void pin(int64_t position) { pinned_ = position; }
   // Bytes of the whole-history state (stream_history.h), and of everything bounded besides.
   int64_t history_bytes() const;
+  // One policy's whole history (in the header's order).
+  const PolicyHistory& history(size_t policy) const { return histories_.at(policy); }
   int64_t bounded_bytes() const;
   // ---- checkpoints (history_checkpoint.cpp) ----
   // Everything ingested so far but the window of newest captures (which the

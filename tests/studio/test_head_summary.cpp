@@ -222,6 +222,11 @@ TEST(HeadSummary, TheAnalyzersLayerViewsAreUnchangedAndItsHeadViewsExactWhereKep
       } else {
         EXPECT_GT(a.panes[p].head_summarised_before, 0) << where;
         EXPECT_EQ(a.panes[p].overview.position_unit, HeadSummary::kGroup) << where;
+        // The head's whole-stream raster: what its exact steps draw at the same columns and rows.
+        const PolicyHistory& h = exact.history(p);
+        EXPECT_EQ(a.panes[p].overview.cells,
+                  cells_by_hand(a.panes[p].overview, h.rule(), h.birth(), h.evictions(view.layer, head / (header.heads / header.kv_heads))))
+            << where;
       }
     }
   }
