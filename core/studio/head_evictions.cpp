@@ -29,7 +29,7 @@ void HeadEvictions::summarise_block(const EvictionRule& rule, std::span<const in
     });
   base_ += kBlock;
   blocks_.erase(blocks_.begin());
-  std::erase_if(far_, [&](const auto& entry) { return int64_t(entry.first & ((uint64_t(1) << 40) - 1)) < base_; });
+  std::erase_if(far_, [&](const auto& entry) { return far_position(entry.first) < base_; });
 }
 
 int32_t HeadEvictions::exact_step(int64_t head, int64_t p, int32_t birth) const {

@@ -87,6 +87,7 @@ class HeadEvictions {
   // Moves positions [base_, base_ + kBlock) into the summary.
   void summarise_block(const EvictionRule& rule, std::span<const int32_t> birth);
   static uint64_t far_key(int64_t head, int64_t p) { return (uint64_t(head) << 40) | uint64_t(p); }
+  static int64_t far_position(uint64_t key) { return int64_t(key & ((uint64_t(1) << 40) - 1)); }
 };
 
 }  // namespace h2o

@@ -10,7 +10,6 @@ namespace h2o {
 void HeadSummary::add_group(const EvictionRule& rule, std::span<const int32_t> birth,
                             const std::function<int32_t(int64_t head, int64_t i)>& step_of) {
   const int64_t first = end_, known = int64_t(birth.size());
-  if (exact_.empty()) exact_.resize(size_t(heads_));
   if ((first / kGroup) % kChunkGroups == 0) chunks_.emplace_back();
   Chunk& chunk = chunks_.back();
   const auto clamp = [](int64_t step) { return uint32_t(std::clamp<int64_t>(step, 0, kMaxStep)); };
@@ -65,22 +64,15 @@ void HeadSummary::add_group(const EvictionRule& rule, std::span<const int32_t> b
   if ((end_ / kGroup) % kChunkGroups == 0) chunk.spans.shrink_to_fit();
 }
 
-const HeadSummary::Exact* HeadSummary::find(int64_t head, int64_t p) const {
-  if (exact_.empty()) return nullptr;
-  const auto& list = exact_[size_t(head)];
-  const auto it = std::lower_bound(list.begin(), list.end(), p, [](const Exact& e, int64_t q) { return e.position < q; });
-  return it != list.end() && it->position == p ? &*it : nullptr;
-}
-
 const int32_t* HeadSummary::exact(int64_t head, int64_t p) const {
-  const Exact* e = find(head, p);
-  return e ? &e->step : nullptr;
+  const auto& list = exact_[size_t(head)];
+  const auto it = first_at(list, p);
+  return it != list.end() && it->position == p ? &it->step : nullptr;
 }
 
 bool HeadSummary::let_go(int64_t head, int64_t p, int32_t step) {
-  if (exact_.empty()) return false;
   auto& list = exact_[size_t(head)];
-  const auto it = std::lower_bound(list.begin(), list.end(), p, [](const Exact& e, int64_t q) { return e.position < q; });
+  const auto it = first_at(list, p);
   if (it == list.end() || it->position != p || it->step >= 0) return false;
   it->step = step;
   return true;
@@ -92,10 +84,8 @@ void HeadSummary::for_each_span(int64_t head, int64_t first, int64_t end, const 
   end = std::min(end, end_);
   if (first >= end) return;
   const int64_t known = int64_t(birth.size());
-  const std::vector<Exact>* exact = exact_.empty() ? nullptr : &exact_[size_t(head)];
-  auto next_exact = exact ? std::lower_bound(exact->begin(), exact->end(), first / kGroup * kGroup,
-                                             [](const Exact& e, int64_t q) { return e.position < q; })
-                          : std::vector<Exact>::const_iterator();
+  const std::vector<Exact>& exact = exact_[size_t(head)];
+  auto next_exact = first_at(exact, first / kGroup * kGroup);
   for (int64_t g = first / kGroup; g * kGroup < end; ++g) {
     const Chunk& chunk = chunks_[size_t(g / kChunkGroups)];
     const size_t slot = size_t((g % kChunkGroups) * heads_ + head);
@@ -110,8 +100,8 @@ void HeadSummary::for_each_span(int64_t head, int64_t first, int64_t end, const 
     }
     // Each position the summary holds was recent from its birth to the birth `recent` places later.
     for (int64_t p = std::max<int64_t>(g * kGroup, rule.sinks); !recent_given && p < (g + 1) * kGroup; ++p) {
-      while (exact && next_exact != exact->end() && next_exact->position < p) ++next_exact;
-      if (exact && next_exact != exact->end() && next_exact->position == p) continue;  // drawn on its own
+      while (next_exact != exact.end() && next_exact->position < p) ++next_exact;
+      if (next_exact != exact.end() && next_exact->position == p) continue;  // drawn on its own
       const int64_t later = p + rule.recent;
       on_span(p, Fate::Recent, birth[size_t(p)], later < known ? int64_t(birth[size_t(later)]) : -1);
     }
@@ -120,16 +110,9 @@ void HeadSummary::for_each_span(int64_t head, int64_t first, int64_t end, const 
 
 void HeadSummary::for_each_exact(int64_t head, int64_t first, int64_t end,
                                  const std::function<void(int64_t, int32_t)>& on_exact) const {
-  if (exact_.empty()) return;
   const auto& list = exact_[size_t(head)];
-  auto it = std::lower_bound(list.begin(), list.end(), first, [](const Exact& e, int64_t q) { return e.position < q; });
-  for (; it != list.end() && it->position < std::min(end, end_); ++it) on_exact(it->position, it->step);
-}
-
-int64_t HeadSummary::exact_count() const {
-  int64_t n = 0;
-  for (const auto& list : exact_) n += int64_t(list.size());
-  return n;
+  end = std::min(end, end_);
+  for (auto it = first_at(list, first); it != list.end() && it->position < end; ++it) on_exact(it->position, it->step);
 }
 
 int64_t HeadSummary::bytes() const {

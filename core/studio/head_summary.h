@@ -13,6 +13,7 @@
 // Positions whose fate is not settled when summarised — still held by the
 // head, a sink, or still among the recent — stay exact, per head, so a head
 // that lets one go later records its step.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -31,7 +32,7 @@ class HeadSummary {
   static constexpr uint32_t kNever = UINT32_MAX;    // a span's end: still covered now
   static constexpr int64_t kMaxStep = (1 << 29) - 1;  // a span's steps are clamped here (31 days at 200 a second)
 
-  explicit HeadSummary(int64_t heads = 0) : heads_(heads) {}
+  explicit HeadSummary(int64_t heads = 0) : heads_(heads), exact_(size_t(heads)) {}
   int64_t heads() const { return heads_; }
   // Positions [0, end()) are summarised.
   int64_t end() const { return end_; }
@@ -60,7 +61,6 @@ class HeadSummary {
                       const std::function<void(int64_t, int32_t)>& on_exact) const;
 
   int64_t bytes() const;
-  int64_t exact_count() const;
 
   // In a checkpoint (history_checkpoint.cpp); load() checks every index and
   // order against `birth`, and throws Error.
@@ -94,7 +94,11 @@ class HeadSummary {
   static Span span(Fate fate, uint32_t from, uint32_t to) { return {uint32_t(fate) << 29 | from, to}; }
   static Fate fate_of(const Span& s) { return Fate(s.fate_and_from >> 29); }
   static uint32_t from_of(const Span& s) { return s.fate_and_from & ((1u << 29) - 1); }
-  const Exact* find(int64_t head, int64_t p) const;
+  // The first of a head's exactly kept positions at or after p.
+  template <class List>
+  static auto first_at(List& list, int64_t p) {
+    return std::lower_bound(list.begin(), list.end(), p, [](const Exact& e, int64_t q) { return e.position < q; });
+  }
 };
 
 }  // namespace h2o

@@ -49,13 +49,7 @@ void HeadSummary::save(CheckpointWriter& out) const {
     w.array(chunk.spans);
     out.spill();
   }
-  for (int64_t head = 0; head < heads_; ++head) {
-    if (exact_.empty()) {
-      w.varint(0);
-    } else {
-      w.array(exact_[size_t(head)]);
-    }
-  }
+  for (const auto& list : exact_) w.array(list);
   out.spill();
 }
 
@@ -80,7 +74,6 @@ HeadSummary HeadSummary::load(PackedReader& in, int64_t heads, std::span<const i
               "a per-head summary's span out of range");
     }
   }
-  s.exact_.resize(size_t(heads));
   for (auto& list : s.exact_) {
     list = in.array<Exact>();
     int64_t before = -1;
