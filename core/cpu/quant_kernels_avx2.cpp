@@ -2,8 +2,10 @@
 // -mno-avx512f whatever the project's flags (so that -march=native on an
 // AVX-512 machine cannot slip EVEX instructions in), and called only when the
 // CPU reports AVX2, FMA and F16C (quant_matvec.cpp). The AVX-512 path calls
-// some of these too, where no 512-bit form measured faster. Everything but
-// avx2_kernel() has internal linkage (see quant_kernels.h).
+// some of these too, where no 512-bit form measured faster. The float, Q8_0,
+// Q4_K and Q5_K kernels are the width-generic ones (quant_kernels_wide.h) at
+// 256 bits. Everything but avx2_kernel() has internal linkage (see
+// quant_kernels.h).
 //
 // 8-bit activations (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K): byte products go
 // through maddubs (unsigned x signed bytes, adjacent pairs summed to int16)
@@ -17,6 +19,7 @@
 #include <cstring>
 
 #include "core/cpu/quant_kernels.h"
+#include "core/cpu/quant_kernels_wide.h"
 #include "core/cpu/quant_kernels_x86.h"
 #include "core/cpu/quant_rows.h"
 
@@ -52,134 +55,7 @@ inline __m256i move_bit(__m256i v, int from, int to) {
   return from >= to ? _mm256_srli_epi16(v, from - to) : _mm256_slli_epi16(v, to - from);
 }
 
-
-// ---- float32 activations -------------------------------------------------------------
-
-template <class Load8, class Load1>
-float dot_f(const uint8_t* r, const float* xr, int64_t n, Load8 load8, Load1 one) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    a0 = _mm256_fmadd_ps(load8(r, i), _mm256_loadu_ps(xr + i), a0);
-    a1 = _mm256_fmadd_ps(load8(r, i + 8), _mm256_loadu_ps(xr + i + 8), a1);
-  }
-  for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(load8(r, i), _mm256_loadu_ps(xr + i), a0);
-  float s = hsum256(_mm256_add_ps(a0, a1));
-  for (; i < n; ++i) s += one(r, i) * xr[i];
-  return s;
-}
-
-void k_f32(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    return dot_f(
-        r, x.f + t * x.cols, x.cols,
-        [](const uint8_t* p, int64_t i) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + i); },
-        [](const uint8_t* p, int64_t i) {
-          float v;
-          std::memcpy(&v, p + 4 * i, 4);
-          return v;
-        });
-  });
-}
-
-void k_f16(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    return dot_f(
-        r, x.f + t * x.cols, x.cols, [](const uint8_t* p, int64_t i) { return _mm256_cvtph_ps(load128(p + 2 * i)); },
-        [](const uint8_t* p, int64_t i) { return h16(p + 2 * i); });
-  });
-}
-
-void k_bf16(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    return dot_f(
-        r, x.f + t * x.cols, x.cols,
-        [](const uint8_t* p, int64_t i) {
-          return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p + 2 * i)), 16));
-        },
-        [](const uint8_t* p, int64_t i) {
-          const uint32_t bits = uint32_t(u16(p + 2 * i)) << 16;
-          float v;
-          std::memcpy(&v, &bits, 4);
-          return v;
-        });
-  });
-}
-
-// ---- Q16 activations: widened weights, pmaddwd into int32 -----------------------------
-
-// Q8_0: each block's 32 weights are widened once for the G rows; two chains
-// of accumulators (even and odd blocks) so that FMA latency does not bind.
-void k_q8_0(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  const int64_t nb = x.cols / 32;
-  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
-    __m256 acc[2][G];
-    for (int g = 0; g < G; ++g) acc[0][g] = acc[1][g] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* p = r + 34 * b;
-      const __m256i w0 = _mm256_cvtepi8_epi16(load128(p + 2)), w1 = _mm256_cvtepi8_epi16(load128(p + 18));
-      const float dw = h16(p);
-      for (int g = 0; g < G; ++g) {
-        const int16_t* xq = x.q16 + (t0 + g) * x.cols + 32 * b;
-        const __m256i prod = _mm256_add_epi32(_mm256_madd_epi16(w0, load256(xq)), _mm256_madd_epi16(w1, load256(xq + 16)));
-        acc[b & 1][g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(prod), _mm256_set1_ps(dw * x.d[(t0 + g) * nb + b]), acc[b & 1][g]);
-      }
-    }
-    for (int g = 0; g < G; ++g) result[g] = hsum256(_mm256_add_ps(acc[0][g], acc[1][g]));
-  });
-}
-
-// Q4_K and Q5_K: per 32-element sub-block, codes (with Q5_K's fifth bit)
-// widened to int16 and multiplied by the sub-block scale once for the G rows;
-// the mins enter per row as min times the activations' sum per 32.
-template <bool kQ5>
-void k_q45_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  constexpr size_t kBytes = kQ5 ? 176 : 144;
-  constexpr int kQs = kQ5 ? 48 : 16;
-  const int64_t nb = x.cols / 256;
-  const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
-  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
-    __m256 acc[G];
-    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* p = r + kBytes * b;
-      uint64_t sc, mn;
-      k4_unpack(p + 4, &sc, &mn);
-      const __m256i qh = kQ5 ? load256(p + 16) : _mm256_setzero_si256();
-      __m256i isum[G];
-      for (int g = 0; g < G; ++g) isum[g] = _mm256_setzero_si256();
-      for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles) and 2j + 1 (high)
-        const __m256i q = load256(p + kQs + 32 * j);
-        __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-        if constexpr (kQ5) {
-          lo = _mm256_or_si256(lo, _mm256_and_si256(move_bit(qh, 2 * j, 4), bit4));
-          hi = _mm256_or_si256(hi, _mm256_and_si256(move_bit(qh, 2 * j + 1, 4), bit4));
-        }
-        const __m256i slo = _mm256_set1_epi16(int16_t((sc >> (16 * j)) & 0xFF));
-        const __m256i shi = _mm256_set1_epi16(int16_t((sc >> (16 * j + 8)) & 0xFF));
-        const __m256i v[4] = {_mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(lo)), slo),
-                              _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(lo, 1)), slo),
-                              _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(hi)), shi),
-                              _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(hi, 1)), shi)};
-        for (int g = 0; g < G; ++g) {
-          const int16_t* xc = x.q16 + (t0 + g) * x.cols + 256 * b + 64 * j;
-          const __m256i s01 = _mm256_add_epi32(_mm256_madd_epi16(v[0], load256(xc)), _mm256_madd_epi16(v[1], load256(xc + 16)));
-          const __m256i s23 = _mm256_add_epi32(_mm256_madd_epi16(v[2], load256(xc + 32)), _mm256_madd_epi16(v[3], load256(xc + 48)));
-          isum[g] = _mm256_add_epi32(isum[g], _mm256_add_epi32(s01, s23));
-        }
-      }
-      const float d = h16(p), dmin = h16(p + 2);
-      const __m256i mins = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(int64_t(mn)));
-      for (int g = 0; g < G; ++g) {
-        const float dx = x.d[(t0 + g) * nb + b];
-        const __m256i m = _mm256_mullo_epi32(mins, load256(x.sum32 + (t0 + g) * (x.cols / 32) + 8 * b));
-        acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[g]), _mm256_set1_ps(d * dx), acc[g]);
-        acc[g] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(dmin * dx), acc[g]);
-      }
-    }
-    for (int g = 0; g < G; ++g) result[g] = hsum256(acc[g]);
-  });
-}
+// ---- Q16 activations (Q6_K; Q8_0, Q4_K and Q5_K: quant_kernels_wide.h) -------------------
 
 // Q6_K: per 16-element sub-block, codes minus 32 widened to int16 and
 // multiplied by the sub-block scale once for the G rows. Each half of a
@@ -272,9 +148,7 @@ void k_q2_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
   const ScalePick pick;
   const __m256i two = _mm256_set1_epi8(3);
   rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const int8_t* xq = x.q + t * x.cols;
-    const float* xd = x.d + t * nb;
-    const int16_t* bs = x.bsum16 + t * (x.cols / 16);
+    const auto [xq, xd, bs] = q8x256_row(x, t);
     __m256 acc = _mm256_setzero_ps(), corr = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* p = r + 84 * b;
@@ -305,9 +179,7 @@ void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
   const ScalePick pick;
   const __m256i two = _mm256_set1_epi8(3), bit2 = _mm256_set1_epi8(4);
   rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const int8_t* xq = x.q + t * x.cols;
-    const float* xd = x.d + t * nb;
-    const int16_t* bs = x.bsum16 + t * (x.cols / 16);
+    const auto [xq, xd, bs] = q8x256_row(x, t);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* p = r + 110 * b;

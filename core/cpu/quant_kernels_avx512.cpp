@@ -9,18 +9,23 @@
 // measured as fast or faster there (single-thread hot matvecs, 512 x 768 and
 // 512 x 2048). The 16-bit kernels are 512-bit everywhere: on a core with
 // full-width AVX-512 (this project's Xeon) they ran 1.6-2x the AVX2 form.
+// The float, Q8_0, Q4_K and Q5_K kernels are the width-generic ones
+// (quant_kernels_wide.h) at 512 bits.
 //
 // 8-bit activations and maddubs saturation: see quant_kernels_avx2.cpp;
 // 16-bit activations and int32 overflow: quant_matvec.h.
 //
 // GCC 12 warns about the deliberately undefined upper halves in its own
-// AVX-512 headers (_mm512_undefined_*, a known false positive).
+// AVX-512 headers (_mm512_undefined_*, a known false positive; "maybe" or
+// not depending on where it is inlined).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <cstring>
 
 #include "core/cpu/quant_kernels.h"
+#include "core/cpu/quant_kernels_wide.h"
 #include "core/cpu/quant_kernels_x86.h"
 #include "core/cpu/quant_rows.h"
 
@@ -29,9 +34,7 @@ namespace {
 
 inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
 
-inline float hsum512(__m512 v) {
-  return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
-}
+inline float hsum512(__m512 v) { return Wide<512>::hsum(v); }
 
 // Two 256-bit halves into one 512-bit register: lo in bits 0-255.
 inline __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
@@ -41,152 +44,6 @@ inline __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_c
 // long as the shift is by |to - from| in the right direction.
 inline __m512i move_bit(__m512i v, int from, int to) {
   return from >= to ? _mm512_srli_epi16(v, unsigned(from - to)) : _mm512_slli_epi16(v, unsigned(to - from));
-}
-
-// ---- float32 activations -------------------------------------------------------------
-
-// G activation rows against one weight row: each 16 weights are widened once
-// and multiplied into every row's two accumulators (per row, the same sums in
-// the same order as one row alone).
-template <int G, int kBytes, class Load16>
-void dot_f(const uint8_t* r, const float* x0, int64_t n, Load16 load16, float (*one)(const uint8_t*, int64_t),
-           float* result) {
-  __m512 a0[G], a1[G];
-  for (int g = 0; g < G; ++g) a0[g] = a1[g] = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    // ~2 KB ahead, as the tile kernels (below) do: F16 decode 78 -> 100 tok/s on stories110M.
-    for (int line = 0; line < 32 * kBytes; line += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(r) + kBytes * i + 2048 + line, _MM_HINT_T0);
-    const __m512 w0 = load16(r, i), w1 = load16(r, i + 16);
-    for (int g = 0; g < G; ++g) {
-      a0[g] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x0 + g * n + i), a0[g]);
-      a1[g] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x0 + g * n + i + 16), a1[g]);
-    }
-  }
-  for (; i + 16 <= n; i += 16) {
-    const __m512 w0 = load16(r, i);
-    for (int g = 0; g < G; ++g) a0[g] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x0 + g * n + i), a0[g]);
-  }
-  for (int g = 0; g < G; ++g) {
-    float s = hsum512(_mm512_add_ps(a0[g], a1[g]));
-    for (int64_t j = i; j < n; ++j) s += one(r, j) * x0[g * n + j];
-    result[g] = s;
-  }
-}
-
-void k_f32(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
-    dot_f<G, 4>(
-        r, x.f + t0 * x.cols, x.cols,
-        [](const uint8_t* p, int64_t i) { return _mm512_loadu_ps(reinterpret_cast<const float*>(p) + i); },
-        [](const uint8_t* p, int64_t i) {
-          float v;
-          std::memcpy(&v, p + 4 * i, 4);
-          return v;
-        },
-        result);
-  });
-}
-
-void k_f16(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
-    dot_f<G, 2>(
-        r, x.f + t0 * x.cols, x.cols, [](const uint8_t* p, int64_t i) { return _mm512_cvtph_ps(load256(p + 2 * i)); },
-        [](const uint8_t* p, int64_t i) { return h16(p + 2 * i); }, result);
-  });
-}
-
-void k_bf16(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
-    dot_f<G, 2>(
-        r, x.f + t0 * x.cols, x.cols,
-        [](const uint8_t* p, int64_t i) {
-          return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load256(p + 2 * i)), 16));
-        },
-        [](const uint8_t* p, int64_t i) {
-          const uint32_t bits = uint32_t(u16(p + 2 * i)) << 16;
-          float v;
-          std::memcpy(&v, &bits, 4);
-          return v;
-        },
-        result);
-  });
-}
-
-// ---- Q16 activations: widened weights, vpmaddwd into int32 ---------------------------
-
-// Q8_0: one block per 512-bit step; its 32 weights widened once for the G
-// rows; two chains of accumulators (even and odd blocks).
-void k_q8_0(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  const int64_t nb = x.cols / 32;
-  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
-    __m512 acc[2][G];
-    for (int g = 0; g < G; ++g) acc[0][g] = acc[1][g] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* p = r + 34 * b;
-      const __m512i w16 = _mm512_cvtepi8_epi16(load256(p + 2));
-      const float dw = h16(p);
-      for (int g = 0; g < G; ++g) {
-        const __m512i prod = _mm512_madd_epi16(w16, load512(x.q16 + (t0 + g) * x.cols + 32 * b));
-        acc[b & 1][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), _mm512_set1_ps(dw * x.d[(t0 + g) * nb + b]), acc[b & 1][g]);
-      }
-    }
-    for (int g = 0; g < G; ++g) result[g] = hsum512(_mm512_add_ps(acc[0][g], acc[1][g]));
-  });
-}
-
-// Q4_K and Q5_K: per 32-element sub-block, codes (with Q5_K's fifth bit)
-// widened to int16 and multiplied by the sub-block scale once for the G rows
-// (16 products per int32 lane per super-block); the mins enter per row as
-// min times the activations' sum per 32.
-template <bool kQ5>
-void k_q45_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
-  constexpr size_t kBytes = kQ5 ? 176 : 144;
-  constexpr int kQs = kQ5 ? 48 : 16;
-  const int64_t nb = x.cols / 256;
-  const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
-  // Bit `from` of every byte of qh to bit 4 (other bits masked by the caller).
-  const auto fifth = [](__m256i v, int from) {
-    return from >= 4 ? _mm256_srli_epi16(v, from - 4) : _mm256_slli_epi16(v, 4 - from);
-  };
-  rows_grouped(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
-    __m512 acc[G];
-    __m256 corr[G];
-    for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps(), corr[g] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* p = r + kBytes * b;
-      uint64_t sc, mn;
-      k4_unpack(p + 4, &sc, &mn);
-      const __m256i qh = kQ5 ? load256(p + 16) : _mm256_setzero_si256();
-      __m512i isum[G];
-      for (int g = 0; g < G; ++g) isum[g] = _mm512_setzero_si512();
-      for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles) and 2j + 1 (high)
-        const __m256i q = load256(p + kQs + 32 * j);
-        __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-        if constexpr (kQ5) {
-          lo = _mm256_or_si256(lo, _mm256_and_si256(fifth(qh, 2 * j), bit4));
-          hi = _mm256_or_si256(hi, _mm256_and_si256(fifth(qh, 2 * j + 1), bit4));
-        }
-        const __m512i wlo = _mm512_mullo_epi16(_mm512_cvtepu8_epi16(lo), _mm512_set1_epi16(int16_t((sc >> (16 * j)) & 0xFF)));
-        const __m512i whi = _mm512_mullo_epi16(_mm512_cvtepu8_epi16(hi), _mm512_set1_epi16(int16_t((sc >> (16 * j + 8)) & 0xFF)));
-        for (int g = 0; g < G; ++g) {
-          const int16_t* xc = x.q16 + (t0 + g) * x.cols + 256 * b + 64 * j;
-          isum[g] = _mm512_add_epi32(isum[g], _mm512_add_epi32(_mm512_madd_epi16(wlo, load512(xc)),
-                                                               _mm512_madd_epi16(whi, load512(xc + 32))));
-        }
-      }
-      const float d = h16(p), dmin = h16(p + 2);
-      const __m256i mins = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(int64_t(mn)));
-      for (int g = 0; g < G; ++g) {
-        const float dx = x.d[(t0 + g) * nb + b];
-        const __m256i m = _mm256_mullo_epi32(mins, load256(x.sum32 + (t0 + g) * (x.cols / 32) + 8 * b));
-        acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g]), _mm512_set1_ps(d * dx), acc[g]);
-        corr[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(dmin * dx), corr[g]);
-      }
-    }
-    for (int g = 0; g < G; ++g) result[g] = hsum512(acc[g]) - hsum256(corr[g]);
-  });
 }
 
 // int16 lane k of chunk c of a super-block takes scale (32 / kLanes) c +
@@ -320,9 +177,7 @@ void k_q2_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
   const ScaleIdx<8> idx;
   const __m512i two = _mm512_set1_epi8(3);
   rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const int8_t* xq = x.q + t * x.cols;
-    const float* xd = x.d + t * nb;
-    const int16_t* bs = x.bsum16 + t * (x.cols / 16);
+    const auto [xq, xd, bs] = q8x256_row(x, t);
     __m512 acc = _mm512_setzero_ps();
     __m256 corr = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
@@ -355,9 +210,7 @@ void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
   const ScaleIdx<8> idx;
   const __m512i two = _mm512_set1_epi8(3), bit2 = _mm512_set1_epi8(4);
   rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const int8_t* xq = x.q + t * x.cols;
-    const float* xd = x.d + t * nb;
-    const int16_t* bs = x.bsum16 + t * (x.cols / 16);
+    const auto [xq, xd, bs] = q8x256_row(x, t);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* p = r + 110 * b;

@@ -81,6 +81,17 @@ void tiles_in_pairs(const uint8_t* tiles, size_t tile_bytes, int64_t tile_begin,
     });
 }
 
+// Activation row t of the Q8x256 format (the K-quants' 8-bit activations):
+// its values, a scale per 256, sum(q) per 16.
+struct Q8x256Row {
+  const int8_t* q;
+  const float* d;
+  const int16_t* bsum16;
+};
+inline Q8x256Row q8x256_row(const Acts& x, int t) {
+  return {x.q + t * x.cols, x.d + t * (x.cols / 256), x.bsum16 + t * (x.cols / 16)};
+}
+
 // The 8 six-bit scales and mins of Q4_K/Q5_K from their 12-byte packing
 // (k4_scale_min), as 8 bytes each: with the words a0, a1, a2 of the packing,
 // scales 0-3 = a0 & 0x3F, scales 4-7 = (a2 & 0x0F) | (a0 >> 6) << 4 per byte,
