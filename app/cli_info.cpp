@@ -6,6 +6,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "app/cli_flags.h"
 #include "core/backends/make_backend.h"
 #include "core/base/error.h"
 #include "core/base/format.h"
@@ -65,8 +66,8 @@ int run_info(Flags& f, const char* argv0) {
 CLI::App* add_info(CLI::App& app, Flags& f) {
   CLI::App* info = app.add_subcommand("info", "what a model / tokenizer holds");
   add_model_flags(info, f);
-  info->add_option("--backend", f.backend, "also make this backend (" + backend_choices() + ") and say what it holds: its device, and the MiB of weights it uploads");
-  info->add_option("--precision", f.precision, "CUDA weights with --backend: f32|f16|bf16|native (default: native for quantised files, else f32)");
+  add_table_flag(info, "backend", f.backend, kCliInfo);
+  add_table_flag(info, "precision", f.precision, kCliInfo);
   return info;
 }
 

@@ -74,11 +74,15 @@ void add_device_flags(std::vector<RunFlag>& out) {
                  .choices = backend_names(), .default_text = "cpu",
                  .defaults = {{kBenchStudio, "none, synthetic steps",
                                "given, it runs the real engine on a random-weight model of each shape and reports the "
-                               "engine alone beside the whole pipeline"}},
-                 .takers = kCliRun | kBench | kBenchStudio | kApp});
+                               "engine alone beside the whole pipeline"},
+                              {kCliInfo, "none, the files alone",
+                               "given, info also makes this backend and says what it holds: its device, and the MiB "
+                               "of weights it uploads"}},
+                 .takers = kCliRun | kBench | kBenchStudio | kApp | kCliInfo});
   out.push_back({.name = "precision", .kind = FlagKind::Choice, .value_name = "name",
                  .help = "CUDA weights' precision", .choices = {"f32", "f16", "bf16", "native"},
-                 .default_text = "native for quantized files, else f32", .takers = kCliRun | kBench | kBenchStudio});
+                 .default_text = "native for quantized files, else f32",
+                 .takers = kCliRun | kBench | kBenchStudio | kCliInfo});
   out.push_back({.name = "threads", .kind = FlagKind::Int, .value_name = "n", .help = "CPU threads",
                  .lo = 0, .hi = max_threads(),
                  .hi_is = std::to_string(kThreadsPerCore) + " per CPU this process may use",

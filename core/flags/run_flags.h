@@ -22,6 +22,7 @@ enum FlagTaker : unsigned {
   kBench = 4,         // h2o-bench
   kBenchStudio = 8,   // h2o-bench-studio
   kApp = 16,          // h2o-studio (its command line, controls and settings)
+  kCliInfo = 32,      // h2o-cli info
 };
 
 enum class FlagKind { Text, Path, List, Choice, Int, Switch };

@@ -206,7 +206,10 @@ std::vector<BadInput> cases() {
        "--threads: cuda-sim emulates the device on one CPU thread"},
       {"precision cuda-sim cannot store", g + "--prompt-ids 1 --backend cuda-sim --precision q8_0",
        "--precision: expected f32|f16|bf16|native, got 'q8_0'"},
-      {"info on an unknown backend", "info " + kModel + " --backend tpu", "--backend: unknown backend 'tpu'"},
+      // In the table's words (core/flags/run_flags.h), as every front end refuses it.
+      {"info on an unknown backend", "info " + kModel + " --backend tpu", "--backend: expected cpu|cuda|cuda-sim, got 'tpu'"},
+      {"info at an unknown precision", "info " + kModel + " --backend cpu --precision q8_0",
+       "--precision: expected f32|f16|bf16|native, got 'q8_0'"},
       {"unknown flag", s + "--bogus 1", "--bogus"},
       {"eval budget 0", e + "--budgets 0", "--budgets"},
       {"eval budget not above sinks", e + "--budgets 4,64", "--budgets"},

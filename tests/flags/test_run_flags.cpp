@@ -41,10 +41,16 @@ TEST(RunFlags, HelpStatesBoundsAndEachFrontEndsDefaultWithItsReason) {
             "default: each policy's parameters' defaults, 64 in all)");
   EXPECT_NE(flag_help(budget, kApp).find("default: 64 — a small cache"), std::string::npos) << flag_help(budget, kApp);
   EXPECT_NE(flag_help(run_flag("backend"), kApp).find("(cpu|cuda|cuda-sim; default: cpu)"), std::string::npos);
+  // h2o-cli info takes the same backends; only its default (none) and what a given one does differ.
+  EXPECT_NE(flag_help(run_flag("backend"), kCliInfo).find("(cpu|cuda|cuda-sim; default: none, the files alone — given, info also makes"),
+            std::string::npos)
+      << flag_help(run_flag("backend"), kCliInfo);
   // Every flag is someone's, every policy parameter is a flag, and a differing default says why or stands alone.
   for (const RunFlag& f : run_flags()) {
     EXPECT_NE(f.takers, 0u) << f.name;
-    if (f.kind == FlagKind::Int) EXPECT_LE(f.lo, f.hi) << f.name;
+    if (f.kind == FlagKind::Int) {
+      EXPECT_LE(f.lo, f.hi) << f.name;
+    }
     for (const RunFlag::Default& d : f.defaults) EXPECT_TRUE(f.taken_by(d.taker)) << f.name;
   }
   for (const PolicyFlag& p : policy_flags()) EXPECT_TRUE(run_flag(p.name).taken_by(kCliRun)) << p.name;

@@ -474,6 +474,35 @@ TEST(Timeline, AReplayOpensOnItsFirstStepAndItsSliderSeeksBeforePlay) {
   EXPECT_TRUE(said.contains("40 steps recorded")) << said.join(" | ").toStdString();
 }
 
+// A recording's settings reach the controls within the flags' bounds, as
+// remembered settings do: a value outside them (an edited file) reads as the
+// default, not as the spin box's nearest bound; one within them as recorded.
+TEST(Timeline, AReplaysSettingsOutsideTheFlagsBoundsReadAsTheDefaults) {
+  QTemporaryDir dir;
+  const QString recorded = record_run(dir, 8, synthetic_options());
+  const QString path = dir.filePath("edited.h2orec.jsonl");
+  {
+    RecordingReader in(recorded.toStdString());
+    RecordingHeader header = in.header();
+    header.settings["budget"] = 0;         // the least is 1
+    header.settings["threads"] = 100000;   // more than the flag allows
+    header.settings["kv_limit_mib"] = -3;  // no negative limit
+    header.settings["sinks"] = 3;          // within bounds: kept
+    RecordingWriter out(path.toStdString(), header);
+    while (auto step = in.next()) out.write(*step);
+  }
+  MainWindowOptions r = synthetic_options();
+  r.replay = path;
+  MainWindow w(r);
+  ASSERT_TRUE(open_replay(w));
+  const StudioConfig defaults = StudioSettings{}.config;
+  const StudioConfig shown = w.controls()->config();
+  EXPECT_EQ(shown.budget, defaults.budget);
+  EXPECT_EQ(shown.threads, defaults.threads);
+  EXPECT_EQ(shown.kv_limit_mib, defaults.kv_limit_mib);
+  EXPECT_EQ(shown.params.at("sinks"), 3);
+}
+
 // ---- 3. no silent failures ----------------------------------------------------------
 
 TEST(NoSilentFailures, ATokenizerThatDoesNotMatchTheModelIsNamedInABanner) {

@@ -15,6 +15,8 @@
 #endif
 
 #include "core/backends/make_backend.h"
+#include "core/flags/run_flags.h"
+#include "ui/shell/studio_settings.h"
 
 namespace h2o::ui {
 
@@ -208,7 +210,10 @@ void EngineWorker::openReplay(const QString& path) {
   emit banner("model", {});
   emit banner("tokenizer", {});
   emit banner("recording", {});
-  const ReplayOpening opening = run_->replay_opening(config_);
+  ReplayOpening opening = run_->replay_opening(config_);
+  // Within the flags' bounds, as remembered settings are: a value outside
+  // them (an edited file) reads as the default, not as the nearest bound.
+  keep_in_bounds(opening.settings, StudioSettings{}.config);
   report(opening.first);
   // The window owns the view: it applies this one (and sends it back).
   emit replayOpened(opening.layer, opening.head, opening.settings, opening.steps);
