@@ -537,20 +537,49 @@ InspectionSnapshot Analyzer::inspection(const ViewSelection& requested, int64_t 
       pp.fate_now = fate_of(h.rule(), pos, held, length);
     }
     pp.score_layer = x.score_history_layer;
-    if (const auto it = x.score_history.find(pos); it != x.score_history.end()) {
-      for (const auto& samples : it->second) {
-        Series s;
-        for (const ScoreSample& sample : samples) {
-          if (sample.step > step) break;
-          s.x.push_back(double(sample.step));
-          s.y.push_back(sample.score);
-        }
-        pp.score_by_kv_head.push_back(std::move(s));
-      }
-    }
+    if (const auto it = x.score_history.find(pos); it != x.score_history.end())
+      pp.score_lines = score_lines(it->second, step, shown_kv(view));
     out.policies.push_back(std::move(pp));
   }
   return out;
+}
+
+std::vector<InspectionSnapshot::PerPolicy::ScoreLine> Analyzer::score_lines(
+    const std::vector<std::vector<ScoreSample>>& per_head, int64_t step, int kv_shown) {
+  std::vector<InspectionSnapshot::PerPolicy::ScoreLine> lines;
+  const auto line_of = [&](int kv) {
+    InspectionSnapshot::PerPolicy::ScoreLine line{kv, {}};
+    for (const ScoreSample& sample : per_head[size_t(kv)]) {
+      if (sample.step > step) break;
+      line.series.x.push_back(double(sample.step));
+      line.series.y.push_back(sample.score);
+    }
+    return line;
+  };
+  if (kv_shown >= 0) {
+    if (size_t(kv_shown) < per_head.size()) lines.push_back(line_of(kv_shown));
+    return lines;
+  }
+  if (per_head.size() <= size_t(kInspectorHeadLines)) {
+    for (size_t kv = 0; kv < per_head.size(); ++kv) lines.push_back(line_of(int(kv)));
+    return lines;
+  }
+  // The mean at each step over the heads that held it then (a head that let it go has no samples after).
+  std::map<int32_t, std::pair<double, int>> at;
+  for (const auto& samples : per_head)
+    for (const ScoreSample& sample : samples) {
+      if (sample.step > step) break;
+      auto& [sum, count] = at[sample.step];
+      sum += sample.score;
+      count += 1;
+    }
+  InspectionSnapshot::PerPolicy::ScoreLine mean;
+  for (const auto& [when, sum_count] : at) {
+    mean.series.x.push_back(double(when));
+    mean.series.y.push_back(sum_count.first / sum_count.second);
+  }
+  lines.push_back(std::move(mean));
+  return lines;
 }
 
 StudioSnapshot Analyzer::snapshot(const ViewSelection& requested, const CaptureWindow* window) const {

@@ -148,6 +148,9 @@ class Analyzer final : public StepSink {
   HeatmapData heatmap(size_t index, const ViewSelection& view, int64_t step, const CaptureWindow* window) const;
   InspectionSnapshot inspection(const ViewSelection& view, int64_t step, const CaptureWindow* window) const;
   int64_t top_heavy_hitter(const ViewSelection& view, int64_t step, const CaptureWindow* window) const;
+  // A position's score lines up to `step` from its samples per KV head (InspectionSnapshot::ScoreLine).
+  static std::vector<InspectionSnapshot::PerPolicy::ScoreLine> score_lines(
+      const std::vector<std::vector<ScoreSample>>& per_head, int64_t step, int kv_shown);
   int group() const { return header_.heads / header_.kv_heads; }
   // Whether a step in (after, last] was thinned (StepRecord::thinned).
   bool thinned_between(int64_t after, int64_t last) const;

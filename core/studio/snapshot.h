@@ -81,6 +81,9 @@ struct EvictionAt {
 };
 
 // A clicked token: its score over time and when each policy let it go.
+// The most KV heads the inspector draws a score line each for (a line style
+// each); a model with more gets their mean, or the chosen head's.
+inline constexpr int kInspectorHeadLines = 4;
 struct InspectionSnapshot {
   int64_t position = -1;
   bool followed = false;  // nobody clicked: this is H2O's top heavy hitter, picked anew each frame
@@ -90,7 +93,14 @@ struct InspectionSnapshot {
     PolicyConfig config;
     int64_t born_step = -1;
     int score_layer = -1;
-    std::vector<Series> score_by_kv_head;  // (step, accumulated score) at score_layer
+    // Its accumulated score at score_layer over the steps: a line per KV head
+    // that held it (up to kInspectorHeadLines KV heads), the shown head's
+    // alone when one is chosen, and past that many KV heads their mean.
+    struct ScoreLine {
+      int kv_head = -1;  // -1: the mean over the KV heads that held it at each step
+      Series series;     // (step, score)
+    };
+    std::vector<ScoreLine> score_lines;
     std::vector<EvictionAt> evictions;     // every layer and KV head that evicted it
     // Older than the heads' exact steps: a kv_head of -1 is when the layer's last head let it go.
     bool heads_summarised = false;

@@ -788,8 +788,8 @@ std::string fingerprint(const StudioSnapshot& s) {
     for (double y : series.y) o << y << ',';
   for (const auto& pp : s.inspection.policies) {
     for (const auto& e : pp.evictions) o << e.layer << e.kv_head << e.step;
-    for (const auto& h : pp.score_by_kv_head)
-      for (double y : h.y) o << y << ',';
+    for (const auto& line : pp.score_lines)
+      for (double y : line.series.y) o << y << ',';
   }
   return o.str();
 }
@@ -971,7 +971,7 @@ TEST(Analyzer, ScoreHistoriesAreBoundedToRecentSinksHeavyHittersAndTheClickedTok
     view.inspect_position = position;
     const StudioSnapshot snapshot = analyzer.snapshot(view);  // alive for the loop, not a temporary
     size_t samples = 0;
-    for (const Series& s : snapshot.inspection.policies[policy].score_by_kv_head) samples += s.x.size();
+    for (const auto& line : snapshot.inspection.policies[policy].score_lines) samples += line.series.x.size();
     return samples;
   };
   // StreamingLLM: position 10 left long ago (beyond the horizon), a sink is

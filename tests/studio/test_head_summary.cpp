@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -257,5 +258,50 @@ TEST(HeadSummary, AGroupWhosePositionLeftWhileRecentKeepsItsOwnRecentSteps) {
     // Position 62 is recent until position 66 is fed; 63 until 67 unless it left at 64.
     EXPECT_EQ(recent_end, cut_last ? 66 : 67) << cut_last;
     EXPECT_EQ(evicted_from, 14) << cut_last;  // position 0, either way
+  }
+}
+
+// The inspector at Llama-2-7B's 32 KV heads: one score line a policy, the
+// mean over the KV heads that held the token at each step (32 dashed lines
+// and their legend filled the plot); with a head chosen, that head's own.
+TEST(InspectorScoreLines, PastFourKvHeadsTheMeanAndWithAHeadChosenItsOwn) {
+  StudioCaptureSchedule schedule;
+  SyntheticStepSource source(synthetic_steps_spec("llama2-7b", {"full", "streaming", "h2o", "tova"}, 64, 8), schedule);
+  const RecordingHeader header = source.header();
+  ASSERT_EQ(header.kv_heads, 32);
+  Analyzer analyzer(header);
+  for (int i = 0; i < 600; ++i) analyzer.ingest(*source.next());
+  ViewSelection view;
+  view.max_tokens = 1;
+  view.overview_columns = view.overview_rows = view.detail_positions = view.detail_rows = view.heatmap_rows = 1;
+  const InspectionSnapshot mean = analyzer.snapshot(view).inspection;
+  ASSERT_GE(mean.position, 0) << "H2O has a heavy hitter to follow";
+  const size_t h2o = 2;
+  ASSERT_EQ(mean.policies[h2o].score_lines.size(), 1u);
+  const auto& line = mean.policies[h2o].score_lines[0];
+  EXPECT_EQ(line.kv_head, -1);
+  ASSERT_FALSE(line.series.x.empty());
+  // The same position, each KV head chosen in turn: its own line; their mean at each step is the mean line.
+  view.inspect_position = mean.position;
+  const int group = header.heads / header.kv_heads;
+  std::map<double, std::pair<double, int>> by_step;
+  for (int kv = 0; kv < header.kv_heads; ++kv) {
+    view.head = kv * group;
+    const StudioSnapshot shown = analyzer.snapshot(view);
+    const auto& lines = shown.inspection.policies[h2o].score_lines;
+    ASSERT_LE(lines.size(), 1u);
+    if (lines.empty()) continue;
+    EXPECT_EQ(lines[0].kv_head, kv);
+    for (size_t i = 0; i < lines[0].series.x.size(); ++i) {
+      by_step[lines[0].series.x[i]].first += lines[0].series.y[i];
+      by_step[lines[0].series.x[i]].second += 1;
+    }
+  }
+  ASSERT_EQ(by_step.size(), line.series.x.size());
+  size_t i = 0;
+  for (const auto& [step, sum_count] : by_step) {
+    EXPECT_EQ(step, line.series.x[i]);
+    EXPECT_NEAR(line.series.y[i], sum_count.first / sum_count.second, 1e-9 * std::abs(line.series.y[i]) + 1e-12);
+    ++i;
   }
 }

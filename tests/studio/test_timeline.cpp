@@ -63,7 +63,7 @@ std::string fingerprint(const StudioSnapshot& s) {
     o << int(pp.fate_now);
     for (const auto& e : pp.evictions) o << e.layer << e.kv_head << e.step;
     // Score histories are thinned as they grow (64 samples a line): an old step shows them coarser.
-    for (const auto& h : pp.score_by_kv_head) o << h.x.empty();
+    for (const auto& line : pp.score_lines) o << line.series.x.empty();
   }
   for (const auto& pane : s.head_view.panes) {
     o << pane.query_position << pane.query_text;

@@ -2,6 +2,7 @@
 
 #include <QLabel>
 #include <map>
+#include <set>
 #include <QScrollArea>
 #include <QSplitter>
 #include <QToolButton>
@@ -14,7 +15,7 @@ namespace h2o::ui {
 
 TokenInspector::TokenInspector(QWidget* parent) : QWidget(parent) {
   plot_ = make_plot("Token: accumulated score", "step", "score");
-  // Up to 4 policies x KV heads lines: colour = policy, dash = KV head, named in the legend above.
+  // Up to 4 policies x kInspectorHeadLines lines: colour = policy, dash = KV head (solid: their mean), named in the legend above.
   legend_above(plot_);
   details_ = new QLabel("Click a token in any pane (text, heatmap column or raster) to follow it here.");
   details_->setWordWrap(true);
@@ -78,17 +79,18 @@ void TokenInspector::draw(const InspectionSnapshot& in) {
                                       : QString())
                      .arg(QString::fromStdString(in.text).toHtmlEscaped())
                      .arg(in.position);
-  size_t kv_heads = 0;
+  std::set<int> kv_lines;  // the KV heads drawn a line each; -1: their mean
   for (size_t i = 0; i < in.policies.size(); ++i) {
     const auto& p = in.policies[i];
     const QColor color = policy_color(p.config);
-    kv_heads = std::max(kv_heads, p.score_by_kv_head.size());
-    for (size_t kv = 0; kv < p.score_by_kv_head.size(); ++kv) {
+    for (const auto& line : p.score_lines) {
+      kv_lines.insert(line.kv_head);
       QCPGraph* g = plot_->addGraph();
-      g->setPen(QPen(color, 1.6 * std::max(1.0, ui_scale()), styles[kv % 4]));
-      g->setName(QString("%1 KV%2").arg(short_policy_title(p.config)).arg(kv));
-      if (p.score_by_kv_head[kv].x.empty()) g->removeFromLegend();
-      set_series(g, p.score_by_kv_head[kv]);
+      g->setPen(QPen(color, 1.6 * std::max(1.0, ui_scale()), line.kv_head < 0 ? Qt::SolidLine : styles[line.kv_head % 4]));
+      g->setName(line.kv_head < 0 ? QString("%1 mean").arg(short_policy_title(p.config))
+                                  : QString("%1 KV%2").arg(short_policy_title(p.config)).arg(line.kv_head));
+      if (line.series.x.empty()) g->removeFromLegend();
+      set_series(g, line.series);
     }
     html += QString("<br><span style='color:%1'><b>%2</b></span>: fed at step %3, now <i>%4</i>; ")
                 .arg(color.name(), policy_title(p.config))
@@ -110,10 +112,16 @@ void TokenInspector::draw(const InspectionSnapshot& in) {
     }
     if (p.heads_summarised) html += " (older than the heads' exact steps: an L without KV is when the layer's last head let it go)";
   }
-  if (kv_heads > 0) {
+  if (!kv_lines.empty()) {
     QStringList lines;
-    for (size_t kv = 0; kv < kv_heads; ++kv) lines << QString("KV head %1 %2").arg(kv).arg(dash_names[kv % 4]);
-    html += QString("<br><span style='color:%1'>Score lines (layer %2): colour = policy; ").arg(muted_text_color().name()).arg(in.policies.empty() ? -1 : in.policies.front().score_layer) + lines.join(", ") + "</span>";
+    for (int kv : kv_lines)
+      lines << (kv < 0 ? QString("the mean over the KV heads that held it at each step (choose a head to see its own)")
+                       : kv_lines.size() == 1 ? QString("KV head %1").arg(kv)
+                                              : QString("KV head %1 %2").arg(kv).arg(dash_names[kv % 4]));
+    html += QString("<br><span style='color:%1'>Score lines (layer %2): colour = policy; ")
+                .arg(muted_text_color().name())
+                .arg(in.policies.empty() ? -1 : in.policies.front().score_layer) +
+            lines.join(", ") + "</span>";
   }
   details_->setText(html);
   fit_legend(plot_);
