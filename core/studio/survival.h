@@ -59,7 +59,6 @@ struct SurvivalRaster {
   // The first position of a column (col == cols: end_position), and the column of a position.
   int64_t column_first(int col) const;
   int column_of(int64_t position) const;
-  int64_t row_first(int row) const { return first_step + steps() * row / rows; }
   bool binned() const { return cols < positions() || rows < steps(); }
 };
 

@@ -12,6 +12,7 @@
 
 #include "tests/gui/gui_test_helpers.h"
 #include "ui/shell/transport_bar.h"
+#include "ui/views/curves_panel.h"
 #include "ui/views/heatmap_plot.h"
 #include "ui/views/policy_pane.h"
 #include "ui/views/raster_plot.h"
@@ -65,6 +66,8 @@ TEST(SyntheticShapes, TheWindowKeepsUpWithLlama2_7bFourPanesAndShowsOneStep) {
   // every token fed, the bounded panes at most their budget and slack.
   EXPECT_EQ(s.panes[0].cached_tokens, s.panes[0].stream_length);
   for (size_t p = 1; p < 4; ++p) EXPECT_LE(s.panes[p].cached_tokens, 1024 + 64) << "pane " << p;
+  // The full cache's GiB read in MiB, not as "1.25·10⁶ KiB".
+  EXPECT_EQ(w.curves()->memory()->yAxis->label(), "live KV (MiB)");
   const QString shot = QDir::temp().filePath("h2o-gui-llama2-7b-four-panes.png");
   EXPECT_TRUE(w.grab().save(shot));
   std::printf("screenshot: %s (thinned steps: %lld)\n", qPrintable(shot), static_cast<long long>(s.thinned_steps));

@@ -4,11 +4,32 @@
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTabWidget>
+#include <algorithm>
 
 #include "ui/plot/plot_helpers.h"
 #include "ui/plot/theme.h"
 
 namespace h2o::ui {
+
+namespace {
+
+struct MemoryUnit {
+  double per_byte;
+  const char* name;
+};
+
+// The memory axis in the unit its largest value reads best in: the demo's
+// caches in KiB, a 7B model's in MiB (not "1.25·10⁶ KiB"), beyond 4 GiB in GiB.
+MemoryUnit memory_unit(const std::vector<Series>& bytes) {
+  double most = 0;
+  for (const Series& series : bytes)
+    for (double y : series.y) most = std::max(most, y);
+  if (most >= 4.0 * (1 << 30)) return {1.0 / (1 << 30), "GiB"};
+  if (most >= 4.0 * (1 << 20)) return {1.0 / (1 << 20), "MiB"};
+  return {1.0 / 1024, "KiB"};
+}
+
+}  // namespace
 
 CurvesPanel::CurvesPanel(QWidget* parent) : QWidget(parent) {
   memory_ = make_plot("KV memory", "tokens in the stream", "live KV (KiB)");
@@ -92,7 +113,9 @@ void CurvesPanel::draw(const StudioSnapshot& s) {
   const bool marker = s.context > 0 && longest > 0;
   context_line_->setVisible(marker);
   context_label_->setVisible(marker);
-  fill(memory_, s.kv_bytes, 1.0 / 1024, {});
+  const MemoryUnit unit = memory_unit(s.kv_bytes);
+  memory_->yAxis->setLabel(QString("live KV (%1)").arg(unit.name));
+  fill(memory_, s.kv_bytes, unit.per_byte, {});
   if (marker) {
     // Keep the marker in view from the start: the demo is about crossing it.
     if (memory_->xAxis->range().upper < s.context * 1.05) memory_->xAxis->setRange(0, s.context * 1.1);
