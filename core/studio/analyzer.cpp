@@ -83,8 +83,12 @@ void Analyzer::ShareHistory::add(int64_t step, const std::vector<float>& shares)
 
 // ---- ingesting ------------------------------------------------------------------
 
-Analyzer::Analyzer(RecordingHeader header, int64_t score_history_horizon, int64_t exact_head_positions)
-    : header_(std::move(header)), horizon_(score_history_horizon), live_(header_.policies.size()) {
+Analyzer::Analyzer(RecordingHeader header, int64_t score_history_horizon, int64_t exact_head_positions,
+                   size_t state_whole_entries)
+    : header_(std::move(header)),
+      horizon_(score_history_horizon),
+      state_whole_entries_(state_whole_entries),
+      live_(header_.policies, state_whole_entries) {
   if (header_.kv_heads < 1 || header_.heads % header_.kv_heads != 0) throw Error("analyzer: bad head counts");
   for (const auto& policy : header_.policies)
     histories_.emplace_back(policy, header_.layers, header_.kv_heads, exact_head_positions);
@@ -340,7 +344,8 @@ HeatmapData Analyzer::heatmap(size_t index, const ViewSelection& view, int64_t s
   for (int32_t pos : h.query_positions) h.query_labels.push_back(display_text(character_at(piece, pos, length)));
   // Accumulated scores of the columns at the shown head (mean: over KV heads that hold it).
   h.column_scores.assign(h.columns.size(), NAN);
-  if (const LayerState* scores = window->state(index, view.layer)) {
+  if (const HeldState* held = window->state(index, view.layer)) {
+    const LayerState* scores = &held->kept;
     std::vector<double> sum(h.columns.size(), 0.0);
     std::vector<int> count(h.columns.size(), 0);
     std::vector<ColumnRun> runs;
@@ -438,13 +443,8 @@ PaneSnapshot Analyzer::pane(size_t index, const ViewSelection& view, int64_t ste
   out.detail = survival_raster(h.rule(), h.birth(), evicted, detail_first, detail_end, detail_from, step,
                                view.detail_columns, view.detail_rows);
   if (window) {
-    if (const LayerState* scores = window->state(index, view.layer)) {
-      std::vector<float> values;
-      for (size_t kv = 0; kv < scores->scores.size(); ++kv)
-        if (view.head < 0 || int(kv) == view.head / group())
-          values.insert(values.end(), scores->scores[kv].begin(), scores->scores[kv].end());
-      out.score_rank = score_rank(values, view.score_points);
-    }
+    // Ranked when the state arrived, from every score it was read with.
+    if (const HeldState* held = window->state(index, view.layer)) out.score_rank = held->rank(shown_kv(view));
   }
   auto share_at = [&](const std::vector<float>& shares) {
     if (shares.empty()) return double(NAN);
@@ -471,8 +471,10 @@ int64_t Analyzer::top_heavy_hitter(const ViewSelection& view, int64_t step, cons
   if (!window) return -1;
   for (size_t i = 0; i < histories_.size(); ++i) {
     const PolicyHistory& h = histories_[i];
-    const LayerState* scores = window->state(i, view.layer);
-    if (h.rule().score != ScoreKind::Accumulated || !scores) continue;
+    const HeldState* held = window->state(i, view.layer);
+    if (h.rule().score != ScoreKind::Accumulated || !held) continue;
+    // The held entries include every one that can be the best (held_state.h).
+    const LayerState* scores = &held->kept;
     const int64_t length = h.length_at(step);
     int64_t best = -1;
     float best_score = -1;

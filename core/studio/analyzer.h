@@ -44,7 +44,6 @@ struct ViewSelection {
   int64_t query_step = -1;        // the head view's query: this step's (-1: the shown step's)
   int head_view_keys = 12;
   int model_view_policy = -1;     // -1: the first policy that keeps tokens by accumulated score
-  int score_points = 300;
   int sparsity_points = 240;
 };
 
@@ -56,8 +55,11 @@ class Analyzer final : public StepSink {
   // samples each: bounded however long the run. Each policy keeps every
   // head's eviction steps exactly for the newest `exact_head_positions`
   // positions or more, and a summary of the older ones (head_evictions.h).
+  // Its window keeps a state's KV head whole up to `state_whole_entries`
+  // entries, and past that what the views draw of it (held_state.h).
   explicit Analyzer(RecordingHeader header, int64_t score_history_horizon = 4096,
-                    int64_t exact_head_positions = HeadEvictions::kExactPositions);
+                    int64_t exact_head_positions = HeadEvictions::kExactPositions,
+                    size_t state_whole_entries = HeldState::kWholeEntries);
   void write(const StepRecord& record) override { ingest(record); }
   void ingest(const StepRecord& record);
   // The view at view.step (the newest when -1 or later). For an older step,
@@ -71,6 +73,9 @@ class Analyzer final : public StepSink {
   // Engine seconds at the end of `step` (a replay's pace).
   double engine_seconds_at(int64_t step) const;
   const CaptureWindow& live_window() const { return live_; }
+  // A window like the live one (policies, states held alike), empty.
+  CaptureWindow empty_window() const { return CaptureWindow(header_.policies, state_whole_entries_); }
+  size_t state_whole_entries() const { return state_whole_entries_; }
   // After steps were ingested skimmed (RecordingReader::skim_below): the
   // window of captures at its newest step, read back whole (load_capture_window).
   void restore_live_window(CaptureWindow window) { live_ = std::move(window); }
@@ -158,6 +163,7 @@ class Analyzer final : public StepSink {
 
   RecordingHeader header_;
   int64_t horizon_;
+  size_t state_whole_entries_;
   std::vector<PolicyHistory> histories_;
   std::vector<PolicyExtras> extras_;
   std::vector<StepInfo> steps_;

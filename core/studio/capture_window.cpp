@@ -6,6 +6,16 @@
 
 namespace h2o {
 
+CaptureWindow::CaptureWindow(const std::vector<PolicyConfig>& policies, size_t whole_entries)
+    : policies_(policies.size()), whole_entries_(whole_entries) {
+  for (const PolicyConfig& p : policies) sinks_.push_back(p.rule().sinks);
+}
+
+void CaptureWindow::hold(size_t policy, int64_t step, const LayerState& state) {
+  const int sinks = policy < sinks_.size() ? sinks_[policy] : 0;
+  policies_[policy].states[state.layer] = std::make_shared<const HeldState>(hold_state(step, state, sinks, whole_entries_));
+}
+
 void CaptureWindow::add(const StepRecord& record) {
   last_step_ = record.step;
   bool first_capture = true;
@@ -28,16 +38,15 @@ void CaptureWindow::add(const StepRecord& record) {
       }
       first = false;
     }
-    for (const LayerState& state : s.layer_states)
-      p.states[state.layer] = {record.step, std::make_shared<const LayerState>(state)};
+    for (const LayerState& state : s.layer_states) hold(size_t(s.session), record.step, state);
   }
 }
 
 void CaptureWindow::add_state(int session, int64_t step, const LayerState& state) {
   if (session < 0) return;
   if (size_t(session) >= policies_.size()) policies_.resize(size_t(session) + 1);
-  auto& slot = policies_[size_t(session)].states[state.layer];
-  if (!slot.second || slot.first < step) slot = {step, std::make_shared<const LayerState>(state)};
+  const auto& held = policies_[size_t(session)].states[state.layer];
+  if (!held || held->step < step) hold(size_t(session), step, state);
 }
 
 const CaptureWindow::PolicyCaptures& CaptureWindow::policy(size_t i) const {
@@ -51,16 +60,16 @@ const std::deque<StepCapture>* CaptureWindow::captures(size_t policy, int layer)
   return it == policies_[policy].attention.end() || it->second.empty() ? nullptr : &it->second;
 }
 
-const LayerState* CaptureWindow::state(size_t policy, int layer) const {
+const HeldState* CaptureWindow::state(size_t policy, int layer) const {
   if (policy >= policies_.size()) return nullptr;
   const auto it = policies_[policy].states.find(layer);
-  return it == policies_[policy].states.end() ? nullptr : it->second.second.get();
+  return it == policies_[policy].states.end() ? nullptr : it->second.get();
 }
 
 CaptureWindow load_capture_window(const std::string& path, const RecordingIndex& index, int version,
-                                  const RecordingHeader& header, int64_t step) {
+                                  const RecordingHeader& header, int64_t step, size_t whole_entries) {
   const size_t policies = header.policies.size();
-  CaptureWindow window(policies);
+  CaptureWindow window(header.policies, whole_entries);
   const int64_t first = std::max(index.first_step, step - CaptureWindow::kSteps + 1);
   if (!index.has(step)) return window;
   RecordingLines lines(path, header, version);

@@ -180,7 +180,7 @@ void PolicyHistory::load(PackedReader& in, int64_t first_step, int64_t steps) {
   require(evict_all_.empty() || evict_all_.size() == n, "evictions of another length");
   require(steps_or_held(evict_all_), "an eviction step out of range");
   const uint8_t heads = in.byte();
-  require(heads <= kSummarisedHeads, "a per-head table of an unknown form");
+  require(heads == kNoHeads || heads == kExactHeads || heads == kSummarisedHeads, "a per-head table of an unknown form");
   if (heads != kNoHeads) {
     require(evict_all_.empty(), "evictions both everywhere and per head");
     per_head_.emplace(HeadEvictions::load(in, layers_, kv_heads_, birth_, heads == kSummarisedHeads, exact_head_positions_));

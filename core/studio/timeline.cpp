@@ -56,7 +56,8 @@ std::string Timeline::load_window(const Analyzer& analyzer, const TimelineFile& 
   try {
     if (file.spool) file.spool->flush();
     window_ = std::make_unique<CaptureWindow>(
-        load_capture_window(file.path, *file.index, file.version, analyzer.header(), cursor_));
+        load_capture_window(file.path, *file.index, file.version, analyzer.header(), cursor_,
+                            analyzer.state_whole_entries()));
   } catch (const std::exception& e) {
     return read_failed(e);
   }
@@ -72,14 +73,13 @@ namespace {
 // (the heatmaps then say the step's attention was not recorded) when that
 // fails, so that no skimmed capture is ever drawn.
 void restore_whole_window(const RecordingReader& replay, Analyzer& analyzer) {
-  const size_t policies = analyzer.header().policies.size();
-  CaptureWindow window(policies);
+  CaptureWindow window = analyzer.empty_window();
   try {
     if (analyzer.steps_ingested() > 0)
       window = load_capture_window(replay.path(), replay.index(), replay.version(), analyzer.header(),
-                                   analyzer.latest_step());
+                                   analyzer.latest_step(), analyzer.state_whole_entries());
   } catch (const std::exception&) {
-    analyzer.restore_live_window(CaptureWindow(policies));
+    analyzer.restore_live_window(analyzer.empty_window());
     throw;
   }
   analyzer.restore_live_window(std::move(window));
