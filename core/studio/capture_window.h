@@ -1,10 +1,10 @@
 #pragma once
 // The heavy, recent part of a run at one step: per policy, the latest
 // attention captures of each layer and the latest cache state (positions and
-// scores) of each layer read, as much of it as the views draw (held_state.h). The live analyzer keeps one at the newest step;
-// to show an earlier step, the app builds one from the recording's lines
-// around it (load_capture_window), so seeking costs a few lines read, not
-// memory for every step.
+// scores) of each layer read, as much of it as the views draw (held_state.h).
+// The live analyzer keeps one at the newest step; to show an earlier step, the
+// app builds one from the recording's lines around it (load_capture_window), so
+// seeking costs a few lines read, not memory for every step.
 #include <cstdint>
 #include <deque>
 #include <map>

@@ -44,7 +44,6 @@ HeldState hold_state(int64_t step, const LayerState& state, int sinks, size_t wh
     all.insert(all.end(), scores.begin(), scores.end());
   }
   held.rank_all = score_rank(all, HeldState::kRankPoints);
-  for (const auto& p : state.positions) held.entries_read += p.size();
 
   const size_t kv_heads = std::max(state.positions.size(), state.scores.size());
   held.kept.positions.resize(state.positions.size());

@@ -35,7 +35,6 @@ struct HeldState {
   LayerState kept;                     // the entries kept, each head in slot order
   std::vector<ScoreRank> rank_by_kv;   // every score of each KV head, ranked
   ScoreRank rank_all;                  // every score of every KV head, ranked
-  size_t entries_read = 0;             // entries of the state as read (every head)
 
   // The rank curve the views ask for: every KV head's (kv < 0) or one's.
   const ScoreRank& rank(int kv) const;
