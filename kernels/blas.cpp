@@ -1,6 +1,7 @@
 // Blas's rule (blas.h), the same on the GPU and in the SIMT emulation: which
-// kernel multiplies each part of a matrix. Only library_gemm differs between
-// the two (blas_cublas.cpp, kernels/simt/blas_emu.cpp).
+// kernel multiplies each part of a matrix. Only the library's half differs
+// between the two (library_gemm, open_library: blas_cublas.cpp,
+// kernels/simt/blas_emu.cpp).
 #include <algorithm>
 #include <string>
 
@@ -33,19 +34,44 @@ size_t dequant_scratch_bytes(const DeviceMatrix& w) {
   return std::min(most, kDequantSlabBytes);
 }
 
+Blas::Blas(gpu::Stream stream, int matvec_rows, size_t scratch_bytes, int int8_cols)
+    : stream_(stream), matvec_rows_(matvec_rows), scratch_bytes_(scratch_bytes), int8_cols_(int8_cols) {
+  open_library();
+  if (scratch_bytes_ > 0) scratch_ = gpu::alloc(scratch_bytes_);
+  if (int8_cols_ > 0) int8_ = gpu::alloc(int8_rows_bytes(kMatvecMaxRows, int8_cols_));
+}
+
+Blas::~Blas() {
+  close_library();
+  gpu::release(scratch_);
+  gpu::release(int8_);
+}
+
 void Blas::gemm(float* out, const void* x, const void* w, DType type, int rows, int in, int out_features,
                 bool accumulate) {
   part_gemm(out, out_features, x, type, {type, w, out_features}, in, rows, accumulate);
 }
 
 void Blas::gemm(float* out, const void* x, DType x_type, const DeviceMatrix& w, int rows, bool accumulate) {
+  // x in 8 bits once for every part that multiplies it so.
+  bool int8 = int8_cols_ > 0 && x_type == DType::F32 && rows > 0 && rows <= matvec_rows_;
+  bool any = false;
+  for (int i = 0; i < w.parts; ++i) any |= has_int8_path(w.part[i].type);
+  int8 = int8 && any;
+  Int8Rows codes;
+  if (int8) {
+    if (w.cols > int8_cols_ || w.cols % kInt8BlockElems != 0)
+      throw Error("blas: 8-bit inputs of " + std::to_string(w.cols) + " columns (a bug; please report)");
+    codes = int8_rows_at(int8_, rows, w.cols);
+    quantize_int8(static_cast<const float*>(x), rows, w.cols, codes, stream_);
+  }
   const int ldo = w.rows();
   for (int i = 0, first = 0; i < w.parts; first += w.part[i].rows, ++i)
-    part_gemm(out + first, ldo, x, x_type, w.part[i], w.cols, rows, accumulate);
+    part_gemm(out + first, ldo, x, x_type, w.part[i], w.cols, rows, accumulate, int8 ? &codes : nullptr);
 }
 
 void Blas::part_gemm(float* out, int ldo, const void* x, DType x_type, const MatrixPart& w, int in, int rows,
-                     bool accumulate) {
+                     bool accumulate, const Int8Rows* codes) {
   if (rows == 0 || w.rows == 0) return;
   if (w.type == x_type) {
     if (rows > matvec_rows_) return library_gemm(out, ldo, x, w.data, w.type, rows, in, w.rows, accumulate);
@@ -56,7 +82,11 @@ void Blas::part_gemm(float* out, int ldo, const void* x, DType x_type, const Mat
     throw Error(std::string("blas: ") + dtype_name(w.type) + " weights with " + dtype_name(x_type) +
                 " inputs (a bug; please report)");
   const auto* xf = static_cast<const float*>(x);
-  if (rows <= matvec_rows_) return matvec_quant(w.type, out, ldo, xf, w.data, rows, in, w.rows, accumulate, stream_);
+  if (rows <= matvec_rows_) {
+    if (codes && has_int8_path(w.type))
+      return matvec_int8(w.type, out, ldo, *codes, w.data, rows, w.rows, accumulate, stream_);
+    return matvec_quant(w.type, out, ldo, xf, w.data, rows, in, w.rows, accumulate, stream_);
+  }
   // Many rows: slabs of the weights widened to f32, each multiplied by the library.
   const int slab = int(std::min<size_t>(size_t(w.rows), scratch_bytes_ / (size_t(in) * 4)));
   if (slab < 1) throw Error("blas: no scratch for block-format weights (a bug; please report)");

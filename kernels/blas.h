@@ -5,9 +5,11 @@
 // Which code multiplies (the same rule on the GPU and in the SIMT emulation):
 //  - rows <= kMatvecMaxRows (8: decode steps of up to 8 sessions, forced
 //    and classified rows of small steps): kern::matvec (matvec.cu) for
-//    f32/f16/bf16 weights and inputs of that type, kern::matvec_quant
-//    (matvec_quant.cu) for weights in a block format and f32 inputs
-//    (`--precision native`). So few rows make a product bound by reading the
+//    f32/f16/bf16 weights and inputs of that type; for weights in a block
+//    format (`--precision native`) and f32 inputs, kern::matvec_int8 where the
+//    Blas was made with int8_cols (x quantised to 8 bits once per product,
+//    quantize_int8.cu; not f16 parts) and kern::matvec_quant (exact: f32 x)
+//    otherwise (matvec_quant.cu). So few rows make a product bound by reading the
 //    weights (each element joins at most 8 multiply-adds). cuBLAS's GEMM
 //    tiles are shaped for many rows: with cublasGemmEx for every projection a
 //    Llama-2-7B f16 decode step ran at a quarter of the copy bandwidth. The
@@ -24,6 +26,7 @@
 
 #include "core/model/dtype.h"
 #include "kernels/device.h"
+#include "kernels/int8_activations.h"
 #include "kernels/launch.h"
 
 namespace H2O_KERN_NS {
@@ -57,7 +60,9 @@ class Blas {
   // `matvec_rows`: the rule's bound (<= kMatvecMaxRows; less to compare,
   // CudaTuning). `scratch_bytes`: the slab scratch for products of more rows
   // with block-format weights (the largest dequant_scratch_bytes of the model's matrices; 0: none).
-  Blas(gpu::Stream stream, int matvec_rows, size_t scratch_bytes = 0);
+  // `int8_cols`: the longest row of a block-format matrix whose products of
+  // few rows take 8-bit inputs (0: none, f32 inputs for all).
+  Blas(gpu::Stream stream, int matvec_rows, size_t scratch_bytes = 0, int int8_cols = 0);
   ~Blas();
   Blas(const Blas&) = delete;
   Blas& operator=(const Blas&) = delete;
@@ -73,9 +78,12 @@ class Blas {
   void gemm(float* out, const void* x, DType x_type, const DeviceMatrix& w, int rows, bool accumulate);
 
  private:
-  // out[r * ldo + o] over one part of `in` columns.
+  // out[r * ldo + o] over one part of `in` columns; `codes`: x in 8 bits, or null.
   void part_gemm(float* out, int ldo, const void* x, DType x_type, const MatrixPart& w, int in, int rows,
-                 bool accumulate);
+                 bool accumulate, const Int8Rows* codes = nullptr);
+  // The library's handle and workspace (blas_cublas.cpp; nothing in the emulation).
+  void open_library();
+  void close_library();
   // cuBLAS (the CPU matmul in the emulation): w and x both of `type`, out[r * ldo + o].
   void library_gemm(float* out, int ldo, const void* x, const void* w, DType type, int rows, int in, int out_features,
                     bool accumulate);
@@ -86,6 +94,8 @@ class Blas {
   void* workspace_ = nullptr;
   void* scratch_ = nullptr;  // dequantised slabs
   size_t scratch_bytes_ = 0;
+  int int8_cols_ = 0;
+  void* int8_ = nullptr;  // a product's x in 8 bits: int8_rows_bytes(kMatvecMaxRows, int8_cols_)
 };
 
 // The slab scratch `w` needs for products of many rows: its largest

@@ -31,8 +31,7 @@ cudaDataType_t cuda_type(DType t) {
 
 }  // namespace
 
-Blas::Blas(gpu::Stream stream, int matvec_rows, size_t scratch_bytes)
-    : stream_(stream), matvec_rows_(matvec_rows), scratch_bytes_(scratch_bytes) {
+void Blas::open_library() {
   cublasHandle_t h = nullptr;
   check(cublasCreate(&h), "cublasCreate");
   handle_ = h;
@@ -41,13 +40,11 @@ Blas::Blas(gpu::Stream stream, int matvec_rows, size_t scratch_bytes)
   check(cublasSetStream(h, reinterpret_cast<cudaStream_t>(stream_)), "cublasSetStream");
   workspace_ = gpu::alloc(kWorkspaceBytes);
   check(cublasSetWorkspace(h, workspace_, kWorkspaceBytes), "cublasSetWorkspace");
-  if (scratch_bytes_ > 0) scratch_ = gpu::alloc(scratch_bytes_);
 }
 
-Blas::~Blas() {
+void Blas::close_library() {
   if (handle_) cublasDestroy(static_cast<cublasHandle_t>(handle_));
   gpu::release(workspace_);
-  gpu::release(scratch_);
 }
 
 void Blas::library_gemm(float* out, int ldo, const void* x, const void* w, DType type, int rows, int in,

@@ -85,7 +85,8 @@ CudaBackend::CudaBackend(std::shared_ptr<const Model> model, const BackendOption
     end_ = gpu::create_event();
   }
   weights_ = std::make_unique<kern::DeviceWeights>(*model_, precision_, stream_->stream);
-  blas_ = std::make_unique<kern::Blas>(stream_->stream, tuning_.matvec_rows, weights_->dequant_scratch());
+  blas_ = std::make_unique<kern::Blas>(stream_->stream, tuning_.matvec_rows, weights_->dequant_scratch(),
+                                       int8_inputs() ? weights_->int8_cols() : 0);
   // RoPE frequencies with the model's scaling, as the CPU backend turns pairs.
   const std::vector<double> freqs = cfg_.rope_frequencies();
   rope_freq_ = gpu::DeviceBuffer(freqs.size() * sizeof(double));
@@ -102,7 +103,8 @@ CudaBackend::~CudaBackend() {
 
 std::string CudaBackend::describe() const {
   std::string out = name() + " " + info_.name + ", " + weights_->label() + " weights, " +
-                    (precision_.native ? std::string(dtype_name(storage_)) + " activations, " : std::string()) +
+                    (precision_.native ? std::string(int8_inputs() ? "8-bit" : dtype_name(storage_)) + " activations, "
+                                       : std::string()) +
                     dtype_name(kv_) + " KV, " + (tuning_.graphs ? "graphs" : "no graphs");
   if (account_->limit > 0) out += ", KV limit " + std::to_string(account_->limit >> 20) + " MiB";
   return out;
@@ -186,18 +188,28 @@ void CudaBackend::run(StepIO& step) {
 
 using cuda_impl::CudaBackend;
 
+namespace {
+
+// An integer in [low, high] from environment variable `name`, or `fallback` where it is unset.
+int env_int(const char* name, int low, int high, int fallback) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return fallback;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < low || value > high)
+    throw Error(std::string(name) + "=" + text + ": not an integer in [" + std::to_string(low) + ", " +
+                std::to_string(high) + "]");
+  return int(value);
+}
+
+}  // namespace
+
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, const BackendOptions& options) {
   CudaTuning tuning;
-  // For an A/B of the projections in one GPU run of h2o-bench or h2o-cli
-  // (cuda_backend.h): 0 puts every projection on cuBLAS.
-  if (const char* rows = std::getenv("H2O_CUDA_MATVEC_ROWS"); rows && *rows) {
-    char* end = nullptr;
-    const long value = std::strtol(rows, &end, 10);
-    if (*end != '\0' || value < 0 || value > kern::kMatvecMaxRows)
-      throw Error(std::string("H2O_CUDA_MATVEC_ROWS=") + rows + ": not a row count in [0, " +
-                  std::to_string(kern::kMatvecMaxRows) + "]");
-    tuning.matvec_rows = int(value);
-  }
+  // For A/Bs in one GPU run of h2o-bench or h2o-cli (cuda_backend.h): 0 puts
+  // every projection on cuBLAS; H2O_CUDA_INT8=0 multiplies f32 inputs at native.
+  tuning.matvec_rows = env_int("H2O_CUDA_MATVEC_ROWS", 0, kern::kMatvecMaxRows, tuning.matvec_rows);
+  tuning.int8_activations = env_int("H2O_CUDA_INT8", 0, 1, tuning.int8_activations ? 1 : 0) != 0;
   return make_cuda_backend(std::move(model), options, tuning);
 }
 

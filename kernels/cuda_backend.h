@@ -23,6 +23,11 @@ struct CudaTuning {
   // cuBLAS (kernels/blas.h); 0 to 8. 0: cuBLAS for all (a comparison; in the
   // SIMT emulation the CPU matmul that stands in for cuBLAS).
   int matvec_rows = 8;
+  // At native precision, block-format weights multiply 8-bit inputs
+  // (matvec_int8, int8_activations.h; not exact: ~0.01 nats, tests/cuda
+  // Int8Path). false: f32 inputs, each weight dequantised to the CPU's value
+  // (matvec_quant: the parity tests' path).
+  bool int8_activations = true;
 };
 
 // Throws Error with one line where there is no usable device ("--backend:
@@ -32,7 +37,8 @@ struct CudaTuning {
 // f32; kernels/weight_convert.h says what each keeps on the device).
 // The first form takes CudaTuning{}, with matvec_rows from the environment
 // variable H2O_CUDA_MATVEC_ROWS where set (0 to 8: an A/B of cuBLAS and the
-// matvec kernel in one run of h2o-bench or h2o-cli).
+// matvec kernel in one run of h2o-bench or h2o-cli), and int8_activations
+// from H2O_CUDA_INT8 (0 or 1: an A/B of native's two paths).
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, const BackendOptions& options);
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, const BackendOptions& options,
                                            const CudaTuning& tuning);

@@ -59,6 +59,8 @@ class CudaBackend final : public Backend {
   std::vector<kern::OpTime> op_times() const { return ops_ ? ops_->totals() : std::vector<kern::OpTime>{}; }
 
  private:
+  // Whether block-format products of few rows take 8-bit inputs (CudaTuning::int8_activations).
+  bool int8_inputs() const { return precision_.native && tuning_.int8_activations && weights_->int8_cols() > 0; }
   // Makes the cut's cos/sin table (kernels/rope_slots.cu) cover slots < `slots`; outside any capture.
   void cover_rope_slots(int slots);
   void embed(const int* tokens, float* x, int rows);

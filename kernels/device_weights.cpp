@@ -51,6 +51,14 @@ DeviceWeights::DeviceWeights(const Model& model, const Precision& precision, gpu
   if (!model_tied_) visit(classifier_);
   for (const DeviceLayerWeights& l : layers_)
     for (const DeviceMatrix* m : {&l.wqkv, &l.wo, &l.w13, &l.w2}) visit(*m);
+  // What is multiplied (the embedding only when it is the classifier).
+  auto int8_cols = [&](const DeviceMatrix& m) {
+    for (int i = 0; i < m.parts; ++i)
+      if (has_int8_path(m.part[i].type)) int8_cols_ = std::max(int8_cols_, m.cols);
+  };
+  int8_cols(classifier());
+  for (const DeviceLayerWeights& l : layers_)
+    for (const DeviceMatrix* m : {&l.wqkv, &l.wo, &l.w13, &l.w2}) int8_cols(*m);
   if (!precision_.native) {
     label_ = dtype_name(precision_.storage);
     return;

@@ -39,6 +39,8 @@ class DeviceWeights {
   const WeightBytes& bytes() const { return bytes_; }
   // The slab scratch Blas needs for products of many rows (dequant_scratch_bytes).
   size_t dequant_scratch() const { return scratch_; }
+  // The longest row of a multiplied matrix with a part matvec_int8 takes (has_int8_path); 0: none.
+  int int8_cols() const { return int8_cols_; }
   // "f16", or at native the device types held, most bytes first: "native q4_k + q6_k".
   const std::string& label() const { return label_; }
 
@@ -61,6 +63,7 @@ class DeviceWeights {
   const float* final_norm_bias_ = nullptr;
   WeightBytes bytes_;
   size_t scratch_ = 0;
+  int int8_cols_ = 0;
   std::string label_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "core/model/dtype.h"
 #include "kernels/device.h"
+#include "kernels/int8_activations.h"
 #include "kernels/step_desc.h"
 
 namespace H2O_KERN_NS {
@@ -81,6 +82,15 @@ void matvec(DType dtype, float* out, const void* x, const void* w, int rows, int
 // x and w start on 16 bytes and `in` is a multiple of 16.
 void matvec_quant(DType type, float* out, int out_stride, const float* x, const void* w, int rows, int in,
                   int out_features, bool accumulate, gpu::Stream stream);
+// x [rows, in] (f32, in a multiple of 32) in 8 bits: each block of 32 to its
+// codes and Int8Block (int8_activations.h), one thread a block (quantize_int8.cu).
+void quantize_int8(const float* x, int rows, int in, const Int8Rows& out, gpu::Stream stream);
+// The product of matvec_quant with x in 8 bits (quantize_int8): integer dot
+// products of the weights' codes and x's, the scales applied once per 16 or
+// 32 elements (matvec_quant.cu). Not exact: x's codes err by up to d / 2.
+// Q8_0, Q4_0, Q4_K, Q5_K and Q6_K (has_int8_path); w as for matvec_quant.
+void matvec_int8(DType type, float* out, int out_stride, const Int8Rows& x, const void* w, int rows,
+                 int out_features, bool accumulate, gpu::Stream stream);
 // out[r * out_stride + c] = element c of row (ids ? ids[r] : first + r) of
 // `w`, a block-format matrix of `cols` columns, as the CPU dequantises it
 // (dequantize.cu): embedding rows and the slabs products of many rows multiply.

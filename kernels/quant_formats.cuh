@@ -14,6 +14,12 @@
 //   Scales scales(raw, p)   the piece's multipliers, once per piece
 //   decode(raw, s, p, w, v) word w < kWords of the piece as kGroups groups of 4 values
 //   offset(p, w, g)         the row element of v[g][0] (4 consecutive elements)
+// and, for the integer path (matvec_int8; all but f16, kInt8):
+//   codes(raw, p, w, g)     word w of group g as four integer codes q (quant_blocks.h)
+//   linear(s, g, a, b)      group g's values are a * q - b (kOffset: b may be nonzero)
+// A group's kWords words are 4 kWords consecutive elements from offset(p, 0, g)
+// (16, or 32 for Q8_0), all in one 32-element block of x and one half of it
+// but for Q8_0, and under one scale.
 //
 // Loads: Q4_K (144 bytes) and Q5_K (176) are multiples of 16 bytes, so each of
 // their pieces is 16-byte loads; Q8_0 (34), Q4_0 (18) and Q6_K (210) blocks
@@ -79,6 +85,9 @@ struct Q8_0 {
     q8_0_word(r.qs[w], s.d, v[0]);
   }
   __device__ static int offset(int p, int w, int) { return 32 * p + 4 * w; }
+  static constexpr bool kInt8 = true, kOffset = false;
+  __device__ static uint32_t codes(const Raw& r, int, int w, int) { return r.qs[w]; }
+  __device__ static void linear(const Scales& s, int, float& a, float& b) { a = s.d, b = 0; }
 };
 
 // Q4_0: a piece is one block; word w is code bytes 4w..4w+3: elements 4w..
@@ -104,6 +113,9 @@ struct Q4_0 {
     q4_0_word(r.qs[w], s.d, v[0], v[1]);
   }
   __device__ static int offset(int p, int w, int g) { return 32 * p + 4 * w + 16 * g; }
+  static constexpr bool kInt8 = true, kOffset = true;
+  __device__ static uint32_t codes(const Raw& r, int, int w, int g) { return nibble_codes(r.qs[w], g); }
+  __device__ static void linear(const Scales& s, int, float& a, float& b) { a = s.d, b = 8 * s.d; }  // d (q - 8)
 };
 
 // Q4_K / Q5_K pieces: piece i < 8 of a block is code bytes 16i..16i+15, in
@@ -125,6 +137,11 @@ struct K4Piece {
     k4_scale_min_words(head.y, head.z, head.w, 2 * j + 1, &sc2, &mn2);
     return {k_scale(d, sc1), k_scale(dmin, mn1), k_scale(d, sc2), k_scale(dmin, mn2)};
   }
+  static constexpr bool kInt8 = true, kOffset = true;
+  __device__ static void linear(const Scales& s, int g, float& a, float& b) {
+    a = g == 0 ? s.d1 : s.d2;
+    b = g == 0 ? s.m1 : s.m2;
+  }
 };
 
 struct Q4_K : K4Piece {
@@ -141,6 +158,7 @@ struct Q4_K : K4Piece {
   __device__ static void decode(const Raw& r, const Scales& s, int, int w, float (&v)[kGroups][4]) {
     q4_k_word(word_of(r.qs, w), s.d1, s.m1, s.d2, s.m2, v[0], v[1]);
   }
+  __device__ static uint32_t codes(const Raw& r, int, int w, int g) { return nibble_codes(word_of(r.qs, w), g); }
 };
 
 // Q5_K: as Q4_K, plus qh bytes 16 (i % 2)..+15 for bit 4.
@@ -159,6 +177,9 @@ struct Q5_K : K4Piece {
   __device__ static Scales scales(const Raw& r, int p) { return K4Piece::scales(r.head, p); }
   __device__ static void decode(const Raw& r, const Scales& s, int p, int w, float (&v)[kGroups][4]) {
     q5_k_word(word_of(r.qs, w), word_of(r.qh, w), (p % 8) / 2, s.d1, s.m1, s.d2, s.m2, v[0], v[1]);
+  }
+  __device__ static uint32_t codes(const Raw& r, int p, int w, int g) {
+    return q5_k_codes(word_of(r.qs, w), word_of(r.qh, w), (p % 8) / 2, g);
   }
 };
 
@@ -198,6 +219,14 @@ struct Q6_K {
     const int i = p % 8;
     return kQK_K * (p / 8) + 128 * (i / 4) + 32 * ((i / 2) % 2) + 16 * (i % 2) + 4 * w + 64 * g;
   }
+  static constexpr bool kInt8 = true, kOffset = true;
+  __device__ static uint32_t codes(const Raw& r, int p, int w, int g) {
+    return q6_k_codes(r.ql[w], r.qh[w], ((p % 8) / 2) % 2, g);
+  }
+  __device__ static void linear(const Scales& s, int g, float& a, float& b) {  // s (q - 32)
+    a = g == 0 ? s.s1 : s.s2;
+    b = 32 * a;
+  }
 };
 
 // f16: a piece is 16 halves (two 16-byte loads); word w is halves 4w..4w+3.
@@ -221,6 +250,7 @@ struct F16 {
     v[0][3] = half_bits_to_float(uint16_t(hi >> 16));
   }
   __device__ static int offset(int p, int w, int) { return 16 * p + 4 * w; }
+  static constexpr bool kInt8 = false;  // f16 weights multiply f32 inputs (matvec_quant)
 };
 
 }  // namespace fmt

@@ -9,10 +9,11 @@
 //    core/model/quant.h, then rounded); the projections' inputs in that type.
 //  - native: each matrix keeps the file's type where the kernels read it in
 //    place (native_type: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K blocks byte for byte,
-//    f16), other block types become f16, and the projections' inputs, the
-//    activations and the KV cache are f32: the device multiplies the CPU's
-//    dequantised values in f32. On a file without quantised matrices native
-//    is the file's float type, as if named.
+//    f16), other block types become f16; the activations are f32, the KV
+//    cache f16, and the projections' inputs f32, or two 8-bit terms where a
+//    decode step multiplies blocks (CudaTuning::int8_activations, blas.h).
+//    On a file without quantised matrices native is the file's float type,
+//    as if named.
 //  - "" (the default): native for a file with quantised matrices, else f32.
 #include <cstddef>
 #include <string>
@@ -39,6 +40,9 @@ constexpr bool is_block_format(DType t) {
   return t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ||
          t == DType::F16;
 }
+
+// The block formats matvec_int8 multiplies with 8-bit inputs (all but f16).
+constexpr bool has_int8_path(DType t) { return is_block_format(t) && t != DType::F16; }
 
 // At native precision, what a tensor stored as `t` with rows of `cols`
 // becomes: itself where a block kernel reads it (an f16 row needs cols % 16

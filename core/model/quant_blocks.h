@@ -156,6 +156,25 @@ H2O_HD void k4_scale_min_words(uint32_t a0, uint32_t a1, uint32_t a2, int j, int
 // A sub-block's multiplier d * s of a K-quant (Q4_K/Q5_K scale or min, Q6_K scale).
 H2O_HD float k_scale(float d, int s) { return mul_rn(d, float(s)); }
 
+// ---- one 32-bit word of codes to integer codes -----------------------------------
+// Byte k of the input words is the k-th of four consecutive code bytes; byte
+// k of the result is one element's integer code q, 0..63 (signed for Q8_0),
+// ready for a 4-byte integer dot product (__dp4a). `high` picks the high
+// nibble's elements. Each format's value is a * q - b, a and b per (sub-)block
+// (the decoders below; kernels/quant_formats.cuh's integer path).
+
+// Q4_0, Q4_K: the low (high == 0) or high nibbles of four code bytes.
+H2O_HD uint32_t nibble_codes(uint32_t qs, int high) { return (qs >> (4 * high)) & 0x0F0F0F0Fu; }
+// Q5_K: nibbles of qs bytes p.., bit 4 from bit 2j + high of qh bytes p...
+H2O_HD uint32_t q5_k_codes(uint32_t qs, uint32_t qh, int j, int high) {
+  return nibble_codes(qs, high) | ((qh >> (2 * j + high)) & 0x01010101u) << 4;
+}
+// Q6_K: nibbles of ql bytes, bits 4-5 from bits 2h + 4 high of qh bytes (q - 32 is the signed code).
+H2O_HD uint32_t q6_k_codes(uint32_t ql, uint32_t qh, int h, int high) {
+  return nibble_codes(ql, high) | ((qh >> (2 * h + 4 * high)) & 0x03030303u) << 4;
+}
+H2O_HD int code_byte(uint32_t codes, int k) { return int((codes >> (8 * k)) & 0xFFu); }
+
 // ---- one 32-bit word of codes to values ------------------------------------------
 // Byte k of a word is the k-th of four consecutive code bytes; each function
 // says which elements its outputs are.
@@ -167,29 +186,30 @@ H2O_HD void q8_0_word(uint32_t qs, float d, float v[4]) {
 
 // Q4_0: qs bytes 4w..4w+3 -> elements 4w.. (low nibbles) and 16 + 4w.. (high).
 H2O_HD void q4_0_word(uint32_t qs, float d, float lo[4], float hi[4]) {
+  const uint32_t l = nibble_codes(qs, 0), h = nibble_codes(qs, 1);
   for (int k = 0; k < 4; ++k) {
-    lo[k] = float(int((qs >> (8 * k)) & 0x0F) - 8) * d;
-    hi[k] = float(int((qs >> (8 * k + 4)) & 0x0F) - 8) * d;
+    lo[k] = float(code_byte(l, k) - 8) * d;
+    hi[k] = float(code_byte(h, k) - 8) * d;
   }
 }
 
 // Q4_K: qs bytes 32j + p.. (p a multiple of 4) -> elements 64j + p.. (low
 // nibbles, sub-block 2j: multiplier d1, min m1) and 64j + 32 + p.. (high, 2j + 1).
 H2O_HD void q4_k_word(uint32_t qs, float d1, float m1, float d2, float m2, float lo[4], float hi[4]) {
+  const uint32_t l = nibble_codes(qs, 0), h = nibble_codes(qs, 1);
   for (int k = 0; k < 4; ++k) {
-    lo[k] = sub_rn(mul_rn(d1, float((qs >> (8 * k)) & 0x0F)), m1);
-    hi[k] = sub_rn(mul_rn(d2, float((qs >> (8 * k + 4)) & 0x0F)), m2);
+    lo[k] = sub_rn(mul_rn(d1, float(code_byte(l, k))), m1);
+    hi[k] = sub_rn(mul_rn(d2, float(code_byte(h, k))), m2);
   }
 }
 
 // Q5_K: as q4_k_word, with qh bytes p..p+3 giving bit 4 (bit 2j low, 2j + 1 high).
 H2O_HD void q5_k_word(uint32_t qs, uint32_t qh, int j, float d1, float m1, float d2, float m2, float lo[4],
                       float hi[4]) {
+  const uint32_t l = q5_k_codes(qs, qh, j, 0), h = q5_k_codes(qs, qh, j, 1);
   for (int k = 0; k < 4; ++k) {
-    const uint32_t l = ((qs >> (8 * k)) & 0x0F) | ((qh >> (8 * k + 2 * j)) & 1) << 4;
-    const uint32_t h = ((qs >> (8 * k + 4)) & 0x0F) | ((qh >> (8 * k + 2 * j + 1)) & 1) << 4;
-    lo[k] = sub_rn(mul_rn(d1, float(l)), m1);
-    hi[k] = sub_rn(mul_rn(d2, float(h)), m2);
+    lo[k] = sub_rn(mul_rn(d1, float(code_byte(l, k))), m1);
+    hi[k] = sub_rn(mul_rn(d2, float(code_byte(h, k))), m2);
   }
 }
 
@@ -198,11 +218,10 @@ H2O_HD void q5_k_word(uint32_t qs, uint32_t qh, int j, float d1, float m1, float
 // multiplier s1 = d * scale) and 128n + 32(h + 2) + p.. (high nibbles, qh bits
 // 2h + 4: j = h + 2, s2). ggml evaluates d * scale * (code - 32) left to right.
 H2O_HD void q6_k_word(uint32_t ql, uint32_t qh, int h, float s1, float s2, float lo[4], float hi[4]) {
+  const uint32_t l = q6_k_codes(ql, qh, h, 0), u = q6_k_codes(ql, qh, h, 1);
   for (int k = 0; k < 4; ++k) {
-    const int l = int(((ql >> (8 * k)) & 0x0F) | ((qh >> (8 * k + 2 * h)) & 3) << 4);
-    const int u = int(((ql >> (8 * k + 4)) & 0x0F) | ((qh >> (8 * k + 2 * h + 4)) & 3) << 4);
-    lo[k] = mul_rn(s1, float(l - 32));
-    hi[k] = mul_rn(s2, float(u - 32));
+    lo[k] = mul_rn(s1, float(code_byte(l, k) - 32));
+    hi[k] = mul_rn(s2, float(code_byte(u, k) - 32));
   }
 }
 

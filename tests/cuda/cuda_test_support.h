@@ -29,6 +29,13 @@ CudaTuning test_tuning();
 // emulation the kernel runs in CudaEmuMatvec (alone and captured in a graph)
 // and the other CudaEmuParity tests; on the GPU, in every test.
 CudaTuning cpu_projection_tuning();
+// `t` with native precision's exact path: block-format weights multiply f32
+// inputs, each weight the CPU's value (CudaTuning::int8_activations off). For
+// the tests that hold native precision to the f32 bounds.
+inline CudaTuning exact_native(CudaTuning t) {
+  t.int8_activations = false;
+  return t;
+}
 
 // The CUDA backend under test, on whichever device this binary runs: weights
 // at `precision` ("": the file's own, as in BackendOptions), KV memory

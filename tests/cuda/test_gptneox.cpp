@@ -338,8 +338,8 @@ H2O_CUDA_TEST(GptNeox, GreedyDecodeFromGraphs) {
 }
 
 // Quantised matrices kept in their blocks on the device (--precision
-// native): the same bound against the float64 pass on their float32
-// dequantisation. A prefill chunk of 10 rows multiplies dequantised slabs,
+// native, its exact path): the same bound against the float64 pass on their
+// float32 dequantisation. A prefill chunk of 10 rows multiplies dequantised slabs,
 // the decode steps matvec_quant; q4_k_m mixes Q4_K and Q6_K in one Q|K|V.
 H2O_CUDA_TEST(GptNeox, NativeQuantisedWeights) {
   H2O_REQUIRE_CUDA();
@@ -347,7 +347,8 @@ H2O_CUDA_TEST(GptNeox, NativeQuantisedWeights) {
     SCOPED_TRACE(type);
     const auto quantised = test::tiny_gptneox(true, 17, "test-256", parse_type_mix(type, "test"));
     ASSERT_FALSE(is_float(quantised->weight_dtype()));
-    compare_with_reference(quantised, {test::small_policy("h2o", false)}, {10}, 16, test::test_tuning(), "native",
+    compare_with_reference(quantised, {test::small_policy("h2o", false)}, {10}, 16,
+                           test::exact_native(test::test_tuning()), "native",
                            test::widened_to_f32(*quantised));
   }
 }

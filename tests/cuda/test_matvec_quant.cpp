@@ -6,6 +6,7 @@
 // finite scales, so every code, scale and min bit pattern turns up.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -65,6 +66,27 @@ struct DeviceBytes {
   DeviceBytes(const std::vector<uint8_t>& host, gpu::Stream s) : buffer(host.size() + kMatrixTailBytes) {
     gpu::copy_to_device(buffer.get(), host.data(), host.size(), s);
     gpu::synchronize(s);
+  }
+};
+
+// A matrix of three runs of different types, as a Q4_K_M layer's Q|K|V (Q4_K
+// q and k, Q6_K v) with an f16 run too: 8, 5 and 6 rows of `in`.
+struct MixedMatrix {
+  std::vector<DeviceBytes> parts;
+  std::vector<float> w;  // the CPU's values of every row
+  DeviceMatrix m;
+  MixedMatrix(std::mt19937& rng, int in, gpu::Stream s) {
+    const DType types[] = {DType::Q4_K, DType::Q6_K, DType::F16};
+    const int part_rows[] = {8, 5, 6};
+    parts.reserve(3);
+    m.cols = in;
+    for (int p = 0; p < 3; ++p) {
+      const std::vector<uint8_t> host = random_rows(rng, types[p], part_rows[p], in);
+      const std::vector<float> values = dequantised(host, types[p], part_rows[p], in);
+      w.insert(w.end(), values.begin(), values.end());
+      parts.emplace_back(host, s);
+      m.part[m.parts++] = {types[p], parts.back().buffer.get(), part_rows[p]};
+    }
   }
 };
 
@@ -167,19 +189,9 @@ H2O_CUDA_TEST(MatvecQuant, MatrixOfSeveralTypes) {
   TestStream s;
   std::mt19937 rng(71);
   const int in = 256;
-  const DType types[] = {DType::Q4_K, DType::Q6_K, DType::F16};
-  const int part_rows[] = {8, 5, 6};
-  std::vector<DeviceBytes> parts;
-  std::vector<float> w;
-  DeviceMatrix m;
-  m.cols = in;
-  for (int p = 0; p < 3; ++p) {
-    const std::vector<uint8_t> host = random_rows(rng, types[p], part_rows[p], in);
-    const std::vector<float> values = dequantised(host, types[p], part_rows[p], in);
-    w.insert(w.end(), values.begin(), values.end());
-    parts.emplace_back(host, s.get());
-    m.part[m.parts++] = {types[p], parts.back().buffer.get(), part_rows[p]};
-  }
+  const MixedMatrix mixed(rng, in, s.get());
+  const DeviceMatrix& m = mixed.m;
+  const std::vector<float>& w = mixed.w;
   const int out = m.rows();
   ASSERT_EQ(m.bytes(), int64_t(8 * row_bytes(DType::Q4_K, in) + 5 * row_bytes(DType::Q6_K, in) + 6 * in * 2));
   Blas blas(s.get(), kMatvecMaxRows, dequant_scratch_bytes(m));
@@ -189,4 +201,171 @@ H2O_CUDA_TEST(MatvecQuant, MatrixOfSeveralTypes) {
     blas.gemm(o.get(), dx.get(), DType::F32, m, rows, false);
     expect_products(o.read(), out, w, x, {}, rows, in, out, "mixed");
   }
+}
+
+// ---- the 8-bit input path (matvec_int8, int8_activations.h) ----
+
+namespace {
+
+const DType kInt8Formats[] = {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+// Rows of x already on the 8-bit grid: each block of 32 is d * q with d a
+// power of two and one |q| = 127, so quantising it loses nothing (d = amax /
+// 127 exactly, x / d = q exactly) and the integer path's sum is the exact one.
+std::vector<float> on_grid_x(std::mt19937& rng, int n) {
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int b = 0; b < n / kInt8BlockElems; ++b) {
+    const float d = std::ldexp(1.0f, -int(rng() % 6) - 4);
+    for (int i = 0; i < kInt8BlockElems; ++i) x[size_t(b) * kInt8BlockElems + i] = d * float(int(rng() % 255) - 127);
+    x[size_t(b) * kInt8BlockElems + rng() % kInt8BlockElems] = d * (rng() % 2 ? 127.0f : -127.0f);
+  }
+  return x;
+}
+
+// x quantised on the device into a buffer laid out as Blas lays it out.
+struct DeviceInt8 {
+  gpu::DeviceBuffer buffer;
+  Int8Rows rows;
+  DeviceInt8(const DeviceArray<float>& x, int count, int in, gpu::Stream s)
+      : buffer(int8_rows_bytes(count, in)), rows(int8_rows_at(buffer.get(), count, in)) {
+    quantize_int8(x.get(), count, in, rows, s);
+  }
+};
+
+}  // namespace
+
+// The device's codes and blocks are the host rule's (quantize_int8_block),
+// bit for bit (this file is built without FMA contraction, as the rule asks):
+// an all-zero block, a block on the grid, random values; the two terms
+// within half a step of their scales.
+H2O_CUDA_TEST(MatvecInt8, QuantisedInputsAreTheHostRules) {
+  H2O_REQUIRE_CUDA();
+  TestStream s;
+  std::mt19937 rng(73);
+  const int rows = 3, in = 256;
+  std::vector<float> x = random_x(rng, rows * in);
+  std::fill(x.begin() + 32, x.begin() + 64, 0.0f);
+  const std::vector<float> grid = on_grid_x(rng, 32);
+  std::copy(grid.begin(), grid.end(), x.begin() + 64);
+  DeviceArray<float> dx(x, s.get());
+  DeviceInt8 q(dx, rows, in, s.get());
+  std::vector<int8_t> codes[2] = {std::vector<int8_t>(size_t(rows) * in), std::vector<int8_t>(size_t(rows) * in)};
+  std::vector<Int8Block> blocks(size_t(rows) * in / kInt8BlockElems);
+  for (int t = 0; t < 2; ++t) gpu::copy_to_host(codes[t].data(), q.rows.codes[t], codes[t].size(), s.get());
+  gpu::copy_to_host(blocks.data(), q.rows.blocks, blocks.size() * sizeof(Int8Block), s.get());
+  s.sync();
+  double worst_two_terms = 0;
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    float values[kInt8BlockElems];
+    std::copy_n(x.begin() + b * kInt8BlockElems, kInt8BlockElems, values);
+    uint32_t words[2][kInt8BlockElems / 4];
+    Int8Block expected;
+    quantize_int8_block(values, words, expected);
+    ASSERT_EQ(0, std::memcmp(&blocks[b], &expected, sizeof(Int8Block))) << "block " << b;
+    for (int t = 0; t < 2; ++t)
+      ASSERT_EQ(0, std::memcmp(&codes[t][b * kInt8BlockElems], words[t], sizeof(words[t]))) << "block " << b;
+    for (int i = 0; i < kInt8BlockElems; ++i) {
+      const double one = double(expected.d[0]) * codes[0][b * kInt8BlockElems + i];
+      const double two = one + double(expected.d[1]) * codes[1][b * kInt8BlockElems + i];
+      ASSERT_NEAR(one, values[i], expected.d[0] / 2 * 1.0001) << b << " " << i;
+      ASSERT_NEAR(two, values[i], expected.d[1] / 2 * 1.0001 + 1e-7 * std::fabs(values[i])) << b << " " << i;
+      if (expected.d[0] > 0) worst_two_terms = std::max(worst_two_terms, std::fabs(two - values[i]) / expected.d[0]);
+    }
+  }
+  EXPECT_LT(worst_two_terms, 0.5 / 127 * 1.01) << "the second term's error, in steps of the first";
+  EXPECT_EQ(blocks[1].d[0], 0.0f);  // the zero block
+  for (int i = 0; i < kInt8BlockElems; ++i) EXPECT_EQ(blocks[2].d[0] * codes[0][64 + i], grid[i]) << i;  // lossless
+  EXPECT_EQ(blocks[2].d[1], 0.0f);  // nothing left for the second term
+}
+
+// On the grid the integer path is exact but for f32 rounding: every format,
+// 1..8 rows, with and without the residual add, into a wider output, the
+// columns past it untouched. 13 outputs (a warp with fewer than 4 rows), 512
+// inputs. A code, scale, offset or half-block sum misplaced shows as an error
+// of the order of the sum itself.
+H2O_CUDA_TEST(MatvecInt8, OnTheGridItIsExact) {
+  H2O_REQUIRE_CUDA();
+  TestStream s;
+  std::mt19937 rng(79);
+  const int out = 13, ldo = out + 3;
+  for (int in : {64, 512})
+  for (DType type : kInt8Formats) {
+    if (in % kQK_K != 0 && (type == DType::Q4_K || type == DType::Q5_K || type == DType::Q6_K)) continue;
+    const std::vector<float> x = on_grid_x(rng, kMatvecMaxRows * in);
+    DeviceArray<float> dx(x, s.get());
+    const std::vector<uint8_t> host = random_rows(rng, type, out, in);
+    const std::vector<float> w = dequantised(host, type, out, in);
+    const DeviceBytes dw(host, s.get());
+    std::vector<float> start(size_t(kMatvecMaxRows) * ldo);
+    for (float& v : start) v = float(int(rng() % 2001) - 1000) / 100.0f;
+    for (int rows = 1; rows <= kMatvecMaxRows; ++rows)
+      for (bool accumulate : {false, true}) {
+        DeviceInt8 q(dx, rows, in, s.get());
+        DeviceArray<float> o(start, s.get());
+        matvec_int8(type, o.get(), ldo, q.rows, dw.buffer.get(), rows, out, accumulate, s.get());
+        const auto got = o.read();
+        const std::string what = std::string(dtype_name(type)) + " int8" + (accumulate ? " accumulate" : "");
+        // Each group's a d_x dot and b sum(x) are rounded apart: a few more ulps than a plain sum.
+        expect_products(got, ldo, w, x, accumulate ? start : std::vector<float>{}, rows, in, out, what);
+        for (int r = 0; r < kMatvecMaxRows; ++r)
+          for (int c = 0; c < ldo; ++c)
+            if (r >= rows || c >= out) {
+              ASSERT_EQ(got[size_t(r) * ldo + c], start[size_t(r) * ldo + c]) << what;
+            }
+      }
+  }
+}
+
+// Off the grid, the error is x's rounding alone, by the second term's half
+// step: the RMS relative error over outputs, ~1e-5 for random data (one
+// term alone would be ~0.5 %).
+// And Blas takes the path for a matrix of several types (Q4_K, Q6_K, f16):
+// the f16 part multiplies f32 inputs, the others 8-bit ones.
+H2O_CUDA_TEST(MatvecInt8, OffTheGridTheErrorIsTheInputsRounding) {
+  H2O_REQUIRE_CUDA();
+  TestStream s;
+  std::mt19937 rng(83);
+  const int in = 512, out = 40, rows = 3;
+  const std::vector<float> x = random_x(rng, rows * in);
+  DeviceArray<float> dx(x, s.get());
+  auto rms_relative = [&](const std::vector<float>& got, const std::vector<float>& w, int outputs) {
+    double num = 0, den = 0;
+    for (int r = 0; r < rows; ++r)
+      for (int o = 0; o < outputs; ++o) {
+        double sum = 0;
+        for (int i = 0; i < in; ++i) sum += double(w[size_t(o) * in + i]) * x[size_t(r) * in + i];
+        num += (got[size_t(r) * outputs + o] - sum) * (got[size_t(r) * outputs + o] - sum);
+        den += sum * sum;
+      }
+    return std::sqrt(num / den);
+  };
+  for (DType type : kInt8Formats) {
+    const std::vector<uint8_t> host = random_rows(rng, type, out, in);
+    const DeviceBytes dw(host, s.get());
+    DeviceInt8 q(dx, rows, in, s.get());
+    DeviceArray<float> o(size_t(rows) * out, s.get());
+    matvec_int8(type, o.get(), out, q.rows, dw.buffer.get(), rows, out, false, s.get());
+    const double err = rms_relative(o.read(), dequantised(host, type, out, in), out);
+    EXPECT_LT(err, 2e-4) << dtype_name(type);
+    EXPECT_GT(err, 1e-8) << dtype_name(type) << ": off the grid the inputs are rounded";
+    RecordProperty(std::string("rms_relative_error_") + dtype_name(type), std::to_string(err));
+  }
+  // Blas's path over a matrix of three runs, with and without 8-bit inputs.
+  const MixedMatrix mixed(rng, in, s.get());
+  const DeviceMatrix& m = mixed.m;
+  const std::vector<float>& w = mixed.w;
+  Blas int8(s.get(), kMatvecMaxRows, 0, in), exact(s.get(), kMatvecMaxRows);
+  DeviceArray<float> a(size_t(rows) * m.rows(), s.get()), b(size_t(rows) * m.rows(), s.get());
+  int8.gemm(a.get(), dx.get(), DType::F32, m, rows, false);
+  exact.gemm(b.get(), dx.get(), DType::F32, m, rows, false);
+  const auto got = a.read(), want = b.read();
+  EXPECT_LT(rms_relative(got, w, m.rows()), 2e-4);
+  expect_products(want, m.rows(), w, x, {}, rows, in, m.rows(), "exact");
+  // The f16 run's outputs (the last 6 columns) are the exact path's, bit for bit.
+  for (int r = 0; r < rows; ++r)
+    for (int o = 13; o < m.rows(); ++o) ASSERT_EQ(got[size_t(r) * m.rows() + o], want[size_t(r) * m.rows() + o]);
+  int differing = 0;
+  for (int r = 0; r < rows; ++r)
+    for (int o = 0; o < 13; ++o) differing += got[size_t(r) * m.rows() + o] != want[size_t(r) * m.rows() + o];
+  EXPECT_GT(differing, 30) << "the Q4_K and Q6_K runs multiplied 8-bit inputs";
 }

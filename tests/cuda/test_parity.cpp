@@ -241,9 +241,10 @@ H2O_CUDA_TEST(Parity, RopeScaling) {
 
 // A quantised model is dequantised exactly on upload: with f32 storage the
 // device runs what the CPU runs on the model's float32 dequantisation. At
-// native precision (the default for such a file) the device keeps the blocks
-// and dequantises them in registers to the same values (matvec_quant.cu), so
-// the same bound holds: only the order of f32 additions differs. q4_k_m mixes
+// native precision (the default for such a file) the device keeps the blocks;
+// on its exact path (f32 inputs: exact_native) it dequantises them in registers
+// to the same values (matvec_quant.cu), so the same bound holds: only the
+// order of f32 additions differs. (The 8-bit path's bounds: test_int8_path.cpp.) q4_k_m mixes
 // Q4_K and Q6_K in one fused Q|K|V (layer 1); q5_0 becomes f16 on the device
 // (the CPU then runs the f16-rounded values).
 H2O_CUDA_TEST(Parity, QuantisedWeightsDequantisedOnUpload) {
@@ -264,7 +265,8 @@ H2O_CUDA_TEST(Parity, QuantisedWeightsDequantisedOnUpload) {
     SCOPED_TRACE(std::string(shape) + " " + type);
     const auto quantised = make_synthetic({shape, 11, parse_type_mix(type, "test"), 0, 0});
     const auto exact = float32_copy(*quantised, type == "q5_0");
-    compare_decode(test::small_policy("h2o", false), 8, quantised, exact, test::test_tuning(), "native");
+    compare_decode(test::small_policy("h2o", false), 8, quantised, exact, test::exact_native(test::test_tuning()),
+                   "native");
   }
 }
 
@@ -279,8 +281,12 @@ H2O_CUDA_TEST(Parity, NativeWeightBytes) {
     auto gpu = cuda(quantised, precision);
     EXPECT_EQ(gpu->weight_bytes(), expected.pass) << precision;
     EXPECT_EQ(cuda_backend_stats(*gpu).weight_device_bytes, expected.device) << precision;
-    EXPECT_NE(gpu->describe().find("native q4_k + q6_k weights, f32 activations, f16 KV"), std::string::npos)
+    EXPECT_NE(gpu->describe().find("native q4_k + q6_k weights, 8-bit activations, f16 KV"), std::string::npos)
         << gpu->describe();
+    EXPECT_NE(cuda(quantised, precision, test::exact_native(test::test_tuning()))
+                  ->describe()
+                  .find("native q4_k + q6_k weights, f32 activations, f16 KV"),
+              std::string::npos);
   }
   // f16 on upload: 2 bytes an element, more than three times Q4_K_M's.
   EXPECT_GT(cuda(quantised, "f16")->weight_bytes(), 3 * expected.pass);
@@ -294,7 +300,7 @@ void compare_batched(const std::vector<PolicyConfig>& policies, const std::vecto
                      const std::string& precision = "f32", std::shared_ptr<const Model> model = tiny_model(5),
                      std::shared_ptr<const Model> reference = nullptr) {
   auto cpu = make_cpu_backend(reference ? reference : model, 1);
-  auto gpu = cuda(model, precision);
+  auto gpu = cuda(model, precision, test::exact_native(test::test_tuning()));
   std::vector<std::unique_ptr<SessionCache>> a, b;
   for (const auto& p : policies) a.push_back(cpu->new_cache(cpu_side(p, precision))), b.push_back(gpu->new_cache(p));
   CapturePlan plan;
@@ -381,8 +387,8 @@ H2O_CUDA_TEST(Parity, EveryPolicyInOneBatchWithPrefillChunks) {
   compare_batched(every_policy(), {17, 30, 5}, 30);
 }
 
-// Native precision through prefill chunks (dequantised slabs, then the
-// library GEMM) and batched decode steps (matvec_quant at 5 rows).
+// Native precision's exact path through prefill chunks (dequantised slabs,
+// then the library GEMM) and batched decode steps (matvec_quant at 5 rows).
 H2O_CUDA_TEST(Parity, NativeQuantisedPrefillAndBatchedDecode) {
   H2O_REQUIRE_CUDA();
   const auto quantised = make_synthetic({"test-256", 5, parse_type_mix("q4_k_m", "test"), 0, 0});

@@ -54,12 +54,14 @@ SIM_BENCH_ARGS="--shapes stories260K --dtype f16 --precision f16 --contexts 64 -
 STUDIO_BENCH_ARGS=${H2O_STUDIO_BENCH_ARGS:-"--shapes llama2-7b --panes 4 --dtype f16 --precision f16 --steps 1500"}
 SIM_STUDIO_BENCH_ARGS="--shapes stories260K --panes 2 --dtype f16 --precision f16 --steps 12"
 # bench's further rows after h2o-bench ARGS, each an h2o-bench argument list (';' between runs): GPT-NeoX,
-# and the quantized KV at a long context against the f16 cache (its attention kernels in --op-times).
-BENCH_EXTRA_ARGS=${H2O_BENCH_EXTRA_ARGS-"--shapes pythia-1.4b --dtype f16 --precision f16 --contexts 2048 --budget 1024 --tokens 32 --repeats 2 --batched;--shapes llama2-7b --dtype f16 --precision f16 --policies full --contexts 8192 --kv-sweep 32,4,2 --tokens 16 --repeats 2 --op-times"}
-SIM_BENCH_EXTRA_ARGS="--shapes pythia-test --dtype f16 --precision f16 --contexts 64 --budget 32 --tokens 4 --repeats 1;--shapes stories260K --dtype f16 --precision f16 --policies full --contexts 96 --kv-sweep 32,4,2 --tokens 4 --repeats 1"
+# the quantized KV at a long context against the f16 cache (its attention kernels in --op-times), and
+# Llama-2-7B Q4_K_M at native precision (its 8-bit-input products; H2O_CUDA_INT8=0 for the f32 inputs).
+BENCH_EXTRA_ARGS=${H2O_BENCH_EXTRA_ARGS-"--shapes pythia-1.4b --dtype f16 --precision f16 --contexts 2048 --budget 1024 --tokens 32 --repeats 2 --batched;--shapes llama2-7b --dtype f16 --precision f16 --policies full --contexts 8192 --kv-sweep 32,4,2 --tokens 16 --repeats 2 --op-times;--shapes llama2-7b --dtype q4_k_m --precision native --policies full --contexts 2048 --tokens 32 --repeats 2 --op-times"}
+SIM_BENCH_EXTRA_ARGS="--shapes pythia-test --dtype f16 --precision f16 --contexts 64 --budget 32 --tokens 4 --repeats 1;--shapes stories260K --dtype f16 --precision f16 --policies full --contexts 96 --kv-sweep 32,4,2 --tokens 4 --repeats 1;--shapes test-256 --dtype q4_k_m --precision native --policies full --contexts 64 --tokens 4 --repeats 1"
 # check's racecheck: the device tests of the kernels this round changed (the quantized KV's append,
-# flush, cut and attention; GPT-NeoX's layernorm, bias and GELU). The sanitize stage runs every suite.
-CHECK_RACECHECK_FILTER=${H2O_CHECK_RACECHECK-"CudaLowBit.*:CudaGptNeox.SequentialResidualFullCache:CudaGptNeox.ParallelResidualFullCache"}
+# flush, cut and attention; GPT-NeoX's layernorm, bias and GELU; the 8-bit inputs' quantiser and
+# products). The sanitize stage runs every suite.
+CHECK_RACECHECK_FILTER=${H2O_CHECK_RACECHECK-"CudaLowBit.*:CudaGptNeox.SequentialResidualFullCache:CudaGptNeox.ParallelResidualFullCache:CudaMatvecInt8.*"}
 FAILS=0                          # failed steps in this stage
 STAGE=""
 STAGE_T0=$SECONDS
