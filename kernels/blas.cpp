@@ -52,22 +52,24 @@ void Blas::gemm(float* out, const void* x, const void* w, DType type, int rows, 
   part_gemm(out, out_features, x, type, {type, w, out_features}, in, rows, accumulate);
 }
 
-void Blas::gemm(float* out, const void* x, DType x_type, const DeviceMatrix& w, int rows, bool accumulate) {
-  // x in 8 bits once for every part that multiplies it so.
-  bool int8 = int8_cols_ > 0 && x_type == DType::F32 && rows > 0 && rows <= matvec_rows_;
+Int8Rows Blas::int8_input(const DeviceMatrix& w, DType x_type, int rows) const {
+  if (int8_cols_ == 0 || x_type != DType::F32 || rows <= 0 || rows > matvec_rows_) return {};
   bool any = false;
   for (int i = 0; i < w.parts; ++i) any |= has_int8_path(w.part[i].type);
-  int8 = int8 && any;
-  Int8Rows codes;
-  if (int8) {
-    if (w.cols > int8_cols_ || w.cols % kInt8BlockElems != 0)
-      throw Error("blas: 8-bit inputs of " + std::to_string(w.cols) + " columns (a bug; please report)");
-    codes = int8_rows_at(int8_, rows, w.cols);
-    quantize_int8(static_cast<const float*>(x), rows, w.cols, codes, stream_);
-  }
+  if (!any) return {};
+  if (w.cols > int8_cols_ || w.cols % kInt8BlockElems != 0)
+    throw Error("blas: 8-bit inputs of " + std::to_string(w.cols) + " columns (a bug; please report)");
+  return int8_rows_at(int8_, rows, w.cols);
+}
+
+void Blas::gemm(float* out, const void* x, DType x_type, const DeviceMatrix& w, int rows, bool accumulate,
+                bool quantized) {
+  // x in 8 bits once for every part that multiplies it so.
+  const Int8Rows codes = int8_input(w, x_type, rows);
+  if (codes.in != 0 && !quantized) quantize_int8(static_cast<const float*>(x), rows, w.cols, codes, stream_);
   const int ldo = w.rows();
   for (int i = 0, first = 0; i < w.parts; first += w.part[i].rows, ++i)
-    part_gemm(out + first, ldo, x, x_type, w.part[i], w.cols, rows, accumulate, int8 ? &codes : nullptr);
+    part_gemm(out + first, ldo, x, x_type, w.part[i], w.cols, rows, accumulate, codes.in != 0 ? &codes : nullptr);
 }
 
 void Blas::part_gemm(float* out, int ldo, const void* x, DType x_type, const MatrixPart& w, int in, int rows,

@@ -75,7 +75,14 @@ class Blas {
   // The same over a DeviceMatrix, x [rows, w.cols] of `x_type`: a part of
   // x_type's own type multiplies as above, a block-format part (x f32) by
   // matvec_quant or dequantised slabs.
-  void gemm(float* out, const void* x, DType x_type, const DeviceMatrix& w, int rows, bool accumulate);
+  // `quantized`: x already in 8 bits where int8_input said (a norm wrote it), else null.
+  void gemm(float* out, const void* x, DType x_type, const DeviceMatrix& w, int rows, bool accumulate,
+            bool quantized = false);
+  // Where a product of `w` over `rows` rows of x_type takes x in 8 bits (int8_activations.h): the
+  // rows gemm quantises x into unless told `quantized`; in == 0 where it takes x as it is. A
+  // producer that writes them (rmsnorm, layernorm) spares gemm its quantize_int8 launch; the
+  // rows hold until the next gemm.
+  Int8Rows int8_input(const DeviceMatrix& w, DType x_type, int rows) const;
 
  private:
   // out[r * ldo + o] over one part of `in` columns; `codes`: x in 8 bits, or null.

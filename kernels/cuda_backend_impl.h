@@ -67,11 +67,16 @@ class CudaBackend final : public Backend {
   void enqueue_pass(const StepArgs& a);
   // The pass's named steps (enqueue_pass), each a few launches.
   void mark(const char* op, int64_t bytes = 0);
-  void normalize(const float* x, const float* weight, const float* bias, void* out, const int* row_map, int rows);
-  void project_into_residual(const void* in, const kern::DeviceMatrix& w, const float* bias, int rows, const char* op);
+  // Returns whether it wrote `next`'s 8-bit input too (Blas::int8_input; next null: no).
+  bool normalize(const float* x, const float* weight, const float* bias, void* out, const int* row_map, int rows,
+                 const kern::DeviceMatrix* next);
+  // `quantized`: in's 8-bit form is there (Blas::int8_input).
+  void project_into_residual(const void* in, const kern::DeviceMatrix& w, const float* bias, int rows, const char* op,
+                             bool quantized = false);
   void enqueue_layer(const StepArgs& a, int layer);
-  void enqueue_attention(const StepArgs& a, int layer);
-  void enqueue_ffn(const kern::DeviceLayerWeights& w, int rows);
+  // `quantized`: the normed rows' 8-bit form is there (normalize).
+  void enqueue_attention(const StepArgs& a, int layer, bool quantized);
+  void enqueue_ffn(const kern::DeviceLayerWeights& w, int rows, bool quantized);
   void run_graphed(const StepArgs& a, const kern::GraphKey& key);
   void enqueue_forced(const StepArgs& a, const StepIO& step);
   // forward()'s named steps besides the step's own I/O (StepIO).

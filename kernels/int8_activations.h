@@ -56,39 +56,54 @@ H2O_HD Int8Rows int8_rows_at(void* bytes, int rows, int in) {
   return out;
 }
 
-// One term: `x` to codes (4 a word, element 4w + k in byte k of word w) and
-// its scale. x / d, not x * (1 / d): the device and the host divide alike
-// (IEEE division; nvcc is not given --use_fast_math).
-H2O_HD float quantize_int8_term(const float (&x)[kInt8BlockElems], uint32_t (&codes)[kInt8BlockElems / 4]) {
+// The largest |v| of a block.
+H2O_HD float int8_amax(const float* v) {
   float amax = 0;
   for (int i = 0; i < kInt8BlockElems; ++i) {
-    const float a = x[i] < 0 ? -x[i] : x[i];
+    const float a = v[i] < 0 ? -v[i] : v[i];
     amax = a > amax ? a : amax;
   }
-  const float d = amax / 127.0f;
-  for (int w = 0; w < kInt8BlockElems / 4; ++w) {
-    uint32_t word = 0;
-    for (int k = 0; k < 4; ++k) {
-      const float q = d > 0 ? rintf(x[4 * w + k] / d) : 0.0f;  // |q| <= 127 as |x| <= amax
-      word |= uint32_t(uint8_t(int8_t(int(q)))) << (8 * k);
-    }
-    codes[w] = word;
-  }
-  return d;
+  return amax;
 }
+// v's code for scale d: round-to-nearest-even(v / d), |code| <= 127 as |v| <= 127 d.
+// v / d, not v * (1 / d): the device and the host divide alike (IEEE
+// division; nvcc is not given --use_fast_math).
+H2O_HD int int8_code(float v, float d) { return d > 0 ? int(rintf(v / d)) : 0; }
+// What the first term leaves of x_i: x_i - d0 q0_i, rounded as written.
+H2O_HD float int8_rest(float x, float d0) { return sub_rn(x, mul_rn(d0, float(int8_code(x, d0)))); }
+H2O_HD uint32_t int8_byte(int code, int k) { return uint32_t(uint8_t(int8_t(code))) << (8 * k); }
 
-// One block of 32 inputs to its two terms' codes and its Int8Block.
-H2O_HD void quantize_int8_block(const float (&x)[kInt8BlockElems], uint32_t (&codes)[2][kInt8BlockElems / 4],
-                                Int8Block& block) {
-  block.d[0] = quantize_int8_term(x, codes[0]);
-  float rest[kInt8BlockElems];
+// One block of 32 inputs at `x` to its two terms' codes, 8 words each at
+// `codes0` and `codes1` (element 4w + k in byte k of word w), and its
+// Int8Block. The block is read in passes (from L1 on the device), the first
+// term's rest recomputed and each word stored as it is made, not held: the
+// norms run this with up to 1024 threads a block, 64 registers a thread.
+H2O_HD void quantize_int8_block(const float* x, uint32_t* codes0, uint32_t* codes1, Int8Block& block) {
   block.sum[0] = block.sum[1] = 0;
+  for (int i = 0; i < kInt8BlockElems; ++i) block.sum[i / 16] += x[i];
+  const float d0 = int8_amax(x) / 127.0f;
+  float rest_amax = 0;
   for (int i = 0; i < kInt8BlockElems; ++i) {
-    const int q = int(int8_t(uint8_t(codes[0][i / 4] >> (8 * (i % 4)))));
-    rest[i] = sub_rn(x[i], mul_rn(block.d[0], float(q)));
-    block.sum[i / 16] += x[i];
+    const float r = int8_rest(x[i], d0);
+    const float a = r < 0 ? -r : r;
+    rest_amax = a > rest_amax ? a : rest_amax;
   }
-  block.d[1] = quantize_int8_term(rest, codes[1]);
+  const float d1 = rest_amax / 127.0f;
+#if defined(__CUDA_ARCH__)
+#pragma unroll 1
+#endif
+  for (int w = 0; w < kInt8BlockElems / 4; ++w) {
+    uint32_t word0 = 0, word1 = 0;
+    for (int k = 0; k < 4; ++k) {
+      const float v = x[4 * w + k];
+      word0 |= int8_byte(int8_code(v, d0), k);
+      word1 |= int8_byte(int8_code(int8_rest(v, d0), d1), k);
+    }
+    codes0[w] = word0;
+    codes1[w] = word1;
+  }
+  block.d[0] = d0;
+  block.d[1] = d1;
 }
 
 }  // namespace H2O_KERN_NS

@@ -18,13 +18,14 @@ void embed(DType dtype, const int* tokens, const void* table, float* x, int rows
            gpu::Stream stream);
 
 // out[r] = x[row_map ? row_map[r] : r] / rms * weight, in the storage type (rmsnorm.cu); a block
-// sized to the row.
+// sized to the row. With `int8` (in != 0; storage f32), out's rows in 8 bits there too, as
+// quantize_int8 writes them.
 void rmsnorm(DType dtype, const float* x, const float* weight, void* out, const int* row_map, int rows, int dim,
-             float eps, gpu::Stream stream);
+             float eps, gpu::Stream stream, const Int8Rows& int8 = {});
 // out[r] = (x[row_map ? row_map[r] : r] - mean) / sqrt(var + eps) * weight + bias, in the storage
-// type: GPT-NeoX's LayerNorm (layernorm.cu); a block sized to the row, as rmsnorm.
+// type: GPT-NeoX's LayerNorm (layernorm.cu); a block sized to the row, and `int8`, as rmsnorm.
 void layernorm(DType dtype, const float* x, const float* weight, const float* bias, void* out, const int* row_map,
-               int rows, int dim, float eps, gpu::Stream stream);
+               int rows, int dim, float eps, gpu::Stream stream, const Int8Rows& int8 = {});
 
 // rows[r][c] += bias[c], f32 rows of `width` (bias_add.cu).
 void bias_add(float* rows, const float* bias, int row_count, int width, int threads, gpu::Stream stream);
@@ -97,12 +98,14 @@ void matvec_int8(DType type, float* out, int out_stride, const Int8Rows& x, cons
 void dequantize_rows(DType type, const void* w, int cols, const int* ids, int first, int rows, float* out,
                      int out_stride, int threads, gpu::Stream stream);
 
-// out = silu(gate) * up from the fused [gate | up] projection rows (swiglu.cu).
-void swiglu(DType dtype, const float* gate_up, void* out, int rows, int hidden, int threads, gpu::Stream stream);
+// out = silu(gate) * up from the fused [gate | up] projection rows (swiglu.cu); with `int8`
+// (in != 0; storage f32), out's rows in 8 bits there too, as quantize_int8 writes them.
+void swiglu(DType dtype, const float* gate_up, void* out, int rows, int hidden, int threads, gpu::Stream stream,
+            const Int8Rows& int8 = {});
 // out = gelu(up + bias) (exact erf GELU) from the up projection's rows of `hidden`; `bias` may be
-// null (gelu.cu).
+// null; `int8` as swiglu (gelu.cu).
 void gelu(DType dtype, const float* up, const float* bias, void* out, int rows, int hidden, int threads,
-          gpu::Stream stream);
+          gpu::Stream stream, const Int8Rows& int8 = {});
 
 // Cuts every (layer, KV head) of the items whose `cut` is set, by their rule:
 // top-k by score among the middle slots, stable compaction from the first

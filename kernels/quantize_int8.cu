@@ -1,14 +1,15 @@
 // The projections' inputs in 8 bits for matvec_int8 (int8_activations.h):
-// one thread per block of 32, its eight 16-byte loads in flight together, the
-// rounding rule shared with the host (quantize_int8_block): two terms' codes
-// and the block's scales and sums. A decode step's
+// one thread per block of 32 (int8_quantize.cuh), its eight 16-byte loads in
+// flight together, the rounding rule shared with the host: two terms' codes
+// and the block's scales and sums. For the inputs no producer wrote in 8
+// bits (the attention's output; the rows of a parallel residual's second norm). A decode step's
 // inputs are at most 8 x 11008 values: a few hundred threads, one small launch
 // per projection input, read again from L2 by the product right after.
 #include <algorithm>
 #include <string>
 
 #include "core/base/error.h"
-#include "kernels/int8_activations.h"
+#include "kernels/int8_quantize.cuh"
 #include "kernels/launch.h"
 #include "kernels/portable.h"
 
@@ -21,26 +22,7 @@ __global__ void __launch_bounds__(kThreads) quantize_int8_kernel(const float* x,
   const int b = int(blockIdx.x) * kThreads + int(threadIdx.x);
   if (b >= blocks) return;
   const int per_row = in / kInt8BlockElems, r = b / per_row, k = b % per_row;
-  const float* src = x + size_t(r) * size_t(in) + size_t(k) * kInt8BlockElems;
-  float v[kInt8BlockElems];
-  H2O_UNROLL
-  for (int i = 0; i < kInt8BlockElems / 4; ++i) {
-    const uint4 u = __ldg(reinterpret_cast<const uint4*>(src) + i);
-    v[4 * i] = __uint_as_float(u.x);
-    v[4 * i + 1] = __uint_as_float(u.y);
-    v[4 * i + 2] = __uint_as_float(u.z);
-    v[4 * i + 3] = __uint_as_float(u.w);
-  }
-  uint32_t codes[2][kInt8BlockElems / 4];
-  Int8Block block;
-  quantize_int8_block(v, codes, block);
-  H2O_UNROLL
-  for (int t = 0; t < 2; ++t) {
-    uint4* dst = reinterpret_cast<uint4*>(out.codes[t] + size_t(r) * size_t(in) + size_t(k) * kInt8BlockElems);
-    dst[0] = make_uint4(codes[t][0], codes[t][1], codes[t][2], codes[t][3]);
-    dst[1] = make_uint4(codes[t][4], codes[t][5], codes[t][6], codes[t][7]);
-  }
-  out.blocks[b] = block;
+  quantize_int8_at(x + size_t(r) * size_t(in) + size_t(k) * kInt8BlockElems, out, r, k);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 //    stay float and take f32 inputs).
 //  - The K-quants (Q4_K_M, Q5_K_M, Q6_K; Q8_0 beside them) on a synthetic
 //    test-256, whose random weights make it more sensitive to its inputs'
-//    rounding than a trained model.
+//    rounding than a trained model; and GPT-NeoX's pass on it.
 // Measured in the emulation (2026-11-29): kjv-1M 0.00003 (Q8_0) / 0.00005
 // (Q4_0), stories260K 0.0017 / 0.0040, test-256 0.00014-0.00019; one 8-bit
 // term alone gave stories260K 0.10 / 0.53 and greedy flips off near ties.
@@ -25,6 +25,7 @@
 #include "core/runtime/forced_scoring.h"
 #include "tests/assets.h"
 #include "tests/cuda/cuda_test_support.h"
+#include "tests/cuda/gptneox_model.h"
 
 using namespace h2o;
 
@@ -140,4 +141,17 @@ H2O_CUDA_TEST(Int8Path, KQuantsWithinTheNllBound) {
     const auto model = make_synthetic({"test-256", 11, parse_type_mix(type, "test"), 0, 0});
     expect_within_bound(model, tokens, std::string("test-256 ") + type);
   }
+}
+
+// GPT-NeoX's pass takes the 8-bit inputs its own way: LayerNorm and the GELU
+// write them, and under the parallel residual the second norm's rows are
+// quantised by the product itself (CudaBackend::enqueue_layer).
+H2O_CUDA_TEST(Int8Path, GptNeoxWithinTheNllBound) {
+  H2O_REQUIRE_CUDA();
+  std::vector<int> tokens;
+  for (int i = 0; i < 32; ++i) tokens.push_back((i * 131 + 7) % 512);
+  for (bool parallel : {false, true})
+    for (const char* type : {"q8_0", "q4_k_m"})
+      expect_within_bound(test::tiny_gptneox(parallel, 17, "test-256", parse_type_mix(type, "test")), tokens,
+                          std::string("gptneox ") + (parallel ? "parallel " : "sequential ") + type);
 }

@@ -260,7 +260,7 @@ H2O_CUDA_TEST(MatvecInt8, QuantisedInputsAreTheHostRules) {
     std::copy_n(x.begin() + b * kInt8BlockElems, kInt8BlockElems, values);
     uint32_t words[2][kInt8BlockElems / 4];
     Int8Block expected;
-    quantize_int8_block(values, words, expected);
+    quantize_int8_block(values, words[0], words[1], expected);
     ASSERT_EQ(0, std::memcmp(&blocks[b], &expected, sizeof(Int8Block))) << "block " << b;
     for (int t = 0; t < 2; ++t)
       ASSERT_EQ(0, std::memcmp(&codes[t][b * kInt8BlockElems], words[t], sizeof(words[t]))) << "block " << b;
@@ -368,4 +368,71 @@ H2O_CUDA_TEST(MatvecInt8, OffTheGridTheErrorIsTheInputsRounding) {
   for (int r = 0; r < rows; ++r)
     for (int o = 0; o < 13; ++o) differing += got[size_t(r) * m.rows() + o] != want[size_t(r) * m.rows() + o];
   EXPECT_GT(differing, 30) << "the Q4_K and Q6_K runs multiplied 8-bit inputs";
+}
+
+namespace {
+
+// `plain` (a producer's f32 rows) quantised by quantize_int8 into `a` against
+// `fused` and `b`, what the producer wrote itself: the same bits in both.
+void expect_same_inputs(const DeviceArray<float>& plain, const DeviceArray<float>& fused, const gpu::DeviceBuffer& a,
+                        const gpu::DeviceBuffer& b, int rows, int dim, const TestStream& s, const std::string& what) {
+  quantize_int8(plain.get(), rows, dim, int8_rows_at(a.get(), rows, dim), s.get());
+  const auto p = plain.read(), f = fused.read();
+  ASSERT_EQ(0, std::memcmp(p.data(), f.data(), p.size() * 4)) << what;
+  std::vector<char> ha(int8_rows_bytes(rows, dim)), hb(ha.size());
+  gpu::copy_to_host(ha.data(), a.get(), ha.size(), s.get());
+  gpu::copy_to_host(hb.data(), b.get(), hb.size(), s.get());
+  s.sync();
+  EXPECT_EQ(0, std::memcmp(ha.data(), hb.data(), ha.size())) << what;
+}
+
+}  // namespace
+
+// A norm that writes the next product's 8-bit input (rmsnorm, layernorm with
+// `int8`) writes what quantize_int8 makes of its f32 output, bit for bit, and
+// the same f32 output as without: rows of 4096 (one block of 1024 threads,
+// each quantising at most one block of 32) and 96, picked by a row map. So do
+// the activations (swiglu, gelu), a thread per block of 32.
+H2O_CUDA_TEST(MatvecInt8, ProducersWriteTheQuantisersInputs) {
+  H2O_REQUIRE_CUDA();
+  TestStream s;
+  std::mt19937 rng(89);
+  for (int dim : {96, 4096}) {
+    const int rows = 3;
+    const std::vector<float> x = random_x(rng, 4 * dim), weight = random_x(rng, dim), bias = random_x(rng, dim);
+    const std::vector<int> map = {3, 0, 2};
+    DeviceArray<float> dx(x, s.get()), dw(weight, s.get()), db(bias, s.get());
+    DeviceArray<int> dmap(map, s.get());
+    for (bool layer : {false, true}) {
+      const std::string what = std::string(layer ? "layernorm " : "rmsnorm ") + std::to_string(dim);
+      DeviceArray<float> plain(size_t(rows) * dim, s.get()), fused(size_t(rows) * dim, s.get());
+      gpu::DeviceBuffer a(int8_rows_bytes(rows, dim)), b(int8_rows_bytes(rows, dim));
+      const Int8Rows together = int8_rows_at(b.get(), rows, dim);
+      if (layer) {
+        layernorm(DType::F32, dx.get(), dw.get(), db.get(), plain.get(), dmap.get(), rows, dim, 1e-5f, s.get());
+        layernorm(DType::F32, dx.get(), dw.get(), db.get(), fused.get(), dmap.get(), rows, dim, 1e-5f, s.get(), together);
+      } else {
+        rmsnorm(DType::F32, dx.get(), dw.get(), plain.get(), dmap.get(), rows, dim, 1e-5f, s.get());
+        rmsnorm(DType::F32, dx.get(), dw.get(), fused.get(), dmap.get(), rows, dim, 1e-5f, s.get(), together);
+      }
+      expect_same_inputs(plain, fused, a, b, rows, dim, s, what);
+    }
+    // The activations, from rows of [gate | up] (and the up rows alone for GELU, with a bias).
+    const std::vector<float> gate_up = random_x(rng, 2 * rows * dim);
+    DeviceArray<float> dgu(gate_up, s.get());
+    for (bool gelu_mlp : {false, true}) {
+      const std::string what = std::string(gelu_mlp ? "gelu " : "swiglu ") + std::to_string(dim);
+      DeviceArray<float> plain(size_t(rows) * dim, s.get()), fused(size_t(rows) * dim, s.get());
+      gpu::DeviceBuffer a(int8_rows_bytes(rows, dim)), b(int8_rows_bytes(rows, dim));
+      const Int8Rows together = int8_rows_at(b.get(), rows, dim);
+      if (gelu_mlp) {
+        gelu(DType::F32, dgu.get(), db.get(), plain.get(), rows, dim, 64, s.get());
+        gelu(DType::F32, dgu.get(), db.get(), fused.get(), rows, dim, 64, s.get(), together);
+      } else {
+        swiglu(DType::F32, dgu.get(), plain.get(), rows, dim, 64, s.get());
+        swiglu(DType::F32, dgu.get(), fused.get(), rows, dim, 64, s.get(), together);
+      }
+      expect_same_inputs(plain, fused, a, b, rows, dim, s, what);
+    }
+  }
 }
