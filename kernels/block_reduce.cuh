@@ -123,4 +123,15 @@ __device__ unsigned long long block_kth_largest(int begin, int end, int k, KeyFn
   return prefix;
 }
 
+// The block of a kernel that gives each row one block (rmsnorm.cu, layernorm.cu):
+// about four elements a thread, a whole number of warps, at most
+// kMaxRowThreads, which the kernels declare to ptxas (__launch_bounds__), so
+// they keep to the 64 registers a thread such a block allows. From the row
+// width alone, so the sums' order depends on nothing else.
+constexpr int kMaxRowThreads = 1024;
+inline int row_block_threads(int dim) {
+  const int threads = (dim / 4 + 31) / 32 * 32;
+  return threads < 32 ? 32 : threads > kMaxRowThreads ? kMaxRowThreads : threads;
+}
+
 }  // namespace H2O_KERN_NS

@@ -41,24 +41,20 @@ DeviceWeights::DeviceWeights(const Model& model, const Precision& precision, gpu
   for (const DeviceLayerWeights& l : layers_)
     for (const DeviceMatrix* m : {&l.wqkv, &l.wo, &l.w13, &l.w2}) bytes_.pass += m->bytes();
 
-  // The scratch and the label, over every matrix.
+  // The scratch, the label and the longest 8-bit input, over every matrix.
   std::map<DType, int64_t> held;
-  auto visit = [&](const DeviceMatrix& m) {
+  // `multiplied`: a product reads it (the embedding only when it is the classifier).
+  auto visit = [&](const DeviceMatrix& m, bool multiplied) {
     scratch_ = std::max(scratch_, dequant_scratch_bytes(m));
-    for (int i = 0; i < m.parts; ++i) held[m.part[i].type] += int64_t(m.part[i].rows) * m.cols;
+    for (int i = 0; i < m.parts; ++i) {
+      held[m.part[i].type] += int64_t(m.part[i].rows) * m.cols;
+      if (multiplied && has_int8_path(m.part[i].type)) int8_cols_ = std::max(int8_cols_, m.cols);
+    }
   };
-  visit(embedding_);
-  if (!model_tied_) visit(classifier_);
+  visit(embedding_, model_tied_);
+  if (!model_tied_) visit(classifier_, true);
   for (const DeviceLayerWeights& l : layers_)
-    for (const DeviceMatrix* m : {&l.wqkv, &l.wo, &l.w13, &l.w2}) visit(*m);
-  // What is multiplied (the embedding only when it is the classifier).
-  auto int8_cols = [&](const DeviceMatrix& m) {
-    for (int i = 0; i < m.parts; ++i)
-      if (has_int8_path(m.part[i].type)) int8_cols_ = std::max(int8_cols_, m.cols);
-  };
-  int8_cols(classifier());
-  for (const DeviceLayerWeights& l : layers_)
-    for (const DeviceMatrix* m : {&l.wqkv, &l.wo, &l.w13, &l.w2}) int8_cols(*m);
+    for (const DeviceMatrix* m : {&l.wqkv, &l.wo, &l.w13, &l.w2}) visit(*m, true);
   if (!precision_.native) {
     label_ = dtype_name(precision_.storage);
     return;

@@ -3,10 +3,10 @@
 // as rmsnorm.cu is: a block per row, sized to the row (about four elements a
 // thread, up to 1024), so the sums' order depends on the row width alone.
 // Where the next product takes 8-bit inputs, the block writes them too
-// (int8_quantize.cuh). The mean and the variance are f32 block sums, the variance taken about the
-// mean in a second pass over the row (which L1 still holds) rather than as
-// E[x²] - mean², which cancels when the mean is large against the spread.
-#include <algorithm>
+// (int8_quantize.cuh). The mean and the variance are f32 block sums, the
+// variance taken about the mean in a second pass over the row (which L1 still
+// holds) rather than as E[x²] - mean², which cancels when the mean is large
+// against the spread.
 
 #include "kernels/block_reduce.cuh"
 #include "kernels/int8_quantize.cuh"
@@ -15,12 +15,10 @@
 namespace H2O_KERN_NS {
 namespace {
 
-// A row's block: at most 1024 threads, so at most 64 registers a thread (the bound says so to ptxas).
-constexpr int kMaxNormThreads = 1024;
-
 template <class T>
-__global__ void __launch_bounds__(kMaxNormThreads) layernorm_kernel(const float* x, const float* weight, const float* bias, T* out, const int* row_map,
-                                 int dim, float eps, Int8Rows int8) {
+__global__ void __launch_bounds__(kMaxRowThreads)
+    layernorm_kernel(const float* x, const float* weight, const float* bias, T* out, const int* row_map, int dim,
+                     float eps, Int8Rows int8) {
   H2O_SHARED(float, partials, [32]);
   const size_t row = blockIdx.x;
   const float* in = x + size_t(row_map ? row_map[row] : int(row)) * size_t(dim);
@@ -45,7 +43,7 @@ __global__ void __launch_bounds__(kMaxNormThreads) layernorm_kernel(const float*
 void layernorm(DType dtype, const float* x, const float* weight, const float* bias, void* out, const int* row_map,
                int rows, int dim, float eps, gpu::Stream stream, const Int8Rows& int8) {
   if (rows == 0) return;
-  const int threads = std::min(kMaxNormThreads, std::max(32, (dim / 4 + 31) / 32 * 32));
+  const int threads = row_block_threads(dim);
   H2O_WITH_STORAGE(dtype, T,
                    H2O_LAUNCH(dim3(unsigned(rows)), dim3(unsigned(threads)), stream, layernorm_kernel<T>)(
                        x, weight, bias, static_cast<T*>(out), row_map, dim, eps, int8));

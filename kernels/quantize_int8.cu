@@ -1,10 +1,9 @@
 // The projections' inputs in 8 bits for matvec_int8 (int8_activations.h):
-// one thread per block of 32 (int8_quantize.cuh), its eight 16-byte loads in
-// flight together, the rounding rule shared with the host: two terms' codes
-// and the block's scales and sums. For the inputs no producer wrote in 8
-// bits (the attention's output; the rows of a parallel residual's second norm). A decode step's
-// inputs are at most 8 x 11008 values: a few hundred threads, one small launch
-// per projection input, read again from L2 by the product right after.
+// one thread per block of 32 (int8_quantize.cuh), the rounding rule shared
+// with the host: two terms' codes and the block's scales and sums. For the
+// inputs no producer wrote in 8 bits (the attention's output; the rows of a
+// parallel residual's second norm): at most 8 x 11008 values, a few hundred
+// threads, read again from L2 by the product right after.
 #include <algorithm>
 #include <string>
 

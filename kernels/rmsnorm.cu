@@ -7,7 +7,6 @@
 // (19 µs a launch on the H200, 18 % of a Llama-2-7B step). The block size
 // depends on the row width alone, so the sums' order does too. Where the next
 // product takes 8-bit inputs, the block writes them too (int8_quantize.cuh).
-#include <algorithm>
 
 #include "kernels/block_reduce.cuh"
 #include "kernels/int8_quantize.cuh"
@@ -16,12 +15,9 @@
 namespace H2O_KERN_NS {
 namespace {
 
-// A row's block: at most 1024 threads, so at most 64 registers a thread (the bound says so to ptxas).
-constexpr int kMaxNormThreads = 1024;
-
 template <class T>
-__global__ void __launch_bounds__(kMaxNormThreads) rmsnorm_kernel(const float* x, const float* weight, T* out, const int* row_map, int dim, float eps,
-                               Int8Rows int8) {
+__global__ void __launch_bounds__(kMaxRowThreads)
+    rmsnorm_kernel(const float* x, const float* weight, T* out, const int* row_map, int dim, float eps, Int8Rows int8) {
   H2O_SHARED(double, partials, [32]);
   const size_t row = blockIdx.x;
   const float* in = x + size_t(row_map ? row_map[row] : int(row)) * size_t(dim);
@@ -39,7 +35,7 @@ __global__ void __launch_bounds__(kMaxNormThreads) rmsnorm_kernel(const float* x
 void rmsnorm(DType dtype, const float* x, const float* weight, void* out, const int* row_map, int rows, int dim,
              float eps, gpu::Stream stream, const Int8Rows& int8) {
   if (rows == 0) return;
-  const int threads = std::min(kMaxNormThreads, std::max(32, (dim / 4 + 31) / 32 * 32));
+  const int threads = row_block_threads(dim);
   H2O_WITH_STORAGE(dtype, T,
                    H2O_LAUNCH(dim3(unsigned(rows)), dim3(unsigned(threads)), stream, rmsnorm_kernel<T>)(
                        x, weight, static_cast<T*>(out), row_map, dim, eps, int8));

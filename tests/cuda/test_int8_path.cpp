@@ -106,7 +106,7 @@ std::shared_ptr<const Model> quantised_file(const Model& model, const std::strin
 std::vector<int> reference_tokens(const std::string& file, size_t most) {
   std::ifstream in(test::asset("reference/" + file));
   const nlohmann::json ref = nlohmann::json::parse(in);
-  std::vector<int> tokens = ref.contains("prompt_ids") ? ref.at("prompt_ids").get<std::vector<int>>() : std::vector<int>{1};
+  std::vector<int> tokens = ref.at("prompt_ids").get<std::vector<int>>();
   for (const auto& c : ref.at("cases"))
     if (c.at("policy") == "full") {
       const auto ids = c.at("ids").get<std::vector<int>>();
