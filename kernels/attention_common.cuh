@@ -10,17 +10,20 @@
 //     static constexpr int unroll(int queries);  // keys a lane loads before it uses any
 //     struct Raw;               // what one key's loads bring, before any use
 //     Raw load(const Layout&, int key) const;
-//     void key(const Layout&, const Raw&, float (&k)[N]) const;
+//     void key(const Layout&, const Raw&, float (&k)[N]);  // keys in order; may keep
+//                               // what consecutive keys share (a key group's numbers)
 //     void value(const Layout&, const Raw&, float (&v)[N]) const;
 //   };
 //
 // A block of kAttentionWarps warps takes one split of up to split_keys keys
-// of one KV head of one item, for a tile of that item's query rows and every
-// query head of the group (GQA: each key is read once for the whole group).
+// of one KV head of one item (its RowTile is grid x, the KV head grid y), for
+// a tile of that item's query rows and every query head of the group (GQA:
+// each key is read once for the whole group).
 // Lanes split head_dim: a key's row is held by `width` lanes (a power of
 // two), each holding one chunk, so a warp reads 32 / width consecutive keys
 // as one contiguous stretch. Each lane loads kUnroll keys before it uses any,
-// so several loads are in flight (fewer keys where more queries hold registers). The q·k dot is each lane's chunk and then a
+// so several loads are in flight (fewer keys where more queries hold
+// registers). The q·k dot is each lane's chunk and then a
 // butterfly over the key's lanes (__shfl_xor_sync: both lanes of a pair add
 // the same two numbers, so every lane gets the same bits). Each group of
 // `width` lanes keeps its own online softmax (max, sum and its chunk of the
@@ -129,7 +132,7 @@ __device__ __forceinline__ void fold(const Rows& rows, const Layout& L, Running<
 // Keys [first, key_end) of this lane group, kUnroll at a time, a block's
 // groups interleaved so that each warp pass reads consecutive keys.
 template <class Rows, int Q>
-__device__ __forceinline__ void attend(const Rows& rows, const Layout& L, int first, int key_end, float scale,
+__device__ __forceinline__ void attend(Rows& rows, const Layout& L, int first, int key_end, float scale,
                                        const Queries<Q, Rows::N>& qs, float* logits, int key_stride,
                                        Running<Q, Rows::N>& st) {
   constexpr int N = Rows::N, U = Rows::unroll(Q);
@@ -198,15 +201,17 @@ __device__ __forceinline__ void merge(const Layout& L, const Running<Q, N>& st, 
 }
 
 // Where a block's split lies: keys [begin, end) of KV head `kv_head` of the
-// tile's item; `live` false when the tile's last row sees none of them.
+// tile's item; `live` false when the tile's last row sees none of them (a
+// split its item's bucket may need, not yet reached).
 struct SplitKeys {
-  int kv_head = 0, begin = 0, end = 0;
+  int kv_head = 0, split = 0, begin = 0, end = 0;
   bool live = false;
 };
 __device__ __forceinline__ SplitKeys split_keys_of(const ItemDesc& it, const RowTile& tile, int split_keys) {
   SplitKeys k;
   k.kv_head = int(blockIdx.y);
-  k.begin = int(blockIdx.x) * split_keys;
+  k.split = tile.split;
+  k.begin = tile.split * split_keys;
   const int visible_end = it.n_before + tile.row_begin + tile.row_count;  // what the tile's last row sees
   k.live = k.begin < visible_end;
   k.end = imin(k.begin + split_keys, visible_end);
@@ -216,7 +221,7 @@ __device__ __forceinline__ SplitKeys split_keys_of(const ItemDesc& it, const Row
 // The block's work once its Rows are known: the queries into registers, its
 // lane group's keys, the merge. `rows` reads the keys of (layer, k.kv_head).
 template <class Rows, int Q>
-__device__ __forceinline__ void attention_block(const Rows& rows, const Layout& L, const float* qkv, const ItemDesc& it,
+__device__ __forceinline__ void attention_block(Rows& rows, const Layout& L, const float* qkv, const ItemDesc& it,
                                                 const RowTile& tile, const SplitKeys& k, const ModelDims& d,
                                                 float scale, const AttentionScratch& s, SharedPtr<float> sm_acc,
                                                 SharedPtr<float> sm_ml) {
@@ -243,7 +248,7 @@ __device__ __forceinline__ void attention_block(const Rows& rows, const Layout& 
   attend<Rows, Q>(rows, L, k.begin + warp * L.per_warp * Rows::unroll(Q), k.end, scale, qs, s.logits, s.key_stride,
                   st);
   // partials[row_head][split_bucket][head_dim + 2], this split's slice.
-  merge(L, st, queries, map, s.partials + size_t(int(blockIdx.x)) * (d.head_dim + 2), s.split_bucket * (d.head_dim + 2),
+  merge(L, st, queries, map, s.partials + size_t(k.split) * (d.head_dim + 2), s.split_bucket * (d.head_dim + 2),
         sm_acc, sm_ml);
 }
 

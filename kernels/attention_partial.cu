@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(kAttentionThreads)
   H2O_SHARED(float, sm_acc, [kAttentionWarps * 32 * N * Q]);
   H2O_SHARED(float, sm_ml, [kAttentionWarps * 32 * Q * 2]);
 
-  const RowTile tile = tiles[blockIdx.z];
+  const RowTile tile = tiles[blockIdx.x];
   const ItemDesc& it = items[tile.item];
   const SplitKeys k = split_keys_of(it, tile, s.split_keys);
   if (!k.live) return;  // the whole block: no barrier is skipped by a part of it
@@ -102,7 +102,7 @@ void attention_partial(DType dtype, const float* qkv, const ItemDesc* items, con
                        gpu::Stream stream) {
   if (tile_count == 0) return;
   const float scale = 1.0f / sqrtf(float(dims.head_dim));
-  const dim3 grid(unsigned(s.split_bucket), unsigned(dims.kv_heads), unsigned(tile_count));
+  const dim3 grid(unsigned(tile_count), unsigned(dims.kv_heads));
   H2O_WITH_STORAGE(dtype, T, launch<T>(tile_queries, grid, stream, qkv, items, tiles, layer, dims, scale, s));
   gpu::check_launch("attention_partial");
 }

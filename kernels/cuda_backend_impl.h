@@ -74,8 +74,9 @@ class CudaBackend final : public Backend {
   void project_into_residual(const void* in, const kern::DeviceMatrix& w, const float* bias, int rows, const char* op,
                              bool quantized = false);
   void enqueue_layer(const StepArgs& a, int layer);
-  // `quantized`: the normed rows' 8-bit form is there (normalize).
-  void enqueue_attention(const StepArgs& a, int layer, bool quantized);
+  // `quantized`: the normed rows' 8-bit form is there (normalize). Returns
+  // whether the output's 8-bit form is there for the output projection.
+  bool enqueue_attention(const StepArgs& a, int layer, bool quantized);
   void enqueue_ffn(const kern::DeviceLayerWeights& w, int rows, bool quantized);
   void run_graphed(const StepArgs& a, const kern::GraphKey& key);
   void enqueue_forced(const StepArgs& a, const StepIO& step);

@@ -77,11 +77,12 @@ void CudaBackend::project_into_residual(const void* in, const kern::DeviceMatrix
 void CudaBackend::enqueue_layer(const StepArgs& a, int layer) {
   const kern::DeviceLayerWeights& w = weights_->layers()[size_t(layer)];
   const float* x = scratch_.x.as<float>();
-  enqueue_attention(a, layer, normalize(x, w.attn_norm, w.attn_norm_bias, scratch_.xb.get(), nullptr, a.rows, &w.wqkv));
+  const bool att_quantized =
+      enqueue_attention(a, layer, normalize(x, w.attn_norm, w.attn_norm_bias, scratch_.xb.get(), nullptr, a.rows, &w.wqkv));
   // Under the parallel residual the second norm's 8-bit rows would not outlive
   // the output projection's (Blas holds one set), so that norm writes none.
   if (cfg_.parallel_residual) normalize(x, w.ffn_norm, w.ffn_norm_bias, scratch_.xb.get(), nullptr, a.rows, nullptr);
-  project_into_residual(scratch_.att.get(), w.wo, w.bo, a.rows, "gemm o");
+  project_into_residual(scratch_.att.get(), w.wo, w.bo, a.rows, "gemm o", att_quantized);
   const bool quantized =
       !cfg_.parallel_residual && normalize(x, w.ffn_norm, w.ffn_norm_bias, scratch_.xb.get(), nullptr, a.rows, &w.w13);
   enqueue_ffn(w, a.rows, quantized);
@@ -89,8 +90,9 @@ void CudaBackend::enqueue_layer(const StepArgs& a, int layer) {
 
 // Attention of the normed rows in scratch_.xb: the Q|K|V projection (+ biases), RoPE
 // and the append to each cache, split-K attention and its scores, the output
-// heads into scratch_.att.
-void CudaBackend::enqueue_attention(const StepArgs& a, int layer, bool quantized) {
+// heads into scratch_.att. True when the combine wrote the output projection's
+// 8-bit input too (heads of a multiple of 32 values: no block across two).
+bool CudaBackend::enqueue_attention(const StepArgs& a, int layer, bool quantized) {
   const gpu::Stream s = stream_->stream;
   const kern::ModelDims& d = dims_;
   const kern::DeviceLayerWeights& w = weights_->layers()[size_t(layer)];
@@ -109,11 +111,14 @@ void CudaBackend::enqueue_attention(const StepArgs& a, int layer, bool quantized
   kern::attention_low_bit(scratch_.qkv.as<float>(), a.item_desc, a.tile_desc + plain_tiles, a.low_bit_tiles, a.tile_queries,
                           layer, d, a.attention, s);
   mark("attention_partial", a.kv_bytes_per_layer);
-  kern::attention_combine(storage_, a.item_desc, a.row_item, T, d, a.attention, scratch_.att.get(), s);
+  const kern::Int8Rows int8 =
+      d.head_dim % kern::kInt8BlockElems == 0 ? blas_->int8_input(w.wo, storage_, T) : kern::Int8Rows{};
+  kern::attention_combine(storage_, a.item_desc, a.row_item, T, d, a.attention, scratch_.att.get(), s, int8);
   mark("attention_combine");
   kern::attention_scores(a.item_desc, a.items, a.attention.key_stride, layer, d, a.attention, a.capture_slots,
                          tuning_.threads, s);
   mark("attention_scores");
+  return int8.in != 0;
 }
 
 // The feed-forward block of the normed rows in scratch_.xb, into x: SwiGLU (gate|up

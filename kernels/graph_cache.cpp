@@ -11,6 +11,7 @@ GraphKey graph_key(const StepPlan& plan, uint64_t buffers_generation, int captur
   key.split_bucket = plan.split_bucket;
   key.classified = int(plan.classify.size());
   key.any_cut = plan.any_cut;
+  key.tiles = int(plan.tiles.size());
   key.low_bit_tiles = plan.low_bit_tiles;
   key.capture_units = capture_units;
   key.buffers = buffers_generation;

@@ -7,11 +7,12 @@
 // that. Everything a later step changes (cache pointers and lengths, token
 // ids, rules) lives in device memory that the kernels read, so one graph
 // serves every step with the same key: the items and rows, the attention grid
-// (split blocks and their length, chosen per power-of-two bucket of keys, so
-// a growing cache changes graphs only at 256, 512, 1024, ... keys), whether
-// any cache is cut, how many capture units the step runs (attention captures
-// are part of the graph; what they capture lives in the inputs block), and the
-// generation of the backend's scratch buffers (a reallocation moves them).
+// (split blocks and their length, chosen per power-of-two bucket of each
+// item's keys, so a growing cache changes graphs only at 256, 512, 1024, ...
+// keys), whether any cache is cut, how many capture units the step runs
+// (attention captures are part of the graph; what they capture lives in the
+// inputs block), and the generation of the backend's scratch buffers (a
+// reallocation moves them).
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -26,6 +27,7 @@ namespace h2o::kern {
 struct GraphKey {
   int items = 0, rows = 0, key_bucket = 0, split_keys = 0, split_bucket = 0, classified = 0;
   bool any_cut = false;
+  int tiles = 0;           // the attention grid: the tiles' splits (each item's bucket)
   int low_bit_tiles = 0;   // attention_low_bit's grid, and whether the flush runs
   int capture_units = -1;  // attention captures: capture.cu's grid (the app captures every step); -1 none
   uint64_t buffers = 0;   // scratch generation

@@ -1,9 +1,9 @@
 #pragma once
 // One block of 32 f32 inputs to its 8-bit terms (int8_activations.h), for the
 // kernels that quantise: quantize_int8.cu on its own, and those that write a
-// projection's input (the norms rmsnorm.cu, layernorm.cu; the activations
-// swiglu.cu, gelu.cu) right after their output, so the product finds its 8-bit
-// input without a launch of its own. Plain loads, not __ldg: they read back
+// projection's input right after their output (the norms rmsnorm.cu,
+// layernorm.cu; the activations swiglu.cu, gelu.cu; attention_combine.cu), so
+// the product finds its 8-bit input without a launch of its own. Plain loads, not __ldg: they read back
 // what their own block or thread has just written.
 #include "kernels/int8_activations.h"
 #include "kernels/portable.h"
@@ -19,16 +19,24 @@ __device__ __forceinline__ void quantize_int8_at(const float* src, const Int8Row
   out.blocks[size_t(r) * size_t(out.in / kInt8BlockElems) + size_t(k)] = block;
 }
 
-// The whole row r of `dim` f32 values at `row`, by a block's threads, after a
-// barrier: what each thread wrote of the row is then visible to all.
+// Blocks [first, first + count) of row r, their f32 values at `span` (block
+// `first`'s), by a block's threads after a barrier: what each thread wrote of
+// the span is then visible to all. A norm quantises its whole row; the
+// attention's combine one head's channels (attention_combine.cu).
 template <class T>
-__device__ __forceinline__ void quantize_row_int8(const T* row, const Int8Rows& out, int r, int dim) {
+__device__ __forceinline__ void quantize_span_int8(const T* span, const Int8Rows& out, int r, int first, int count) {
   if constexpr (sizeof(T) == sizeof(float)) {  // 8-bit inputs come from f32 rows only (storage f32)
     if (out.in == 0) return;
     __syncthreads();
-    for (int k = int(threadIdx.x); k < dim / kInt8BlockElems; k += int(blockDim.x))
-      quantize_int8_at(reinterpret_cast<const float*>(row) + size_t(k) * kInt8BlockElems, out, r, k);
+    for (int k = int(threadIdx.x); k < count; k += int(blockDim.x))
+      quantize_int8_at(reinterpret_cast<const float*>(span) + size_t(k) * kInt8BlockElems, out, r, first + k);
   }
+}
+
+// The whole row r of `dim` values at `row` (rmsnorm.cu, layernorm.cu).
+template <class T>
+__device__ __forceinline__ void quantize_row_int8(const T* row, const Int8Rows& out, int r, int dim) {
+  quantize_span_int8(row, out, r, 0, dim / kInt8BlockElems);
 }
 
 // An elementwise kernel's output where the next product takes 8-bit inputs:

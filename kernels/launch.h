@@ -57,9 +57,12 @@ void attention_partial(DType dtype, const float* qkv, const ItemDesc* items, con
 // (attention_low_bit.cu). `tiles` are the quantized items' tiles alone.
 void attention_low_bit(const float* qkv, const ItemDesc* items, const RowTile* tiles, int tile_count, int tile_queries,
                        int layer, const ModelDims& dims, const AttentionScratch& scratch, gpu::Stream stream);
-// Combines the splits of every (row, head): the attention output and the softmax's max and 1/sum (attention_combine.cu).
+// Combines the splits of every (row, head): the attention output and the
+// softmax's max and 1/sum (attention_combine.cu); with int8.in != 0 (f32
+// output, head_dim a multiple of 32) the output's 8-bit rows too, as
+// quantize_int8 writes them.
 void attention_combine(DType dtype, const ItemDesc* items, const int* row_item, int rows, const ModelDims& dims,
-                       const AttentionScratch& scratch, void* out, gpu::Stream stream);
+                       const AttentionScratch& scratch, void* out, gpu::Stream stream, const Int8Rows& int8 = {});
 // The normalised probabilities added into each key's score, summed over the
 // query group and rows (the last row alone, reset first, for current scores),
 // and written in full where a capture asks (attention_scores.cu).

@@ -19,6 +19,14 @@ struct DeviceHalf {
 };
 using DeviceMath = kvq::Math<DeviceHalf>;
 
+// A code (below 2^23) as a float, exactly: its bits under 2^23's exponent
+// give 2^23 + code, less 2^23. Two full-rate operations where float(code)
+// is an I2F, which an SM issues at a fraction of the FMA rate: attention
+// converts sixteen codes a key in each lane.
+__device__ __forceinline__ float code_to_f32(uint32_t code) {
+  return __uint_as_float(0x4B000000u | code) - 8388608.0f;
+}
+
 // A value read back from its code under a scale kept as a word (LowBitArrays).
 __device__ __forceinline__ float read_back(uint32_t code, uint32_t scale) {
   return DeviceMath::read_back(code, kvq::scale_from_word(scale));

@@ -91,9 +91,11 @@ struct ItemDesc {
   int evicted_base = 0;       // index of its first evicted position in the evicted output
 };
 
-// A block's share of attention queries: rows [row_begin, row_begin + row_count) of one item.
+// An attention block's work: the keys of split `split` (split_keys of them
+// from split x split_keys) for the queries of rows [row_begin, row_begin +
+// row_count) of one item, in every KV head (the grid's second dimension).
 struct RowTile {
-  int item = 0, row_begin = 0, row_count = 0;
+  int item = 0, row_begin = 0, row_count = 0, split = 0;
 };
 
 // Where attention of one (item, layer) is written in full for a capture (null: not captured).

@@ -14,18 +14,23 @@ int next_power_of_two(int x) {
   return p;
 }
 
-int split_keys_for(int key_bucket, int blocks_per_split, const SplitTarget& target) {
-  const int wanted = std::max(1, kBlocksPerSm * std::max(target.sm_count, 1) / std::max(blocks_per_split, 1));
-  // Rounded down to the granule, so that the low end has at least `wanted` splits.
-  const int low_end = std::max(key_bucket / 2, 1);
-  return std::max(low_end / wanted / kSplitGranule * kSplitGranule, kMinSplitKeys);
+int key_bucket_of(int keys) {
+  return kKeyBucket * next_power_of_two(std::max((keys + kKeyBucket - 1) / kKeyBucket, 1));
+}
+
+int split_keys_for(int64_t low_end_keys, const SplitTarget& target) {
+  const int64_t wanted = std::max(1, kBlocksPerSm * std::max(target.sm_count, 1) / std::max(target.kv_heads, 1));
+  // Rounded down to the granule, so that the low ends have at least `wanted` splits.
+  const int64_t split = std::max<int64_t>(low_end_keys, 1) / wanted / kSplitGranule * kSplitGranule;
+  return int(std::clamp<int64_t>(split, kMinSplitKeys, int64_t(1) << 30));
 }
 
 StepPlan plan_step(std::span<const ItemShape> items, int group, const SplitTarget& target) {
   StepPlan plan;
   plan.items.resize(items.size());
   const int per_tile = tile_rows(group);
-  std::vector<RowTile> low_bit_tiles;  // after the others: attention_low_bit takes them
+  std::vector<RowTile> row_tiles, low_bit_tiles;  // the quantized items' after the others: attention_low_bit takes them
+  int64_t low_end_keys = 0;  // half of each tile's bucket
   for (size_t i = 0; i < items.size(); ++i) {
     const ItemShape& s = items[i];
     if (s.rows <= 0) throw Error("plan: an item with no rows");
@@ -40,20 +45,26 @@ StepPlan plan_step(std::span<const ItemShape> items, int group, const SplitTarge
     for (int r = 0; r < s.rows; ++r) plan.row_item.push_back(int(i));
     for (int r = 0; r < s.rows; r += per_tile) {
       const RowTile tile{int(i), r, std::min(per_tile, s.rows - r)};
-      (s.low_bit ? low_bit_tiles : plan.tiles).push_back(tile);
+      (s.low_bit ? low_bit_tiles : row_tiles).push_back(tile);
       plan.tile_queries = std::max(plan.tile_queries, tile.row_count * std::max(group, 1));
+      low_end_keys += key_bucket_of(p.keys) / 2;
     }
     plan.rows += s.rows;
   }
-  plan.low_bit_tiles = int(low_bit_tiles.size());
-  plan.tiles.insert(plan.tiles.end(), low_bit_tiles.begin(), low_bit_tiles.end());
-  // The grid depends on the bucket, the tiles (items and rows: the graph key)
-  // and the device, never on the exact key count, so one graph serves a bucket.
-  plan.key_bucket = kKeyBucket * next_power_of_two(std::max((plan.max_keys + kKeyBucket - 1) / kKeyBucket, 1));
-  plan.split_keys = split_keys_for(plan.key_bucket, target.kv_heads * int(plan.tiles.size()), target);
+  row_tiles.insert(row_tiles.end(), low_bit_tiles.begin(), low_bit_tiles.end());
+  // The grid depends on the items' buckets, their tiles and the device, never
+  // on the exact key counts, so one graph serves the buckets (graph_key).
+  plan.key_bucket = key_bucket_of(plan.max_keys);
+  plan.split_keys = split_keys_for(low_end_keys, target);
   plan.splits = (plan.max_keys + plan.split_keys - 1) / plan.split_keys;
   plan.split_bucket = (plan.key_bucket + plan.split_keys - 1) / plan.split_keys;
   plan.key_stride = plan.split_bucket * plan.split_keys;
+  for (size_t t = 0; t < row_tiles.size(); ++t) {
+    RowTile unit = row_tiles[t];
+    const int splits = (key_bucket_of(plan.items[size_t(unit.item)].keys) + plan.split_keys - 1) / plan.split_keys;
+    for (unit.split = 0; unit.split < splits; ++unit.split) plan.tiles.push_back(unit);
+    if (t + low_bit_tiles.size() >= row_tiles.size()) plan.low_bit_tiles += splits;
+  }
 
   // Classified rows: the last row to choose from or to return, the leading
   // rows teacher forcing scores, every row when all logits are asked for.

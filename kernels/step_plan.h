@@ -35,8 +35,9 @@ struct ItemPlan {
   std::vector<int> logit_row;  // per row of the item: its index among the classified rows, or -1
 };
 
-// What the attention grid is sized for: split blocks x KV heads x query tiles
-// aims at kBlocksPerSm blocks on each of the device's SMs.
+// What the attention grid is sized for: the live split blocks of every query
+// tile, times the KV heads, aim at kBlocksPerSm blocks on each of the
+// device's SMs.
 struct SplitTarget {
   int kv_heads = 1;
   int sm_count = 1;
@@ -45,16 +46,20 @@ struct SplitTarget {
 struct StepPlan {
   int rows = 0;          // T: rows of all items
   int max_keys = 0;
-  int key_bucket = 0;    // kKeyBucket x a power of two >= max_keys: the grid changes only when this does
-  int split_keys = 0;    // keys per split block (a function of the bucket, the tiles and the target)
+  int key_bucket = 0;    // key_bucket_of(max_keys): the longest item's
+  int split_keys = 0;    // keys per split block (a function of the items' buckets, their tiles and the target)
   int splits = 0;        // split blocks the longest item needs
-  int split_bucket = 0;  // split blocks in the grid: enough for the whole bucket, so a graph serves all of it
+  int split_bucket = 0;  // the most splits of one tile: enough for the longest item's bucket
   int key_stride = 0;    // split_bucket * split_keys: row stride of the attention-logit scratch
   int tile_queries = 0;  // most queries (rows x group) of one tile: the attention kernel's register tile
   bool any_cut = false;
   std::vector<ItemPlan> items;
-  std::vector<RowTile> tiles;  // attention query tiles: the quantized items' last
-  int low_bit_tiles = 0;       // how many tiles, at the end, are quantized items'
+  // The attention blocks' work: each query tile once per split its item's
+  // bucket may need (so a graph serves the whole bucket, and a short item
+  // beside a long one takes no more blocks than its own keys ask for); the
+  // quantized items' last.
+  std::vector<RowTile> tiles;
+  int low_bit_tiles = 0;       // how many of them, at the end, are quantized items'
   std::vector<int> row_item;   // the item of every batch row
   std::vector<int> classify;   // batch rows whose logits are computed, ascending
 };
@@ -62,11 +67,14 @@ struct StepPlan {
 // Query rows of one item that one attention block serves, for a GQA group size.
 int tile_rows(int group);
 int next_power_of_two(int x);
+// kKeyBucket x the least power of two that holds `keys`: what an item's
+// attention grid is planned for (the grid changes only when a bucket does).
+int key_bucket_of(int keys);
 
-// Keys per split block for a bucket when one split spans `blocks_per_split`
-// blocks (KV heads x query tiles): at the bucket's low end (half its keys)
-// the live splits still give the target's blocks, at its top end twice that.
-int split_keys_for(int key_bucket, int blocks_per_split, const SplitTarget& target);
+// Keys per split block where the query tiles' buckets, half of each summed
+// (`low_end_keys`: each at its bucket's low end), are to give the target's
+// blocks over its KV heads; at the buckets' top ends they give twice that.
+int split_keys_for(int64_t low_end_keys, const SplitTarget& target);
 
 StepPlan plan_step(std::span<const ItemShape> items, int group, const SplitTarget& target = {});
 

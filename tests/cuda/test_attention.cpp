@@ -17,13 +17,17 @@
 #include "kernels/launch.h"
 #include "kernels/step_plan.h"
 #include "tests/cuda/cuda_test_support.h"
+#include "tests/cuda/attention_reference.h"
 #include "tests/cuda/device_array.h"
+#include "tests/cuda/same_int8_inputs.h"
 #include "tests/cuda/stored_values.h"
 
 using namespace h2o;
 using namespace h2o::kern;
 using test::DeviceArray;
 using test::TestStream;
+using test::reference_attention;
+using test::AttentionReference;
 
 namespace {
 
@@ -32,43 +36,6 @@ class H2O_CUDA_SUITE(Attention) : public ::testing::TestWithParam<int> {
   void SetUp() override { H2O_REQUIRE_CUDA(); }
   int threads() const { return GetParam(); }
 };
-
-// Float64 attention of one item over its cache, as SEMANTICS.md defines it.
-struct AttentionReference {
-  std::vector<double> out;       // [row][head][hd]
-  std::vector<double> score;     // [kv_head][key] after the step
-};
-
-AttentionReference reference_attention(const ModelDims& d, int n_before, int rows, const std::vector<float>& q,
-                                       const std::vector<float>& k, const std::vector<float>& v,
-                                       const std::vector<float>& score, int cap, bool current) {
-  AttentionReference ref;
-  const int keys = n_before + rows, hd = d.head_dim;
-  ref.out.assign(size_t(rows) * d.heads * hd, 0.0);
-  ref.score.assign(size_t(d.kv_heads) * keys, 0.0);
-  for (int g = 0; g < d.kv_heads; ++g)
-    for (int j = 0; j < keys; ++j) ref.score[size_t(g) * keys + j] = current ? 0.0 : score[size_t(g) * cap + j];
-  for (int r = 0; r < rows; ++r)
-    for (int h = 0; h < d.heads; ++h) {
-      const int g = h / d.group, visible = n_before + r + 1;
-      std::vector<double> p(static_cast<size_t>(visible));
-      double m = -1e300, z = 0;
-      for (int j = 0; j < visible; ++j) {
-        double dot = 0;
-        for (int c = 0; c < hd; ++c)
-          dot += double(q[(size_t(r) * d.heads + h) * hd + c]) * k[((size_t(g) * cap) + j) * hd + c];
-        p[size_t(j)] = dot / std::sqrt(double(hd));
-        m = std::max(m, p[size_t(j)]);
-      }
-      for (double& x : p) z += x = std::exp(x - m);
-      for (int j = 0; j < visible; ++j) {
-        const double pj = p[size_t(j)] / z;
-        for (int c = 0; c < hd; ++c) ref.out[(size_t(r) * d.heads + h) * hd + c] += pj * v[((size_t(g) * cap) + j) * hd + c];
-        if (!current || r == rows - 1) ref.score[size_t(g) * keys + j] += pj;
-      }
-    }
-  return ref;
-}
 
 // A model shape, the cache's type and the device the splits are sized for.
 struct Case {
@@ -129,7 +96,8 @@ ItemCache random_cache(std::mt19937& rng, const Case& c, int cap, gpu::Stream s)
 
 // Runs partial, combine and scores over the items of one step and checks the
 // outputs and scores against float64; partial and combine run twice and must
-// give the same bits.
+// give the same bits, and a third time writing the 8-bit rows quantize_int8
+// makes of the output, where heads hold whole blocks of 32.
 void check_case(const Case& c, const std::vector<ItemCase>& shapes, int threads) {
   SCOPED_TRACE(describe(c));
   TestStream s;
@@ -178,6 +146,13 @@ void check_case(const Case& c, const std::vector<ItemCase>& shapes, int threads)
                       scratch, s.get());
     attention_combine(DType::F32, items.get(), row_item.get(), plan.rows, d, scratch, out.get(), s.get());
     if (run == 0) first = out.read();
+  }
+  if (d.head_dim % kInt8BlockElems == 0) {  // the output projection's 8-bit input, written by the combine
+    DeviceArray<float> fused(std::vector<float>(size_t(plan.rows) * d.q_dim, 0.0f), s.get());
+    gpu::DeviceBuffer a(int8_rows_bytes(plan.rows, d.q_dim)), b(int8_rows_bytes(plan.rows, d.q_dim));
+    attention_combine(DType::F32, items.get(), row_item.get(), plan.rows, d, scratch, fused.get(), s.get(),
+                      int8_rows_at(b.get(), plan.rows, d.q_dim));
+    test::expect_same_inputs(out, fused, a, b, plan.rows, d.q_dim, s, "attention_combine");
   }
   attention_scores(items.get(), int(shapes.size()), plan.key_stride, 0, d, scratch, nullptr, threads, s.get());
   const auto got = out.read();

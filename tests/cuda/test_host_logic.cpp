@@ -28,22 +28,27 @@ TEST(CudaHostPlan, RowsTilesAndClassifiedRows) {
   EXPECT_EQ(plan.items[1].first_row, 1);
   EXPECT_EQ(plan.items[2].first_row, 6);
   EXPECT_EQ(plan.row_item, (std::vector<int>{0, 1, 1, 1, 1, 1, 2, 2, 2}));
-  // Tiles cover every row once, at most tile_rows(group) rows each.
-  std::vector<int> covered(9, 0);
-  for (const RowTile& t : plan.tiles) {
-    EXPECT_LE(t.row_count, tile_rows(group));
-    for (int r = 0; r < t.row_count; ++r) ++covered[size_t(plan.items[size_t(t.item)].first_row + t.row_begin + r)];
-  }
-  EXPECT_EQ(covered, std::vector<int>(9, 1));
-  EXPECT_EQ(plan.tiles.size(), 4u);
-  // Keys: 305 fall in the 512-key bucket; one SM, four tiles: a split of
-  // half the bucket is the fewest that still gives the SM its blocks.
+  // Keys: 11, 305 and 3 fall in buckets of 256, 512 and 256; four tiles
+  // (item 1 has two) whose buckets' halves sum to 768 keys, for one SM's four
+  // blocks: splits of 192 keys.
   EXPECT_EQ(plan.max_keys, 305);
   EXPECT_EQ(plan.key_bucket, 512);
-  EXPECT_EQ(plan.split_keys, 256);
+  EXPECT_EQ(plan.split_keys, 192);
   EXPECT_EQ(plan.splits, 2);
-  EXPECT_EQ(plan.split_bucket, 2);
-  EXPECT_EQ(plan.key_stride, 512);
+  EXPECT_EQ(plan.split_bucket, 3);
+  EXPECT_EQ(plan.key_stride, 576);
+  // Tiles cover every row once per split of its item's bucket (2, 3, 2), at
+  // most tile_rows(group) rows each, splits in order.
+  std::vector<int> covered(9, 0);
+  const int splits_of[] = {2, 3, 2};
+  for (size_t i = 0; i < plan.tiles.size(); ++i) {
+    const RowTile& t = plan.tiles[i];
+    EXPECT_LE(t.row_count, tile_rows(group));
+    EXPECT_EQ(t.split, i > 0 && plan.tiles[i - 1].split + 1 < splits_of[plan.tiles[i - 1].item] ? plan.tiles[i - 1].split + 1 : 0) << i;
+    for (int r = 0; r < t.row_count; ++r) ++covered[size_t(plan.items[size_t(t.item)].first_row + t.row_begin + r)];
+  }
+  EXPECT_EQ(covered, (std::vector<int>{2, 3, 3, 3, 3, 3, 2, 2, 2}));
+  EXPECT_EQ(plan.tiles.size(), 2u + 3 + 3 + 2);
   EXPECT_EQ(plan.tile_queries, 8);  // four rows x group 2
   // Classified: item 0's last row; item 1's four forced rows; all of item 2's.
   EXPECT_EQ(plan.classify, (std::vector<int>{0, 1, 2, 3, 4, 6, 7, 8}));
@@ -133,6 +138,35 @@ TEST(CudaHostPlan, SplitsFillAnH100AtLlama7B) {
   EXPECT_EQ(plan_step(std::vector<ItemShape>(4, s), 1, h100).splits, 5);
 }
 
+// The app's stream at a GPU's shapes: a full cache grown to 16384 keys beside
+// three evicting panes at a budget of 1024. Splits are sized by what every
+// tile holds, not as if each were the longest: the blocks that have keys
+// fill an H100 (sized as if all four held 16384 keys, splits of 2048 gave 8
+// blocks a KV head to the long cache and one to each short one: 352 live
+// blocks of 2048 keys on 132 SMs), and no tile gets more blocks than its own
+// bucket asks for.
+TEST(CudaHostPlan, ShortItemsBesideALongOneStillFillTheDevice) {
+  const SplitTarget h100{32, 132};
+  std::vector<ItemShape> panes(4);
+  for (ItemShape& s : panes) s.rows = 1, s.n_before = 1030;
+  panes[0].n_before = 16383;
+  const StepPlan plan = plan_step(panes, 1, h100);
+  EXPECT_EQ(plan.key_bucket, 16384);
+  // Halves of 16384 and 3 x 2048: 11264 keys over 16 splits a KV head.
+  EXPECT_EQ(plan.split_keys, 704);
+  int live = 0, blocks = 0;
+  for (const RowTile& t : plan.tiles) {
+    const int keys = plan.items[size_t(t.item)].keys;
+    blocks += h100.kv_heads;
+    if (t.split * plan.split_keys < keys) live += h100.kv_heads;
+    EXPECT_LT(t.split * plan.split_keys, key_bucket_of(keys)) << "a split past its item's bucket";
+  }
+  EXPECT_GE(live, kBlocksPerSm * h100.sm_count);
+  EXPECT_LE(live, 2 * kBlocksPerSm * h100.sm_count + int(panes.size()) * h100.kv_heads);
+  EXPECT_LE(blocks, 2 * live);
+  EXPECT_EQ(plan.split_bucket, (16384 + 703) / 704);
+}
+
 TEST(CudaHostPlan, BlockLayoutAligns) {
   BlockLayout l;
   EXPECT_EQ(l.add(3), 0u);
@@ -149,6 +183,7 @@ TEST(CudaHostPlan, QuantizedItemsTilesComeLast) {
   for (ItemShape& s : items) s.rows = 20, s.choose = true;
   items[0].low_bit = true;
   const StepPlan plan = plan_step(items, 1);
+  ASSERT_EQ(plan.split_bucket, 1);  // 20 keys: one split each
   const int per_item = (20 + tile_rows(1) - 1) / tile_rows(1);
   ASSERT_EQ(int(plan.tiles.size()), 3 * per_item);
   EXPECT_EQ(plan.low_bit_tiles, per_item);

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -20,6 +22,8 @@
 #include "core/runtime/engine.h"
 #include "core/text/tokenizer.h"
 #include "kernels/launch.h"
+#include "kernels/step_plan.h"
+#include "tests/cuda/attention_reference.h"
 #include "tests/cuda/cuda_test_support.h"
 #include "tests/cuda/device_array.h"
 
@@ -503,4 +507,129 @@ H2O_CUDA_TEST(LowBit, StreamsTakeTheCpuBackendsTokensEvictionsAndBytes) {
       EXPECT_GT(most_bytes, 0);
     }
   }
+}
+
+namespace {
+
+// A head as flushes and cuts may leave it, filled at random: f16 sinks and
+// residual, a quantized run whose rows' key groups change anywhere (a cut
+// keeps rows of groups far apart side by side), any codes, and numbers that
+// keep values near the unit range.
+DeviceHead random_head(const KvPrecision& kv, int hd, const kvq::Runs& runs, std::mt19937& rng, gpu::Stream s) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int cap = runs.size();
+  DeviceHead h = empty_device_head(kv, hd, cap, s);
+  const kvq::Shape sh = low_bit_shape(kv, hd);
+  const auto f16_rows = [&](size_t n) {
+    std::vector<uint16_t> out(n);
+    for (uint16_t& x : out) x = f32_to_f16(normal(rng));
+    return out;
+  };
+  const auto word = [&](int bits) {  // m + code * s spans about [-1.5, 1.5]
+    kvq::Scale x;
+    x.m = f32_to_f16(normal(rng) * 0.5f - 1.0f);
+    x.s = f32_to_f16((1.0f + std::fabs(normal(rng))) / float((1 << bits) - 1));
+    return kvq::scale_word(x);
+  };
+  const auto codes = [&](int bits) {  // a packed row of either half: any bytes, or f16 values at 16 bits
+    if (bits == 16) {
+      const auto halves = f16_rows(size_t(hd));
+      std::vector<uint8_t> bytes(size_t(hd) * 2);
+      std::memcpy(bytes.data(), halves.data(), bytes.size());
+      return bytes;
+    }
+    std::vector<uint8_t> bytes(size_t(kvq::row_bytes(hd, bits)));
+    for (uint8_t& b : bytes) b = uint8_t(rng());
+    return bytes;
+  };
+  upload(*h.full_k, 0, f16_rows(size_t(runs.f16_tokens()) * hd), s);
+  upload(*h.full_v, 0, f16_rows(size_t(runs.f16_tokens()) * hd), s);
+  std::vector<uint32_t> key_scales(size_t(runs.groups) * hd), value_scales;
+  for (uint32_t& w : key_scales) w = word(sh.key_bits);
+  std::vector<int32_t> group_of;
+  int group = int(rng() % uint32_t(runs.groups));
+  for (int r = 0; r < runs.quantized; ++r) {
+    if (rng() % 8 == 0) group = int(rng() % uint32_t(runs.groups));  // a cut's seam
+    group_of.push_back(group);
+    upload(*h.quant_k, size_t(r) * sh.key_row_bytes(), codes(sh.key_bits), s);
+    upload(*h.quant_v, size_t(r) * sh.value_row_bytes(), codes(sh.value_bits), s);
+    for (int run = 0; run < sh.value_runs(); ++run) value_scales.push_back(word(sh.value_bits));
+  }
+  upload(*h.key_scales, 0, key_scales, s);
+  upload(*h.value_scales, 0, value_scales, s);
+  upload(*h.group_of, 0, group_of, s);
+  upload(*h.counts, 0, std::vector<int32_t>{runs.sinks, runs.quantized, runs.residual, runs.groups}, s);
+  return h;
+}
+
+struct AttentionCase {
+  int hd, key_bits, value_bits, group;
+};
+
+}  // namespace
+
+// attention_low_bit (with attention_combine and attention_scores after it)
+// reads every slot of a quantized head as the layout reads it back: the
+// outputs of a decode row and of a 3-row chunk, for 1, 4 and 8 query heads a
+// KV head (1 to 24 queries a KV head: every register tile), and the scores,
+// against float64 over the slots read back by this test's own reader. Heads of
+// 128 and 64 read eight bytes of a plane at a time, heads of 24 and 8 codes
+// one by one; 16 bits in either half reads that half's f16 rows.
+H2O_CUDA_TEST(LowBit, AttentionReadsEverySlotAsTheLayoutReadsItBack) {
+  H2O_REQUIRE_CUDA();
+  const AttentionCase cases[] = {{128, 2, 2, 32}, {128, 4, 4, 32}, {128, 16, 2, 32}, {64, 4, 2, 16},
+                                 {64, 8, 8, 64},  {32, 4, 16, 8},  {24, 2, 4, 8},    {8, 2, 2, 8}};
+  std::mt19937 rng(2026);
+  for (const AttentionCase& c : cases)
+    for (int query_heads : {1, 4, 8})
+      for (int rows : {1, 3}) {
+        KvPrecision kv;
+        kv.key_bits = c.key_bits, kv.value_bits = c.value_bits, kv.group = c.group, kv.residual = c.group;
+        const std::string what = "hd " + std::to_string(c.hd) + ", " + kv.label() + ", G " + std::to_string(c.group) +
+                                 ", " + std::to_string(query_heads) + " query heads, " + std::to_string(rows) + " rows";
+        SCOPED_TRACE(what);
+        const kvq::Runs runs{4, 5 * c.group + 7, c.group + rows + 2, 7};
+        test::TestStream s;
+        const DeviceHead dev = random_head(kv, c.hd, runs, rng, s.get());
+        const ReadBack slots = read_back(dev, runs.size());
+
+        ModelDims d = one_head_dims(c.hd);
+        d.heads = d.group = query_heads;
+        d.q_dim = query_heads * c.hd;
+        d.qkv_stride = d.q_dim + 2 * d.kv_dim;
+        ItemShape shape;
+        shape.n_before = runs.size() - rows;
+        shape.rows = rows;
+        shape.low_bit = true;
+        const StepPlan plan = plan_step(std::vector<ItemShape>{shape}, d.group, {1, 16});
+        ASSERT_EQ(plan.low_bit_tiles, int(plan.tiles.size()));
+        ItemDesc it;
+        it.cache = dev.arrays();
+        it.n_before = shape.n_before, it.rows = rows;
+        DeviceArray<ItemDesc> items(std::vector<ItemDesc>{it}, s.get());
+        DeviceArray<RowTile> tiles(plan.tiles, s.get());
+        DeviceArray<int> row_item(plan.row_item, s.get());
+        std::normal_distribution<float> normal;
+        std::vector<float> qkv(size_t(rows) * d.qkv_stride), q;
+        for (float& x : qkv) x = normal(rng);
+        for (int r = 0; r < rows; ++r) q.insert(q.end(), &qkv[size_t(r) * d.qkv_stride], &qkv[size_t(r) * d.qkv_stride] + d.q_dim);
+        DeviceArray<float> dq(qkv, s.get());
+        DeviceArray<float> logits(size_t(rows) * d.heads * plan.key_stride, s.get());
+        DeviceArray<float> partials(size_t(rows) * d.heads * plan.split_bucket * (d.head_dim + 2), s.get());
+        DeviceArray<float> stats(size_t(rows) * d.heads * 2, s.get()), out(size_t(rows) * d.q_dim, s.get());
+        const AttentionScratch scratch{logits.get(), plan.key_stride, partials.get(), plan.split_bucket, stats.get(),
+                                       plan.split_keys};
+        attention_low_bit(dq.get(), items.get(), tiles.get(), int(plan.tiles.size()), plan.tile_queries, 0, d, scratch,
+                          s.get());
+        attention_combine(DType::F32, items.get(), row_item.get(), rows, d, scratch, out.get(), s.get());
+        attention_scores(items.get(), 1, plan.key_stride, 0, d, scratch, nullptr, 64, s.get());
+
+        const std::vector<float> no_scores(size_t(runs.size()), 0.0f);
+        const test::AttentionReference ref =
+            test::reference_attention(d, shape.n_before, rows, q, slots.k, slots.v, no_scores, runs.size(), false);
+        const auto got = out.read(), score = dev.score->read();
+        for (size_t e = 0; e < got.size(); ++e)
+          ASSERT_NEAR(got[e], ref.out[e], 2e-5 * (1 + std::fabs(ref.out[e]))) << "output " << e;
+        for (int j = 0; j < runs.size(); ++j) ASSERT_NEAR(score[size_t(j)], ref.score[size_t(j)], 2e-5) << "key " << j;
+      }
 }

@@ -18,6 +18,7 @@
 #include "kernels/weight_convert.h"
 #include "tests/cuda/cuda_test_support.h"
 #include "tests/cuda/device_array.h"
+#include "tests/cuda/same_int8_inputs.h"
 
 using namespace h2o;
 using namespace h2o::kern;
@@ -370,24 +371,6 @@ H2O_CUDA_TEST(MatvecInt8, OffTheGridTheErrorIsTheInputsRounding) {
   EXPECT_GT(differing, 30) << "the Q4_K and Q6_K runs multiplied 8-bit inputs";
 }
 
-namespace {
-
-// `plain` (a producer's f32 rows) quantised by quantize_int8 into `a` against
-// `fused` and `b`, what the producer wrote itself: the same bits in both.
-void expect_same_inputs(const DeviceArray<float>& plain, const DeviceArray<float>& fused, const gpu::DeviceBuffer& a,
-                        const gpu::DeviceBuffer& b, int rows, int dim, const TestStream& s, const std::string& what) {
-  quantize_int8(plain.get(), rows, dim, int8_rows_at(a.get(), rows, dim), s.get());
-  const auto p = plain.read(), f = fused.read();
-  ASSERT_EQ(0, std::memcmp(p.data(), f.data(), p.size() * 4)) << what;
-  std::vector<char> ha(int8_rows_bytes(rows, dim)), hb(ha.size());
-  gpu::copy_to_host(ha.data(), a.get(), ha.size(), s.get());
-  gpu::copy_to_host(hb.data(), b.get(), hb.size(), s.get());
-  s.sync();
-  EXPECT_EQ(0, std::memcmp(ha.data(), hb.data(), ha.size())) << what;
-}
-
-}  // namespace
-
 // A norm that writes the next product's 8-bit input (rmsnorm, layernorm with
 // `int8`) writes what quantize_int8 makes of its f32 output, bit for bit, and
 // the same f32 output as without: rows of 4096 (one block of 1024 threads,
@@ -415,7 +398,7 @@ H2O_CUDA_TEST(MatvecInt8, ProducersWriteTheQuantisersInputs) {
         rmsnorm(DType::F32, dx.get(), dw.get(), plain.get(), dmap.get(), rows, dim, 1e-5f, s.get());
         rmsnorm(DType::F32, dx.get(), dw.get(), fused.get(), dmap.get(), rows, dim, 1e-5f, s.get(), together);
       }
-      expect_same_inputs(plain, fused, a, b, rows, dim, s, what);
+      test::expect_same_inputs(plain, fused, a, b, rows, dim, s, what);
     }
     // The activations, from rows of [gate | up] (and the up rows alone for GELU, with a bias).
     const std::vector<float> gate_up = random_x(rng, 2 * rows * dim);
@@ -432,7 +415,7 @@ H2O_CUDA_TEST(MatvecInt8, ProducersWriteTheQuantisersInputs) {
         swiglu(DType::F32, dgu.get(), plain.get(), rows, dim, 64, s.get());
         swiglu(DType::F32, dgu.get(), fused.get(), rows, dim, 64, s.get(), together);
       }
-      expect_same_inputs(plain, fused, a, b, rows, dim, s, what);
+      test::expect_same_inputs(plain, fused, a, b, rows, dim, s, what);
     }
   }
 }
