@@ -204,13 +204,12 @@ __device__ __forceinline__ void merge(const Layout& L, const Running<Q, N>& st, 
 // tile's item; `live` false when the tile's last row sees none of them (a
 // split its item's bucket may need, not yet reached).
 struct SplitKeys {
-  int kv_head = 0, split = 0, begin = 0, end = 0;
+  int kv_head = 0, begin = 0, end = 0;
   bool live = false;
 };
 __device__ __forceinline__ SplitKeys split_keys_of(const ItemDesc& it, const RowTile& tile, int split_keys) {
   SplitKeys k;
   k.kv_head = int(blockIdx.y);
-  k.split = tile.split;
   k.begin = tile.split * split_keys;
   const int visible_end = it.n_before + tile.row_begin + tile.row_count;  // what the tile's last row sees
   k.live = k.begin < visible_end;
@@ -248,7 +247,7 @@ __device__ __forceinline__ void attention_block(Rows& rows, const Layout& L, con
   attend<Rows, Q>(rows, L, k.begin + warp * L.per_warp * Rows::unroll(Q), k.end, scale, qs, s.logits, s.key_stride,
                   st);
   // partials[row_head][split_bucket][head_dim + 2], this split's slice.
-  merge(L, st, queries, map, s.partials + size_t(k.split) * (d.head_dim + 2), s.split_bucket * (d.head_dim + 2),
+  merge(L, st, queries, map, s.partials + size_t(tile.split) * (d.head_dim + 2), s.split_bucket * (d.head_dim + 2),
         sm_acc, sm_ml);
 }
 

@@ -170,6 +170,8 @@ __global__ void __launch_bounds__(kAttentionThreads)
   H2O_SHARED(float, sm_acc, [kAttentionWarps * 32 * kLanes * Q]);
   H2O_SHARED(float, sm_ml, [kAttentionWarps * 32 * Q * 2]);
 
+  // A copy held across the keys (read again after them, the one-query
+  // instance spilled 4 bytes; ptxas -v).
   const RowTile tile = tiles[blockIdx.x];
   const ItemDesc& it = items[tile.item];
   const SplitKeys k = split_keys_of(it, tile, s.split_keys);

@@ -74,7 +74,9 @@ __global__ void __launch_bounds__(kAttentionThreads)
   H2O_SHARED(float, sm_acc, [kAttentionWarps * 32 * N * Q]);
   H2O_SHARED(float, sm_ml, [kAttentionWarps * 32 * Q * 2]);
 
-  const RowTile tile = tiles[blockIdx.x];
+  // A reference: the split is read again after the keys, not held across them
+  // (held, the f32 instance at one query spilled 4 bytes; ptxas -v).
+  const RowTile& tile = tiles[blockIdx.x];
   const ItemDesc& it = items[tile.item];
   const SplitKeys k = split_keys_of(it, tile, s.split_keys);
   if (!k.live) return;  // the whole block: no barrier is skipped by a part of it
