@@ -88,8 +88,8 @@ void CudaBackend::enqueue_layer(const StepArgs& a, int layer) {
   enqueue_ffn(w, a.rows, quantized);
 }
 
-// Attention of the normed rows in scratch_.xb: the Q|K|V projection (+ biases), RoPE
-// and the append to each cache, split-K attention and its scores, the output
+// Attention of the normed rows in scratch_.xb: the Q|K|V projection, RoPE (after
+// any q/k/v biases) and the append to each cache, split-K attention and its scores, the output
 // heads into scratch_.att. True when the combine wrote the output projection's
 // 8-bit input too (heads of a multiple of 32 values: no block across two).
 bool CudaBackend::enqueue_attention(const StepArgs& a, int layer, bool quantized) {
@@ -99,11 +99,7 @@ bool CudaBackend::enqueue_attention(const StepArgs& a, int layer, bool quantized
   const int T = a.rows;
   blas_->gemm(scratch_.qkv.as<float>(), scratch_.xb.get(), storage_, w.wqkv, T, false, quantized);
   mark("gemm q|k|v", w.wqkv.bytes());
-  if (w.bqkv) {
-    kern::bias_add(scratch_.qkv.as<float>(), w.bqkv, T, d.qkv_stride, tuning_.threads, s);
-    mark("bias_add");
-  }
-  kern::rope_append(kv_, scratch_.qkv.as<float>(), a.item_desc, a.row_item, T, layer, d, s);
+  kern::rope_append(kv_, scratch_.qkv.as<float>(), w.bqkv, a.item_desc, a.row_item, T, layer, d, s);
   mark("rope_append");
   const int plain_tiles = a.tiles - a.low_bit_tiles;
   kern::attention_partial(kv_, scratch_.qkv.as<float>(), a.item_desc, a.tile_desc, plain_tiles, a.tile_queries, layer, d,

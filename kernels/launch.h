@@ -31,9 +31,10 @@ void layernorm(DType dtype, const float* x, const float* weight, const float* bi
 void bias_add(float* rows, const float* bias, int row_count, int width, int threads, gpu::Stream stream);
 
 // RoPE on each row's queries (in place) and keys; keys, values, positions
-// and zero scores appended to each item's cache at its next slot (rope_append.cu).
-void rope_append(DType dtype, float* qkv, const ItemDesc* items, const int* row_item, int rows, int layer,
-                 const ModelDims& dims, gpu::Stream stream);
+// and zero scores appended to each item's cache at its next slot; `bias`
+// (q_dim + 2 kv_dim, or null) added to each value first (rope_append.cu).
+void rope_append(DType dtype, float* qkv, const float* bias, const ItemDesc* items, const int* row_item, int rows,
+                 int layer, const ModelDims& dims, gpu::Stream stream);
 
 // The attention scratch of one step, and how its keys are split.
 struct AttentionScratch {

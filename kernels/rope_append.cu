@@ -2,7 +2,9 @@
 // rotated into the cache at the item's next slot (and kept before rotation
 // under rolling positions, for re-rotation after a cut), with its values,
 // stream position and a zero score. The angle is the row's stream position,
-// or its slot under rolling positions (SEMANTICS.md).
+// or its slot under rolling positions (SEMANTICS.md). Where the model has
+// q/k/v biases (Qwen2, GPT-NeoX) each value takes its bias as it is read, the
+// same f32 sum a separate bias launch made before the rotation.
 #include <algorithm>
 
 #include "kernels/launch.h"
@@ -11,6 +13,14 @@
 
 namespace H2O_KERN_NS {
 namespace {
+
+// One row of the Q|K|V projection (q_dim + 2 kv_dim values) as RoPE reads
+// it: value e with its bias added where the model has one.
+struct QkvRow {
+  float* row;
+  const float* bias;  // null: none
+  __device__ float at(int e) const { return bias ? row[e] + bias[e] : row[e]; }
+};
 
 // The position and a zero score of `slot` in every KV head.
 __device__ void append_slot(const ItemDesc& it, int layer, int slot, long long stream_pos, const ModelDims& d) {
@@ -24,8 +34,9 @@ __device__ void append_slot(const ItemDesc& it, int layer, int slot, long long s
 // A quantized cache: the new key and value rounded to f16 as its next f16 row
 // (a sink or the residual's newest: slot - quantized, its counts being those
 // of the step's start); the flush at the step's end takes them in.
-__device__ void append_low_bit(const ItemDesc& it, int layer, int slot, const float* k, const float* v,
-                               SharedPtr<float> cos_of, SharedPtr<float> sin_of, const ModelDims& d) {
+__device__ void append_low_bit(const ItemDesc& it, int layer, int slot, const QkvRow& in, SharedPtr<float> cos_of,
+                               SharedPtr<float> sin_of, const ModelDims& d) {
+  const int k = d.q_dim, v = d.q_dim + d.kv_dim;  // where the row's keys and values start
   const int hd = d.head_dim, half = hd / 2;
   const LowBitArrays& a = it.cache.low;
   for (int p = int(threadIdx.x); p < d.kv_heads * half; p += int(blockDim.x)) {
@@ -34,17 +45,18 @@ __device__ void append_low_bit(const ItemDesc& it, int layer, int slot, const fl
     const int row = slot - a.counts[head * kCounts + kQuantized];
     const size_t at = (head * size_t(a.full_cap) + size_t(row)) * hd + 2 * i;
     float r0, r1;
-    rope_rotate(k[g * hd + 2 * i], k[g * hd + 2 * i + 1], cos_of[i], sin_of[i], &r0, &r1);
+    rope_rotate(in.at(k + g * hd + 2 * i), in.at(k + g * hd + 2 * i + 1), cos_of[i], sin_of[i], &r0, &r1);
     a.full_k[at] = f32_to_half_bits(r0);
     a.full_k[at + 1] = f32_to_half_bits(r1);
-    a.full_v[at] = f32_to_half_bits(v[g * hd + 2 * i]);
-    a.full_v[at + 1] = f32_to_half_bits(v[g * hd + 2 * i + 1]);
+    a.full_v[at] = f32_to_half_bits(in.at(v + g * hd + 2 * i));
+    a.full_v[at + 1] = f32_to_half_bits(in.at(v + g * hd + 2 * i + 1));
   }
   append_slot(it, layer, slot, it.tokens_seen + (slot - it.n_before), d);
 }
 
 template <class T>
-__global__ void rope_append_kernel(float* qkv, const ItemDesc* items, const int* row_item, int layer, ModelDims d) {
+__global__ void rope_append_kernel(float* qkv, const float* bias, const ItemDesc* items, const int* row_item, int layer,
+                                   ModelDims d) {
   H2O_SHARED(float, cos_of, [kMaxHeadDim / 2]);
   H2O_SHARED(float, sin_of, [kMaxHeadDim / 2]);
   const int row = int(blockIdx.x);
@@ -56,22 +68,20 @@ __global__ void rope_append_kernel(float* qkv, const ItemDesc* items, const int*
     rope_angle(pos, d.rope_freq[i], &cos_of[i], &sin_of[i]);
   __syncthreads();
 
-  float* q = qkv + size_t(row) * size_t(d.qkv_stride);
-  const float* k = q + d.q_dim;
-  const float* v = k + d.kv_dim;
+  const QkvRow in{qkv + size_t(row) * size_t(d.qkv_stride), bias};
   for (int p = int(threadIdx.x); p < d.heads * half; p += int(blockDim.x)) {
-    const int h = p / half, i = p % half;
-    float* x = q + h * hd + 2 * i;
-    rope_rotate(x[0], x[1], cos_of[i], sin_of[i], &x[0], &x[1]);
+    const int h = p / half, i = p % half, e = h * hd + 2 * i;
+    rope_rotate(in.at(e), in.at(e + 1), cos_of[i], sin_of[i], &in.row[e], &in.row[e + 1]);
   }
-  if (it.cache.low.used()) return append_low_bit(it, layer, slot, k, v, cos_of, sin_of, d);
+  if (it.cache.low.used()) return append_low_bit(it, layer, slot, in, cos_of, sin_of, d);
+  const int k = d.q_dim, v = d.q_dim + d.kv_dim;  // where the row's keys and values start
   T* keys = static_cast<T*>(it.cache.k);
   T* raw = static_cast<T*>(it.cache.k_raw);
   T* values = static_cast<T*>(it.cache.v);
   for (int p = int(threadIdx.x); p < d.kv_heads * half; p += int(blockDim.x)) {
     const int g = p / half, i = p % half;
     const size_t at = ((size_t(layer) * d.kv_heads + g) * size_t(it.cache.cap) + size_t(slot)) * hd + 2 * i;
-    const float k0 = k[g * hd + 2 * i], k1 = k[g * hd + 2 * i + 1];
+    const float k0 = in.at(k + g * hd + 2 * i), k1 = in.at(k + g * hd + 2 * i + 1);
     float r0, r1;
     rope_rotate(k0, k1, cos_of[i], sin_of[i], &r0, &r1);
     keys[at] = from_f32<T>(r0);
@@ -80,22 +90,22 @@ __global__ void rope_append_kernel(float* qkv, const ItemDesc* items, const int*
       raw[at] = from_f32<T>(k0);
       raw[at + 1] = from_f32<T>(k1);
     }
-    values[at] = from_f32<T>(v[g * hd + 2 * i]);
-    values[at + 1] = from_f32<T>(v[g * hd + 2 * i + 1]);
+    values[at] = from_f32<T>(in.at(v + g * hd + 2 * i));
+    values[at + 1] = from_f32<T>(in.at(v + g * hd + 2 * i + 1));
   }
   append_slot(it, layer, slot, stream_pos, d);
 }
 
 }  // namespace
 
-void rope_append(DType dtype, float* qkv, const ItemDesc* items, const int* row_item, int rows, int layer,
-                 const ModelDims& dims, gpu::Stream stream) {
+void rope_append(DType dtype, float* qkv, const float* bias, const ItemDesc* items, const int* row_item, int rows,
+                 int layer, const ModelDims& dims, gpu::Stream stream) {
   // A block as wide as a row's query pairs (up to 1024 threads): a decode step has one row a
   // session, and the tuning's 128 threads took 16 pairs each on one SM (17.7 µs a launch at 7B).
   const int threads = std::min(1024, std::max(32, (dims.heads * (dims.head_dim / 2) + 31) / 32 * 32));
   H2O_WITH_STORAGE(dtype, T,
                    H2O_LAUNCH(dim3(unsigned(rows)), dim3(unsigned(threads)), stream, rope_append_kernel<T>)(
-                       qkv, items, row_item, layer, dims));
+                       qkv, bias, items, row_item, layer, dims));
   gpu::check_launch("rope_append");
 }
 

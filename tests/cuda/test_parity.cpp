@@ -215,13 +215,19 @@ H2O_CUDA_TEST(Parity, GptNeoxEqualsTheCpuBackend) {
   compare_policy(test::small_policy("h2o", true), 60, pythia);
 }
 
-// Qwen2's pass: q/k/v biases, theta 1e6, tied embeddings.
+// Qwen2's pass: q/k/v biases (added as RoPE reads the row, into an f32 or a
+// quantized cache), theta 1e6, tied embeddings.
 H2O_CUDA_TEST(Parity, Qwen2Biases) {
   H2O_REQUIRE_CUDA();
   const auto qwen2 = make_synthetic({"qwen2-260K", 3, DType::F32, 0, 0});
   ASSERT_TRUE(qwen2->config.attention_bias);
   compare_decode(test::small_policy("h2o", false), 50, qwen2);
   compare_decode(test::small_policy("tova", true), 50, qwen2);
+  PolicyConfig quantized = test::small_policy("h2o", false);
+  quantized.kv = parse_kv_bits("4");
+  quantized.kv.group = 4;
+  quantized.kv.residual = 8;
+  compare_decode(quantized, 40, qwen2);
 }
 
 // Llama 3.1's RoPE scaling and linear scaling: the device turns each pair by
