@@ -38,13 +38,14 @@ Blas::Blas(gpu::Stream stream, int matvec_rows, size_t scratch_bytes, int int8_c
     : stream_(stream), matvec_rows_(matvec_rows), scratch_bytes_(scratch_bytes), int8_cols_(int8_cols) {
   open_library();
   if (scratch_bytes_ > 0) scratch_ = gpu::alloc(scratch_bytes_);
-  if (int8_cols_ > 0) int8_ = gpu::alloc(int8_rows_bytes(kMatvecMaxRows, int8_cols_));
+  if (int8_cols_ > 0)
+    for (void*& set : int8_) set = gpu::alloc(int8_rows_bytes(kMatvecMaxRows, int8_cols_));
 }
 
 Blas::~Blas() {
   close_library();
   gpu::release(scratch_);
-  gpu::release(int8_);
+  for (void* set : int8_) gpu::release(set);
 }
 
 void Blas::gemm(float* out, const void* x, const void* w, DType type, int rows, int in, int out_features,
@@ -52,21 +53,28 @@ void Blas::gemm(float* out, const void* x, const void* w, DType type, int rows, 
   part_gemm(out, out_features, x, type, {type, w, out_features}, in, rows, accumulate);
 }
 
-Int8Rows Blas::int8_input(const DeviceMatrix& w, DType x_type, int rows) const {
+Int8Rows Blas::int8_input(const DeviceMatrix& w, DType x_type, int rows, int set) const {
   if (int8_cols_ == 0 || x_type != DType::F32 || rows <= 0 || rows > matvec_rows_) return {};
   bool any = false;
   for (int i = 0; i < w.parts; ++i) any |= has_int8_path(w.part[i].type);
   if (!any) return {};
   if (w.cols > int8_cols_ || w.cols % kInt8BlockElems != 0)
     throw Error("blas: 8-bit inputs of " + std::to_string(w.cols) + " columns (a bug; please report)");
-  return int8_rows_at(int8_, rows, w.cols);
+  if (set != 0 && set != 1) throw Error("blas: 8-bit input set " + std::to_string(set) + " (a bug; please report)");
+  return int8_rows_at(int8_[set], rows, w.cols);
 }
 
 void Blas::gemm(float* out, const void* x, DType x_type, const DeviceMatrix& w, int rows, bool accumulate,
-                bool quantized) {
+                const Int8Rows& quantized) {
   // x in 8 bits once for every part that multiplies it so.
-  const Int8Rows codes = int8_input(w, x_type, rows);
-  if (codes.in != 0 && !quantized) quantize_int8(static_cast<const float*>(x), rows, w.cols, codes, stream_);
+  Int8Rows codes = quantized;
+  if (codes.in == 0) {
+    codes = int8_input(w, x_type, rows);
+    if (codes.in != 0) quantize_int8(static_cast<const float*>(x), rows, w.cols, codes, stream_);
+  } else if (codes.in != w.cols) {
+    throw Error("blas: 8-bit rows of " + std::to_string(codes.in) + " for a product of " + std::to_string(w.cols) +
+                " columns (a bug; please report)");
+  }
   const int ldo = w.rows();
   for (int i = 0, first = 0; i < w.parts; first += w.part[i].rows, ++i)
     part_gemm(out + first, ldo, x, x_type, w.part[i], w.cols, rows, accumulate, codes.in != 0 ? &codes : nullptr);

@@ -75,14 +75,19 @@ class Blas {
   // The same over a DeviceMatrix, x [rows, w.cols] of `x_type`: a part of
   // x_type's own type multiplies as above, a block-format part (x f32) by
   // matvec_quant or dequantised slabs.
-  // `quantized`: x already in 8 bits where int8_input said (a norm wrote it), else null.
+  // `quantized`: x's 8-bit rows where its producer wrote them (int8_input);
+  // empty: gemm quantises x itself into the first set where w takes 8 bits.
   void gemm(float* out, const void* x, DType x_type, const DeviceMatrix& w, int rows, bool accumulate,
-            bool quantized = false);
-  // Where a product of `w` over `rows` rows of x_type takes x in 8 bits (int8_activations.h): the
-  // rows gemm quantises x into unless told `quantized`; in == 0 where it takes x as it is. A
-  // producer that writes them (rmsnorm, layernorm) spares gemm its quantize_int8 launch; the
-  // rows hold until the next gemm.
-  Int8Rows int8_input(const DeviceMatrix& w, DType x_type, int rows) const;
+            const Int8Rows& quantized = {});
+  // Where a product of `w` over `rows` rows of x_type takes x in 8 bits
+  // (int8_activations.h), the rows of set `set` (0 or 1) for it; in == 0
+  // where it takes x as it is. A producer that writes them (a norm, an
+  // activation, the attention's combine) spares gemm its quantize_int8
+  // launch. A set holds until the next product quantised into it: set 1 is
+  // for a producer whose product waits while another 8-bit product runs
+  // (GPT-NeoX's parallel residual: the second norm's rows wait for the FFN
+  // while the output projection takes the attention's).
+  Int8Rows int8_input(const DeviceMatrix& w, DType x_type, int rows, int set = 0) const;
 
  private:
   // out[r * ldo + o] over one part of `in` columns; `codes`: x in 8 bits, or null.
@@ -102,7 +107,7 @@ class Blas {
   void* scratch_ = nullptr;  // dequantised slabs
   size_t scratch_bytes_ = 0;
   int int8_cols_ = 0;
-  void* int8_ = nullptr;  // a product's x in 8 bits: int8_rows_bytes(kMatvecMaxRows, int8_cols_)
+  void* int8_[2] = {};  // two sets of a product's x in 8 bits: int8_rows_bytes(kMatvecMaxRows, int8_cols_) each
 };
 
 // The slab scratch `w` needs for products of many rows: its largest

@@ -67,17 +67,18 @@ class CudaBackend final : public Backend {
   void enqueue_pass(const StepArgs& a);
   // The pass's named steps (enqueue_pass), each a few launches.
   void mark(const char* op, int64_t bytes = 0);
-  // Returns whether it wrote `next`'s 8-bit input too (Blas::int8_input; next null: no).
-  bool normalize(const float* x, const float* weight, const float* bias, void* out, const int* row_map, int rows,
-                 const kern::DeviceMatrix* next);
-  // `quantized`: in's 8-bit form is there (Blas::int8_input).
+  // Returns `next`'s 8-bit input where it wrote that too, into Blas's set
+  // `set` (Blas::int8_input); empty where it did not (next null: never).
+  kern::Int8Rows normalize(const float* x, const float* weight, const float* bias, void* out, const int* row_map,
+                           int rows, const kern::DeviceMatrix* next, int set = 0);
+  // `quantized`: in's 8-bit rows where its producer wrote them, else empty.
   void project_into_residual(const void* in, const kern::DeviceMatrix& w, const float* bias, int rows, const char* op,
-                             bool quantized = false);
+                             const kern::Int8Rows& quantized = {});
   void enqueue_layer(const StepArgs& a, int layer);
-  // `quantized`: the normed rows' 8-bit form is there (normalize). Returns
-  // whether the output's 8-bit form is there for the output projection.
-  bool enqueue_attention(const StepArgs& a, int layer, bool quantized);
-  void enqueue_ffn(const kern::DeviceLayerWeights& w, int rows, bool quantized);
+  // `normed`: the normed rows' 8-bit form where normalize wrote it. Returns
+  // the output's 8-bit form where the combine wrote it for the output projection.
+  kern::Int8Rows enqueue_attention(const StepArgs& a, int layer, const kern::Int8Rows& normed);
+  void enqueue_ffn(const kern::DeviceLayerWeights& w, int rows, const kern::Int8Rows& normed);
   void run_graphed(const StepArgs& a, const kern::GraphKey& key);
   void enqueue_forced(const StepArgs& a, const StepIO& step);
   // forward()'s named steps besides the step's own I/O (StepIO).

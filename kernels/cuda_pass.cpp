@@ -43,11 +43,12 @@ void CudaBackend::mark(const char* op, int64_t bytes) {
 // The norm a block begins with, of rows of x (row_map: which, or null for
 // the first `rows`) into the storage type: RMSNorm (Llama, Qwen2) or
 // LayerNorm with its bias (GPT-NeoX). Where the product of `next` takes
-// 8-bit inputs, the norm writes them as well (one launch fewer); true then.
-bool CudaBackend::normalize(const float* x, const float* weight, const float* bias, void* out, const int* row_map,
-                            int rows, const kern::DeviceMatrix* next) {
+// 8-bit inputs, the norm writes them as well, into Blas's set `set` (one
+// launch fewer), and returns them for that product.
+kern::Int8Rows CudaBackend::normalize(const float* x, const float* weight, const float* bias, void* out,
+                                      const int* row_map, int rows, const kern::DeviceMatrix* next, int set) {
   const gpu::Stream s = stream_->stream;
-  const kern::Int8Rows int8 = next ? blas_->int8_input(*next, storage_, rows) : kern::Int8Rows{};
+  const kern::Int8Rows int8 = next ? blas_->int8_input(*next, storage_, rows, set) : kern::Int8Rows{};
   if (cfg_.norm == NormKind::Layer) {
     kern::layernorm(storage_, x, weight, bias, out, row_map, rows, dims_.dim, dims_.norm_eps, s, int8);
     mark("layernorm");
@@ -55,14 +56,14 @@ bool CudaBackend::normalize(const float* x, const float* weight, const float* bi
     kern::rmsnorm(storage_, x, weight, out, row_map, rows, dims_.dim, dims_.norm_eps, s, int8);
     mark("rmsnorm");
   }
-  return int8.in != 0;
+  return int8;
 }
 
 // x += w · in (+ bias): a projection whose output joins the residual stream
 // (the GEMM's beta = 1), then its bias where the model has one (GPT-NeoX's
 // attention output and down projection), added to the sum in f32.
 void CudaBackend::project_into_residual(const void* in, const kern::DeviceMatrix& w, const float* bias, int rows,
-                                        const char* op, bool quantized) {
+                                        const char* op, const kern::Int8Rows& quantized) {
   blas_->gemm(scratch_.x.as<float>(), in, storage_, w, rows, true, quantized);
   mark(op, w.bytes());
   if (!bias) return;
@@ -77,27 +78,29 @@ void CudaBackend::project_into_residual(const void* in, const kern::DeviceMatrix
 void CudaBackend::enqueue_layer(const StepArgs& a, int layer) {
   const kern::DeviceLayerWeights& w = weights_->layers()[size_t(layer)];
   const float* x = scratch_.x.as<float>();
-  const bool att_quantized =
+  const kern::Int8Rows attended =
       enqueue_attention(a, layer, normalize(x, w.attn_norm, w.attn_norm_bias, scratch_.xb.get(), nullptr, a.rows, &w.wqkv));
-  // Under the parallel residual the second norm's 8-bit rows would not outlive
-  // the output projection's (Blas holds one set), so that norm writes none.
-  if (cfg_.parallel_residual) normalize(x, w.ffn_norm, w.ffn_norm_bias, scratch_.xb.get(), nullptr, a.rows, nullptr);
-  project_into_residual(scratch_.att.get(), w.wo, w.bo, a.rows, "gemm o", att_quantized);
-  const bool quantized =
-      !cfg_.parallel_residual && normalize(x, w.ffn_norm, w.ffn_norm_bias, scratch_.xb.get(), nullptr, a.rows, &w.w13);
-  enqueue_ffn(w, a.rows, quantized);
+  // Under the parallel residual the second norm's 8-bit rows wait for the FFN
+  // while the output projection takes the attention's: Blas's second set.
+  kern::Int8Rows normed;
+  if (cfg_.parallel_residual)
+    normed = normalize(x, w.ffn_norm, w.ffn_norm_bias, scratch_.xb.get(), nullptr, a.rows, &w.w13, 1);
+  project_into_residual(scratch_.att.get(), w.wo, w.bo, a.rows, "gemm o", attended);
+  if (!cfg_.parallel_residual)
+    normed = normalize(x, w.ffn_norm, w.ffn_norm_bias, scratch_.xb.get(), nullptr, a.rows, &w.w13);
+  enqueue_ffn(w, a.rows, normed);
 }
 
 // Attention of the normed rows in scratch_.xb: the Q|K|V projection, RoPE (after
 // any q/k/v biases) and the append to each cache, split-K attention and its scores, the output
-// heads into scratch_.att. True when the combine wrote the output projection's
-// 8-bit input too (heads of a multiple of 32 values: no block across two).
-bool CudaBackend::enqueue_attention(const StepArgs& a, int layer, bool quantized) {
+// heads into scratch_.att. Returns the output projection's 8-bit input where
+// the combine wrote it too (heads of a multiple of 32 values: no block across two).
+kern::Int8Rows CudaBackend::enqueue_attention(const StepArgs& a, int layer, const kern::Int8Rows& normed) {
   const gpu::Stream s = stream_->stream;
   const kern::ModelDims& d = dims_;
   const kern::DeviceLayerWeights& w = weights_->layers()[size_t(layer)];
   const int T = a.rows;
-  blas_->gemm(scratch_.qkv.as<float>(), scratch_.xb.get(), storage_, w.wqkv, T, false, quantized);
+  blas_->gemm(scratch_.qkv.as<float>(), scratch_.xb.get(), storage_, w.wqkv, T, false, normed);
   mark("gemm q|k|v", w.wqkv.bytes());
   kern::rope_append(kv_, scratch_.qkv.as<float>(), w.bqkv, a.item_desc, a.row_item, T, layer, d, s);
   mark("rope_append");
@@ -114,15 +117,15 @@ bool CudaBackend::enqueue_attention(const StepArgs& a, int layer, bool quantized
   kern::attention_scores(a.item_desc, a.items, a.attention.key_stride, layer, d, a.attention, a.capture_slots,
                          tuning_.threads, s);
   mark("attention_scores");
-  return int8.in != 0;
+  return int8;
 }
 
 // The feed-forward block of the normed rows in scratch_.xb, into x: SwiGLU (gate|up
 // fused, silu(gate) * up) or the GELU MLP (up + b3, GELU, down + b2).
-void CudaBackend::enqueue_ffn(const kern::DeviceLayerWeights& w, int rows, bool quantized) {
+void CudaBackend::enqueue_ffn(const kern::DeviceLayerWeights& w, int rows, const kern::Int8Rows& normed) {
   const gpu::Stream s = stream_->stream;
   const bool gelu = cfg_.ffn == FfnKind::Gelu;
-  blas_->gemm(scratch_.gate_up.as<float>(), scratch_.xb.get(), storage_, w.w13, rows, false, quantized);
+  blas_->gemm(scratch_.gate_up.as<float>(), scratch_.xb.get(), storage_, w.w13, rows, false, normed);
   mark(gelu ? "gemm up" : "gemm gate|up", w.w13.bytes());
   // The activation writes the down projection's 8-bit input where it takes one.
   const kern::Int8Rows int8 = blas_->int8_input(w.w2, storage_, rows);
@@ -135,7 +138,7 @@ void CudaBackend::enqueue_ffn(const kern::DeviceLayerWeights& w, int rows, bool 
                  int8);
     mark("swiglu");
   }
-  project_into_residual(scratch_.hidden.get(), w.w2, w.b2, rows, "gemm down", int8.in != 0);
+  project_into_residual(scratch_.hidden.get(), w.w2, w.b2, rows, "gemm down", int8);
 }
 
 // Everything a step runs on the device after its inputs are up: the layers,
@@ -151,10 +154,10 @@ void CudaBackend::enqueue_pass(const StepArgs& a) {
   for (int l = 0; l < d.layers; ++l) enqueue_layer(a, l);
   if (a.classified > 0) {
     const kern::DeviceMatrix& classifier = weights_->classifier();
-    const bool quantized = normalize(x, weights_->final_norm(), weights_->final_norm_bias(), scratch_.classify_in.get(),
-                                     a.classify, a.classified, &classifier);
+    const kern::Int8Rows normed = normalize(x, weights_->final_norm(), weights_->final_norm_bias(),
+                                            scratch_.classify_in.get(), a.classify, a.classified, &classifier);
     blas_->gemm(scratch_.logits.as<float>(), scratch_.classify_in.get(), storage_, classifier, a.classified, false,
-                quantized);
+                normed);
     mark("gemm classifier", weights_->classifier().bytes());
     kern::sample(scratch_.logits.as<float>(), a.choose, a.items, d.vocab, scratch_.sample.as<double>(), threads, s);
     mark("sample");

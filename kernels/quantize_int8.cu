@@ -1,9 +1,10 @@
 // The projections' inputs in 8 bits for matvec_int8 (int8_activations.h):
 // one thread per block of 32 (int8_quantize.cuh), the rounding rule shared
 // with the host: two terms' codes and the block's scales and sums. For the
-// inputs no producer wrote in 8 bits (the attention's output; the rows of a
-// parallel residual's second norm): at most 8 x 11008 values, a few hundred
-// threads, read again from L2 by the product right after.
+// inputs no producer wrote in 8 bits (an attention output whose heads are not
+// a multiple of 32; a caller of Blas::gemm that hands it f32 rows alone): at
+// most 8 x 11008 values, a few hundred threads, read again from L2 by the
+// product right after.
 #include <algorithm>
 #include <string>
 
