@@ -92,7 +92,8 @@ struct LowBitRows {
     r.v = half_row(L, h.quant_v + size_t(row) * sh.value_row_bytes(), sh.value_bits, sh.value_row_bytes(), c0);
     r.group = kvq::coded(sh.key_bits) ? __ldg(h.group_of + row) : 0;
     if (kvq::coded(sh.value_bits))
-      r.v_run = sh.group % N == 0 ? __ldg(h.value_scales + size_t(row) * sh.value_runs() + c0 / sh.group) : uint32_t(row);
+      r.v_run = sh.group % N == 0 ? __ldg(h.value_scales + size_t(row) * sh.value_runs() + c0 / sh.group)
+                                  : uint32_t(row);
     return r;
   }
 
@@ -102,7 +103,10 @@ struct LowBitRows {
     if (r.group != held_group) hold_group(L, r.group);
     const uint32_t mask = (1u << sh.key_bits) - 1u;
     H2O_UNROLL
-    for (int i = 0; i < N; ++i) k[i] = i < L.count ? fmaf(code_to_f32((byte_of(r.k, i) >> key_shift) & mask), key_s[i], key_m[i]) : 0.0f;
+    for (int i = 0; i < N; ++i) {
+      const float code = code_to_f32((byte_of(r.k, i) >> key_shift) & mask);
+      k[i] = i < L.count ? fmaf(code, key_s[i], key_m[i]) : 0.0f;
+    }
   }
 
   __device__ void value(const Layout& L, const Raw& r, float (&v)[N]) const {
@@ -113,7 +117,10 @@ struct LowBitRows {
       const kvq::Scale sc = kvq::scale_from_word(r.v_run);
       const float m = half_bits_to_f32(sc.m), s = half_bits_to_f32(sc.s);
       H2O_UNROLL
-      for (int i = 0; i < N; ++i) v[i] = i < L.count ? fmaf(code_to_f32((byte_of(r.v, i) >> value_shift) & mask), s, m) : 0.0f;
+      for (int i = 0; i < N; ++i) {
+        const float code = code_to_f32((byte_of(r.v, i) >> value_shift) & mask);
+        v[i] = i < L.count ? fmaf(code, s, m) : 0.0f;
+      }
       return;
     }
     // Runs shorter than the chunk (G of 1, 2, 4, or not dividing 8): each channel's own number, loaded now.

@@ -78,17 +78,18 @@ void CudaBackend::project_into_residual(const void* in, const kern::DeviceMatrix
 void CudaBackend::enqueue_layer(const StepArgs& a, int layer) {
   const kern::DeviceLayerWeights& w = weights_->layers()[size_t(layer)];
   const float* x = scratch_.x.as<float>();
-  const kern::Int8Rows attended =
-      enqueue_attention(a, layer, normalize(x, w.attn_norm, w.attn_norm_bias, scratch_.xb.get(), nullptr, a.rows, &w.wqkv));
+  const kern::Int8Rows attention_in =
+      normalize(x, w.attn_norm, w.attn_norm_bias, scratch_.xb.get(), nullptr, a.rows, &w.wqkv);
+  const kern::Int8Rows attended = enqueue_attention(a, layer, attention_in);
   // Under the parallel residual the second norm's 8-bit rows wait for the FFN
   // while the output projection takes the attention's: Blas's second set.
-  kern::Int8Rows normed;
+  kern::Int8Rows ffn_in;
   if (cfg_.parallel_residual)
-    normed = normalize(x, w.ffn_norm, w.ffn_norm_bias, scratch_.xb.get(), nullptr, a.rows, &w.w13, 1);
+    ffn_in = normalize(x, w.ffn_norm, w.ffn_norm_bias, scratch_.xb.get(), nullptr, a.rows, &w.w13, 1);
   project_into_residual(scratch_.att.get(), w.wo, w.bo, a.rows, "gemm o", attended);
   if (!cfg_.parallel_residual)
-    normed = normalize(x, w.ffn_norm, w.ffn_norm_bias, scratch_.xb.get(), nullptr, a.rows, &w.w13);
-  enqueue_ffn(w, a.rows, normed);
+    ffn_in = normalize(x, w.ffn_norm, w.ffn_norm_bias, scratch_.xb.get(), nullptr, a.rows, &w.w13);
+  enqueue_ffn(w, a.rows, ffn_in);
 }
 
 // Attention of the normed rows in scratch_.xb: the Q|K|V projection, RoPE (after

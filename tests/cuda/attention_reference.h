@@ -17,9 +17,10 @@ struct AttentionReference {
   std::vector<double> score;     // [kv_head][key] after the step
 };
 
-inline AttentionReference reference_attention(const kern::ModelDims& d, int n_before, int rows, const std::vector<float>& q,
-                                       const std::vector<float>& k, const std::vector<float>& v,
-                                       const std::vector<float>& score, int cap, bool current) {
+inline AttentionReference reference_attention(const kern::ModelDims& d, int n_before, int rows,
+                                              const std::vector<float>& q, const std::vector<float>& k,
+                                              const std::vector<float>& v, const std::vector<float>& score, int cap,
+                                              bool current) {
   AttentionReference ref;
   const int keys = n_before + rows, hd = d.head_dim;
   ref.out.assign(size_t(rows) * d.heads * hd, 0.0);
@@ -41,7 +42,8 @@ inline AttentionReference reference_attention(const kern::ModelDims& d, int n_be
       for (double& x : p) z += x = std::exp(x - m);
       for (int j = 0; j < visible; ++j) {
         const double pj = p[size_t(j)] / z;
-        for (int c = 0; c < hd; ++c) ref.out[(size_t(r) * d.heads + h) * hd + c] += pj * v[((size_t(g) * cap) + j) * hd + c];
+        for (int c = 0; c < hd; ++c)
+          ref.out[(size_t(r) * d.heads + h) * hd + c] += pj * v[((size_t(g) * cap) + j) * hd + c];
         if (!current || r == rows - 1) ref.score[size_t(g) * keys + j] += pj;
       }
     }

@@ -44,7 +44,8 @@ TEST(CudaHostPlan, RowsTilesAndClassifiedRows) {
   for (size_t i = 0; i < plan.tiles.size(); ++i) {
     const RowTile& t = plan.tiles[i];
     EXPECT_LE(t.row_count, tile_rows(group));
-    EXPECT_EQ(t.split, i > 0 && plan.tiles[i - 1].split + 1 < splits_of[plan.tiles[i - 1].item] ? plan.tiles[i - 1].split + 1 : 0) << i;
+    const bool next_split = i > 0 && plan.tiles[i - 1].split + 1 < splits_of[plan.tiles[i - 1].item];
+    EXPECT_EQ(t.split, next_split ? plan.tiles[i - 1].split + 1 : 0) << i;
     for (int r = 0; r < t.row_count; ++r) ++covered[size_t(plan.items[size_t(t.item)].first_row + t.row_begin + r)];
   }
   EXPECT_EQ(covered, (std::vector<int>{2, 3, 3, 3, 3, 3, 2, 2, 2}));

@@ -612,7 +612,10 @@ H2O_CUDA_TEST(LowBit, AttentionReadsEverySlotAsTheLayoutReadsItBack) {
         std::normal_distribution<float> normal;
         std::vector<float> qkv(size_t(rows) * d.qkv_stride), q;
         for (float& x : qkv) x = normal(rng);
-        for (int r = 0; r < rows; ++r) q.insert(q.end(), &qkv[size_t(r) * d.qkv_stride], &qkv[size_t(r) * d.qkv_stride] + d.q_dim);
+        for (int r = 0; r < rows; ++r) {
+          const float* row = &qkv[size_t(r) * d.qkv_stride];
+          q.insert(q.end(), row, row + d.q_dim);
+        }
         DeviceArray<float> dq(qkv, s.get());
         DeviceArray<float> logits(size_t(rows) * d.heads * plan.key_stride, s.get());
         DeviceArray<float> partials(size_t(rows) * d.heads * plan.split_bucket * (d.head_dim + 2), s.get());
