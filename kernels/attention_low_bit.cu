@@ -42,9 +42,11 @@ __device__ __forceinline__ void widen_f16(const uint4& u, int count, float (&out
   for (int i = 0; i < kLanes; ++i) out[i] = i < count ? half_bits_to_f32(e[i]) : 0.0f;
 }
 
-// Byte i of the eight held in (x, y) of a Raw half (x the first four).
-__device__ __forceinline__ uint32_t byte_of(const uint4& b, int i) {
-  return ((i < 4 ? b.x : b.y) >> (8 * (i % 4))) & 0xffu;
+// Code i of a Raw half: byte i of the eight held in (x, y) (x the first
+// four), its `bits` from `shift` up.
+__device__ __forceinline__ uint32_t code_of(const uint4& b, int i, int shift, int bits) {
+  const uint32_t byte = ((i < 4 ? b.x : b.y) >> (8 * (i % 4))) & 0xffu;
+  return (byte >> shift) & ((1u << bits) - 1u);
 }
 
 // One (layer, KV head) of a quantized cache, as attention reads it.
@@ -101,26 +103,20 @@ struct LowBitRows {
     const kvq::Shape& sh = h.shape;
     if (r.group == kF16Slot || !kvq::coded(sh.key_bits)) return widen_f16(r.k, L.count, k);
     if (r.group != held_group) hold_group(L, r.group);
-    const uint32_t mask = (1u << sh.key_bits) - 1u;
     H2O_UNROLL
-    for (int i = 0; i < N; ++i) {
-      const float code = code_to_f32((byte_of(r.k, i) >> key_shift) & mask);
-      k[i] = i < L.count ? fmaf(code, key_s[i], key_m[i]) : 0.0f;
-    }
+    for (int i = 0; i < N; ++i)
+      k[i] = i < L.count ? read_back(code_of(r.k, i, key_shift, sh.key_bits), key_m[i], key_s[i]) : 0.0f;
   }
 
   __device__ void value(const Layout& L, const Raw& r, float (&v)[N]) const {
     const kvq::Shape& sh = h.shape;
     if (r.group == kF16Slot || !kvq::coded(sh.value_bits)) return widen_f16(r.v, L.count, v);
-    const uint32_t mask = (1u << sh.value_bits) - 1u;
     if (sh.group % N == 0) {  // one run holds the chunk
       const kvq::Scale sc = kvq::scale_from_word(r.v_run);
       const float m = half_bits_to_f32(sc.m), s = half_bits_to_f32(sc.s);
       H2O_UNROLL
-      for (int i = 0; i < N; ++i) {
-        const float code = code_to_f32((byte_of(r.v, i) >> value_shift) & mask);
-        v[i] = i < L.count ? fmaf(code, s, m) : 0.0f;
-      }
+      for (int i = 0; i < N; ++i)
+        v[i] = i < L.count ? read_back(code_of(r.v, i, value_shift, sh.value_bits), m, s) : 0.0f;
       return;
     }
     // Runs shorter than the chunk (G of 1, 2, 4, or not dividing 8): each channel's own number, loaded now.
@@ -128,7 +124,8 @@ struct LowBitRows {
     const int c0 = L.chunk * N;
     H2O_UNROLL
     for (int i = 0; i < N; ++i)
-      v[i] = i < L.count ? read_back((byte_of(r.v, i) >> value_shift) & mask, __ldg(runs + (c0 + i) / sh.group)) : 0.0f;
+      v[i] = i < L.count ? read_back(code_of(r.v, i, value_shift, sh.value_bits), __ldg(runs + (c0 + i) / sh.group))
+                         : 0.0f;
   }
 
  private:

@@ -3,8 +3,8 @@
 // kernels that quantise: quantize_int8.cu on its own, and those that write a
 // projection's input right after their output (the norms rmsnorm.cu,
 // layernorm.cu; the activations swiglu.cu, gelu.cu; attention_combine.cu), so
-// the product finds its 8-bit input without a launch of its own. Plain loads, not __ldg: they read back
-// what their own block or thread has just written.
+// the product finds its 8-bit input without a launch of its own. Plain loads,
+// not __ldg: they read back what their own block or thread has just written.
 #include "kernels/int8_activations.h"
 #include "kernels/portable.h"
 

@@ -27,6 +27,10 @@ __device__ __forceinline__ float code_to_f32(uint32_t code) {
   return __uint_as_float(0x4B000000u | code) - 8388608.0f;
 }
 
+// read_back with the scale's m and s already widened to f32: the same fused
+// m + code * s, so the same bits.
+__device__ __forceinline__ float read_back(uint32_t code, float m, float s) { return fmaf(code_to_f32(code), s, m); }
+
 // A value read back from its code under a scale kept as a word (LowBitArrays).
 __device__ __forceinline__ float read_back(uint32_t code, uint32_t scale) {
   return DeviceMath::read_back(code, kvq::scale_from_word(scale));

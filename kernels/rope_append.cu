@@ -14,12 +14,17 @@
 namespace H2O_KERN_NS {
 namespace {
 
-// One row of the Q|K|V projection (q_dim + 2 kv_dim values) as RoPE reads
-// it: value e with its bias added where the model has one.
+// One row of the Q|K|V projection (q_dim queries, then kv_dim keys, then
+// kv_dim values) as RoPE reads it: each value with its bias added where the
+// model has one.
 struct QkvRow {
   float* row;
   const float* bias;  // null: none
+  int q_dim, kv_dim;
   __device__ float at(int e) const { return bias ? row[e] + bias[e] : row[e]; }
+  __device__ float query(int e) const { return at(e); }
+  __device__ float key(int e) const { return at(q_dim + e); }
+  __device__ float value(int e) const { return at(q_dim + kv_dim + e); }
 };
 
 // The position and a zero score of `slot` in every KV head.
@@ -36,7 +41,6 @@ __device__ void append_slot(const ItemDesc& it, int layer, int slot, long long s
 // of the step's start); the flush at the step's end takes them in.
 __device__ void append_low_bit(const ItemDesc& it, int layer, int slot, const QkvRow& in, SharedPtr<float> cos_of,
                                SharedPtr<float> sin_of, const ModelDims& d) {
-  const int k = d.q_dim, v = d.q_dim + d.kv_dim;  // where the row's keys and values start
   const int hd = d.head_dim, half = hd / 2;
   const LowBitArrays& a = it.cache.low;
   for (int p = int(threadIdx.x); p < d.kv_heads * half; p += int(blockDim.x)) {
@@ -45,11 +49,11 @@ __device__ void append_low_bit(const ItemDesc& it, int layer, int slot, const Qk
     const int row = slot - a.counts[head * kCounts + kQuantized];
     const size_t at = (head * size_t(a.full_cap) + size_t(row)) * hd + 2 * i;
     float r0, r1;
-    rope_rotate(in.at(k + g * hd + 2 * i), in.at(k + g * hd + 2 * i + 1), cos_of[i], sin_of[i], &r0, &r1);
+    rope_rotate(in.key(g * hd + 2 * i), in.key(g * hd + 2 * i + 1), cos_of[i], sin_of[i], &r0, &r1);
     a.full_k[at] = f32_to_half_bits(r0);
     a.full_k[at + 1] = f32_to_half_bits(r1);
-    a.full_v[at] = f32_to_half_bits(in.at(v + g * hd + 2 * i));
-    a.full_v[at + 1] = f32_to_half_bits(in.at(v + g * hd + 2 * i + 1));
+    a.full_v[at] = f32_to_half_bits(in.value(g * hd + 2 * i));
+    a.full_v[at + 1] = f32_to_half_bits(in.value(g * hd + 2 * i + 1));
   }
   append_slot(it, layer, slot, it.tokens_seen + (slot - it.n_before), d);
 }
@@ -68,20 +72,19 @@ __global__ void rope_append_kernel(float* qkv, const float* bias, const ItemDesc
     rope_angle(pos, d.rope_freq[i], &cos_of[i], &sin_of[i]);
   __syncthreads();
 
-  const QkvRow in{qkv + size_t(row) * size_t(d.qkv_stride), bias};
+  const QkvRow in{qkv + size_t(row) * size_t(d.qkv_stride), bias, d.q_dim, d.kv_dim};
   for (int p = int(threadIdx.x); p < d.heads * half; p += int(blockDim.x)) {
     const int h = p / half, i = p % half, e = h * hd + 2 * i;
-    rope_rotate(in.at(e), in.at(e + 1), cos_of[i], sin_of[i], &in.row[e], &in.row[e + 1]);
+    rope_rotate(in.query(e), in.query(e + 1), cos_of[i], sin_of[i], &in.row[e], &in.row[e + 1]);
   }
   if (it.cache.low.used()) return append_low_bit(it, layer, slot, in, cos_of, sin_of, d);
-  const int k = d.q_dim, v = d.q_dim + d.kv_dim;  // where the row's keys and values start
   T* keys = static_cast<T*>(it.cache.k);
   T* raw = static_cast<T*>(it.cache.k_raw);
   T* values = static_cast<T*>(it.cache.v);
   for (int p = int(threadIdx.x); p < d.kv_heads * half; p += int(blockDim.x)) {
     const int g = p / half, i = p % half;
     const size_t at = ((size_t(layer) * d.kv_heads + g) * size_t(it.cache.cap) + size_t(slot)) * hd + 2 * i;
-    const float k0 = in.at(k + g * hd + 2 * i), k1 = in.at(k + g * hd + 2 * i + 1);
+    const float k0 = in.key(g * hd + 2 * i), k1 = in.key(g * hd + 2 * i + 1);
     float r0, r1;
     rope_rotate(k0, k1, cos_of[i], sin_of[i], &r0, &r1);
     keys[at] = from_f32<T>(r0);
@@ -90,8 +93,8 @@ __global__ void rope_append_kernel(float* qkv, const float* bias, const ItemDesc
       raw[at] = from_f32<T>(k0);
       raw[at + 1] = from_f32<T>(k1);
     }
-    values[at] = from_f32<T>(in.at(v + g * hd + 2 * i));
-    values[at + 1] = from_f32<T>(in.at(v + g * hd + 2 * i + 1));
+    values[at] = from_f32<T>(in.value(g * hd + 2 * i));
+    values[at + 1] = from_f32<T>(in.value(g * hd + 2 * i + 1));
   }
   append_slot(it, layer, slot, stream_pos, d);
 }

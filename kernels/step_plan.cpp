@@ -29,7 +29,8 @@ StepPlan plan_step(std::span<const ItemShape> items, int group, const SplitTarge
   StepPlan plan;
   plan.items.resize(items.size());
   const int per_tile = tile_rows(group);
-  std::vector<RowTile> row_tiles, low_bit_tiles;  // the quantized items' after the others: attention_low_bit takes them
+  // Query tiles, the quantized items' after the others (attention_low_bit takes them).
+  std::vector<RowTile> row_tiles, low_bit_tiles;
   int64_t low_end_keys = 0;  // half of each tile's bucket
   for (size_t i = 0; i < items.size(); ++i) {
     const ItemShape& s = items[i];
@@ -57,13 +58,13 @@ StepPlan plan_step(std::span<const ItemShape> items, int group, const SplitTarge
   plan.key_bucket = key_bucket_of(plan.max_keys);
   plan.split_keys = split_keys_for(low_end_keys, target);
   plan.splits = (plan.max_keys + plan.split_keys - 1) / plan.split_keys;
-  plan.split_bucket = (plan.key_bucket + plan.split_keys - 1) / plan.split_keys;
+  const auto splits_for = [&](int bucket) { return (bucket + plan.split_keys - 1) / plan.split_keys; };
+  plan.split_bucket = splits_for(plan.key_bucket);
   plan.key_stride = plan.split_bucket * plan.split_keys;
-  for (size_t t = 0; t < row_tiles.size(); ++t) {
-    RowTile unit = row_tiles[t];
-    const int splits = (key_bucket_of(plan.items[size_t(unit.item)].keys) + plan.split_keys - 1) / plan.split_keys;
+  for (RowTile unit : row_tiles) {
+    const int splits = splits_for(key_bucket_of(plan.items[size_t(unit.item)].keys));
     for (unit.split = 0; unit.split < splits; ++unit.split) plan.tiles.push_back(unit);
-    if (t + low_bit_tiles.size() >= row_tiles.size()) plan.low_bit_tiles += splits;
+    if (items[size_t(unit.item)].low_bit) plan.low_bit_tiles += splits;
   }
 
   // Classified rows: the last row to choose from or to return, the leading
