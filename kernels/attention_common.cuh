@@ -29,19 +29,27 @@
 // `width` lanes keeps its own online softmax (max, sum and its chunk of the
 // output, per query); at the end the block's groups are merged through
 // shared memory in a fixed order, and the block writes its unnormalised
-// output, max and sum for attention_combine, and every visible key's scaled
-// logit for attention_scores. Causal within a prefill chunk: row r sees
+// output, max and sum, and every visible key's scaled logit for
+// attention_scores; the tile's last split block to finish then combines the
+// splits (attention_combine.cuh). Causal within a prefill chunk: row r sees
 // slots < n_before + r + 1. Every sum has a fixed order, so results are
 // deterministic.
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/attention_combine.cuh"
 #include "kernels/launch.h"
 #include "kernels/portable.h"
 
 namespace H2O_KERN_NS {
 
 inline constexpr int kAttentionThreads = kAttentionWarps * 32;
+// Blocks an SM keeps of the instance of Q queries (__launch_bounds__): the
+// registers each instance may take (128, 168, 255 a thread) so that its keys'
+// loads and the combine's tail fit without spills (ptxas -v), where ptxas's
+// own choice of occupancy left some instances spilling after the combine was
+// folded in.
+__host__ __device__ constexpr int attention_min_blocks(int queries) { return queries <= 1 ? 4 : queries <= 2 ? 3 : 2; }
 
 // How a block's lanes share a row of `hd` elements in chunks of n.
 struct Layout {
@@ -218,7 +226,8 @@ __device__ __forceinline__ SplitKeys split_keys_of(const ItemDesc& it, const Row
 }
 
 // The block's work once its Rows are known: the queries into registers, its
-// lane group's keys, the merge. `rows` reads the keys of (layer, k.kv_head).
+// lane group's keys, the merge (then the kernel's combine_if_last).
+// `rows` reads the keys of (layer, k.kv_head).
 template <class Rows, int Q>
 __device__ __forceinline__ void attention_block(Rows& rows, const Layout& L, const float* qkv, const ItemDesc& it,
                                                 const RowTile& tile, const SplitKeys& k, const ModelDims& d,

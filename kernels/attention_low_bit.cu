@@ -168,9 +168,9 @@ struct LowBitRows {
 };
 
 template <int Q>
-__global__ void __launch_bounds__(kAttentionThreads)
+__global__ void __launch_bounds__(kAttentionThreads, attention_min_blocks(Q))
     attention_low_bit_kernel(const float* qkv, const ItemDesc* items, const RowTile* tiles, int layer, ModelDims d,
-                             float scale, AttentionScratch s) {
+                             float scale, AttentionScratch s, AttentionOutput out) {
   H2O_SHARED(float, sm_acc, [kAttentionWarps * 32 * kLanes * Q]);
   H2O_SHARED(float, sm_ml, [kAttentionWarps * 32 * Q * 2]);
 
@@ -186,19 +186,22 @@ __global__ void __launch_bounds__(kAttentionThreads)
   const Layout L = make_layout(d.head_dim, kLanes, d.head_dim % kLanes == 0);
   rows.prepare(L);
   attention_block<LowBitRows, Q>(rows, L, qkv, it, tile, k, d, scale, s, sm_acc, sm_ml);
+  combine_if_last(items, tiles, d, s, out);
 }
 
 }  // namespace
 
 void attention_low_bit(const float* qkv, const ItemDesc* items, const RowTile* tiles, int tile_count, int tile_queries,
-                       int layer, const ModelDims& dims, const AttentionScratch& s, gpu::Stream stream) {
+                       int layer, const ModelDims& dims, const AttentionScratch& s, const AttentionOutput& out,
+                       gpu::Stream stream) {
   if (tile_count == 0) return;
+  check_output(dims, out, "attention_low_bit");
   const float scale = 1.0f / sqrtf(float(dims.head_dim));
   const dim3 grid(unsigned(tile_count), unsigned(dims.kv_heads));
   const dim3 block{unsigned(kAttentionThreads)};
   for_tile_queries(tile_queries, [&](auto q) {
     H2O_LAUNCH(grid, block, stream, attention_low_bit_kernel<decltype(q)::value>)(qkv, items, tiles, layer, dims, scale,
-                                                                                  s);
+                                                                                  s, out);
   });
   gpu::check_launch("attention_low_bit");
 }

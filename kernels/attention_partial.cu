@@ -66,9 +66,9 @@ struct StoredRows {
 };
 
 template <class T, int Q>
-__global__ void __launch_bounds__(kAttentionThreads)
+__global__ void __launch_bounds__(kAttentionThreads, attention_min_blocks(Q))
     attention_partial_kernel(const float* qkv, const ItemDesc* items, const RowTile* tiles, int layer, ModelDims d,
-                             float scale, AttentionScratch s) {
+                             float scale, AttentionScratch s, AttentionOutput out) {
   constexpr int N = kChunk<T>;
   // Bounds: groups x head_dim <= 32 lanes x N per warp.
   H2O_SHARED(float, sm_acc, [kAttentionWarps * 32 * N * Q]);
@@ -85,15 +85,17 @@ __global__ void __launch_bounds__(kAttentionThreads)
   const uintptr_t bases = reinterpret_cast<uintptr_t>(rows.keys) | reinterpret_cast<uintptr_t>(rows.values);
   const Layout L = make_layout(d.head_dim, N, d.head_dim % N == 0 && bases % 16 == 0);
   attention_block<StoredRows<T>, Q>(rows, L, qkv, it, tile, k, d, scale, s, sm_acc, sm_ml);
+  combine_if_last(items, tiles, d, s, out);
 }
 
 template <class T>
 void launch(int tile_queries, dim3 grid, gpu::Stream stream, const float* qkv, const ItemDesc* items,
-            const RowTile* tiles, int layer, const ModelDims& d, float scale, const AttentionScratch& s) {
+            const RowTile* tiles, int layer, const ModelDims& d, float scale, const AttentionScratch& s,
+            const AttentionOutput& out) {
   const dim3 block{unsigned(kAttentionThreads)};
   for_tile_queries(tile_queries, [&](auto q) {
     H2O_LAUNCH(grid, block, stream, attention_partial_kernel<T, decltype(q)::value>)(qkv, items, tiles, layer, d,
-                                                                                     scale, s);
+                                                                                     scale, s, out);
   });
 }
 
@@ -101,11 +103,12 @@ void launch(int tile_queries, dim3 grid, gpu::Stream stream, const float* qkv, c
 
 void attention_partial(DType dtype, const float* qkv, const ItemDesc* items, const RowTile* tiles, int tile_count,
                        int tile_queries, int layer, const ModelDims& dims, const AttentionScratch& s,
-                       gpu::Stream stream) {
+                       const AttentionOutput& out, gpu::Stream stream) {
   if (tile_count == 0) return;
+  check_output(dims, out, "attention_partial");
   const float scale = 1.0f / sqrtf(float(dims.head_dim));
   const dim3 grid(unsigned(tile_count), unsigned(dims.kv_heads));
-  H2O_WITH_STORAGE(dtype, T, launch<T>(tile_queries, grid, stream, qkv, items, tiles, layer, dims, scale, s));
+  H2O_WITH_STORAGE(dtype, T, launch<T>(tile_queries, grid, stream, qkv, items, tiles, layer, dims, scale, s, out));
   gpu::check_launch("attention_partial");
 }
 

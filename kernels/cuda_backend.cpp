@@ -152,6 +152,8 @@ void CudaBackend::grow_scratch(const StepIO& step) {
   s.grow(s.attn_logits, T * d.heads * plan.key_stride * 4);
   s.grow(s.partials, T * d.heads * plan.split_bucket * (d.head_dim + 2) * 4);
   s.grow(s.stats, T * d.heads * 2 * 4);
+  if (s.grow(s.arrivals, T * d.kv_heads * 4))  // the kernels leave them at zero; a new buffer starts there
+    gpu::fill_on_device(s.arrivals.get(), 0, s.arrivals.bytes(), stream_->stream);
   s.grow(s.classify_in, R * d.dim * elem);
   s.grow(s.logits, R * d.vocab * 4);
   s.grow(s.log_z, R * 8);

@@ -72,7 +72,7 @@ CudaBackendStats cuda_backend_stats(const Backend& backend);
 // totals grow from zero; switching on again resets them. Returns false (and
 // does nothing) if `backend` is not a CUDA backend.
 struct CudaOpTime {
-  std::string op;        // "gemm q|k|v", "attention_partial", ...
+  std::string op;        // "gemm q|k|v", "attention", ...
   int64_t launches = 0;  // over every timed pass (per layer: one a layer)
   double ms = 0;         // device time over every timed pass
   int64_t bytes = 0;     // the fewest bytes it must move over every timed pass (0: not modelled)

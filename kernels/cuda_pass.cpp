@@ -93,9 +93,10 @@ void CudaBackend::enqueue_layer(const StepArgs& a, int layer) {
 }
 
 // Attention of the normed rows in scratch_.xb: the Q|K|V projection, RoPE (after
-// any q/k/v biases) and the append to each cache, split-K attention and its scores, the output
-// heads into scratch_.att. Returns the output projection's 8-bit input where
-// the combine wrote it too (heads of a multiple of 32 values: no block across two).
+// any q/k/v biases) and the append to each cache, split-K attention (its combine
+// folded in) and its scores, the output heads into scratch_.att. Returns the output
+// projection's 8-bit input where the combine wrote it too (heads of a multiple of 32
+// values: no block across two).
 kern::Int8Rows CudaBackend::enqueue_attention(const StepArgs& a, int layer, const kern::Int8Rows& normed) {
   const gpu::Stream s = stream_->stream;
   const kern::ModelDims& d = dims_;
@@ -105,20 +106,21 @@ kern::Int8Rows CudaBackend::enqueue_attention(const StepArgs& a, int layer, cons
   mark("gemm q|k|v", w.wqkv.bytes());
   kern::rope_append(kv_, scratch_.qkv.as<float>(), w.bqkv, a.item_desc, a.row_item, T, layer, d, s);
   mark("rope_append");
+  // The combine is the attention kernels' own (each tile's last split block), and
+  // writes the output projection's 8-bit rows beside the heads where it takes them.
+  const kern::AttentionOutput out{
+      scratch_.att.get(), storage_,
+      d.head_dim % kern::kInt8BlockElems == 0 ? blas_->int8_input(w.wo, storage_, T) : kern::Int8Rows{}};
   const int plain_tiles = a.tiles - a.low_bit_tiles;
   kern::attention_partial(kv_, scratch_.qkv.as<float>(), a.item_desc, a.tile_desc, plain_tiles, a.tile_queries, layer, d,
-                          a.attention, s);
+                          a.attention, out, s);
   kern::attention_low_bit(scratch_.qkv.as<float>(), a.item_desc, a.tile_desc + plain_tiles, a.low_bit_tiles, a.tile_queries,
-                          layer, d, a.attention, s);
-  mark("attention_partial", a.kv_bytes_per_layer);
-  const kern::Int8Rows int8 =
-      d.head_dim % kern::kInt8BlockElems == 0 ? blas_->int8_input(w.wo, storage_, T) : kern::Int8Rows{};
-  kern::attention_combine(storage_, a.item_desc, a.row_item, T, d, a.attention, scratch_.att.get(), s, int8);
-  mark("attention_combine");
+                          layer, d, a.attention, out, s);
+  mark("attention", a.kv_bytes_per_layer);
   kern::attention_scores(a.item_desc, a.items, a.attention.key_stride, layer, d, a.attention, a.capture_slots,
                          tuning_.threads, s);
   mark("attention_scores");
-  return int8;
+  return out.int8;
 }
 
 // The feed-forward block of the normed rows in scratch_.xb, into x: SwiGLU (gate|up

@@ -14,6 +14,7 @@ namespace cuda_impl {
 struct PassScratch {
   gpu::DeviceBuffer x, xb, qkv, att, gate_up, hidden;  // the residual stream, normed rows, Q|K|V, heads, FFN
   gpu::DeviceBuffer attn_logits, partials, stats;      // attention's split-K scratch (kern::AttentionScratch)
+  gpu::DeviceBuffer arrivals;                          // its tiles' split counters: zeroed once, reset by the kernels
   gpu::DeviceBuffer classify_in, logits, log_z, sample;  // the classified rows and the sampler
   gpu::DeviceBuffer capture_probs, capture_work;       // attention captures
   gpu::DeviceBuffer order;                             // the cut's survivor order
@@ -24,13 +25,14 @@ struct PassScratch {
   uint64_t generation = 0;
 
   // `buffer` with room for `bytes` at least, in powers of two from 256 (few
-  // moves, so graphs are rarely invalidated).
-  void grow(gpu::DeviceBuffer& buffer, size_t bytes) {
-    if (bytes <= buffer.bytes()) return;
+  // moves, so graphs are rarely invalidated); true where it moved (its contents lost).
+  bool grow(gpu::DeviceBuffer& buffer, size_t bytes) {
+    if (bytes <= buffer.bytes()) return false;
     size_t rounded = 256;
     while (rounded < bytes) rounded *= 2;
     buffer.reserve(rounded);
     ++generation;
+    return true;
   }
 };
 

@@ -160,7 +160,7 @@ void StepIO::write_inputs(PassScratch& s) {
   a.capture_slots = captures_ ? reinterpret_cast<const kern::CaptureSlot*>(dev + slots_at) : nullptr;
   a.capture_units = reinterpret_cast<const kern::CaptureUnit*>(dev + units_at);
   a.attention = {s.attn_logits.as<float>(), plan_.key_stride, s.partials.as<float>(), plan_.split_bucket,
-                 s.stats.as<float>(), plan_.split_keys};
+                 s.stats.as<float>(), plan_.split_keys, s.arrivals.as<int>()};
   a.evicted = reinterpret_cast<int32_t*>(s.readback.as<char>() + evicted_at_);
   a.any_cut = plan_.any_cut;
   a.any_forced = forced_;

@@ -2,7 +2,7 @@
 // One block of 32 f32 inputs to its 8-bit terms (int8_activations.h), for the
 // kernels that quantise: quantize_int8.cu on its own, and those that write a
 // projection's input right after their output (the norms rmsnorm.cu,
-// layernorm.cu; the activations swiglu.cu, gelu.cu; attention_combine.cu), so
+// layernorm.cu; the activations swiglu.cu, gelu.cu; attention_combine.cuh), so
 // the product finds its 8-bit input without a launch of its own. Plain loads,
 // not __ldg: they read back what their own block or thread has just written.
 #include "kernels/int8_activations.h"
@@ -22,7 +22,7 @@ __device__ __forceinline__ void quantize_int8_at(const float* src, const Int8Row
 // Blocks [first, first + count) of row r, their f32 values at `span` (block
 // `first`'s), by a block's threads after a barrier: what each thread wrote of
 // the span is then visible to all. A norm quantises its whole row; the
-// attention's combine one head's channels (attention_combine.cu).
+// attention's combine one head's channels (attention_combine.cuh).
 template <class T>
 __device__ __forceinline__ void quantize_span_int8(const T* span, const Int8Rows& out, int r, int first, int count) {
   if constexpr (sizeof(T) == sizeof(float)) {  // 8-bit inputs come from f32 rows only (storage f32)

@@ -44,26 +44,33 @@ struct AttentionScratch {
   int split_bucket = 0;       // split blocks in the grid
   float* stats = nullptr;     // [row][head][2]: max and 1/sum of the softmax
   int split_keys = 0;         // keys per split: split s holds slots [s * split_keys, (s + 1) * split_keys)
+  int* arrivals = nullptr;    // [row][kv_head], at a tile's first row: its splits done; zero between launches
 };
 
-// Split-K attention over each item's cache: per (split, KV head, query tile)
-// partial outputs and the raw logits (attention_partial.cu). Its block size
-// is its own (kAttentionWarps warps); `tile_queries` is the most queries (rows x
-// group) of any tile.
+// Where the attention writes its output: the heads in `type` (the output
+// projection's input, [row][q_dim]), and with int8.in != 0 (f32 heads,
+// head_dim a multiple of 32) their 8-bit rows too, as quantize_int8 writes them.
+struct AttentionOutput {
+  void* heads = nullptr;
+  DType type = DType::F32;
+  Int8Rows int8;
+};
+
+// Split-K attention over each item's cache (attention_partial.cu): each
+// (split, KV head, query tile) block writes its partial output and the raw
+// logits, and a tile's last split block to finish combines the tile's splits
+// into `out` and the softmax's max and 1/sum (attention_combine.cuh). Its
+// block size is its own (kAttentionWarps warps); `tile_queries` is the most
+// queries (rows x group) of any tile.
 void attention_partial(DType dtype, const float* qkv, const ItemDesc* items, const RowTile* tiles, int tile_count,
                        int tile_queries, int layer, const ModelDims& dims, const AttentionScratch& scratch,
-                       gpu::Stream stream);
+                       const AttentionOutput& out, gpu::Stream stream);
 // The same over quantized caches (step_desc.h's LowBitArrays): sinks and
 // residual read as f16 rows, the quantized run straight from its codes
 // (attention_low_bit.cu). `tiles` are the quantized items' tiles alone.
 void attention_low_bit(const float* qkv, const ItemDesc* items, const RowTile* tiles, int tile_count, int tile_queries,
-                       int layer, const ModelDims& dims, const AttentionScratch& scratch, gpu::Stream stream);
-// Combines the splits of every (row, head): the attention output and the
-// softmax's max and 1/sum (attention_combine.cu); with int8.in != 0 (f32
-// output, head_dim a multiple of 32) the output's 8-bit rows too, as
-// quantize_int8 writes them.
-void attention_combine(DType dtype, const ItemDesc* items, const int* row_item, int rows, const ModelDims& dims,
-                       const AttentionScratch& scratch, void* out, gpu::Stream stream, const Int8Rows& int8 = {});
+                       int layer, const ModelDims& dims, const AttentionScratch& scratch, const AttentionOutput& out,
+                       gpu::Stream stream);
 // The normalised probabilities added into each key's score, summed over the
 // query group and rows (the last row alone, reset first, for current scores),
 // and written in full where a capture asks (attention_scores.cu).

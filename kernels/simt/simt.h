@@ -252,6 +252,13 @@ T __ldg(const T* p) {
   return out;
 }
 
+// An L2-only load on the GPU (what another block of the launch wrote, after
+// its fence and an atomic; attention_combine.cuh): one address space here.
+template <class T>
+T __ldcg(const T* p) {
+  return *p;
+}
+
 // ---- vector types (the 16-byte loads of attention_partial) ----
 struct alignas(16) uint4 {
   unsigned x, y, z, w;

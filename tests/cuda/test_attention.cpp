@@ -1,10 +1,10 @@
-// The attention kernels (attention_partial, attention_combine,
+// The attention kernels (attention_partial with its combine,
 // attention_scores) against a float64 reference of SEMANTICS.md's attention
 // and scores: one split and many, decode rows and causal prefill tiles, GQA
 // groups of 1 to 8 (and 3), TOVA's current scores, f32, f16 and bf16 caches,
 // head dims on the 16-byte vector path (whole and with idle lanes) and off it
 // (a scalar tail, a cache that is not 16-byte aligned). attention_partial's
-// block size is its own; combine and scores run at two block sizes.
+// block size is its own; scores run at two block sizes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -94,10 +94,12 @@ ItemCache random_cache(std::mt19937& rng, const Case& c, int cap, gpu::Stream s)
   return ic;
 }
 
-// Runs partial, combine and scores over the items of one step and checks the
-// outputs and scores against float64; partial and combine run twice and must
-// give the same bits, and a third time writing the 8-bit rows quantize_int8
-// makes of the output, where heads hold whole blocks of 32.
+// Runs the attention and its scores over the items of one step and checks the
+// outputs and scores against float64; the attention runs twice and must give
+// the same bits (whichever split block of a tile combines it: the emulation
+// varies the blocks' order), a third time writing the 8-bit rows quantize_int8
+// makes of the output, where heads hold whole blocks of 32, and leaves its
+// tiles' counters at zero every time.
 void check_case(const Case& c, const std::vector<ItemCase>& shapes, int threads) {
   SCOPED_TRACE(describe(c));
   TestStream s;
@@ -132,27 +134,29 @@ void check_case(const Case& c, const std::vector<ItemCase>& shapes, int threads)
   }
   DeviceArray<ItemDesc> items(desc, s.get());
   DeviceArray<RowTile> tiles(plan.tiles, s.get());
-  DeviceArray<int> row_item(plan.row_item, s.get());
   DeviceArray<float> q(qkv, s.get());
   DeviceArray<float> logits(size_t(plan.rows) * d.heads * plan.key_stride, s.get());
   DeviceArray<float> partials(size_t(plan.rows) * d.heads * plan.split_bucket * (d.head_dim + 2), s.get());
   DeviceArray<float> stats(size_t(plan.rows) * d.heads * 2, s.get());
   DeviceArray<float> out(size_t(plan.rows) * d.q_dim, s.get());
-  const AttentionScratch scratch{logits.get(),  plan.key_stride, partials.get(), plan.split_bucket,
-                                 stats.get(), plan.split_keys};
+  DeviceArray<int> arrivals(std::vector<int>(size_t(plan.rows) * d.kv_heads, 0), s.get());
+  const AttentionScratch scratch{logits.get(), plan.key_stride, partials.get(), plan.split_bucket,
+                                 stats.get(),  plan.split_keys, arrivals.get()};
+  const auto attend = [&](const AttentionOutput& o) {
+    attention_partial(c.kv, q.get(), items.get(), tiles.get(), int(plan.tiles.size()), plan.tile_queries, 0, d,
+                      scratch, o, s.get());
+    for (int a : arrivals.read()) ASSERT_EQ(a, 0) << "a tile's counter left behind";
+  };
   std::vector<float> first;
   for (int run = 0; run < 2; ++run) {
-    attention_partial(c.kv, q.get(), items.get(), tiles.get(), int(plan.tiles.size()), plan.tile_queries, 0, d,
-                      scratch, s.get());
-    attention_combine(DType::F32, items.get(), row_item.get(), plan.rows, d, scratch, out.get(), s.get());
+    attend({out.get(), DType::F32, {}});
     if (run == 0) first = out.read();
   }
   if (d.head_dim % kInt8BlockElems == 0) {  // the output projection's 8-bit input, written by the combine
     DeviceArray<float> fused(std::vector<float>(size_t(plan.rows) * d.q_dim, 0.0f), s.get());
     gpu::DeviceBuffer a(int8_rows_bytes(plan.rows, d.q_dim)), b(int8_rows_bytes(plan.rows, d.q_dim));
-    attention_combine(DType::F32, items.get(), row_item.get(), plan.rows, d, scratch, fused.get(), s.get(),
-                      int8_rows_at(b.get(), plan.rows, d.q_dim));
-    test::expect_same_inputs(out, fused, a, b, plan.rows, d.q_dim, s, "attention_combine");
+    attend({fused.get(), DType::F32, int8_rows_at(b.get(), plan.rows, d.q_dim)});
+    test::expect_same_inputs(out, fused, a, b, plan.rows, d.q_dim, s, "the attention's combine");
   }
   attention_scores(items.get(), int(shapes.size()), plan.key_stride, 0, d, scratch, nullptr, threads, s.get());
   const auto got = out.read();

@@ -465,7 +465,7 @@ H2O_CUDA_TEST(Graphs, OpTimesNameEveryOperationOfAStep) {
   EXPECT_EQ(cuda_backend_stats(*backend).graph_replays, replays);  // eager while timing
   std::map<std::string, CudaOpTime> ops;
   for (const CudaOpTime& t : cuda_op_times(*backend)) ops[t.op] = t;
-  for (const char* op : {"gemm q|k|v", "rope_append", "attention_partial", "attention_combine", "attention_scores",
+  for (const char* op : {"gemm q|k|v", "rope_append", "attention", "attention_scores",
                          "gemm o", "gemm gate|up", "swiglu", "gemm down"}) {
     ASSERT_TRUE(ops.count(op)) << op;
     EXPECT_EQ(ops[op].launches, 2 * c.n_layers) << op;
@@ -474,7 +474,8 @@ H2O_CUDA_TEST(Graphs, OpTimesNameEveryOperationOfAStep) {
   EXPECT_EQ(ops["rmsnorm"].launches, 2 * (2 * c.n_layers + 1));
   EXPECT_EQ(ops["evict"].launches, 2);  // each step past the budget cuts
   EXPECT_EQ(ops["gemm o"].bytes, 2 * int64_t(c.n_layers) * c.dim * c.dim * 4);  // f32 weights, twice
-  EXPECT_GT(ops["attention_partial"].bytes, 0);
+  EXPECT_GT(ops["attention"].bytes, 0);
+  EXPECT_FALSE(ops.count("attention_combine"));  // folded into the attention's last split blocks
   ASSERT_TRUE(cuda_set_op_timing(*backend, true));
   EXPECT_TRUE(cuda_op_times(*backend).empty());
   cuda_set_op_timing(*backend, false);

@@ -568,7 +568,7 @@ struct AttentionCase {
 
 }  // namespace
 
-// attention_low_bit (with attention_combine and attention_scores after it)
+// attention_low_bit (its combine, and attention_scores after it)
 // reads every slot of a quantized head as the layout reads it back: the
 // outputs of a decode row and of a 3-row chunk, for 1, 4 and 8 query heads a
 // KV head (1 to 24 queries a KV head: every register tile), and the scores,
@@ -608,7 +608,6 @@ H2O_CUDA_TEST(LowBit, AttentionReadsEverySlotAsTheLayoutReadsItBack) {
         it.n_before = shape.n_before, it.rows = rows;
         DeviceArray<ItemDesc> items(std::vector<ItemDesc>{it}, s.get());
         DeviceArray<RowTile> tiles(plan.tiles, s.get());
-        DeviceArray<int> row_item(plan.row_item, s.get());
         std::normal_distribution<float> normal;
         std::vector<float> qkv(size_t(rows) * d.qkv_stride), q;
         for (float& x : qkv) x = normal(rng);
@@ -620,11 +619,11 @@ H2O_CUDA_TEST(LowBit, AttentionReadsEverySlotAsTheLayoutReadsItBack) {
         DeviceArray<float> logits(size_t(rows) * d.heads * plan.key_stride, s.get());
         DeviceArray<float> partials(size_t(rows) * d.heads * plan.split_bucket * (d.head_dim + 2), s.get());
         DeviceArray<float> stats(size_t(rows) * d.heads * 2, s.get()), out(size_t(rows) * d.q_dim, s.get());
+        DeviceArray<int> arrivals(std::vector<int>(size_t(rows), 0), s.get());
         const AttentionScratch scratch{logits.get(), plan.key_stride, partials.get(), plan.split_bucket, stats.get(),
-                                       plan.split_keys};
+                                       plan.split_keys, arrivals.get()};
         attention_low_bit(dq.get(), items.get(), tiles.get(), int(plan.tiles.size()), plan.tile_queries, 0, d, scratch,
-                          s.get());
-        attention_combine(DType::F32, items.get(), row_item.get(), rows, d, scratch, out.get(), s.get());
+                          {out.get(), DType::F32, {}}, s.get());
         attention_scores(items.get(), 1, plan.key_stride, 0, d, scratch, nullptr, 64, s.get());
 
         const std::vector<float> no_scores(size_t(runs.size()), 0.0f);
