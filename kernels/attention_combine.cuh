@@ -38,17 +38,11 @@ inline void check_output(const ModelDims& d, const AttentionOutput& out, const c
                 std::to_string(d.head_dim) + " (f32, a multiple of 32 and the query width; a bug)");
 }
 
-__device__ __forceinline__ void store_as(DType type, void* base, size_t i, float v) {
-  switch (type) {
-    case DType::F16:
-      static_cast<__half*>(base)[i] = from_f32<__half>(v);
-      break;
-    case DType::BF16:
-      static_cast<__nv_bfloat16*>(base)[i] = from_f32<__nv_bfloat16>(v);
-      break;
-    default:
-      static_cast<float*>(base)[i] = v;
-  }
+// The splits that hold a key a row seeing `visible` keys sees: the splits a
+// tile's last row sees are its live blocks (split_keys_of), and each row's
+// combine reads its own.
+__device__ __forceinline__ int splits_seen(int visible, int split_keys) {
+  return (visible + split_keys - 1) / split_keys;
 }
 
 // Query (row, head) of the batch, seeing `visible` keys: its splits'
@@ -58,7 +52,7 @@ __device__ __forceinline__ void combine_query(const float* p, int row, int head,
                                               const AttentionScratch& s, const AttentionOutput& out,
                                               SharedPtr<float> scratch) {
   const int tid = int(threadIdx.x), step = int(blockDim.x);
-  const int splits = (visible + s.split_keys - 1) / s.split_keys;  // each holds a key the row sees
+  const int splits = splits_seen(visible, s.split_keys);
   const int hd = d.head_dim, width = hd + 2;
 
   // The largest of the splits' maxima, then the sum of their sums rescaled to it.
@@ -74,7 +68,7 @@ __device__ __forceinline__ void combine_query(const float* p, int row, int head,
   for (int c = tid; c < hd; c += step) {
     float o = 0.0f;
     for (int k = 0; k < splits; ++k) o += __ldcg(p + k * width + c) * expf(__ldcg(p + k * width + hd) - m);
-    store_as(out.type, out.heads, head_at + size_t(c), o * inv);
+    H2O_WITH_STORAGE(out.type, T, static_cast<T*>(out.heads)[head_at + size_t(c)] = from_f32<T>(o * inv));
   }
   if (out.int8.in != 0)  // f32 heads (checked at the launch): the block's own writes, after quantize_span's barrier
     quantize_span_int8(static_cast<const float*>(out.heads) + head_at, out.int8, row, head * hd / kInt8BlockElems,
@@ -103,8 +97,8 @@ __device__ __forceinline__ void combine_if_last(const ItemDesc* items, const Row
   const int first_visible = it.n_before + row_begin + 1;  // keys the tile's first row sees
   if (threadIdx.x == 0) {
     // One counter per (tile, KV head), at the tile's first row (tiles partition the rows);
-    // split_keys_of's live blocks count themselves in.
-    const int live = (first_visible + rows - 1 + s.split_keys - 1) / s.split_keys;
+    // the live blocks, those of the splits the tile's last row sees, count themselves in.
+    const int live = splits_seen(first_visible + rows - 1, s.split_keys);
     int* counter = s.arrivals + size_t(first_row) * d.kv_heads + kv_head;
     const bool last = atomicAdd(counter, 1) == live - 1;
     if (last) *counter = 0;  // all in: none reads it again this launch; the next layer (or replay) starts at zero

@@ -220,7 +220,7 @@ __device__ __forceinline__ SplitKeys split_keys_of(const ItemDesc& it, const Row
   k.kv_head = int(blockIdx.y);
   k.begin = tile.split * split_keys;
   const int visible_end = it.n_before + tile.row_begin + tile.row_count;  // what the tile's last row sees
-  k.live = k.begin < visible_end;
+  k.live = k.begin < visible_end;  // the first splits_seen(visible_end) (attention_combine.cuh counts them)
   k.end = imin(k.begin + split_keys, visible_end);
   return k;
 }

@@ -57,8 +57,8 @@ StepPlan plan_step(std::span<const ItemShape> items, int group, const SplitTarge
   // on the exact key counts, so one graph serves the buckets (graph_key).
   plan.key_bucket = key_bucket_of(plan.max_keys);
   plan.split_keys = split_keys_for(low_end_keys, target);
-  plan.splits = (plan.max_keys + plan.split_keys - 1) / plan.split_keys;
-  const auto splits_for = [&](int bucket) { return (bucket + plan.split_keys - 1) / plan.split_keys; };
+  const auto splits_for = [&](int keys) { return (keys + plan.split_keys - 1) / plan.split_keys; };
+  plan.splits = splits_for(plan.max_keys);
   plan.split_bucket = splits_for(plan.key_bucket);
   plan.key_stride = plan.split_bucket * plan.split_keys;
   for (RowTile unit : row_tiles) {
