@@ -5,14 +5,11 @@
 #include <cstdio>
 #include <iostream>
 
-#ifdef H2O_WITH_CUDA
-#include "kernels/cuda_backend.h"
-#endif
+#include "core/backends/op_timing.h"
 
 namespace h2o {
 namespace {
 
-#ifdef H2O_WITH_CUDA
 // One configuration's totals per operation, each divided by the steps it ran.
 struct PerStep {
   std::vector<CudaOpTime> ops;
@@ -21,10 +18,10 @@ struct PerStep {
 
 PerStep time_ops(Backend& backend, const OpTimedRun& r) {
   // Switching on starts the totals from zero: only the decode steps count.
-  const int steps = r.run([&backend] { cuda_set_op_timing(backend, true); });
+  const int steps = r.run([&backend] { set_op_timing(backend, true); });
   PerStep out;
-  out.ops = cuda_op_times(backend);
-  cuda_set_op_timing(backend, false);
+  out.ops = op_times(backend);
+  set_op_timing(backend, false);
   for (CudaOpTime& t : out.ops) {
     t.ms /= steps;
     t.bytes /= steps;
@@ -53,13 +50,11 @@ std::string cell(const CudaOpTime* t, double step_ms, double bandwidth_gbs) {
   }
   return s;
 }
-#endif
 
 }  // namespace
 
 bool print_op_times(Backend& backend, const std::vector<OpTimedRun>& runs, double bandwidth_gbs) {
-#ifdef H2O_WITH_CUDA
-  if (!cuda_set_op_timing(backend, false)) {
+  if (!set_op_timing(backend, false)) {
     std::cout << "(--op-times: the " << backend.name() << " backend does not time operations)\n";
     return false;
   }
@@ -83,12 +78,6 @@ bool print_op_times(Backend& backend, const std::vector<OpTimedRun>& runs, doubl
   for (const PerStep& p : per) std::cout << " " << p.step_ms * 1000 << " |";
   std::cout << "\n\n" << std::flush;
   return true;
-#else
-  (void)runs;
-  (void)bandwidth_gbs;
-  std::cout << "(--op-times: this build has no CUDA backend; the " << backend.name() << " backend does not time operations)\n";
-  return false;
-#endif
 }
 
 }  // namespace h2o

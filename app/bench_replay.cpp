@@ -39,7 +39,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // A live run of the demo as the app records it: every step, the watched layer's captures and the scheduled rest.
 void make_recording(const std::string& path, int64_t steps, const std::string& model, const std::string& policies) {
   StudioConfig config;
-  const DefaultInputs defaults = default_inputs(std::getenv("H2O_ASSETS") ? std::getenv("H2O_ASSETS") : "../shared/assets");
+  const DefaultInputs defaults = default_inputs(find_assets_dir());
   config.model = model.empty() ? defaults.model : model;
   config.tokenizer = model.empty() ? defaults.tokenizer : "";
   config.prompts = defaults.prompts;

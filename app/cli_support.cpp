@@ -7,6 +7,7 @@
 #include "core/base/format.h"
 #include "core/base/json_text.h"
 #include "core/base/signal_cleanup.h"
+#include "core/base/version.h"
 #include "core/text/token_ids.h"
 
 namespace h2o::cli {
@@ -28,7 +29,7 @@ SampleOutput::SampleOutput(const std::string& path) : ids_(path), manifest_(path
 
 void SampleOutput::write(const std::vector<int>& ids, const SampleRecord& record) {
   const nlohmann::json manifest = {{"program", "h2o-studio"},
-                                   {"version", H2O_VERSION},
+                                   {"version", version()},
                                    {"command", "sample"},
                                    {"command_line", record.command_line},
                                    {"finished", utc_timestamp(std::time(nullptr))},

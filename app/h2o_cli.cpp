@@ -15,6 +15,7 @@
 #include "app/cli_command.h"
 #include "core/base/error.h"
 #include "core/base/signal_cleanup.h"
+#include "core/base/version.h"
 
 using namespace h2o;
 using namespace h2o::cli;
@@ -23,6 +24,8 @@ int main(int argc, char** argv) {
   install_signal_cleanup();
   CLI::App app{"H2O Studio command line: KV-cache eviction (full, StreamingLLM, H2O, TOVA) side by side"};
   app.require_subcommand(1);
+  // "h2o-cli 0.1.0+1234.gb11d5de": the first line help2man reads for the man page.
+  app.set_version_flag("--version", std::string("h2o-cli ") + version(), "print the version and exit");
   // Flag errors (unknown flag, a value that is not a number) are one line
   // like every other input error; CLI11's default adds a second.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {

@@ -3,7 +3,7 @@
 // teacher-forced), with fates, attention heatmaps, whole-stream survival
 // rasters, a timeline, heavy-hitter analytics and bertviz-style views.
 //
-//   h2o-studio [--model M] [--tokenizer T] [--prompts P] [--replay run.jsonl] [run flags]
+//   h2o-studio [--model M] [--tokenizer T] [--prompts P] [--replay run.jsonl] [run flags] [file…]
 //   h2o-studio --screenshot out.png --autoplay-steps N [--perf] [--window-size 1600x900]
 //              [--inspect-token POS]   (headless-friendly; --perf prints frame times on stdout)
 //   h2o-studio --play --quit-after SECONDS --stats-interval S   (scripts/soak_studio.sh)
@@ -12,6 +12,7 @@
 // system is touched. With no display at all, the app runs offscreen.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QFileInfo>
 #include <QSettings>
 #include <QSocketNotifier>
 #include <QTimer>
@@ -22,6 +23,7 @@
 
 #include "core/backends/make_backend.h"
 #include "core/base/error.h"
+#include "core/base/version.h"
 #include "core/flags/run_flags.h"
 #include "core/policy/policy.h"
 #include "ui/shell/frame_stats.h"
@@ -97,6 +99,9 @@ struct Options {
         "H2O Studio: KV-cache eviction (full, StreamingLLM, H2O, TOVA) made visible, side by side.");
     parser.addHelpOption();
     parser.addVersionOption();
+    // The desktop entry's %f: a double-clicked recording (its MIME type), or a model.
+    parser.addPositionalArgument("file", "A model (.gguf, .bin, config.json, a folder), tokenizer or recording to open, "
+                                         "as if dropped onto the window.", "[file...]");
     for (const auto* o : {&model, &tokenizer, &prompts, &forced, &replay, &backend, &threads, &policies, &kv_bits,
                           &kv_group, &kv_residual, &kv_limit, &budget, &slack})
       parser.addOption(*o);
@@ -160,6 +165,7 @@ h2o::ui::MainWindowOptions window_flags(const QCommandLineParser& parser, const 
   options.dialogs = !shooting && !parser.isSet(opts.quit_after);
   options.perf = parser.isSet(opts.perf);
   options.replay = parser.value(opts.replay);
+  for (const QString& file : parser.positionalArguments()) options.open << QFileInfo(file).absoluteFilePath();
   options.presentation = parser.isSet(opts.presentation);
   options.tab = parser.value(opts.tab);
   if (parser.isSet(opts.tab) && !QStringList{"curves", "inspector", "heavy-hitters", "head-view", "model-view"}.contains(options.tab))
@@ -267,7 +273,7 @@ int main(int argc, char** argv) {
     // No window system needed to print the help or the version.
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName("h2o-studio");
-    QCoreApplication::setApplicationVersion(H2O_VERSION);
+    QCoreApplication::setApplicationVersion(h2o::version());
     QCommandLineParser parser;
     opts.add_to(parser);
     parser.process(app);  // prints and exits
@@ -280,8 +286,9 @@ int main(int argc, char** argv) {
   }
   QApplication app(argc, argv);
   QApplication::setOrganizationName("H2O Studio");
+  QGuiApplication::setDesktopFileName(H2O_APP_ID);
   QApplication::setApplicationName("h2o-studio");
-  QApplication::setApplicationVersion(H2O_VERSION);
+  QApplication::setApplicationVersion(h2o::version());
   h2o::ui::apply_theme(app);
 
   QCommandLineParser parser;

@@ -1,13 +1,10 @@
 #include "core/backends/make_backend.h"
 
+#include "core/backends/cuda_module.h"
 #include "core/base/error.h"
 #include "core/base/system_limits.h"
 #include "core/cpu/cpu_backend.h"
 #include "kernels/simt/cuda_sim.h"
-
-#ifdef H2O_WITH_CUDA
-#include "kernels/cuda_backend.h"
-#endif
 
 namespace h2o {
 
@@ -35,14 +32,7 @@ std::unique_ptr<Backend> make_backend(std::shared_ptr<const Model> model, const 
       fail("--precision", "the CPU backend computes in f32 only");
     return make_cpu_backend(std::move(model), options.threads, options.kv_limit_bytes);
   }
-  if (options.kind == "cuda") {
-#ifdef H2O_WITH_CUDA
-    return make_cuda_backend(std::move(model), options);
-#else
-    fail("--backend", "cuda: this build has no CUDA backend (see kernels/README.md); use --backend cpu, or cuda-sim "
-                      "to run its code through the emulation");
-#endif
-  }
+  if (options.kind == "cuda") return cuda_module().make_backend(std::move(model), options);
   if (options.kind == "cuda-sim") return make_cuda_sim_backend(std::move(model), options);
   fail("--backend", "unknown backend '" + options.kind + "' (expected " + backend_choices() + ")");
 }

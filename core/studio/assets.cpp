@@ -4,24 +4,31 @@
 #include <filesystem>
 #include <vector>
 
+#include "core/base/executable_path.h"
 
 namespace h2o {
 namespace fs = std::filesystem;
 
+std::vector<std::string> asset_places(const char* h2o_assets, const fs::path& exe_dir) {
+  if (h2o_assets && *h2o_assets) return {h2o_assets};
+  std::vector<fs::path> places;
+  if (!exe_dir.empty()) places.push_back(exe_dir / H2O_SHARE_FROM_BIN);
+  places.push_back("../shared/assets");
+  places.push_back("shared/assets");
+  // build/app/h2o-cli -> <repo>/../shared/assets
+  fs::path up = exe_dir;
+  for (int level = 0; level < 4 && !up.empty(); ++level, up = up.parent_path()) places.push_back(up / ".." / "shared" / "assets");
+  std::vector<std::string> out;
+  for (const fs::path& p : places) out.push_back(p.lexically_normal().string());
+  return out;
+}
+
 std::string find_assets_dir(const std::string& argv0) {
-  if (const char* env = std::getenv("H2O_ASSETS"); env && *env) return fs::is_directory(env) ? env : "";
-  std::vector<fs::path> candidates = {fs::path("../shared/assets"), fs::path("shared/assets")};
-  if (!argv0.empty()) {
-    std::error_code ec;
-    fs::path exe = fs::weakly_canonical(fs::path(argv0), ec).parent_path();
-    // build/app/h2o-cli -> <repo>/../shared/assets
-    for (int up = 0; up < 4 && !exe.empty(); ++up, exe = exe.parent_path())
-      candidates.push_back(exe / ".." / "shared" / "assets");
-  }
-  for (const auto& c : candidates) {
-    std::error_code ec;
-    if (fs::is_directory(c, ec)) return fs::weakly_canonical(c, ec).string();
-  }
+  fs::path exe_dir = executable_dir();
+  std::error_code ec;
+  if (exe_dir.empty() && !argv0.empty()) exe_dir = fs::weakly_canonical(fs::path(argv0), ec).parent_path();
+  for (const std::string& place : asset_places(std::getenv("H2O_ASSETS"), exe_dir))
+    if (fs::is_directory(place, ec)) return fs::weakly_canonical(place, ec).string();
   return "";
 }
 

@@ -1,12 +1,24 @@
 #pragma once
-// Where the apps look for inputs nobody named: the shared assets folder
-// ($H2O_ASSETS, else ../shared/assets beside the working directory or the
-// executable), and the demo's default model, tokenizer and prompts in it.
+// Where the apps look for inputs nobody named, and the demo's default model,
+// tokenizer and prompts there. The places, in order (the first that is a
+// folder wins): $H2O_ASSETS; the install's share folder beside the program
+// (../share/h2o-studio from bin/, where `cmake --install` puts the demo);
+// ../shared/assets beside the working directory or the program's folder (a
+// source checkout's shared assets).
+#include <filesystem>
 #include <string>
+#include <vector>
 
 namespace h2o {
 
-std::string find_assets_dir(const std::string& argv0 = "");  // "" if none
+// The places for an environment's H2O_ASSETS (null: unset) and a program in
+// `exe_dir`. A set H2O_ASSETS is the only place: a folder named there that is
+// missing means no assets, not the next place.
+std::vector<std::string> asset_places(const char* h2o_assets, const std::filesystem::path& exe_dir);
+
+// The first place of this process's (its environment, its executable's
+// folder, else argv0's) that is a folder; "" if none.
+std::string find_assets_dir(const std::string& argv0 = "");
 
 struct DefaultInputs {
   std::string model;      // a file, or "synthetic:stories15M:vocab=..." when no trained model is found

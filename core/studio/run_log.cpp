@@ -8,6 +8,7 @@
 #include "core/base/format.h"
 #include "core/base/json_text.h"
 #include "core/base/sha256.h"
+#include "core/base/version.h"
 
 namespace h2o {
 
@@ -32,7 +33,7 @@ nlohmann::json describe_run(const Engine& engine, const RunInfo& info) {
   const bool real_file = m.format != "synthetic" && std::filesystem::is_regular_file(m.path);
   if (info.hash_files && real_file) model["sha256"] = sha256_file(m.path);
   const std::string started = info.started.empty() ? utc_timestamp(std::time(nullptr)) : info.started;
-  nlohmann::json j = {{"program", "h2o-studio"}, {"version", H2O_VERSION}, {"command", info.command},
+  nlohmann::json j = {{"program", "h2o-studio"}, {"version", version()}, {"command", info.command},
                       {"command_line", info.command_line}, {"started", started}, {"model", model},
                       {"backend", {{"name", engine.backend().name()}, {"describe", engine.backend().describe()}}}};
   if (const Tokenizer* t = engine.tokenizer()) {

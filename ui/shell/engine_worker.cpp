@@ -131,7 +131,9 @@ void EngineWorker::onLoaded(quint64 generation, std::shared_ptr<StudioInputs> in
     autoplay_pending_ = false;
     unusable_ = error;
     // It stays said: Play has nothing to run until another model loads.
-    emit banner("model", "No model to run: " + error + " — choose another model in the controls.");
+    emit banner("model", "No model to run: " + error +
+                             " — open another with File ▸ Open model… or by dropping it onto the window, or pick one "
+                             "in the controls.");
     fail(error);
     return;
   }

@@ -155,6 +155,7 @@ void MainWindow::connectWorkerLoading() {
     statusBar()->showMessage(details, 15000);
     model_label_->setText(types);
     model_label_->setToolTip(details);
+    if (!replaying_) rememberModel();
     emit modelLoaded(title);
   });
 }
@@ -185,6 +186,7 @@ void MainWindow::connectWorkerRuns() {
             have_applied_ = true;
             // Beside the model label's "replay": what the file holds.
             record_label_->setText(QString("%1 steps recorded").arg(steps));
+            banner_->clear("demo");
             emit replayOpened();
           });
 }
@@ -461,7 +463,8 @@ void MainWindow::start() {
     openReplay(options_.replay);
     return;
   }
-  applyRunSettings();
+  // Files on the command line (a double-click in a file manager) open as a drop would; else the settings' run.
+  if (options_.open.isEmpty() || !openFiles(options_.open)) applyRunSettings();
   sendView();
 }
 
@@ -495,6 +498,7 @@ void MainWindow::applyRunSettings() {
   persist();
   replaying_ = false;
   fill_default_inputs(s.config, options_.argv0);
+  sayIfSynthetic(applied_.config, s.config);
   onWorker([w = worker_, config = s.config, speed = s.speed_limit] {
     w->setSpeedLimit(speed);
     w->configure(config);

@@ -19,8 +19,11 @@
 
 class QAction;
 class QCustomPlot;
+class QDragEnterEvent;
+class QDropEvent;
 class QDockWidget;
 class QLabel;
+class QMenu;
 class QProgressBar;
 class QPushButton;
 class QSplitter;
@@ -48,6 +51,7 @@ struct MainWindowOptions {
   bool perf = false;         // frame-time overlay in the status bar
   QString argv0;             // where to look for the demo's assets
   QString replay;            // open this recording instead of loading a model
+  QStringList open;          // files as if dropped onto the window (the command line's: a double-click in a file manager)
   QSize size;  // initial window size; empty: 1800x1000, or the screen's free area where that is smaller
   // The run is recorded to a spool in the temp folder (for Save recording, the
   // logs, reports and the timeline), ~50 KB a step: bounded, so an endless demo stays flat.
@@ -71,6 +75,14 @@ class MainWindow : public QMainWindow {
   void start();
   void playSteps(int steps);
   void openReplay(const QString& path);
+  // What a drop, the command line's files or the File menu hand the window (core/studio/opened_files.h):
+  // a recording replays; a model (with a tokenizer) starts a live run on it, asking first as a
+  // settings change does; what cannot be opened is said in the banner, with what can.
+  // Returns whether it started anything (a replay or a run).
+  bool openFiles(const QStringList& paths);
+  void openModel(const QString& model, const QString& tokenizer);
+  const std::vector<RecentModel>& recentModels() const { return recent_; }
+  QMenu* recentMenu() const { return recent_menu_; }
   // Tests only (the UI offers live runs and replays): a run fed by synthetic
   // steps of a real model's shape (core/studio/synthetic_steps.h), recorded
   // and analysed beside the source as a live run on a GPU is.
@@ -141,6 +153,8 @@ class MainWindow : public QMainWindow {
  protected:
   void closeEvent(QCloseEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
 
  private:
   void buildActions();
@@ -152,6 +166,12 @@ class MainWindow : public QMainWindow {
   QAction* makeAction(IconKind icon, const QString& text, const char* name, const QKeySequence& key, const QString& tip);
   void buildRunActions();
   QList<QAction*> buildFileActions();
+  QList<QAction*> buildOpenActions();  // Open model…, the recent models, Open recording…
+  void fillRecentMenu();
+  void rememberModel();  // the live run's model, once loaded, first in the recent list
+  void buildHelpMenu();
+  // The banner's first-run line: the demo was not found, so a synthetic model with random weights runs.
+  void sayIfSynthetic(const StudioConfig& chosen, const StudioConfig& running);
   void buildViewActions();
   void buildViews();
   void buildCentral();
@@ -218,6 +238,9 @@ class MainWindow : public QMainWindow {
   QSplitter* bottom_;
   QAction* enlarge_;
   QAction *play_, *step_, *back_, *live_, *reset_, *open_, *save_, *report_, *presentation_, *light_, *bigger_, *smaller_;
+  QAction* open_model_;
+  QMenu* recent_menu_ = nullptr;
+  std::vector<RecentModel> recent_;
   QWidget* legend_ = nullptr;  // the fate colours, in the status bar
   QLabel *perf_label_, *load_label_, *record_label_;
   QLabel* thin_label_;  // shown while the run's pipeline thins steps (core/studio/step_pipeline.h)

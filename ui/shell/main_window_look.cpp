@@ -109,7 +109,7 @@ QAction* MainWindow::makeAction(IconKind icon, const QString& text, const char* 
 
 void MainWindow::buildActions() {
   buildRunActions();
-  const QList<QAction*> files = buildFileActions();
+  const QList<QAction*> files = buildOpenActions() + QList<QAction*>{nullptr} + buildFileActions();
   buildViewActions();
   QMenu* file = menuBar()->addMenu("&File");
   for (QAction* a : files) {
@@ -121,6 +121,7 @@ void MainWindow::buildActions() {
   QMenu* view = menuBar()->addMenu("&View");
   view->setObjectName("view_menu");
   view->addActions({presentation_, light_, bigger_, smaller_});
+  buildHelpMenu();
 }
 
 // Play, step, back, live, reset.
@@ -144,13 +145,9 @@ void MainWindow::buildRunActions() {
   });
 }
 
-// Open and save recordings, exports, screenshot, quit: in the File menu's order (null: a separator).
+// Save a recording, exports, screenshot, quit: in the File menu's order, after the open actions
+// (main_window_open.cpp; null: a separator).
 QList<QAction*> MainWindow::buildFileActions() {
-  open_ = makeAction(IconKind::Open, "Open recording…", "open", QKeySequence::Open, "Replay a saved run (no model needed)");
-  connect(open_, &QAction::triggered, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, "Open a recording", {}, "H2O Studio recordings (*.jsonl);;All files (*)");
-    if (!path.isEmpty()) openReplay(path);
-  });
   save_ = makeAction(IconKind::Save, "Save recording…", "save", QKeySequence::Save, "Save the run to replay later");
   connect(save_, &QAction::triggered, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, "Save the run", "run.h2orec.jsonl", "H2O Studio recordings (*.jsonl)");
@@ -188,7 +185,7 @@ QList<QAction*> MainWindow::buildFileActions() {
   auto* quit = new QAction("Quit", this);
   quit->setShortcut(QKeySequence::Quit);
   connect(quit, &QAction::triggered, this, &QWidget::close);
-  return {open_, save_, nullptr, plots, logs, report_, shot, nullptr, quit};
+  return {save_, nullptr, plots, logs, report_, shot, nullptr, quit};
 }
 
 // Presentation mode, theme and text size.

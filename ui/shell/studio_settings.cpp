@@ -80,4 +80,19 @@ void fill_default_inputs(StudioConfig& c, const QString& argv0) {
   if (c.prompts.empty()) c.prompts = d.prompts;
 }
 
+std::vector<RecentModel> load_recent_models(QSettings& settings) {
+  std::vector<RecentModel> recent;
+  for (const QString& line : settings.value("recent_models").toStringList()) {
+    const QStringList parts = line.split('\t');
+    if (!parts.value(0).isEmpty()) recent.push_back({parts.value(0).toStdString(), parts.value(1).toStdString()});
+  }
+  return recent;
+}
+
+void save_recent_models(QSettings& settings, const std::vector<RecentModel>& recent) {
+  QStringList lines;
+  for (const RecentModel& r : recent) lines << QString::fromStdString(r.model) + '\t' + QString::fromStdString(r.tokenizer);
+  settings.setValue("recent_models", lines);
+}
+
 }  // namespace h2o::ui

@@ -4,7 +4,9 @@
 // of defaults); empty input paths fall back to the demo's defaults
 // (h2o::default_inputs), so a first run always has something to stream.
 #include <QString>
+#include <vector>
 
+#include "core/studio/opened_files.h"
 #include "core/studio/studio_setup.h"
 
 class QSettings;
@@ -24,5 +26,9 @@ void save_settings(QSettings& settings, const StudioSettings& s);
 // Fills empty model/tokenizer/prompts and the teacher-forced text from the
 // assets found beside `argv0` (the text also when a model was chosen).
 void fill_default_inputs(StudioConfig& config, const QString& argv0);
+
+// The File menu's recent models, newest first (key "recent_models": one "model<TAB>tokenizer" a line).
+std::vector<RecentModel> load_recent_models(QSettings& settings);
+void save_recent_models(QSettings& settings, const std::vector<RecentModel>& recent);
 
 }  // namespace h2o::ui
