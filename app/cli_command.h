@@ -47,7 +47,11 @@ struct Flags {
   std::string chat_template;  // "": the model's own template
 
   CLI::App* sub = nullptr;
-  bool given(const char* flag) const { return sub->count(flag) > 0; }
+  // Whether `flag` was given (false for a flag this subcommand does not take).
+  bool given(const char* flag) const {
+    const CLI::Option* option = sub->get_option_no_throw(flag);
+    return option && option->count() > 0;
+  }
 };
 
 void add_model_flags(CLI::App* sub, Flags& f);
@@ -139,9 +143,22 @@ struct GenerateFlags {
   bool print_ids = false;
 };
 
-struct EvalFlags {
-  std::string text, ids, budgets = "32,64,128,256", ratios, configs, out, csv, lengths, kv_sweep;
+// The flags that make a table's sessions (app/policy_rows.h): eval's and needle's.
+struct PolicyRowFlags {
+  std::string budgets = "32,64,128,256", ratios, configs, kv_sweep;
+};
+
+struct EvalFlags : PolicyRowFlags {
+  std::string text, ids, out, csv, lengths;
   int max_tokens = 4096;
+};
+
+// needle's flags (app/cli_needle.cpp): the four inputs as text or ids, the grid, the outputs.
+struct NeedleFlags : PolicyRowFlags {
+  std::string haystack, haystack_ids, needle, needle_ids, question, question_ids, answer, answer_ids;
+  std::string lengths = "128,256,512,1024", depths = "0,10,20,30,40,50,60,70,80,90,100", out;
+  bool no_prefix_sharing = false;
+  NeedleFlags() { budgets = "64,128,256"; }
 };
 
 struct TokenizeFlags {
@@ -169,6 +186,8 @@ CLI::App* add_sample(CLI::App& app, Flags& f, SampleFlags& sf);
 int run_sample(Flags& f, int count, const std::string& out_path, const char* argv0, const std::string& command_line);
 CLI::App* add_info(CLI::App& app, Flags& f);
 int run_info(Flags& f, const char* argv0);
+CLI::App* add_needle(CLI::App& app, Flags& f, NeedleFlags& nf);
+int run_needle(Flags& f, const NeedleFlags& nf, const char* argv0, const std::string& command_line);
 CLI::App* add_convert(CLI::App& app, Flags& f, ConvertFlags& cf);
 int run_convert(Flags& f, const ConvertFlags& cf, const char* argv0);
 CLI::App* add_tokenize(CLI::App& app, TokenizeFlags& tf);

@@ -3,6 +3,7 @@
 #include <iomanip>
 #include <iostream>
 
+#include "app/policy_rows.h"
 #include "core/base/format.h"
 #include "core/base/process_memory.h"
 #include "core/studio/run_log.h"
@@ -37,8 +38,8 @@ void print_eval_table(const Engine& engine, const ScoringMeter& meter, const std
     const auto& t = s->totals();
     const SessionMeasure m = meter.total(i);
     const PolicyConfig& p = s->policy();
-    const std::string budget = p.evicts() ? std::to_string(p.budget()) : "all";
-    const std::string kv = p.kv.native() ? engine.backend().name() == "cpu" ? "f32" : "native" : p.kv.label();
+    const std::string budget = budget_column(p);
+    const std::string kv = kv_column(p, engine.backend().name());
     std::cout << "| " << p.describe() << " | " << budget << " | " << kv << " | " << sized_by[i] << " | " << std::fixed
               << std::setprecision(3) << t.perplexity() << " | " << std::setprecision(4) << t.agreement() << " | "
               << std::setprecision(4) << t.mean_kl() << " | " << std::setprecision(0) << m.tokens_per_s() << " | "

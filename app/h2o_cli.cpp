@@ -2,6 +2,7 @@
 //   stream    MT-Bench side by side through several cache policies, with logs
 //   generate  one policy, one prompt (text or ids)
 //   eval      teacher-forced perplexity / agreement / KL against the full cache, per budget
+//   needle    what eviction forgets: a needle's survival per layer and KV head, and its recall
 //   sample    token ids sampled from a model (input for eval on models without a tokenizer)
 //   info      what a model or tokenizer file holds
 //   tokenize  the token ids of a text under a tokenizer file
@@ -38,12 +39,14 @@ int main(int argc, char** argv) {
   StreamFlags sf;
   GenerateFlags gf;
   EvalFlags ef;
+  NeedleFlags nf;
   SampleFlags smf;
   ConvertFlags cf;
   TokenizeFlags tf;
   CLI::App* stream = add_stream(app, f, sf);
   CLI::App* generate = add_generate(app, f, gf);
   CLI::App* eval = add_eval(app, f, ef);
+  CLI::App* needle = add_needle(app, f, nf);
   CLI::App* sample = add_sample(app, f, smf);
   CLI::App* info = add_info(app, f);
   CLI::App* convert = add_convert(app, f, cf);
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
     if (*stream) return run_stream(f, sf, argv[0], command_line);
     if (*generate) return run_generate(f, gf, argv[0]);
     if (*eval) return run_eval(f, ef, argv[0], command_line);
+    if (*needle) return run_needle(f, nf, argv[0], command_line);
     if (*sample) return run_sample(f, smf.count, smf.out, argv[0], command_line);
     if (*info) return run_info(f, argv[0]);
     if (*tokenize) return run_tokenize(tokenize, tf);

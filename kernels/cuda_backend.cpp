@@ -121,6 +121,12 @@ std::unique_ptr<SessionCache> CudaBackend::new_cache(const PolicyConfig& policy)
   return std::make_unique<CudaCache>(policy, dims_, kv_, stream_, account_);
 }
 
+std::unique_ptr<SessionCache> CudaBackend::fork(const SessionCache& cache) {
+  const auto* own = dynamic_cast<const CudaCache*>(&cache);
+  if (!own || !own->booked_in(*account_)) throw Error(name() + " backend: fork: the cache was not made by this backend");
+  return own->fork();
+}
+
 // One forward pass, as named steps: plan it from host bookkeeping, size the
 // scratch, lay out what comes back, write the inputs block, run (a graph for
 // decode steps), and hand each item what it asked for.

@@ -43,6 +43,7 @@ class CudaBackend final : public Backend {
   std::string describe() const override;
   const Model& model() const override { return *model_; }
   std::unique_ptr<SessionCache> new_cache(const PolicyConfig& policy) override;
+  std::unique_ptr<SessionCache> fork(const SessionCache& cache) override;
   void forward(std::span<ForwardItem> items) override;
   int64_t peak_kv_bytes() const override { return account_->peak; }
   int64_t weight_bytes() const override { return weights_->bytes().pass; }

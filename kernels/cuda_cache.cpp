@@ -1,6 +1,7 @@
 #include "kernels/cuda_cache.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "kernels/step_plan.h"
@@ -18,6 +19,48 @@ CudaCache::CudaCache(const PolicyConfig& policy, const kern::ModelDims& dims, DT
       // the quantized layout's f16 runs, which then never flush.
       low_bit_(policy.kv.quantized() || (!policy.kv.native() && storage != DType::F16)) {
   if (low_bit_) counts_.assign(size_t(dims.layers) * dims.kv_heads * kern::kCounts, 0);
+}
+
+namespace {
+
+// A device copy of `from`, enqueued on `s` (the caller synchronizes).
+gpu::DeviceBuffer copy_of(const gpu::DeviceBuffer& from, gpu::Stream s) {
+  gpu::DeviceBuffer to(from.bytes());
+  if (from.bytes()) gpu::copy_on_device(to.get(), from.get(), from.bytes(), s);
+  return to;
+}
+
+}  // namespace
+
+CudaCache::CudaCache(const CudaCache& other, int64_t bytes)
+    : CacheBook(other, bytes),
+      dims_(other.dims_),
+      storage_(other.storage_),
+      stream_(other.stream_),
+      held_(other.held_),
+      cap_(other.cap_),
+      low_bit_(other.low_bit_),
+      low_caps_(other.low_caps_),
+      counts_(other.counts_),
+      last_layers_(other.last_layers_) {
+  const gpu::Stream s = stream_->stream;
+  for (auto [to, from] : {std::pair{&k_, &other.k_}, {&v_, &other.v_}, {&k_raw_, &other.k_raw_}, {&pos_, &other.pos_},
+                          {&score_, &other.score_}, {&full_k_, &other.full_k_}, {&full_v_, &other.full_v_},
+                          {&quant_k_, &other.quant_k_}, {&quant_v_, &other.quant_v_},
+                          {&value_scales_, &other.value_scales_}, {&key_scales_, &other.key_scales_},
+                          {&group_of_, &other.group_of_}, {&counts_device_, &other.counts_device_},
+                          {&reference_logits_, &other.reference_logits_},
+                          {&reference_log_z_, &other.reference_log_z_}})
+    *to = copy_of(*from, s);
+  gpu::synchronize(s);
+}
+
+std::unique_ptr<CudaCache> CudaCache::fork() const {
+  try {
+    return std::unique_ptr<CudaCache>(new CudaCache(*this, booked_bytes()));
+  } catch (const gpu::OutOfDeviceMemory& e) {
+    throw CacheCannotGrow(std::string("out of device memory copying the KV cache (") + e.what() + ")");
+  }
 }
 
 CudaCache::~CudaCache() = default;  // the book gives its bytes back

@@ -40,6 +40,10 @@ class CudaCache final : public CacheBook {
   ~CudaCache() override;
   CudaCache(const CudaCache&) = delete;
   CudaCache& operator=(const CudaCache&) = delete;
+  // Backend::fork: every array copied on the device at the same capacity, and
+  // the host's counts, booked in the same account (CacheCannotGrow past its
+  // limit or when the device is full, booking nothing).
+  std::unique_ptr<CudaCache> fork() const;
 
   int size(int, int) const override { return held_; }
   // The layer as the last forward pass brought it back, else read now (a synchronous copy).
@@ -82,6 +86,7 @@ class CudaCache final : public CacheBook {
     int full = 0, groups = 0;
   };
   LowBitCaps low_bit_caps(int slots, int rows) const;
+  CudaCache(const CudaCache& other, int64_t bytes);
   // One array, [layer][kv_head][rows] of row_bytes (0: not kept), from old_rows to new_rows, `used` of them held.
   struct Run {
     gpu::DeviceBuffer* buffer;

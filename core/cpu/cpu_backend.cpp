@@ -78,6 +78,12 @@ class CpuBackend final : public Backend {
     return std::make_unique<CpuCache>(policy, cfg_, kv_);
   }
 
+  std::unique_ptr<SessionCache> fork(const SessionCache& cache) override {
+    const auto* own = dynamic_cast<const CpuCache*>(&cache);
+    if (!own || !own->booked_in(*kv_)) throw Error("cpu backend: fork: the cache was not made by this backend");
+    return own->fork();
+  }
+
   void forward(std::span<ForwardItem> items) override;
 
  private:

@@ -29,6 +29,16 @@ void CpuHeadCache::reserve(int rows, int head_dim, bool rolling) {
   grow(score, size_t(cap));
 }
 
+CpuHeadCache::CpuHeadCache(const CpuHeadCache& other)
+    : n(other.n),
+      cap(other.cap),
+      k(other.k),
+      v(other.v),
+      k_raw(other.k_raw),
+      pos(other.pos),
+      score(other.score),
+      low_bit(other.low_bit ? std::make_unique<LowBitHead>(*other.low_bit) : nullptr) {}
+
 CpuCache::CpuCache(const PolicyConfig& policy, const ModelConfig& config, std::shared_ptr<KvMemoryAccount> account)
     : CacheBook(policy, config.n_layers, config.n_kv_heads, std::move(account)),
       head_dim_(config.head_dim()),
@@ -37,6 +47,23 @@ CpuCache::CpuCache(const PolicyConfig& policy, const ModelConfig& config, std::s
   if (low_bit()) {
     policy.kv.validate_for(head_dim_);
     for (auto& h : heads_) h.low_bit = std::make_unique<LowBitHead>(policy.kv, head_dim_, rule().sinks, rule().rolling);
+  }
+}
+
+CpuCache::CpuCache(const CpuCache& other, int64_t bytes)
+    : CacheBook(other, bytes),
+      logprobs(other.logprobs),
+      head_dim_(other.head_dim_),
+      rope_freqs_(other.rope_freqs_),
+      heads_(other.heads_),
+      slot_angles_(other.slot_angles_) {}
+
+std::unique_ptr<CpuCache> CpuCache::fork() const {
+  try {
+    // The bytes are booked (or refused) before any head is copied.
+    return std::unique_ptr<CpuCache>(new CpuCache(*this, booked_bytes()));
+  } catch (const std::bad_alloc&) {
+    throw CacheCannotGrow("out of memory copying the KV cache");
   }
 }
 

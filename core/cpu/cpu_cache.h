@@ -26,6 +26,12 @@ struct CpuHeadCache {
   std::unique_ptr<LowBitHead> low_bit;
 
   void reserve(int rows, int head_dim, bool rolling);  // pos and score alone with low_bit
+
+  CpuHeadCache() = default;
+  CpuHeadCache(CpuHeadCache&&) = default;
+  CpuHeadCache& operator=(CpuHeadCache&&) = default;
+  // A fork's copy: every buffer at the same capacity, the low-bit runs too.
+  CpuHeadCache(const CpuHeadCache& other);
 };
 
 class CpuCache final : public CacheBook {
@@ -38,6 +44,9 @@ class CpuCache final : public CacheBook {
   ~CpuCache() override;
   CpuCache(const CpuCache&) = delete;
   CpuCache& operator=(const CpuCache&) = delete;
+  // Backend::fork: a copy of every head, booked in the same account
+  // (CacheCannotGrow past its limit or out of memory, booking nothing).
+  std::unique_ptr<CpuCache> fork() const;
 
   int size(int layer, int kv_head) const override { return head(layer, kv_head).n; }
   LayerState read_layer(int layer) const override;
@@ -71,6 +80,7 @@ class CpuCache final : public CacheBook {
   std::vector<CpuHeadCache> heads_;
   std::vector<RopeAngles> slot_angles_;  // rolling positions: angles of each slot
 
+  CpuCache(const CpuCache& other, int64_t bytes);
   void reserve_f32(int rows);
   void reserve_low_bit(int rows);
   void move_rows(CpuHeadCache& h, const std::vector<int>& kept);

@@ -108,6 +108,13 @@ class Backend {
   virtual std::string describe() const = 0;  // device, precision, threads
   virtual const Model& model() const = 0;
   virtual std::unique_ptr<SessionCache> new_cache(const PolicyConfig& policy) = 0;
+  // A copy of `cache` (made by this backend) that runs on as a session of its
+  // own: positions, keys and values at their precision, scores, the rule's
+  // bookkeeping and the forced rows it keeps. Fed the same input, its steps
+  // are bit-identical to the original's, and neither changes the other (the
+  // needle's prefix sharing and the app's asks, core/needle). Its bytes are
+  // booked in this backend's KV account: CacheCannotGrow past the limit.
+  virtual std::unique_ptr<SessionCache> fork(const SessionCache& cache) = 0;
   // Runs the items' new tokens through the model, appends them to their
   // caches, updates scores as each rule says (accumulated, or the step's last
   // row), cuts each cache by its rule, and fills what each item asked for.

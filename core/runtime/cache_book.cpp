@@ -7,6 +7,19 @@ namespace h2o {
 CacheBook::CacheBook(const PolicyConfig& policy, int layers, int kv_heads, std::shared_ptr<KvMemoryAccount> account)
     : policy_(policy), rule_(policy.rule()), layers_(layers), kv_heads_(kv_heads), account_(std::move(account)) {}
 
+CacheBook::CacheBook(const CacheBook& other, int64_t bytes)
+    : policy_(other.policy_),
+      rule_(other.rule_),
+      layers_(other.layers_),
+      kv_heads_(other.kv_heads_),
+      seen_(other.seen_),
+      forced_rows_(other.forced_rows_),
+      forced_at_(other.forced_at_),
+      evictions_(other.evictions_),
+      account_(other.account_) {
+  book(bytes);
+}
+
 CacheBook::~CacheBook() { account_->release(booked_); }
 
 void CacheBook::book(int64_t bytes) {

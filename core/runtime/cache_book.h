@@ -32,6 +32,8 @@ class CacheBook : public SessionCache {
   int kv_heads() const override { return kv_heads_; }
   const EvictionSummary& last_evictions() const override { return evictions_; }
   int64_t booked_bytes() const { return booked_; }
+  // Whether this cache books its bytes in `account` (a backend knows its own caches so).
+  bool booked_in(const KvMemoryAccount& account) const { return account_.get() == &account; }
 
   // Teacher forcing: a session scores its rows against the full cache's rows
   // of the same step. Each forced step marks how many rows its cache stored
@@ -46,6 +48,10 @@ class CacheBook : public SessionCache {
   const CacheBook* same_step_reference(const SessionCache* reference) const;
 
  protected:
+  // A fork's book (Backend::fork): the same rule, counts, evictions and forced
+  // mark as `other`, in the same account, with `other`'s bytes booked again
+  // (CacheCannotGrow, booking nothing, past the account's limit).
+  explicit CacheBook(const CacheBook& other, int64_t bytes);
   // Books `bytes` more in the account: CacheCannotGrow, booking nothing, past its limit.
   void book(int64_t bytes);
   void unbook(int64_t bytes);

@@ -22,8 +22,7 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
-nlohmann::json describe_run(const Engine& engine, const RunInfo& info) {
-  const Model& m = engine.model();
+nlohmann::json describe_model(const Model& m, bool hash_file) {
   const ModelConfig& c = m.config;
   nlohmann::json model = {{"path", m.path}, {"format", m.format}, {"dtype", dtype_name(m.weight_dtype())},
                           {"dim", c.dim}, {"hidden_dim", c.hidden_dim}, {"n_layers", c.n_layers},
@@ -31,7 +30,12 @@ nlohmann::json describe_run(const Engine& engine, const RunInfo& info) {
                           {"max_seq_len", c.max_seq_len}, {"rope_theta", c.rope_theta}, {"norm_eps", c.norm_eps},
                           {"parameters", c.parameter_count()}};
   const bool real_file = m.format != "synthetic" && std::filesystem::is_regular_file(m.path);
-  if (info.hash_files && real_file) model["sha256"] = sha256_file(m.path);
+  if (hash_file && real_file) model["sha256"] = sha256_file(m.path);
+  return model;
+}
+
+nlohmann::json describe_run(const Engine& engine, const RunInfo& info) {
+  const nlohmann::json model = describe_model(engine.model(), info.hash_files);
   const std::string started = info.started.empty() ? utc_timestamp(std::time(nullptr)) : info.started;
   nlohmann::json j = {{"program", "h2o-studio"}, {"version", version()}, {"command", info.command},
                       {"command_line", info.command_line}, {"started", started}, {"model", model},
@@ -82,41 +86,30 @@ nlohmann::json describe_totals(const Engine& engine) {
 }
 
 RunLog::RunLog(const std::string& dir, const Engine& engine, const RunInfo& info)
-    : folder_(dir, info.fresh_folder), engine_(engine), dir_(dir) {
+    : files_(dir, info.fresh_folder), engine_(engine), dir_(dir) {
   manifest_ = describe_run(engine, info);
-  jsonl_ = &open(dir + "/steps.jsonl");
-  csv_ = &open(dir + "/steps.csv");
-  evictions_ = &open(dir + "/evictions.csv");
-  csv_->stream() << "step,phase,prompt,policy,fed,token,text,cached_tokens,kv_live_bytes,kv_allocated_bytes,"
+  jsonl_ = &files_.add(dir + "/steps.jsonl");
+  csv_ = &files_.add(dir + "/steps.csv");
+  evictions_ = &files_.add(dir + "/evictions.csv");
+  *csv_ << "step,phase,prompt,policy,fed,token,text,cached_tokens,kv_live_bytes,kv_allocated_bytes,"
                     "step_ms,decode_tokens_per_s,evicted\n";
-  evictions_->stream() << "step,policy,layer,kv_head,position\n";
+  *evictions_ << "step,policy,layer,kv_head,position\n";
   if (info.command == "eval") {
-    tokens_ = &open(dir + "/tokens.csv");
-    tokens_->stream() << "step,policy,position,nll,kl_vs_full,top1_agree\n";
+    tokens_ = &files_.add(dir + "/tokens.csv");
+    *tokens_ << "step,policy,position,nll,kl_vs_full,top1_agree\n";
   }
 }
 
-AtomicFile& RunLog::open(const std::string& path) {
-  std::error_code ec;
-  const auto same = [&](const std::string& other) {
-    return std::filesystem::weakly_canonical(path, ec) == std::filesystem::weakly_canonical(other, ec);
-  };
-  for (const auto& f : files_)
-    if (same(f->path())) fail(path, "is one of this run's own files; give another path");
-  files_.push_back(std::make_unique<AtomicFile>(path));
-  return *files_.back();
-}
-
-std::ostream& RunLog::add_output(const std::string& path) { return open(path).stream(); }
+std::ostream& RunLog::add_output(const std::string& path) { return files_.add(path); }
 
 // A position that left every (layer, KV head) in one step (always so under
 // StreamingLLM) is written once with layer and kv_head "all"; the rest one row
 // per (layer, head).
 void RunLog::write_evictions(int64_t step, const std::string& policy, const EvictionSummary& evictions) {
   for (int32_t position : evictions.everywhere)
-    evictions_->stream() << step << ',' << csv_field(policy) << ",all,all," << position << '\n';
+    *evictions_ << step << ',' << csv_field(policy) << ",all,all," << position << '\n';
   for (const EvictionEvent& e : evictions.by_head)
-    evictions_->stream() << step << ',' << csv_field(policy) << ',' << e.layer << ',' << e.kv_head << ','
+    *evictions_ << step << ',' << csv_field(policy) << ',' << e.layer << ',' << e.kv_head << ','
                          << e.position << '\n';
 }
 
@@ -142,28 +135,27 @@ void RunLog::write(const StepRecord& record) {
     if (!s.nll.empty()) j["nll"] = s.nll;
     if (!s.kl.empty()) j.update({{"kl_vs_full", s.kl}, {"top1_agree", s.agree}});
     if (!s.stopped.empty()) j["stopped"] = s.stopped;
-    jsonl_->stream() << json_dump(j) << '\n';
+    *jsonl_ << json_dump(j) << '\n';
     if (!s.stopped.empty()) continue;  // the session stopped: it did no work this step
 
-    csv_->stream() << record.step << ',' << phase_name(record.phase) << ',' << record.prompt_index << ','
+    *csv_ << record.step << ',' << phase_name(record.phase) << ',' << record.prompt_index << ','
                    << csv_field(policy) << ',' << s.fed.size() << ',' << s.token << ',' << csv_field(s.text) << ','
                    << s.cached_tokens << ',' << s.live_bytes << ',' << s.allocated_bytes << ',' << s.step_ms << ','
                    << s.decode_tokens_per_s << ',' << evicted << '\n';
     write_evictions(record.step, policy, s.evictions);
     if (tokens_) {
       for (size_t r = 0; r < s.nll.size(); ++r) {
-        tokens_->stream() << record.step << ',' << csv_field(policy) << ',' << s.position + int64_t(r) << ',' << s.nll[r];
-        if (r < s.kl.size()) tokens_->stream() << ',' << s.kl[r] << ',' << s.agree[r];
-        else tokens_->stream() << ",,";
-        tokens_->stream() << '\n';
+        *tokens_ << record.step << ',' << csv_field(policy) << ',' << s.position + int64_t(r) << ',' << s.nll[r];
+        if (r < s.kl.size()) *tokens_ << ',' << s.kl[r] << ',' << s.agree[r];
+        else *tokens_ << ",,";
+        *tokens_ << '\n';
       }
     }
   }
-  for (auto& f : files_) f->check();
+  files_.check();
 }
 
-// Abandoned (an error mid-run): the temporary files go with the AtomicFiles,
-// then the lock and the folder, if this log made it, with folder_.
+// Abandoned (an error mid-run): RunFiles removes the temporaries, the lock and the folder it made.
 RunLog::~RunLog() = default;
 
 void RunLog::close(const std::string& status) {
@@ -173,11 +165,8 @@ void RunLog::close(const std::string& status) {
   manifest_["steps"] = engine_.steps();
   manifest_["totals"] = describe_totals(engine_);
   manifest_["peak_kv_allocated_bytes"] = engine_.backend().peak_kv_bytes();
-  open(dir_ + "/manifest.json").stream() << json_dump(manifest_, 2) << "\n";
-  // Every file whole on disk before any takes its name: a full disk publishes none.
-  for (auto& f : files_) f->finish();
-  for (auto& f : files_) f->publish();
-  files_.clear();
+  files_.add(dir_ + "/manifest.json") << json_dump(manifest_, 2) << "\n";
+  files_.publish();
 }
 
 }  // namespace h2o

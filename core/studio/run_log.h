@@ -16,8 +16,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
-#include "core/base/atomic_file.h"
-#include "core/base/safe_output.h"
+#include "core/base/run_files.h"
 #include "core/runtime/engine.h"
 #include "core/studio/run_loop.h"
 
@@ -32,6 +31,8 @@ struct RunInfo {
   bool fresh_folder = false;   // refuse a folder that already holds files (the CLI); else write into it
 };
 
+// A model's part of a manifest: its file, format, weight type and shape (and sha256 with `hash_file`).
+nlohmann::json describe_model(const Model& model, bool hash_file);
 // The manifest's description of an engine and its inputs (no totals).
 nlohmann::json describe_run(const Engine& engine, const RunInfo& info);
 // Per-policy totals of a finished (or interrupted) run.
@@ -54,13 +55,11 @@ class RunLog final : public StepSink {
 
  private:
   void write_evictions(int64_t step, const std::string& policy, const EvictionSummary& evictions);
-  AtomicFile& open(const std::string& path);
-  RunFolder folder_;  // first in, last out: the files go before the lock and the folder
+  RunFiles files_;
   const Engine& engine_;
   std::string dir_;
   nlohmann::json manifest_;
-  std::vector<std::unique_ptr<AtomicFile>> files_;
-  AtomicFile *jsonl_ = nullptr, *csv_ = nullptr, *evictions_ = nullptr, *tokens_ = nullptr;
+  std::ostream *jsonl_ = nullptr, *csv_ = nullptr, *evictions_ = nullptr, *tokens_ = nullptr;
 };
 
 // CSV field quoting (RFC 4180).

@@ -164,6 +164,9 @@ class ScriptedBackend final : public Backend {
   std::string describe() const override { return "scripted"; }
   const Model& model() const override { return *model_; }
   std::unique_ptr<SessionCache> new_cache(const PolicyConfig& p) override { return std::make_unique<CountingCache>(p); }
+  std::unique_ptr<SessionCache> fork(const SessionCache& c) override {
+    return std::make_unique<CountingCache>(static_cast<const CountingCache&>(c));
+  }
   void forward(std::span<ForwardItem> items) override {
     for (ForwardItem& item : items) {
       auto& cache = dynamic_cast<CountingCache&>(*item.cache);
