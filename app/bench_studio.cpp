@@ -46,6 +46,7 @@ struct Options {
   std::string thinning = "auto";  // auto: off for synthetic steps (capacity at full detail), the app's rule for an engine
   std::string spool_dir = std::filesystem::temp_directory_path().string();
   int64_t recording_limit_mib = 0;  // 0: none; else the spool keeps its newest steps past it (a ring)
+  int64_t ask_every = 0;  // with --backend: a needle planted at the start, asked every N steps (0: none)
 };
 
 // One row of the table; a plain struct, sent from the child through a pipe.
@@ -79,7 +80,12 @@ std::unique_ptr<StudioRun> make_run(const Options& o, const std::string& shape, 
   const StudioInputs inputs = load_studio_inputs(config);
   BackendOptions options = studio_backend_options(config);
   if (!o.precision.empty()) options.precision = o.precision;
-  return StudioRun::live(config, inputs, make_backend(inputs.model, options), view, spool, o.recording_limit_mib << 20);
+  auto run = StudioRun::live(config, inputs, make_backend(inputs.model, options), view, spool, o.recording_limit_mib << 20);
+  if (o.ask_every > 0) {
+    run->plant_needle("The secret word is Bethlehem.");  // into the stream when the first turn ends
+    run->ask_every(o.ask_every);
+  }
+  return run;
 }
 
 // The child's work: one shape at one pane count, `o.steps` steps.
@@ -151,7 +157,7 @@ double us_per_step(double seconds, int64_t steps) { return steps > 0 ? seconds *
 std::string csv_header(bool engine) {
   return std::string("shape,panes,steps,steps_per_s,recording_bytes_per_step,peak_rss_mib,rss_mib_at_quarter,") +
          "rss_mib_at_end,rss_growth_mib_per_1k_steps,history_mib,snapshots,thinned_steps,history_us,analyzer_us,snapshot_us,encode_us,write_us," +
-         (engine ? "engine_us,engine_steps_per_s,whole_steps_per_s" : "source_us");
+         (engine ? "engine_us,engine_steps_per_s,whole_steps_per_s,asks,ms_per_ask,ask_kv_mib" : "source_us");
 }
 
 void add_flags(CLI::App& app, Options& o) {
@@ -172,6 +178,10 @@ void add_flags(CLI::App& app, Options& o) {
       ->check(CLI::IsMember({"on", "off", "auto"}));
   app.add_option("--spool-dir", o.spool_dir, "folder of the recording spool (removed after each run)");
   cli::add_table_flag(&app, "recording-limit", o.recording_limit_mib, kBenchStudio);
+  app.add_option("--ask-every", o.ask_every,
+                 "with --backend: plant a needle and ask for it every N steps (forks of every pane's cache fed the "
+                 "question and answer, 8 tokens decoded): its ms and KV MiB in the table")
+      ->check(CLI::Range(int64_t(0), int64_t(10000000)));
 }
 
 // Every (shape, pane count) to run, in the table's order. Throws Error naming the flag.
@@ -185,6 +195,8 @@ std::vector<std::pair<std::string, int>> runs_asked(const Options& o) {
     }
   }
   if (!std::filesystem::is_directory(o.spool_dir)) throw Error("--spool-dir: " + o.spool_dir + " is not a folder");
+  if (o.ask_every > 0 && o.backend.empty())
+    throw Error("--ask-every: give --backend too (the synthetic source has no caches to ask)");
   return runs;
 }
 
@@ -195,8 +207,10 @@ void print_table_head(const Options& o, bool engine) {
               o.sync ? "in the engine's loop (--sync)" : ("beside the engine, thinning " + o.thinning).c_str());
   std::printf("| shape | panes | steps/s | history | analyzer | snapshot | encode | write | %s | KB/step | peak RSS MiB | "
               "RSS growth MiB/1k steps | history MiB | thinned |%s\n",
-              engine ? "engine" : "source", engine ? " engine steps/s | whole steps/s |" : "");
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", engine ? "---:|---:|" : "");
+              engine ? "engine" : "source",
+              engine ? " engine steps/s | whole steps/s | asks | ms an ask | ask KV MiB |" : "");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n",
+              engine ? "---:|---:|---:|---:|---:|" : "");
 }
 
 // One row: printed to the table, and returned as its CSV line.
@@ -211,7 +225,11 @@ std::string report_row(const std::string& shape, int panes, const Row& r, bool e
   std::printf("| %s | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.0f | %.2f | %.0f | %lld |", shape.c_str(),
               panes, steps_per_s, us(t.history_s), us(t.analyzer_s), us(t.snapshot_s), us(t.encode_s), us(t.write_s),
               us(t.source_s), kb, r.peak_rss_mib, growth, r.history_mib, static_cast<long long>(t.thinned_steps));
-  if (engine) std::printf(" %.0f | %.0f |", double(r.steps) / t.source_s, double(r.steps) / r.wall_s);
+  // An ask's time is the source's too: the engine's rate leaves it out, the whole run's keeps it.
+  const double ask_ms = t.asks ? t.ask_s * 1000 / double(t.asks) : 0, ask_mib = double(t.ask_kv_bytes) / (1 << 20);
+  if (engine)
+    std::printf(" %.0f | %.0f | %lld | %.1f | %.1f |", double(r.steps) / (t.source_s - t.ask_s), double(r.steps) / r.wall_s,
+                static_cast<long long>(t.asks), ask_ms, ask_mib);
   std::printf("\n");
   std::fflush(stdout);
   char line[1024];
@@ -222,7 +240,9 @@ std::string report_row(const std::string& shape, int panes, const Row& r, bool e
                 us(t.encode_s), us(t.write_s), us(t.source_s));
   std::ostringstream out;
   out << line;
-  if (engine) out << "," << double(r.steps) / t.source_s << "," << double(r.steps) / r.wall_s;
+  if (engine)
+    out << "," << double(r.steps) / (t.source_s - t.ask_s) << "," << double(r.steps) / r.wall_s << "," << t.asks << ","
+        << ask_ms << "," << ask_mib;
   out << "\n";
   return out.str();
 }

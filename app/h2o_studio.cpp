@@ -26,6 +26,7 @@
 #include "core/base/version.h"
 #include "core/flags/run_flags.h"
 #include "core/policy/policy.h"
+#include "core/studio/needle_watch.h"
 #include "ui/shell/frame_stats.h"
 #include "ui/shell/main_window.h"
 #include "ui/plot/plot_export.h"
@@ -90,7 +91,12 @@ struct Options {
   QCommandLineOption presentation{"presentation", "Start in presentation mode (full screen, larger text and lines)."};
   QCommandLineOption theme{"theme", "dark (default) or light (projectors, print).", "name"};
   QCommandLineOption scale{"ui-scale", "Text and line scale, 0.75 to 3 (default 1).", "factor"};
-  QCommandLineOption tab{"tab", "Analysis tab shown: curves, inspector, heavy-hitters, head-view or model-view.", "name"};
+  QCommandLineOption tab{"tab", "Analysis tab shown: curves, inspector, heavy-hitters, head-view, model-view or needle.", "name"};
+  QCommandLineOption needle{"needle", "Plant this sentence into the live stream (the Needle tab; \"the X is Y\" is asked back as \"What is the X? The X is\" -> \"Y\").", "text"};
+  QCommandLineOption needle_at{"needle-at", "Plant the needle when the run reaches this step (default 0: as the run starts).", "step"};
+  QCommandLineOption needle_question{"needle-question", "The question an ask feeds (default: from the needle).", "text"};
+  QCommandLineOption needle_answer{"needle-answer", "The answer an ask scores (default: from the needle).", "text"};
+  QCommandLineOption ask_every{"ask-every", "Ask for the needle every N steps once it is in the stream (0: only when asked).", "n"};
   QCommandLineOption enlarge{"enlarge-tab", "Give the analysis tabs most of the height (the teaching views)."};
   QCommandLineOption fresh{"no-settings", "Neither read nor write remembered settings."};
   QCommandLineOption recording_limit = table_option("recording-limit");
@@ -107,7 +113,8 @@ struct Options {
       parser.addOption(*o);
     for (const auto& [name, o] : params) parser.addOption(o);
     for (const auto* o : {&rolling, &layer, &head, &inspect, &size, &screenshot, &autoplay, &play,
-                          &quit_after, &stats, &perf, &presentation, &theme, &scale, &tab, &enlarge, &fresh, &recording_limit})
+                          &quit_after, &stats, &perf, &presentation, &theme, &scale, &tab, &enlarge, &fresh, &recording_limit,
+                          &needle, &needle_at, &needle_question, &needle_answer, &ask_every})
       parser.addOption(*o);
   }
 };
@@ -168,8 +175,23 @@ h2o::ui::MainWindowOptions window_flags(const QCommandLineParser& parser, const 
   for (const QString& file : parser.positionalArguments()) options.open << QFileInfo(file).absoluteFilePath();
   options.presentation = parser.isSet(opts.presentation);
   options.tab = parser.value(opts.tab);
-  if (parser.isSet(opts.tab) && !QStringList{"curves", "inspector", "heavy-hitters", "head-view", "model-view"}.contains(options.tab))
-    bad_flag("--tab", "expected curves, inspector, heavy-hitters, head-view or model-view, got '" + options.tab + "'");
+  if (parser.isSet(opts.tab) &&
+      !QStringList{"curves", "inspector", "heavy-hitters", "head-view", "model-view", "needle"}.contains(options.tab))
+    bad_flag("--tab", "expected curves, inspector, heavy-hitters, head-view, model-view or needle, got '" + options.tab + "'");
+  options.needle = parser.value(opts.needle).trimmed();
+  options.needle_question = parser.value(opts.needle_question).trimmed();
+  options.needle_answer = parser.value(opts.needle_answer).trimmed();
+  if (parser.isSet(opts.needle) && options.needle.isEmpty()) bad_flag("--needle", "is empty: give a sentence to plant");
+  for (const auto* o : {&opts.needle_at, &opts.needle_question, &opts.needle_answer})
+    if (parser.isSet(*o) && options.needle.isEmpty()) bad_flag("--" + o->names().last(), "needs --needle");
+  if (options.needle_question.isEmpty() != options.needle_answer.isEmpty())
+    bad_flag(options.needle_question.isEmpty() ? "--needle-question" : "--needle-answer",
+             "give the question and the answer together (or neither: from the needle)");
+  if (!options.needle.isEmpty() && options.needle_question.isEmpty() &&
+      !h2o::question_of_needle(options.needle.toStdString()))
+    bad_flag("--needle", "is not of the form \"the X is Y\": give --needle-question and --needle-answer");
+  if (parser.isSet(opts.needle_at)) options.needle_at = int_flag(parser, opts.needle_at, 0, 1 << 30);
+  if (parser.isSet(opts.ask_every)) options.ask_every = int_flag(parser, opts.ask_every, 0, 1 << 30);
   options.enlarge_tab = parser.isSet(opts.enlarge);
   if (parser.isSet(opts.size)) {
     const QStringList wh = parser.value(opts.size).split('x');

@@ -59,6 +59,22 @@ void Engine::queue_turn(Turn turn) {
   queued_.push_back(std::move(turn));
 }
 
+void Engine::plant(std::vector<int> ids) {
+  if (ids.empty()) throw Error("the needle is empty");
+  if (!forced_.empty() || turns_.empty()) throw Error("a needle is planted in the MT-Bench stream (not teacher-forced text)");
+  if (phase_ == Phase::Done) throw Error("the stream is over: a needle has nothing to join");
+  Turn turn;
+  turn.ids = std::move(ids);
+  turn.needle = true;
+  queued_.push_front(std::move(turn));  // before any typed turn: it goes where the presenter planted it
+}
+
+std::vector<std::unique_ptr<SessionCache>> Engine::fork_caches() {
+  std::vector<std::unique_ptr<SessionCache>> out;
+  for (const auto& s : sessions_) out.push_back(s->stopped_.empty() ? backend_->fork(*s->cache_) : nullptr);
+  return out;
+}
+
 void Engine::begin_turn() {
   Turn typed;
   typed_ = !queued_.empty();
@@ -76,6 +92,7 @@ void Engine::begin_turn() {
     }
   }
   const Turn& turn = typed_ ? typed : turns_[size_t(turn_)];
+  needle_turn_ = turn.needle;
   if (!turn.ids.empty()) {
     prompt_ = turn.ids;
   } else {
@@ -242,9 +259,11 @@ void Engine::step_prefill(StepRecord& record, const CaptureSchedule* schedule) {
         fed.insert(fed.end(), end.begin(), end.end());
       }
     }
+    const int64_t prompt_begin = int64_t(s.stream_.size() + fed.size());
     fed.insert(fed.end(), prompt_.begin() + long(prompt_done_), prompt_.begin() + long(prompt_done_ + n));
     Work& w = work.emplace_back(prepare(index, std::move(fed), schedule));
-    if (last_chunk) {
+    if (needle_turn_ && first_chunk) w.needle_begin = prompt_begin;
+    if (last_chunk && !needle_turn_) {
       // The answer's first token comes from the prompt's last row.
       w.choose = true;
       w.choice = s.sampler_.next();
@@ -263,7 +282,13 @@ void Engine::step_prefill(StepRecord& record, const CaptureSchedule* schedule) {
       s.totals_.prefill_seconds += w.ms / 1000.0;
     }
     observe(w);
-    if (w.ms >= 0 && last_chunk) {
+    if (w.ms >= 0 && w.needle_begin >= 0) {
+      w.record.needle_begin = w.needle_begin;
+      w.record.needle_end = w.needle_begin + int64_t(prompt_.size());
+    }
+    if (w.ms >= 0 && last_chunk && needle_turn_) {
+      s.answering = s.answer_cut = false;  // a needle is not answered: the next turn follows it
+    } else if (w.ms >= 0 && last_chunk) {
       SessionRecord& out = w.record;
       out.token = w.chosen;
       out.text = text_of(w.chosen, s.stream_.back());

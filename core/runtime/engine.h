@@ -95,6 +95,18 @@ class Engine {
   // mode or once the stream is over.
   void queue_turn(Turn turn);
   size_t queued_turns() const { return queued_.size(); }
+  // A needle planted into the live stream (SEMANTICS.md, "Needles"): `ids`
+  // fed as they are when the current turn ends, before any queued turn, with
+  // no answer after them. The step that feeds their first tokens records
+  // each session's needle positions (SessionRecord::needle_begin). Throws
+  // Error in forced mode, once the stream is over, or for no ids.
+  void plant(std::vector<int> ids);
+  // Forks of every session's cache as it is now (Backend::fork), null for a
+  // session that stopped: what an ask of the app questions, leaving the live
+  // sessions untouched. Throws CacheCannotGrow past the KV limit.
+  std::vector<std::unique_ptr<SessionCache>> fork_caches();
+  // The backend, for running forks (fork_caches) between steps.
+  Backend& backend() { return *backend_; }
   void start_forced(std::vector<int> tokens);
   // The stream is over, or every session has stopped.
   bool done() const { return phase_ == Phase::Done; }
@@ -125,6 +137,7 @@ class Engine {
     ForcedScores scores;
     CapturePlan plan;
     ForwardItem item;     // made by run() from the above
+    int64_t needle_begin = -1;  // a needle turn's first chunk: where its ids start in the session's stream
     SessionRecord record;
     double ms = -1;  // < 0: the session stopped in this step
   };
@@ -161,6 +174,7 @@ class Engine {
   int turn_ = -1;
   std::deque<Turn> queued_;  // typed turns, begun before the list's next
   bool typed_ = false;       // the current turn was typed (queue_turn)
+  bool needle_turn_ = false; // the current turn is a planted needle (plant): no answer follows
   std::vector<int> prompt_;  // tokens of the current turn
   size_t prompt_done_ = 0;   // prefilled so far
   std::vector<int> forced_;

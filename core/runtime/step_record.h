@@ -2,7 +2,9 @@
 // What one engine step did: the one record the CLI's logs, the app's
 // analyzer, recordings and replays all read. The engine fills it; JSON lives
 // in core/studio/recording.h.
+#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,10 +38,30 @@ struct SessionRecord {
   std::vector<int> agree;              // 1 where the top-1 prediction equals the full cache's
   std::vector<AttentionCapture> attention;  // as the step's capture plan asked
   std::vector<LayerState> layer_states;     // likewise
+  // On the step a planted needle's first tokens are fed (Engine::plant): its
+  // stream positions [needle_begin, needle_end) in this session's stream (-1: none).
+  int64_t needle_begin = -1, needle_end = -1;
   // Set on the one step where this session stopped (its cache could not grow:
   // out of memory, or past the KV limit); nothing was fed to it then, and it
   // takes no further part. The other sessions go on.
   std::string stopped;
+};
+
+// A needle planted into the stream (the app's needle, docs/STUDIO.md): its
+// text and the question and answer that ask for it, as ids and as text.
+struct NeedlePlant {
+  std::string text, question, answer;
+  std::vector<int> question_ids, answer_ids;
+};
+
+// One pane's answer when the needle is asked for after a step (an ask: a
+// fork of its cache fed the question and the answer; SEMANTICS.md "Needles").
+struct AskAnswer {
+  double answer_nll = NAN;       // nats, summed over the answer's tokens; NaN: the pane had stopped
+  int answer_tokens = 0;
+  bool exact = false;            // every answer token the top-1 prediction
+  double survival_answer = NAN;  // the needle's fraction held after the question's cut
+  std::string said;              // what greedy decoding says after the question
 };
 
 struct StepRecord {
@@ -53,6 +75,10 @@ struct StepRecord {
   // step but the watched layer's (core/studio/step_pipeline.h); a recording says so.
   bool thinned = false;
   std::vector<SessionRecord> sessions;
+  // The app's needle: planted on the step its first tokens are fed; an ask's
+  // answers after this step, one per session (the pane's order).
+  std::optional<NeedlePlant> needle;
+  std::vector<AskAnswer> asked;
 };
 
 }  // namespace h2o

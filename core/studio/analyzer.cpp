@@ -1,6 +1,7 @@
 #include "core/studio/analyzer.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "core/base/error.h"
 #include "core/base/stopwatch.h"
@@ -88,7 +89,8 @@ Analyzer::Analyzer(RecordingHeader header, int64_t score_history_horizon, int64_
     : header_(std::move(header)),
       horizon_(score_history_horizon),
       state_whole_entries_(state_whole_entries),
-      live_(header_.policies, state_whole_entries) {
+      live_(header_.policies, state_whole_entries),
+      needle_(header_.policies.size()) {
   if (header_.kv_heads < 1 || header_.heads % header_.kv_heads != 0) throw Error("analyzer: bad head counts");
   for (const auto& policy : header_.policies)
     histories_.emplace_back(policy, header_.layers, header_.kv_heads, exact_head_positions);
@@ -119,6 +121,7 @@ void Analyzer::ingest(const StepRecord& record) {
     ForcedStep f{x.nll_sum, x.kl_sum, x.scored, x.compared, x.agreed};
     histories_[i].end_step(record.step, n, header_.mode == "forced" ? &f : nullptr);
   }
+  needle_.ingest(record);
   live_.add(record);
 }
 
@@ -432,6 +435,9 @@ PaneSnapshot Analyzer::pane(size_t index, const ViewSelection& view, int64_t ste
   pane_numbers(h, step, length, out);
   const std::vector<int32_t> evicted = h.evictions(view.layer, shown_kv(view));
   pane_text(h, view, step, length, evicted, out);
+  std::tie(out.needle_begin, out.needle_end) = needle_.span(index, step);
+  for (TokenCell& cell : out.tokens)
+    cell.needle = cell.position >= out.needle_begin && cell.first_position < out.needle_end;
   out.heatmap = heatmap(index, view, step, window);
   out.overview = h.overview(view.layer, shown_kv(view), evicted, length, first_step_, step, view.overview_columns,
                             view.overview_rows);
@@ -650,6 +656,7 @@ StudioSnapshot Analyzer::snapshot(const ViewSelection& requested, const CaptureW
     if (!histories_.empty())
       s.model_view = model_view(*captures, histories_[size_t(policy)], policy, header_.layers, header_.heads, group(), 8, 48);
   }
+  s.needle = needle_.snapshot(histories_, header_.layers, header_.kv_heads, step);
   s.history_bytes = history_bytes();
   const auto thinned_end = std::upper_bound(thinned_.begin(), thinned_.end(), int32_t(std::min<int64_t>(step, INT32_MAX)));
   s.thinned_steps = thinned_end - thinned_.begin();

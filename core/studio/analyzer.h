@@ -18,6 +18,7 @@
 #include "core/base/packed_bytes.h"
 #include "core/studio/capture_window.h"
 #include "core/studio/checkpoint_stream.h"
+#include "core/studio/needle_watch.h"
 #include "core/studio/recording.h"
 #include "core/studio/run_loop.h"
 #include "core/studio/snapshot.h"
@@ -172,6 +173,7 @@ class Analyzer final : public StepSink {
   int64_t pinned_ = -1;
   double ingest_s_ = 0, history_s_ = 0;
   std::vector<int32_t> thinned_;  // the thinned steps (StepRecord::thinned), ascending
+  NeedleWatch needle_;            // the app's needle and its asks
 };
 
 // The analyzer a replay of `reader`'s file starts from: of its header, and

@@ -21,7 +21,8 @@ namespace {
 
 // 2: a policy's per-head table may hold a summary of its older positions
 // (head_summary.h); format 1's tables are all exact, and are read still.
-constexpr uint64_t kCheckpointFormat = 2;
+// 3: the needle and its asks follow the histories (needle_watch.h); 1 and 2 have none.
+constexpr uint64_t kCheckpointFormat = 3;
 // A policy's per-head table: none, all exact (format 1), or summary + exact.
 constexpr uint8_t kNoHeads = 0, kExactHeads = 1, kSummarisedHeads = 2;
 // Steps and births stay far enough below 2^31 that a birth plus an age cannot overflow.
@@ -354,6 +355,7 @@ int64_t Analyzer::save_checkpoint(std::ostream& out) const {
     histories_[i].save(checkpoint);
     extras_[i].save(w);
   }
+  needle_.save(w);
   return checkpoint.finish();
 }
 
@@ -362,7 +364,7 @@ void Analyzer::restore_checkpoint(std::string_view frame, size_t max_bytes) {
   const std::string raw = unpack_checkpoint(frame, max_bytes);
   PackedReader r(raw, "checkpoint");
   const uint64_t format = r.varint();
-  require(format == 1 || format == kCheckpointFormat, "of a format this build does not read");
+  require(format >= 1 && format <= kCheckpointFormat, "of a format this build does not read");
   for (int v : {header_.layers, header_.heads, header_.kv_heads, int(histories_.size())})
     require(r.varint() == uint64_t(v), "of another model's shape or other panes than its recording's");
   const int64_t first_step = r.within(0, kMaxStep, "the first step");
@@ -384,6 +386,7 @@ void Analyzer::restore_checkpoint(std::string_view frame, size_t max_bytes) {
     histories.back().load(r, first_step, steps);
     extras[i].load(r, header_);
   }
+  NeedleWatch needle = format >= 3 ? NeedleWatch::load(r, histories_.size(), first_step + steps) : NeedleWatch(histories_.size());
   require(r.left() == 0, "bytes after its end");
   std::vector<StepInfo> infos(seconds.size());
   for (size_t i = 0; i < infos.size(); ++i) infos[i] = {seconds[i], prompts[i], Phase(phases[i])};
@@ -391,6 +394,7 @@ void Analyzer::restore_checkpoint(std::string_view frame, size_t max_bytes) {
   extras_ = std::move(extras);
   steps_ = std::move(infos);
   thinned_ = std::move(thinned);
+  needle_ = std::move(needle);
   first_step_ = first_step;
 }
 

@@ -112,6 +112,7 @@ static std::string session_text(const SessionRecord& s, size_t payload_bytes) {
   if (s.prefill_tokens_per_s > 0) j["tok_s_prefill"] = s.prefill_tokens_per_s;
   if (s.quantized_tokens > 0) j["quantized_tokens"] = s.quantized_tokens;
   if (!s.stopped.empty()) j["stopped"] = s.stopped;
+  if (s.needle_begin >= 0) j["needle"] = {s.needle_begin, s.needle_end};
   std::string text = json_dump(j);
   if (payload_bytes > 0) {
     text.pop_back();  // the object's closing brace
@@ -133,6 +134,19 @@ std::string recording_step_line(const StepRecord& r) {
   json j = {{"step", r.step},           {"phase", phase_name(r.phase)}, {"prompt", r.prompt_index},
             {"turn_start", r.turn_start}, {"turn_end", r.turn_end},     {"engine_s", r.engine_seconds}};
   if (r.thinned) j["thinned"] = true;
+  if (r.needle)
+    j["needle"] = {{"text", text_json(r.needle->text)}, {"question", text_json(r.needle->question)},
+                   {"answer", text_json(r.needle->answer)}, {"question_ids", r.needle->question_ids},
+                   {"answer_ids", r.needle->answer_ids}};
+  if (!r.asked.empty()) {
+    json asked = json::array();
+    for (const AskAnswer& a : r.asked)
+      asked.push_back({{"answer_nll", std::isfinite(a.answer_nll) ? json(a.answer_nll) : json()},
+                       {"answer_tokens", a.answer_tokens}, {"exact", a.exact},
+                       {"survival_answer", std::isfinite(a.survival_answer) ? json(a.survival_answer) : json()},
+                       {"said", text_json(a.said)}});
+    j["asked"] = asked;
+  }
   std::string line = json_dump(j);
   line.pop_back();  // the object's closing brace: the sessions follow
   // The tail's size first, where a reader finds it before parsing the line.
@@ -366,6 +380,11 @@ void check_state(const LayerState& s, const RecordingHeader& h) {
 void check_step_fits(const StepRecord& r, const RecordingHeader& h, bool skimmed) {
   // The analyzer keeps steps in 32 bits.
   check(r.step >= 0 && r.step < INT32_MAX, "step " + std::to_string(r.step) + " out of range");
+  check(r.asked.empty() || r.asked.size() == h.policies.size(),
+        "an ask answered by " + std::to_string(r.asked.size()) + " panes of " + std::to_string(h.policies.size()));
+  for (const AskAnswer& a : r.asked)
+    check(a.answer_tokens >= 0 && !(a.answer_nll < 0) && !(a.survival_answer < 0) && !(a.survival_answer > 1),
+          "an ask's answer out of range");
   for (const SessionRecord& s : r.sessions) {
     const std::string at = "session " + std::to_string(s.session) + ": ";
     check(s.session >= 0 && s.session < int(h.policies.size()), at + "no such policy in the header");
@@ -379,6 +398,9 @@ void check_step_fits(const StepRecord& r, const RecordingHeader& h, bool skimmed
     check(s.step_ms >= 0 && s.decode_tokens_per_s >= 0 && s.prefill_tokens_per_s >= 0,
           at + "a negative time or rate (step_ms, tok_s)");
     for (int32_t p : s.evictions.everywhere) check(p >= 0, at + "a negative evicted position");
+    check(s.needle_begin < 0 || (s.needle_begin >= s.position && s.needle_end > s.needle_begin &&
+                                 s.needle_end < INT32_MAX),
+          at + "a needle outside the stream (\"needle\": [begin, end])");
     for (const EvictionEvent& e : s.evictions.by_head)
       check(e.layer >= 0 && e.layer < h.layers && e.kv_head >= 0 && e.kv_head < h.kv_heads && e.position >= 0,
             at + "an eviction outside the model");

@@ -28,7 +28,11 @@
 //                 query positions, key positions per KV head, probabilities per captured head
 //                 (rows x keys, 8-bit codes), top-k shares} and the layer states {layer,
 //                 positions and scores per KV head}),
-//               "stopped"?: "why"}]}
+//               "stopped"?: "why", "needle"?: [begin, end] (the planted needle's positions, on the step
+//               that fed its first tokens)}],
+//             "needle"?: {"text", "question", "answer", "question_ids", "answer_ids"} (planted: that step),
+//             "asked"?: [{"answer_nll", "answer_tokens", "exact", "survival_answer", "said"}...] (an ask
+//               after this step, one per session; core/studio/needle_source.h)}
 //            then, where "tail" is given, its N bytes (the sessions' payloads in their order)
 //            and a newline.
 //   last     {"totals": <h2o::describe_totals>}   (optional)

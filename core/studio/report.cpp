@@ -57,6 +57,10 @@ std::string report_markdown(const ReportContents& r) {
   } else {
     md << "| (no totals recorded) | | | | | | | | |\n";
   }
+  if (!r.needle.empty()) {
+    md << "\n## The needle\n\n";
+    for (const std::string& line : r.needle) md << "- " << line << "\n";
+  }
   if (!r.plots.empty()) {
     md << "\n## Plots\n\n";
     for (const auto& p : r.plots)

@@ -15,6 +15,7 @@ struct ReportContents {
   std::string written;                // when the report was written (utc_timestamp; its folder's stamp is the same instant)
   std::vector<std::string> plots;     // file names of the images, relative to the report folder
   std::vector<std::string> logs;      // file names of the CSV/JSONL logs
+  std::vector<std::string> needle;    // the needle in words (needle_report_lines); empty: none planted
 };
 
 std::string report_markdown(const ReportContents& report);

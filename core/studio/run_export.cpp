@@ -74,6 +74,7 @@ void RunExport::write_report(const std::string& staging, const std::string& dir,
     report.steps = steps;
     report.written = written;
     report.plots = plots;
+    report.needle = needle;
     if (engine) {
       write_logs(staging);
       report.totals = describe_totals(*engine);

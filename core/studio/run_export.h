@@ -31,6 +31,7 @@ struct RunExport {
   int64_t steps = 0;                        // steps the app has seen
   // The view when the recording is saved, which its replay opens on (-1 layer: as recorded).
   int view_layer = -1, view_head = -1;
+  std::vector<std::string> needle;  // the report's needle in words (needle_report_lines); empty: none
 
   // The recording, atomically: a replay's file or a live run's spool, with
   // the view at save time in its header, and the engine's totals when a live

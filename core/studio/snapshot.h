@@ -31,6 +31,7 @@ struct TokenCell {
   std::string text;            // display text, valid UTF-8 (newlines kept)
   Fate fate = Fate::Cached;
   bool prompt = false;  // part of a user turn (or the forced text), not generated
+  bool needle = false;  // one of the planted needle's tokens
 };
 
 // Attention of the shown layer/head: recent query rows x cache slots.
@@ -64,6 +65,7 @@ struct PaneSnapshot {
   std::vector<TokenCell> tokens;  // a window of the stream, oldest first
   bool text_follows_end = true;   // the window follows the stream's end (else the user scrolled back)
   HeatmapData heatmap;
+  int64_t needle_begin = -1, needle_end = -1;  // the planted needle's positions (-1: none): the views mark them
   SurvivalRaster overview;  // every position of the stream over every step, binned
   // Shown at one KV head: positions before this have that head's steps
   // summarised — the overview still exact, the text and detail its layer's.
@@ -148,6 +150,35 @@ struct ModelViewData {
   std::vector<ModelViewCell> cells;  // layer-major: cells[layer * heads + head]
 };
 
+// The app's needle (docs/STUDIO.md, "The needle"): what each pane still
+// holds of it at the shown step, since when, and what each ask answered.
+struct NeedleAskPoint {
+  int64_t step = -1;             // the ask came after this step
+  int64_t distance = 0;          // tokens fed after the needle by then, in this pane's stream
+  double survival_question = NAN, survival_answer = NAN;
+  double answer_nll = NAN;
+  bool exact = false;
+  std::string said;              // what greedy decoding said
+};
+struct NeedlePane {
+  int64_t begin = -1, end = -1;  // the needle's positions in this pane's stream (-1: not fed yet)
+  int64_t fed_step = -1;         // the step that fed its first tokens
+  std::vector<float> held;       // per (layer, KV head), layer-major: the fraction held at the shown step
+  double survival = NAN;         // their mean
+  int heads_holding = 0;         // (layer, KV head)s holding any of it
+  int best_layer = -1, best_layer_heads = 0;  // the layer whose KV heads hold most of it, and how many hold some
+  Series curve;                  // x: steps since the needle was fed, y: survival
+  int64_t lost_step = -1;        // when the last of it left the last head (-1: still held)
+  int64_t lost_after = -1;       // tokens fed after the needle by then
+  std::vector<NeedleAskPoint> asks;  // up to the shown step
+};
+struct NeedleSnapshot {
+  bool planted = false;
+  std::string text, question, answer;
+  int layers = 0, kv_heads = 0;
+  std::vector<NeedlePane> panes;  // pane order
+};
+
 struct StudioSnapshot {
   int64_t step = -1;         // the step shown
   int64_t latest_step = -1;  // the newest step ingested
@@ -173,6 +204,7 @@ struct StudioSnapshot {
   InspectionSnapshot inspection;
   HeadViewData head_view;
   ModelViewData model_view;
+  NeedleSnapshot needle;
   int64_t history_bytes = 0;  // what the analyzer keeps for the whole history
   // Steps up to the shown one whose other layers' captures the pipeline left
   // out (it could not keep up), and the newest of them (-1: none).

@@ -168,7 +168,11 @@ bool session_scalar(std::string_view key, od::value x, SessionRecord& s, Require
   else if (key == "kl") s.kl = numbers<double>(x), need(12);
   else if (key == "agree") s.agree = numbers<int>(x), need(13);
   else if (key == "stopped") s.stopped = std::string(std::string_view(x.get_string()));
-  else return false;
+  else if (key == "needle") {
+    const std::vector<int64_t> span = numbers<int64_t>(x);
+    if (span.size() != 2) throw Error("a session's \"needle\" is not [begin, end]");
+    s.needle_begin = span[0], s.needle_end = span[1];
+  } else return false;
   return true;
 }
 
@@ -224,6 +228,37 @@ SessionRecord session(od::value v, int version, StepDetail detail, Tail& tail) {
   return s;
 }
 
+NeedlePlant needle_plant(od::value v) {
+  NeedlePlant n;
+  for (auto field : v.get_object()) {
+    const std::string_view key = field.unescaped_key();
+    od::value x = field.value();
+    if (key == "text") n.text = text(x);
+    else if (key == "question") n.question = text(x);
+    else if (key == "answer") n.answer = text(x);
+    else if (key == "question_ids") n.question_ids = numbers<int>(x);
+    else if (key == "answer_ids") n.answer_ids = numbers<int>(x);
+  }
+  return n;
+}
+
+std::vector<AskAnswer> ask_answers(od::value v) {
+  std::vector<AskAnswer> out;
+  for (od::value pane : v.get_array()) {
+    AskAnswer& a = out.emplace_back();
+    for (auto field : pane.get_object()) {
+      const std::string_view key = field.unescaped_key();
+      od::value x = field.value();
+      if (key == "answer_nll") a.answer_nll = as_real<double>(x, true);
+      else if (key == "answer_tokens") a.answer_tokens = as_int(x);
+      else if (key == "exact") a.exact = bool(x.get_bool());
+      else if (key == "survival_answer") a.survival_answer = as_real<double>(x, true);
+      else if (key == "said") a.said = text(x);
+    }
+  }
+  return out;
+}
+
 StepRecord step(od::object o, int version, StepDetail detail, Tail& tail) {
   static const char* const kNeeds[] = {"step", "phase", "prompt", "turn_start", "turn_end", "engine_s", "sessions"};
   Required needs{kNeeds, 0, 7};
@@ -238,6 +273,8 @@ StepRecord step(od::object o, int version, StepDetail detail, Tail& tail) {
     else if (key == "turn_end") r.turn_end = bool(x.get_bool()), needs.seen |= 16;
     else if (key == "engine_s") r.engine_seconds = as_double(x), needs.seen |= 32;
     else if (key == "thinned") r.thinned = bool(x.get_bool());
+    else if (key == "needle") r.needle = needle_plant(x);
+    else if (key == "asked") r.asked = ask_answers(x);
     else if (key == "tail") {
       tail.size = as_int64(x);
       if (tail.size <= 0 || tail.size > int64_t(tail.bytes.size())) throw Error("the step's \"tail\" is not the bytes after its line");

@@ -21,6 +21,7 @@ std::unique_ptr<StudioRun> StudioRun::live(const StudioConfig& settings, const S
   run->schedule_.set_heads(inputs.model->config.n_heads);
   run->engine_ = make_studio_engine(config, inputs, std::move(backend));
   run->engine_source_ = std::make_unique<EngineSource>(*run->engine_, &run->schedule_);
+  run->needle_source_ = std::make_unique<NeedleSource>(*run->engine_, *run->engine_source_);
   // Hashing is quick for small files and would stall the start of big ones.
   std::error_code ec;
   const auto size = std::filesystem::file_size(inputs.model_path, ec);
@@ -33,7 +34,7 @@ std::unique_ptr<StudioRun> StudioRun::live(const StudioConfig& settings, const S
   header.view_layer = config.capture_layer;
   header.view_head = view.head;
   header.settings = studio_config_json(config);
-  run->start_recording(std::move(header), *run->engine_source_, spool_path, recording_limit);
+  run->start_recording(std::move(header), *run->needle_source_, spool_path, recording_limit);
   return run;
 }
 
@@ -97,6 +98,7 @@ void StudioRun::close() {
   if (pipeline_) pipeline_->set_after_step({});  // no snapshots of a closing run
   pipeline_.reset();  // the steps handed over go through first
   loop_.reset();
+  needle_source_.reset();  // it steps engine_source_
   engine_source_.reset();
   other_source_.reset();
   spool_.reset();
@@ -347,6 +349,20 @@ std::string StudioRun::queue_prompt(const std::string& text) {
   return "Queued: “" + text + "” follows the current turn (" + std::to_string(engine_->queued_turns()) + " waiting)";
 }
 
+std::string StudioRun::plant_needle(const std::string& text, const std::string& question, const std::string& answer) {
+  if (!needle_source_) throw Error("a needle is planted in a live run (a replay holds the needles it recorded)");
+  return needle_source_->plant(text, question, answer);
+}
+
+void StudioRun::ask_after_next_step() {
+  if (!needle_source_) throw Error("an ask needs a live run (a replay shows the asks it recorded)");
+  needle_source_->ask_after_next_step();
+}
+
+void StudioRun::ask_every(int64_t steps) {
+  if (needle_source_) needle_source_->ask_every(steps);
+}
+
 // ---- files and figures -------------------------------------------------------------------
 
 RunExport StudioRun::run_export(const std::string& state, const ViewSelection& view) const {
@@ -364,6 +380,13 @@ RunExport StudioRun::run_export(const std::string& state, const ViewSelection& v
   run.steps = analyzer_->steps_ingested();
   run.view_layer = view.layer;
   run.view_head = view.head;
+  {
+    std::lock_guard lock(state_);
+    const StudioSnapshot shown = analyzer_->snapshot(ViewSelection{.step = view.step, .max_tokens = 1});
+    std::vector<PolicyConfig> policies;
+    for (const PaneSnapshot& pane : shown.panes) policies.push_back(pane.config);
+    run.needle = needle_report_lines(shown.needle, policies);
+  }
   return run;
 }
 
@@ -406,6 +429,11 @@ PipelineTimes StudioRun::pipeline_times() const {
     t.thinned_steps = pipeline_ ? pipeline_->thinned_steps() : 0;
     t.write_s = spool_->write_seconds();
     t.recording_bytes = spool_->bytes();
+  }
+  if (needle_source_) {
+    t.asks = needle_source_->asks();
+    t.ask_s = needle_source_->ask_seconds();
+    t.ask_kv_bytes = needle_source_->ask_kv_bytes();
   }
   return t;
 }

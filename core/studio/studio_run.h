@@ -17,6 +17,7 @@
 
 #include "core/studio/analyzer.h"
 #include "core/studio/capture_schedule.h"
+#include "core/studio/needle_source.h"
 #include "core/studio/recording.h"
 #include "core/studio/run_export.h"
 #include "core/studio/run_loop.h"
@@ -47,6 +48,10 @@ struct PipelineTimes {
   double write_s = 0;     // the recording spool: text to the file
   int64_t recording_bytes = 0;
   int64_t thinned_steps = 0;  // steps the pipeline thinned (step_pipeline.h)
+  // The needle's asks (needle_source.h): how many, their seconds (within source_s), the last one's forks' KV bytes.
+  int64_t asks = 0;
+  double ask_s = 0;
+  int64_t ask_kv_bytes = 0;
 };
 
 // How a run names itself: a title, one line of details, the weights' type mix ("Q4_K_M"; "replay").
@@ -167,6 +172,14 @@ class StudioRun {
   // Returns what to say ("Queued: …"); throws Error.
   std::string queue_prompt(const std::string& text);
 
+  // ---- the needle (needle_source.h), live runs ----
+  // Plants a needle into the stream when the current turn ends; returns what to say. Throws Error.
+  std::string plant_needle(const std::string& text, const std::string& question = {}, const std::string& answer = {});
+  // The next step is followed by an ask (every pane answers from a fork of its cache). Throws Error.
+  void ask_after_next_step();
+  // An ask every `steps` steps once the needle is fed (0: none).
+  void ask_every(int64_t steps);
+
   // The run as the exports see it now; `state`: "running" or "paused".
   RunExport run_export(const std::string& state, const ViewSelection& view) const;
   // One line of memory figures, "name value" pairs (scripts/soak_studio.sh
@@ -189,6 +202,7 @@ class StudioRun {
   StudioCaptureSchedule schedule_;           // what each live step reads out
   std::unique_ptr<Engine> engine_;           // live runs
   std::unique_ptr<EngineSource> engine_source_;
+  std::unique_ptr<NeedleSource> needle_source_;  // live runs: the engine's steps, a needle planted and asked for
   std::unique_ptr<StepSource> other_source_;  // from_source's
   std::unique_ptr<RecordingReader> replay_;  // replays
   std::string replay_path_;

@@ -13,6 +13,9 @@ struct Turn {
   int turn_index = 0;  // 0-based turn within its question
   std::string text;
   std::vector<int> ids;  // pre-tokenized prompt, fed as is (no template, no BOS added)
+  // A passage planted in the stream (the app's needle, Engine::plant): its
+  // ids fed as they are, and no answer follows; the next turn comes next.
+  bool needle = false;
 };
 
 // Reads every turn of every question, in file order. Throws Error

@@ -19,7 +19,7 @@
 #   OUT [repo/out/gpu]  H2O_GPU_CARRY [repo/.gpu-carry]  H2O_DEPS_PREFIX [/opt/deps]
 #   H2O_GPU_BUILD [repo/build]  H2O_CUDA_ARCH [90]  H2O_STAGE_BUDGET_S [470]
 #   H2O_PEER_ARGS (extra peer_transformers.py args)  H2O_PEER_RESERVE_S [120] (bench: kept for the peer)  H2O_PEER=0 (no peer)
-#   H2O_STUDIO_BENCH_ARGS (bench: h2o-bench-studio's args on the GPU; default Llama-2-7B, four panes, 1500 steps)
+#   H2O_STUDIO_BENCH_ARGS (bench: h2o-bench-studio's args on the GPU; default Llama-2-7B, four panes, 1500 steps, an ask every 300)
 #   H2O_SANITIZE_FILTER [*] (sanitize: a gtest filter, e.g. '*Kernels*' for the quick kernel suites)
 #   H2O_CHECK_RACECHECK (check: the gtest filter racecheck runs over; "" for none; default the kernels this round changed)
 #   H2O_BENCH_EXTRA_ARGS (bench: further h2o-bench runs, ';' between them; default GPT-NeoX and quantized KV at 8192)
@@ -51,7 +51,7 @@ case "$BACKEND" in cuda) SIMULATED=0 ;; cuda-sim) SIMULATED=1 ;; *) echo "run_on
 # Under simulation: tiny shapes (the emulation decodes stories260K at tens of tokens a second), f16 as on the GPU.
 SIM_BENCH_ARGS="--shapes stories260K --dtype f16 --precision f16 --contexts 64 --budget 32 --tokens 8 --repeats 1 --batched"
 # The app's pipeline beside the engine (h2o-bench-studio): Llama-2-7B, four panes, on the GPU; a few steps of stories260K simulated.
-STUDIO_BENCH_ARGS=${H2O_STUDIO_BENCH_ARGS:-"--shapes llama2-7b --panes 4 --dtype f16 --precision f16 --steps 1500"}
+STUDIO_BENCH_ARGS=${H2O_STUDIO_BENCH_ARGS:-"--shapes llama2-7b --panes 4 --dtype f16 --precision f16 --steps 1500 --ask-every 300"}
 SIM_STUDIO_BENCH_ARGS="--shapes stories260K --panes 2 --dtype f16 --precision f16 --steps 12"
 # bench's further rows after h2o-bench ARGS, each an h2o-bench argument list (';' between runs): GPT-NeoX,
 # the quantized KV at a long context against the f16 cache (its attention kernels in --op-times), and

@@ -159,6 +159,9 @@ void EngineWorker::startLive() {
     return;
   }
   unusable_.clear();
+  needle_plan_.planted = false;
+  run_->ask_every(needle_plan_.ask_every);
+  if (needle_plan_.at_step == 0) plantIfDue();
   emit liveStarted(!config_.forced);
   runStarted();
 }
@@ -268,6 +271,7 @@ void EngineWorker::stepOnce() {
     return;
   }
   report(run_->step_forward());
+  plantIfDue();
   publish(true);
 }
 
@@ -298,6 +302,48 @@ void EngineWorker::queuePrompt(const QString& text) {
   } catch (const std::exception& e) {
     emit failed(QString("The prompt was not queued: ") + QString::fromUtf8(e.what()));
   }
+}
+
+void EngineWorker::plantNeedle(const QString& text, const QString& question, const QString& answer) {
+  if (!run_ || !run_->is_live()) {
+    emit failed("A needle is planted in a live run (a replay shows the needle it recorded).");
+    return;
+  }
+  try {
+    emit status(q(run_->plant_needle(text.toStdString(), question.toStdString(), answer.toStdString())));
+  } catch (const std::exception& e) {
+    emit failed(QString("The needle was not planted: ") + QString::fromUtf8(e.what()));
+  }
+}
+
+void EngineWorker::askNeedle() {
+  if (!run_ || !run_->is_live()) {
+    emit failed("Ask needs a live run (a replay shows the asks it recorded).");
+    return;
+  }
+  try {
+    run_->ask_after_next_step();
+  } catch (const std::exception& e) {
+    emit failed(QString("Nothing to ask: ") + QString::fromUtf8(e.what()));
+    return;
+  }
+  if (running_) return;  // the next tick's step asks
+  report(run_->step());  // paused: one step, then the ask, shown now
+  publish(true);
+}
+
+void EngineWorker::setNeedlePlan(const QString& text, const QString& question, const QString& answer, qint64 at_step,
+                                 qint64 ask_every) {
+  needle_plan_ = {text, question, answer, at_step, ask_every, false};
+  if (run_ && run_->is_live()) run_->ask_every(ask_every);
+}
+
+void EngineWorker::plantIfDue() {
+  if (needle_plan_.at_step < 0 || needle_plan_.planted || !run_ || !run_->is_live()) return;
+  // The step the next one will be: the needle goes in when the turn then running ends.
+  if ((run_->has_steps() ? run_->latest_step() + 1 : 0) < needle_plan_.at_step) return;
+  needle_plan_.planted = true;
+  plantNeedle(needle_plan_.text, needle_plan_.question, needle_plan_.answer);
 }
 
 void EngineWorker::setReplayPace(double times) {
@@ -368,6 +414,7 @@ void EngineWorker::warn(const std::string& warning) {
 
 bool EngineWorker::stepForTick() {
   const bool stepped = run_ && report(run_->step());
+  if (stepped) plantIfDue();
   if (stepped && !(autoplay_left_ > 0 && --autoplay_left_ == 0)) return true;
   // The end of the run, or the last step autoplay asked for: pause on it.
   setRunning(false);

@@ -53,6 +53,15 @@ class EngineWorker : public QObject {
   void setReplayPace(double times);             // replays: times the recorded pace; 0: as fast as it reads
   // A prompt typed into the live stream (Engine::queue_turn): it follows the current turn.
   void queuePrompt(const QString& text);
+  // The needle (core/studio/needle_source.h): planted into the live stream
+  // when the current turn ends (question and answer empty: from "the X is
+  // Y"), and asked for after the next step — at once, one step on, when paused.
+  void plantNeedle(const QString& text, const QString& question, const QString& answer);
+  void askNeedle();
+  // A talk's script: plant `text` once a live run reaches `at_step` (-1: no
+  // needle), ask every `ask_every` steps after (0: never); applied to every live run from now on.
+  void setNeedlePlan(const QString& text, const QString& question, const QString& answer, qint64 at_step,
+                     qint64 ask_every);
   // Prints one line of memory figures on stdout every `seconds` (0: off), for scripts/soak_studio.sh.
   void setStatsInterval(int seconds);
   // The most the recording spool may hold (0: no limit). Past it, steps are
@@ -125,6 +134,8 @@ class EngineWorker : public QObject {
   // The run as the exports see it now.
   RunExport runExport() const;
   void finishAutoplayIfDue();
+  // The needle plan's plant, once the live run has reached its step.
+  void plantIfDue();
 
   std::shared_ptr<SnapshotSlot> slot_;
   QTimer* timer_;
@@ -147,6 +158,11 @@ class EngineWorker : public QObject {
   QTimer* stats_timer_ = nullptr;
   QElapsedTimer stats_clock_;
   int autoplay_left_ = -1;  // -1: no autoplay
+  struct NeedlePlan {
+    QString text, question, answer;
+    qint64 at_step = -1, ask_every = 0;
+    bool planted = false;  // in the current live run
+  } needle_plan_;
   bool autoplay_pending_ = false;
   // The cadence, its clock and the view a snapshot shows: taken on this thread
   // and on the sinks' (where the run is beside(): runBeside), under publish_mutex_.

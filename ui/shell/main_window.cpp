@@ -40,6 +40,7 @@
 #include "ui/views/heatmap_plot.h"
 #include "ui/views/heavy_hitter_panel.h"
 #include "ui/views/model_view.h"
+#include "ui/views/needle_view.h"
 #include "ui/shell/pane_area.h"
 #include "ui/plot/plot_context_menu.h"
 #include "ui/plot/plot_export.h"
@@ -263,6 +264,7 @@ void MainWindow::buildViews() {
   inspector_ = new TokenInspector;
   head_view_ = new HeadView;
   model_view_ = new ModelView;
+  needle_ = new NeedleView;
   analysis_ = new QTabWidget;
   analysis_->setObjectName("analysis");
   analysis_->setDocumentMode(true);
@@ -270,6 +272,7 @@ void MainWindow::buildViews() {
   analysis_->addTab(heavy_, "Heavy hitters");
   analysis_->addTab(head_view_, "Head view");
   analysis_->addTab(model_view_, "Model view");
+  analysis_->addTab(needle_, "Needle");
   // The teaching views want room: a corner button gives the tabs most of the height.
   enlarge_ = new QAction("Enlarge", this);
   enlarge_->setObjectName("enlarge_analysis");
@@ -384,6 +387,7 @@ void MainWindow::buildTransport() {
     }
   });
   connect(transport_, &TransportBar::promptSubmitted, this, &MainWindow::queuePrompt);
+  connect(transport_, &TransportBar::needleSubmitted, this, [this](const QString& text) { plantNeedle(text); });
   auto* timeline = addToolBar("Timeline");
   timeline->setObjectName("timeline_bar");
   timeline->setMovable(false);
@@ -459,6 +463,10 @@ void MainWindow::start() {
   if (options_.presentation) presentation_->setChecked(true);
   if (!options_.tab.isEmpty()) showTab(options_.tab);
   if (options_.enlarge_tab) QTimer::singleShot(0, this, [this] { setAnalysisEnlarged(true); });
+  if (!options_.needle.isEmpty() || options_.ask_every > 0)
+    onWorker([w = worker_, o = options_] {
+      w->setNeedlePlan(o.needle, o.needle_question, o.needle_answer, o.needle.isEmpty() ? -1 : o.needle_at, o.ask_every);
+    });
   if (!options_.replay.isEmpty()) {
     openReplay(options_.replay);
     return;
@@ -619,6 +627,7 @@ void MainWindow::drawAnalysis(const StudioSnapshot& s) {
   if (tab == inspector_) inspector_->draw(s.inspection);
   if (tab == head_view_) head_view_->setData(s.head_view);
   if (tab == model_view_) model_view_->setData(s.model_view, snapshot_policies(s), s.shown_layer, s.shown_head);
+  if (tab == needle_) needle_->draw(s);
 }
 
 void MainWindow::hideLoading() {

@@ -39,6 +39,7 @@ class CurvesPanel;
 class HeadView;
 class HeavyHitterPanel;
 class ModelView;
+class NeedleView;
 class PaneArea;
 class PolicyPane;
 class TokenInspector;
@@ -63,6 +64,9 @@ struct MainWindowOptions {
   bool presentation = false;  // start in presentation mode
   QString tab;                // analysis tab to show: "curves", "inspector", "heavy-hitters", "head-view", "model-view"
   bool enlarge_tab = false;   // the analysis tabs take most of the height
+  // A talk's needle (--needle, --needle-at, --ask-every): planted once a live run reaches `needle_at`.
+  QString needle, needle_question, needle_answer;
+  qint64 needle_at = 0, ask_every = 0;
 };
 
 class MainWindow : public QMainWindow {
@@ -122,6 +126,10 @@ class MainWindow : public QMainWindow {
   void stepBack();
   void goLive();
   void queuePrompt(const QString& text);
+  // The needle (main_window_needle.cpp): planted into the live stream, asked for after the next step.
+  void plantNeedle(const QString& text, const QString& question = {}, const QString& answer = {});
+  void askNeedle();
+  NeedleView* needleView() const { return needle_; }
   void setPresentation(bool on);
   bool presentation() const { return presentation_on_; }
   void setLook(ThemeKind theme, double scale);
@@ -165,6 +173,7 @@ class MainWindow : public QMainWindow {
   void connectWorkerRuns();
   QAction* makeAction(IconKind icon, const QString& text, const char* name, const QKeySequence& key, const QString& tip);
   void buildRunActions();
+  QMenu* buildNeedleMenu();  // Plant a needle…, Ask for the needle (main_window_needle.cpp)
   QList<QAction*> buildFileActions();
   QList<QAction*> buildOpenActions();  // Open model…, the recent models, Open recording…
   void fillRecentMenu();
@@ -233,12 +242,14 @@ class MainWindow : public QMainWindow {
   TokenInspector* inspector_;
   HeadView* head_view_;
   ModelView* model_view_;
+  NeedleView* needle_;
   QTabWidget* analysis_;
   QSplitter* central_split_;
   QSplitter* bottom_;
   QAction* enlarge_;
   QAction *play_, *step_, *back_, *live_, *reset_, *open_, *save_, *report_, *presentation_, *light_, *bigger_, *smaller_;
   QAction* open_model_;
+  QAction *plant_, *ask_;
   QMenu* recent_menu_ = nullptr;
   std::vector<RecentModel> recent_;
   QWidget* legend_ = nullptr;  // the fate colours, in the status bar

@@ -35,6 +35,7 @@
 #include "ui/views/raster_plot.h"
 #include "ui/views/token_inspector.h"
 #include "ui/shell/transport_bar.h"
+#include "ui/views/needle_view.h"
 
 namespace h2o::ui {
 
@@ -81,6 +82,8 @@ std::vector<std::pair<QString, QCustomPlot*>> MainWindow::sharedPlots() const {
   out.push_back({"score-rank", heavy_->scoreRank()});
   out.push_back({"sparsity", heavy_->sparsity()});
   out.push_back({"token-score-history", inspector_->plot()});
+  out.push_back({"needle-survival", needle_->survival()});
+  out.push_back({"needle-recall", needle_->recall()});
   return out;
 }
 

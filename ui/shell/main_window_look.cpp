@@ -36,6 +36,7 @@
 #include "ui/views/raster_plot.h"
 #include "ui/views/token_inspector.h"
 #include "ui/shell/transport_bar.h"
+#include "ui/views/needle_view.h"
 
 namespace h2o::ui {
 
@@ -118,6 +119,7 @@ void MainWindow::buildActions() {
   }
   QMenu* run = menuBar()->addMenu("&Run");
   run->addActions({play_, back_, step_, live_, reset_});
+  buildNeedleMenu();
   QMenu* view = menuBar()->addMenu("&View");
   view->setObjectName("view_menu");
   view->addActions({presentation_, light_, bigger_, smaller_});
@@ -208,8 +210,9 @@ void MainWindow::buildViewActions() {
 }
 
 void MainWindow::showTab(const QString& name) {
-  const std::map<QString, QWidget*> tabs = {{"curves", curves_}, {"inspector", inspector_}, {"heavy-hitters", heavy_},
-                                            {"head-view", head_view_}, {"model-view", model_view_}};
+  const std::map<QString, QWidget*> tabs = {{"curves", curves_},         {"inspector", inspector_},
+                                            {"heavy-hitters", heavy_},    {"head-view", head_view_},
+                                            {"model-view", model_view_}, {"needle", needle_}};
   const auto it = tabs.find(name.toLower());
   if (it != tabs.end() && analysis_->indexOf(it->second) >= 0) analysis_->setCurrentWidget(it->second);
   // Asked for by name, a teaching view is shown open (a short window had only its tab bar).
@@ -254,6 +257,7 @@ void MainWindow::restyle() {
   curves_->restyle();
   heavy_->restyle();
   inspector_->restyle();
+  needle_->restyle();
   banner_->restyle();
   // Redraw everything in the new look.
   if (last_) {

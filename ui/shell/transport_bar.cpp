@@ -93,6 +93,12 @@ void TransportBar::addViewControls(QHBoxLayout* h) {
   prompt_->setClearButtonEnabled(true);
   prompt_->setMinimumWidth(160);
   h->addWidget(prompt_, 2);
+  needle_ = new QLineEdit;
+  needle_->setObjectName("needle");
+  needle_->setPlaceholderText("Plant a needle: “The secret word is Bethlehem.”, Enter…");
+  needle_->setClearButtonEnabled(true);
+  needle_->setMinimumWidth(120);
+  h->addWidget(needle_, 1);
 }
 
 void TransportBar::connectControls() {
@@ -113,6 +119,12 @@ void TransportBar::connectControls() {
     if (text.isEmpty()) return;
     emit promptSubmitted(text);
     prompt_->clear();
+  });
+  connect(needle_, &QLineEdit::returnPressed, this, [this] {
+    const QString text = needle_->text().trimmed();
+    if (text.isEmpty()) return;
+    emit needleSubmitted(text);
+    needle_->clear();
   });
 }
 
@@ -190,6 +202,11 @@ double TransportBar::speed() const { return speed_->value(); }
 void TransportBar::setPromptEnabled(bool enabled, const QString& why) {
   prompt_->setEnabled(enabled);
   prompt_->setToolTip(enabled ? "Typed prompts join the stream when the current turn ends (before the next MT-Bench turn)"
+                              : why);
+  needle_->setEnabled(enabled);
+  needle_->setToolTip(enabled ? "A sentence put into every pane's stream as it is, when the current turn ends; the "
+                                "Needle tab then shows which heads still hold it, and Ask (K) has every pane answer "
+                                "for it. “The X is Y” is asked back as “What is the X? The X is” → “Y”."
                               : why);
 }
 

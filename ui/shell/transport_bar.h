@@ -3,7 +3,7 @@
 // dock): step back / play / step forward / live (the window's actions), a
 // slider over every step of the run or the replay, the step shown, the layer
 // and head, the speed (a live run: steps per second; a replay: times the
-// recorded pace), and a box to type a prompt into the live stream.
+// recorded pace), a box to type a prompt into the live stream, and one to plant a needle in it.
 #include <QWidget>
 
 class QAction;
@@ -36,6 +36,7 @@ class TransportBar : public QWidget {
   void setPromptEnabled(bool enabled, const QString& why);
   QSlider* slider() const { return slider_; }
   QLineEdit* prompt() const { return prompt_; }
+  QLineEdit* needle() const { return needle_; }
   QLabel* stepLabel() const { return step_label_; }
 
  signals:
@@ -43,6 +44,7 @@ class TransportBar : public QWidget {
   void viewChanged(int layer, int head);
   void speedChanged(double value);
   void promptSubmitted(const QString& text);
+  void needleSubmitted(const QString& text);  // a sentence to plant (docs/STUDIO.md, "The needle")
 
  private:
   // The bar's parts, left to right: the timeline and its step label; layer, head, speed and prompt; their signals.
@@ -53,7 +55,7 @@ class TransportBar : public QWidget {
   QLabel* step_label_;
   QComboBox *layer_, *head_;
   QDoubleSpinBox* speed_;
-  QLineEdit* prompt_;
+  QLineEdit *prompt_, *needle_;
   qint64 total_ = 0;
   bool replay_ = false, updating_ = false;
 };

@@ -1,5 +1,7 @@
 #include "ui/views/heatmap_plot.h"
 
+#include <algorithm>
+
 #include <QToolTip>
 
 #include "ui/plot/plot_helpers.h"
@@ -36,6 +38,13 @@ HeatmapPlot::HeatmapPlot(QWidget* parent) : QCustomPlot(parent) {
   yAxis->grid()->setVisible(false);
   yAxis->setRangeReversed(true);  // newest query at the bottom, like the text
   yAxis->setLabel("query position");
+  needle_ = new QCPItemRect(this);
+  needle_->setVisible(false);
+  needle_->setSelectable(false);
+  needle_->setPen(QPen(QColor(255, 190, 0), 2));
+  needle_->setBrush(Qt::NoBrush);
+  needle_->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  needle_->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
   note_ = new QCPItemText(this);
   note_->position->setType(QCPItemPosition::ptAxisRectRatio);
   note_->position->setCoords(0.5, 0.5);
@@ -99,6 +108,17 @@ void HeatmapPlot::setData(HeatmapData data, const PlotTitle& title) {
   xAxis->setRange(-0.5, std::max(cols, 1) - 0.5);
   yAxis->setRange(-0.5, std::max(rows, 1) - 0.5);
   label();
+}
+
+void HeatmapPlot::setNeedle(int64_t begin, int64_t end) {
+  const auto& cols = data_.columns;
+  const auto first = std::lower_bound(cols.begin(), cols.end(), int32_t(std::max<int64_t>(begin, 0)));
+  const auto last = std::lower_bound(first, cols.end(), int32_t(std::clamp<int64_t>(end, 0, INT32_MAX)));
+  const bool shown = begin >= 0 && end > begin && first != last;
+  needle_->setVisible(shown);
+  if (!shown) return;
+  needle_->topLeft->setCoords(double(first - cols.begin()) - 0.5, 0);
+  needle_->bottomRight->setCoords(double(last - cols.begin()) - 0.5, 1);
 }
 
 void HeatmapPlot::resizeEvent(QResizeEvent* event) {

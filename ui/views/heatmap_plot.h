@@ -18,6 +18,8 @@ class HeatmapPlot : public QCustomPlot {
   explicit HeatmapPlot(QWidget* parent = nullptr);
   // `title`: what the pane shows (compact: the view and step alone) and the file's (policy, layer, head, step).
   void setData(HeatmapData data, const PlotTitle& title);
+  // The planted needle's positions [begin, end) as an amber frame over their columns (-1: none).
+  void setNeedle(int64_t begin, int64_t end);
   const HeatmapData& data() const { return data_; }
   QString title() const;          // as shown
   QString exportTitle() const;    // as exported
@@ -42,6 +44,7 @@ class HeatmapPlot : public QCustomPlot {
   QCPColorScale* scale_;
   QCPTextElement* title_;
   QCPItemText* note_;
+  QCPItemRect* needle_;
   QSharedPointer<QCPAxisTickerText> columns_ticker_, rows_ticker_;
   HeatmapData data_;
 };

@@ -234,6 +234,7 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
   heatmap_->setData(pane.heatmap, {QString("attention · %1 · %2").arg(compact_view, at_step),
                                    QString("%1 · %2").arg(compact_view, at_step),
                                    QString("%1 · attention · %2").arg(exported, at_step)});
+  heatmap_->setNeedle(pane.needle_begin, pane.needle_end);
   heatmap_->replot(QCustomPlot::rpQueuedRefresh);
   // The trained context matters where positions are not rolled and the cache outgrows it: the full cache.
   const int64_t context = !pane.config.evicts() && !pane.config.rolling ? s.context : 0;
@@ -247,6 +248,7 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
                           .arg(o.steps())
                           .arg(o.binned() ? " (binned)" : "")},
                      pane.detail.first_position, pane.detail.end_position, context);
+  overview_->setNeedle(pane.needle_begin, pane.needle_end);
   overview_->replot(QCustomPlot::rpQueuedRefresh);
   const SurvivalRaster& d = pane.detail;
   const bool none = d.last_step < d.first_step;
@@ -263,6 +265,7 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
                     none ? QString("detail · no steps yet") : QString("detail · %1 · steps %2%3").arg(positions, steps, summarised),
                     QString("%1 · survival · %2").arg(exported, stretch)},
                    -1, -1, context);
+  detail_->setNeedle(pane.needle_begin, pane.needle_end);
   detail_->replot(QCustomPlot::rpQueuedRefresh);
 }
 

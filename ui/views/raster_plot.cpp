@@ -47,6 +47,13 @@ RasterPlot::RasterPlot(Role role, QWidget* parent) : QCustomPlot(parent), role_(
   mark_label_->setText(" detail below");
   context_line_ = new QCPItemStraightLine(this);
   context_line_->setVisible(false);
+  needle_band_ = new QCPItemRect(this);
+  needle_band_->setVisible(false);
+  needle_band_->setSelectable(false);
+  needle_band_->setPen(QPen(QColor(255, 190, 0, 230), 1));
+  needle_band_->setBrush(QColor(255, 190, 0, 90));
+  needle_band_->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  needle_band_->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
   context_label_ = new QCPItemText(this);
   context_label_->setVisible(false);
   context_label_->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
@@ -194,6 +201,21 @@ void RasterPlot::setData(const SurvivalRaster& r, const PlotTitle& title, int64_
   yAxis->ticker()->setTickCount(std::clamp(int(axisRect()->height() / (fm.height() * 2.2)), 1, 4));
   // Before the first step there is no step to number.
   yAxis->setTickLabels(r.rows > 0);
+}
+
+void RasterPlot::setNeedle(int64_t begin, int64_t end) {
+  const bool shown = begin >= 0 && end > begin && end > raster_.first_position && begin < raster_.end_position;
+  needle_band_->setVisible(shown);
+  if (!shown) return;
+  double left = columnCoord(std::max(begin, raster_.first_position)) - 0.5;
+  double right = columnCoord(std::min(end, raster_.end_position) - 1) + 0.5;
+  const double per_pixel = xAxis->range().size() / std::max(1, axisRect()->width());
+  if (right - left < 3 * per_pixel) {
+    const double middle = (left + right) / 2;
+    left = middle - 1.5 * per_pixel, right = middle + 1.5 * per_pixel;
+  }
+  needle_band_->topLeft->setCoords(left, 0);
+  needle_band_->bottomRight->setCoords(right, 1);
 }
 
 QPoint RasterPlot::cellPixel(int row, int col) const {

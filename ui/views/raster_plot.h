@@ -24,6 +24,9 @@ class RasterPlot : public QCustomPlot {
   // position (0: none).
   void setData(const SurvivalRaster& raster, const PlotTitle& title, int64_t marked_first = -1,
                int64_t marked_end = -1, int64_t context = 0);
+  // The planted needle's positions [begin, end) as a band over every step (-1: none); at
+  // least 3 px wide, so that it shows in a whole stream of 100,000 positions as the sinks do.
+  void setNeedle(int64_t begin, int64_t end);
   QString title() const;
   QString exportTitle() const;
   const SurvivalRaster& raster() const { return raster_; }
@@ -58,6 +61,7 @@ class RasterPlot : public QCustomPlot {
   QCPTextElement* title_;
   QCPItemStraightLine *mark_first_, *mark_end_;  // the detail's stretch: two edges, never over a row of cells
   QCPItemStraightLine* context_line_;
+  QCPItemRect* needle_band_;
   QCPItemText* context_label_;
   QCPItemText* mark_label_;  // says what the dashed edges are: the stretch the detail below shows
   QCPLayoutGrid* legend_row_ = nullptr;

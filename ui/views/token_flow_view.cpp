@@ -133,6 +133,11 @@ void TokenFlowView::paintEvent(QPaintEvent*) {
     p.setPen(c);
     p.drawText(QPointF(r.left(), r.top() + fm.ascent() + 1), placed.text);
     if (t.fate == Fate::Unborn) p.drawLine(QPointF(r.left(), r.bottom() - 1), QPointF(r.right(), r.bottom() - 1));
+    if (t.needle) {
+      // The planted needle: an amber bar under its tokens, whatever their fate.
+      p.fillRect(QRectF(r.left(), r.bottom() - 2.5 * std::max(1.0, ui_scale()), r.width(), 2.5 * std::max(1.0, ui_scale())),
+                 QColor(255, 190, 0));
+    }
   }
   if (!follows_end_) {
     // Say so: the text no longer moves with the stream.
@@ -207,7 +212,7 @@ bool TokenFlowView::event(QEvent* event) {
                                                 .arg(QString::fromStdString(t.text).toHtmlEscaped())
                                                 .arg(where)
                                                 .arg(fate_tooltip(t.fate, &policy_))
-                                                .arg(t.prompt ? " · prompt" : ""),
+                                                .arg(QString(t.prompt ? " · prompt" : "") + (t.needle ? " · the needle" : "")),
                          this);
     }
     return true;
