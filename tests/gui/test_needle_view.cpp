@@ -13,6 +13,7 @@
 
 #include "tests/gui/gui_test_helpers.h"
 #include "ui/shell/transport_bar.h"
+#include "ui/views/policy_pane.h"
 #include "ui/views/needle_view.h"
 
 using namespace h2o;
@@ -57,6 +58,9 @@ TEST(NeedleView, PlantedFromTheBarAskedWithKAndReplayedInTheSameWords) {
     ASSERT_EQ(fed->needle.panes.size(), 3u);
     EXPECT_GE(fed->needle.panes[0].begin, 0);
     EXPECT_EQ(fed->panes[0].needle_begin, fed->needle.panes[0].begin);
+    // Each pane's numbers say what it holds of it, where an audience reads them.
+    EXPECT_TRUE(w.panes()[0]->numbersText().contains("needle <b>100 %</b> held")) << w.panes()[0]->numbersText().toStdString();
+    EXPECT_TRUE(w.panes()[1]->numbersText().contains("needle")) << w.panes()[1]->numbersText().toStdString();
 
     QAction* ask = w.findChild<QAction*>("ask_needle");
     ASSERT_TRUE(ask);

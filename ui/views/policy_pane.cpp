@@ -211,6 +211,13 @@ void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t
   if (!std::isnan(pane.perplexity)) quality << QString("ppl <b>%1</b>").arg(pane.perplexity, 0, 'f', 2);
   if (!std::isnan(pane.agreement) && pane.config.evicts())
     quality << QString("agree <b>%1 %</b>").arg(pane.agreement * 100, 0, 'f', 1);
+  // The planted needle, in this pane: what it holds of it now, or when it let the last of it go.
+  const size_t index = size_t(&pane - s.panes.data());
+  if (index < s.needle.panes.size() && s.needle.panes[index].begin >= 0) {
+    const NeedlePane& needle = s.needle.panes[index];
+    quality << (needle.lost_step >= 0 ? QString("needle <b>lost</b> at step %1").arg(needle.lost_step)
+                                      : QString("needle <b>%1 %</b> held").arg(std::lround(needle.survival * 100)));
+  }
   const QString stopped =
       pane.stopped.empty() ? QString()
                            : QString("<br><span style='color:%2'><b>stopped:</b> %1</span>")
