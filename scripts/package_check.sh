@@ -14,7 +14,7 @@
 #
 #   scripts/package_check.sh [PACKAGE.deb]   with a .deb: check that one, build none
 #
-#   OUT [out/package-check]   BUILD [build-deb] (the package's build folder)
+#   BUILD [build-deb] (the package's build folder)   OUT [$BUILD/package-check]
 #   ROOT [/var/tmp/h2o-package-root] (the Debian root, made afresh each run)
 #   MIRROR [the first deb.debian.org-style URI of /etc/apt/sources*, else http://deb.debian.org/debian]
 #   H2O_ASSETS [../shared/assets] (the demo the package carries)
@@ -22,8 +22,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
-OUT=${OUT:-$REPO/out/package-check}
 BUILD=${BUILD:-$REPO/build-deb}
+OUT=${OUT:-$BUILD/package-check}
 ROOT=${ROOT:-/var/tmp/h2o-package-root}
 CACHE=${CACHE:-/var/cache/h2o-debootstrap}
 JOBS=${JOBS:-$(nproc)}
@@ -94,7 +94,7 @@ fi
 row "package file" ok 0 "$(basename "$DEB"), $(du -k "$DEB" | cut -f1) KiB; $(dpkg-deb -f "$DEB" Installed-Size) KiB installed"
 dpkg-deb -f "$DEB" Depends Suggests >"$OUT/control.txt"
 lint() {
-  lintian --no-tag-display-limit "$DEB" >"$OUT/lintian-tags.txt" || true
+  lintian --tag-display-limit 0 "$DEB" >"$OUT/lintian-tags.txt" || true
   cat "$OUT/lintian-tags.txt"
   local errors warnings
   errors=$(grep -c '^E:' "$OUT/lintian-tags.txt" || true)
