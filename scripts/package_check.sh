@@ -142,7 +142,14 @@ no_cuda_linked() {
   echo "ldd of $(echo $progs): no CUDA library, nothing missing"
 }
 step "ldd of every installed program" ldd.log no_cuda_linked || true
-step "h2o-cli --version" version.log in_root h2o-cli --version || true
+# The programs say the package's version (a stale build folder packaged would not).
+same_version() {
+  local said
+  said=$(in_root h2o-cli --version)
+  echo "$said"
+  [[ $said == "h2o-cli $(dpkg-deb -f "$DEB" Version)" ]]
+}
+step "h2o-cli --version is the package's" version.log same_version || true
 stream() { in_root sh -c 'cd /tmp && h2o-cli stream --questions 1 --max-new-tokens 48'; }
 step "h2o-cli stream --questions 1 (the installed demo)" stream.log stream || true
 cuda_line() {
