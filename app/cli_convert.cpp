@@ -9,6 +9,7 @@
 #include "core/base/format.h"
 #include "core/base/safe_output.h"
 #include "core/model/gguf_writer.h"
+#include "core/text/tokenizer.h"
 #include "core/policy/budget_ratio.h"
 #include "core/runtime/engine.h"
 #include "core/studio/run_log.h"
@@ -26,12 +27,15 @@ int run_convert(Flags& f, const ConvertFlags& cf, const char* argv0) {
   refuse_outputs_over_inputs({{"--out", cf.out}}, inputs);
   output_file_target(cf.out);  // a folder or a device is refused before the work
   Model model = *in.model;  // views of the same weights
-  if (f.given("--vocab")) {
-    // A vocabulary-only GGUF (or any GGUF) gives the written file its tokenizer and chat template.
-    GgufVocab v = load_gguf_vocab(cf.vocab);
+  if (f.given("--vocab") && f.given("--tokenizer")) fail("--tokenizer", "give it or --vocab, not both");
+  // The vocabulary the written file carries: --vocab (a GGUF), or --tokenizer (a GGUF or a
+  // SentencePiece .model); without either, the model's own.
+  const std::string vocab_file = f.given("--vocab") ? cf.vocab : f.given("--tokenizer") ? f.tokenizer : "";
+  if (!vocab_file.empty()) {
+    GgufVocab v = vocab_of_tokenizer_file(vocab_file);
     if (int(v.vocab.pieces.size()) != model.config.vocab_size)
-      fail(cf.vocab, "has " + std::to_string(v.vocab.pieces.size()) + " pieces, the model " +
-                         std::to_string(model.config.vocab_size) + " (synthetic shapes take :vocab=N)");
+      fail(vocab_file, "has " + std::to_string(v.vocab.pieces.size()) + " pieces, the model " +
+                           std::to_string(model.config.vocab_size) + " (synthetic shapes take :vocab=N)");
     model.vocab = std::move(v.vocab);
     model.config.bos_id = v.bos_id;
     model.config.eos_id = v.eos_id;
@@ -51,6 +55,7 @@ CLI::App* add_convert(CLI::App& app, Flags& f, ConvertFlags& cf) {
   convert->add_option("--type", cf.type, "weight type: " + type_mix_names());
   convert->add_option("--out", cf.out, "the .gguf file to write")->required();
   convert->add_option("--vocab", cf.vocab, "a GGUF whose vocabulary and chat template the file gets (default: the model's own)");
+  // add_model_flags' --tokenizer: here the vocabulary the file gets, as --vocab (a GGUF) or a SentencePiece .model.
   return convert;
 }
 

@@ -407,6 +407,29 @@ std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& path) {
   return tokenizer;
 }
 
+GgufVocab sentencepiece_vocab(const std::string& path) {
+  // The same checks and messages as loading it for tokenizing.
+  const std::unique_ptr<Tokenizer> checked = load_sentencepiece(path);
+  auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
+  if (!guarded(path, [&] { return sp->Load(path); }).ok()) fail(path, "not a SentencePiece model");
+  GgufVocab out;
+  EmbeddedVocab& v = out.vocab;
+  v.model = "llama";
+  for (int id = 0; id < sp->GetPieceSize(); ++id) {
+    v.pieces.push_back(sp->IdToPiece(id));
+    v.scores.push_back(sp->GetScore(id));
+    v.types.push_back(piece_type(*sp, id));
+  }
+  v.unk_id = sp->unk_id() >= 0 ? sp->unk_id() : 0;
+  // The dummy prefix is a normalizer setting the library does not expose: a word alone shows it.
+  const std::vector<std::string> word = sp->EncodeAsPieces("a");
+  v.add_space_prefix = !word.empty() && word.front().rfind("\xE2\x96\x81", 0) == 0;
+  v.chat_template = text::chat_template_beside(path);
+  out.bos_id = sp->bos_id();
+  out.eos_id = sp->eos_id();
+  return out;
+}
+
 std::string sentencepiece_model_proto(const EmbeddedVocab& vocab, int bos_id, int eos_id, const std::string& what) {
   check_vocab(vocab, bos_id, eos_id, what);
   return serialize_model(vocab, bos_id, eos_id);

@@ -105,6 +105,11 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& path);
 // "gpt2": byte-level BPE); `what` names the file in errors.
 std::unique_ptr<Tokenizer> tokenizer_from_vocab(const EmbeddedVocab& vocab, int bos_id, int eos_id,
                                                 const std::string& what);
+// The vocabulary a tokenizer file holds, as a GGUF embeds it (`h2o-cli convert --tokenizer`): a
+// GGUF's own, or a SentencePiece model's pieces, scores, types and settings. Throws Error naming the
+// file for one that cannot be embedded (a Hugging Face tokenizer.json: give a GGUF vocabulary instead).
+GgufVocab vocab_of_tokenizer_file(const std::string& path);
+GgufVocab sentencepiece_vocab(const std::string& path);
 // The SentencePiece half of tokenizer_from_vocab.
 std::unique_ptr<Tokenizer> sentencepiece_from_vocab(const EmbeddedVocab& vocab, int bos_id, int eos_id,
                                                     const std::string& what);

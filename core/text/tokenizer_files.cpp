@@ -50,6 +50,19 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   return load_sentencepiece(path);
 }
 
+GgufVocab vocab_of_tokenizer_file(const std::string& path) {
+  switch (file_kind(path)) {
+    case FileKind::kGguf:
+      return load_gguf_vocab(path);
+    case FileKind::kJson:
+      fail(path, "a Hugging Face tokenizer.json cannot be written into a GGUF here; give a GGUF vocabulary "
+                 "(--vocab, e.g. one of llama.cpp's ggml-vocab-*.gguf) or a SentencePiece .model");
+    case FileKind::kOther:
+      break;
+  }
+  return sentencepiece_vocab(path);
+}
+
 std::unique_ptr<Tokenizer> tokenizer_from_vocab(const EmbeddedVocab& vocab, int bos_id, int eos_id,
                                                 const std::string& what) {
   if (vocab.model.empty() || vocab.model == "llama") return sentencepiece_from_vocab(vocab, bos_id, eos_id, what);

@@ -567,3 +567,26 @@ TEST(CliBench, RefusesContextsItCannotHoldBeforeFillingAnyCache) {
   EXPECT_NE(big.err.find("more than this machine's"), std::string::npos) << big.err;
   EXPECT_EQ(big.out, "");  // not even the table's header
 }
+
+// convert --tokenizer writes the tokenizer's vocabulary into the GGUF: the file then tokenizes (and
+// generates) as the model with its tokenizer beside it did; once it was silently left out.
+TEST(CliConvert, TheTokenizerGivenGoesIntoTheFile) {
+  H2O_REQUIRE_ASSET("kjv-1M.bin");
+  H2O_REQUIRE_ASSET("kjv-tok2k.model");
+  const auto dir = temp_dir("convert-tokenizer");
+  const std::string gguf = (dir / "kjv.gguf").string();
+  const CliResult c = run_cli("convert --model " + asset("kjv-1M.bin") + " --tokenizer " + asset("kjv-tok2k.model") +
+                              " --type f32 --out " + gguf);
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const std::string generate = " --prompt 'In the beginning God' --max-new-tokens 8 --print-ids";
+  const CliResult with_model = run_cli("generate --model " + asset("kjv-1M.bin") + " --tokenizer " +
+                                       asset("kjv-tok2k.model") + generate);
+  const CliResult alone = run_cli("generate --model " + gguf + generate);
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_EQ(alone.out, with_model.out);
+  const CliResult both = run_cli("convert --model " + asset("kjv-1M.bin") + " --tokenizer " + asset("kjv-tok2k.model") +
+                                 " --vocab " + gguf + " --type f32 --out " + (dir / "x.gguf").string());
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.err.find("--tokenizer: give it or --vocab, not both"), std::string::npos) << both.err;
+  std::filesystem::remove_all(dir);
+}
