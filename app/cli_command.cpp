@@ -197,7 +197,7 @@ std::string default_out_dir(const std::string& command) {
 
 PolicyConfig policy_from_ratio(const PolicyEntry& kind, const PolicySettings& base, const BudgetRatios& r, int64_t n,
                                const std::string& what, const std::string& flag, const std::string& label) {
-  const PolicySettings sized = apply_ratios(base, r, n);  // its errors name the ratio already
+  const PolicySettings sized = apply_ratios(base, r, n, flag);  // its errors name the ratio's flag already
   try {
     return make_policy(kind, sized);
   } catch (const Error& e) {

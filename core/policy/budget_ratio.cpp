@@ -56,7 +56,7 @@ void validate_ratios(const BudgetRatios& r) {
     fail("--budget-ratio", "give it or --heavy-ratio / --recent-ratio, not both (each sizes the whole cache)");
 }
 
-PolicySettings apply_ratios(PolicySettings s, const BudgetRatios& r, int64_t n) {
+PolicySettings apply_ratios(PolicySettings s, const BudgetRatios& r, int64_t n, const std::string& budget_flag) {
   validate_ratios(r);
   // The paper's H2O, sized by its two ratios, has no sinks: 0 unless --sinks says otherwise.
   if (r.heavy || r.recent) s.given.try_emplace("sinks", 0);
@@ -66,7 +66,7 @@ PolicySettings apply_ratios(PolicySettings s, const BudgetRatios& r, int64_t n) 
   if (r.budget) {
     const int64_t budget = tokens_of(*r.budget, n);
     if (budget < 1)
-      fail("--budget-ratio", format_ratio(*r.budget) + of_n + " is a budget of 0 tokens (give a larger ratio)");
+      fail(budget_flag, format_ratio(*r.budget) + of_n + " is a budget of 0 tokens (give a larger ratio)");
     s.budget = int(std::min<int64_t>(budget, kMaxCacheTokens));
   }
   return s;

@@ -27,7 +27,9 @@ void validate_ratios(const BudgetRatios& ratios);
 // the parts (given["heavy"], given["recent"]), sinks 0 unless given (the
 // paper's default with those two), or the budget (split as --budget is). Throws Error naming the flag when
 // a ratio of `n` leaves no token (a budget of 0).
-PolicySettings apply_ratios(PolicySettings settings, const BudgetRatios& ratios, int64_t n);
+// `budget_flag`: what an error names for the budget ratio (eval's --ratios sweep passes its own).
+PolicySettings apply_ratios(PolicySettings settings, const BudgetRatios& ratios, int64_t n,
+                            const std::string& budget_flag = "--budget-ratio");
 
 // "0.1,0.2": ratios in (0, 1], checked; throws Error naming `flag`.
 std::vector<double> parse_ratio_list(const std::string& list, const std::string& flag);

@@ -162,6 +162,9 @@ TEST(CliEval, ErrorsNameTheRatioFlagOrTheConfigurationPartThatWasGiven) {
   // A budget ratio too small for the sinks: --budget-ratio, not --ratios nor --sinks (neither given).
   EXPECT_EQ(said(eval + "--budget-ratio 0.05").rfind("h2o-cli: --budget-ratio: 0.05 of 29 scored tokens: ", 0), 0u);
   EXPECT_EQ(said(eval + "--ratios 0.05").rfind("h2o-cli: --ratios: 0.05 of 29 scored tokens: ", 0), 0u);
+  // A ratio that leaves no token at all: the flag that gave it (round 5: --ratios was blamed on --budget-ratio).
+  EXPECT_EQ(said(eval + "--ratios 1e-300").rfind("h2o-cli: --ratios: 1e-300 of 29 tokens is a budget of 0 tokens", 0), 0u)
+      << said(eval + "--ratios 1e-300");
   EXPECT_EQ(said("generate --model synthetic:stories260K --prompt-ids 1,2,3,4,5 --budget-ratio 0.2")
                 .rfind("h2o-cli: --budget-ratio: 0.2 of 5 prompt tokens: ", 0), 0u);
   // A configuration's part by its name, not a flag that was never given.
