@@ -107,15 +107,8 @@ void show_progress(int done, int all) {
             << std::flush;
 }
 
-}  // namespace
-
-int run_needle(Flags& f, const NeedleFlags& nf, const char* argv0, const std::string& command_line) {
-  const InputFlags haystack{"--haystack", "--haystack-ids", nf.haystack, nf.haystack_ids};
-  const InputFlags needle{"--needle", "--needle-ids", nf.needle, nf.needle_ids};
-  const InputFlags question{"--question", "--question-ids", nf.question, nf.question_ids};
-  const InputFlags answer{"--answer", "--answer-ids", nf.answer, nf.answer_ids};
-  for (const InputFlags* in : {&haystack, &needle, &question, &answer}) refuse_both(*in);
-  if (!f.given("--policies")) f.policies = "full,streaming,h2o,tova";
+// The grid's shape from the flags: lengths, depths, chunk, batching, prefix sharing.
+NeedleGridSpec grid_shape(const Flags& f, const NeedleFlags& nf) {
   NeedleGridSpec spec;
   spec.lengths = parse_lengths(nf.lengths);
   for (int d : parse_flag_ints(nf.depths, "--depths", "depth", 0, 100)) spec.depths.push_back(d);
@@ -123,16 +116,15 @@ int run_needle(Flags& f, const NeedleFlags& nf, const char* argv0, const std::st
   if (spec.chunk < 1) fail("--prefill-chunk", "must be >= 1, got " + std::to_string(spec.chunk));
   spec.batched = f.batched || batched_by_default(f.backend);
   spec.share_prefix = !nf.no_prefix_sharing;
+  return spec;
+}
 
-  const std::string assets = find_assets_dir(argv0);
-  Loaded in = load_inputs(f, argv0);
-  const std::string out = nf.out.empty() ? default_out_dir("needle") : nf.out;
-  std::vector<FlagPath> inputs = cli::model_inputs(f.model, *in.model, in.tokenizer_path);
-  for (const InputFlags* i : {&haystack, &needle, &question, &answer})
-    if (!i->ids.empty()) inputs.push_back({i->ids_flag, i->ids});
-  if (!nf.haystack.empty()) inputs.push_back({"--haystack", nf.haystack});
-  refuse_outputs_over_inputs({{"--out", out + "/needle.csv"}, {"--out", out + "/needle_heads.csv"}}, inputs);
-
+// The four inputs, each as text or ids: into spec.input, checked; `names` says where each came from.
+void read_inputs(const Flags& f, const NeedleFlags& nf, const Loaded& in, const std::string& assets,
+                 NeedleGridSpec& spec, NeedleNames& names) {
+  const InputFlags needle{"--needle", "--needle-ids", nf.needle, nf.needle_ids};
+  const InputFlags question{"--question", "--question-ids", nf.question, nf.question_ids};
+  const InputFlags answer{"--answer", "--answer-ids", nf.answer, nf.answer_ids};
   std::optional<ChatTemplate> wrap;
   if (!f.chat_template.empty()) wrap = template_from_pattern(f.chat_template);
   NeedleCase& c = spec.input;
@@ -140,15 +132,50 @@ int run_needle(Flags& f, const NeedleFlags& nf, const char* argv0, const std::st
   c.needle = short_input(needle, kDefaultNeedle, in);
   c.question = short_input(question, kDefaultQuestion, in, wrap ? &*wrap : nullptr);
   c.answer = short_input(answer, kDefaultAnswer, in);
-  NeedleNames names{"", input_name(needle), input_name(question), input_name(answer)};
+  names = {"", input_name(needle), input_name(question), input_name(answer)};
   c.haystack = haystack_ids(nf, in, assets, spec.lengths.back(), names.haystack);
   check_needle_case(c, spec.lengths, spec.depths, names);
+}
 
+// The plots (where this build draws them) and the manifest, then every file published together.
+void publish(RunFiles& files, const std::string& out, const NeedleReport& report, nlohmann::json manifest) {
+  if (cli::can_plot()) {
+    for (const NeedlePlot& plot : needle_plots(report)) {
+      files.add(out + "/" + plot.file + ".png") << plot.png;
+      files.add(out + "/" + plot.file + ".pdf") << plot.pdf;
+    }
+  } else {
+    std::cerr << "needle: no plots: this h2o-cli was built without cairo (libcairo2-dev); needle.csv has the numbers\n";
+  }
+  files.add(out + "/manifest.json") << json_dump(manifest, 2) << "\n";
+  files.publish();
+}
+
+}  // namespace
+
+int run_needle(Flags& f, const NeedleFlags& nf, const char* argv0, const std::string& command_line) {
+  const std::vector<InputFlags> four = {{"--haystack", "--haystack-ids", nf.haystack, nf.haystack_ids},
+                                        {"--needle", "--needle-ids", nf.needle, nf.needle_ids},
+                                        {"--question", "--question-ids", nf.question, nf.question_ids},
+                                        {"--answer", "--answer-ids", nf.answer, nf.answer_ids}};
+  for (const InputFlags& in : four) refuse_both(in);
+  if (!f.given("--policies")) f.policies = "full,streaming,h2o,tova";
+  NeedleGridSpec spec = grid_shape(f, nf);
+  Loaded in = load_inputs(f, argv0);
+  const std::string out = nf.out.empty() ? default_out_dir("needle") : nf.out;
+  std::vector<FlagPath> inputs = cli::model_inputs(f.model, *in.model, in.tokenizer_path);
+  for (const InputFlags& i : four)
+    if (!i.ids.empty()) inputs.push_back({i.ids_flag, i.ids});
+  if (!nf.haystack.empty()) inputs.push_back({"--haystack", nf.haystack});
+  refuse_outputs_over_inputs({{"--out", out + "/needle.csv"}, {"--out", out + "/needle_heads.csv"}}, inputs);
+  NeedleNames names;
+  read_inputs(f, nf, in, find_assets_dir(argv0), spec, names);
   for (const PolicyRow& row : policy_rows(f, nf, 0)) spec.policies.push_back(row.policy);
   for (PolicyConfig& p : spec.policies) p.shape_kv(in.model->config.head_dim());
   check_budgets_fit_memory(in.model->config, spec.policies);
   std::unique_ptr<Backend> backend = make_backend(in.model, backend_options(f));
 
+  // Opened before the run, so that an unwritable folder fails before any work.
   RunFiles files(out, /*fresh=*/true);
   std::ostream& table = files.add(out + "/needle.csv");
   std::ostream& heads = files.add(out + "/needle_heads.csv");
@@ -157,9 +184,7 @@ int run_needle(Flags& f, const NeedleFlags& nf, const char* argv0, const std::st
             << (spec.share_prefix ? "" : ", no prefix sharing") << "\n";
   nlohmann::json manifest = {{"program", "h2o-studio"}, {"version", version()}, {"command", "needle"},
                              {"command_line", command_line}, {"started", utc_timestamp(std::time(nullptr))},
-                             {"model", describe_model(*in.model, true)}};
-  manifest["needle"] = describe_needle(spec, names, *backend);
-
+                             {"model", describe_model(*in.model, true)}, {"needle", describe_needle(spec, names, *backend)}};
   stop_on_signals();
   const auto t0 = std::chrono::steady_clock::now();
   const NeedleGrid grid = run_needle_grid(*backend, spec, {.progress = show_progress, .stop = interrupted});
@@ -169,23 +194,14 @@ int run_needle(Flags& f, const NeedleFlags& nf, const char* argv0, const std::st
   write_needle_csv(report, table);
   write_needle_heads_csv(report, heads);
   print_needle_table(report, std::cout);
-  if (cli::can_plot()) {
-    for (const NeedlePlot& plot : needle_plots(report)) {
-      files.add(out + "/" + plot.file + ".png") << plot.png;
-      files.add(out + "/" + plot.file + ".pdf") << plot.pdf;
-    }
-  } else {
-    std::cerr << "needle: no plots: this h2o-cli was built without cairo (libcairo2-dev); needle.csv has the numbers\n";
-  }
   const std::string status = interrupted() ? "interrupted" : "complete";
   manifest.update({{"status", status}, {"partial", status != "complete"},
                    {"finished", utc_timestamp(std::time(nullptr))}, {"seconds", seconds},
                    {"tokens_fed", grid.tokens_fed}, {"peak_kv_allocated_bytes", backend->peak_kv_bytes()}});
-  files.add(out + "/manifest.json") << json_dump(manifest, 2) << "\n";
-  files.publish();
+  publish(files, out, report, manifest);
   std::cerr << (interrupted() ? "interrupted; partial results: " : "") << "needle: " << grid.tokens_fed
-            << " tokens fed in " << std::fixed << std::setprecision(1) << seconds << " s; wrote " << out << "/needle.csv, needle_heads.csv"
-            << (cli::can_plot() ? " and the plots" : "") << "\n";
+            << " tokens fed in " << std::fixed << std::setprecision(1) << seconds << " s; wrote " << out
+            << "/needle.csv, needle_heads.csv" << (cli::can_plot() ? " and the plots" : "") << "\n";
   return interrupted() ? interrupted_exit_code() : 0;
 }
 
