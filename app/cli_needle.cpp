@@ -44,9 +44,12 @@ struct InputFlags {
   const std::string &text, &ids;
 };
 
-void refuse_both(const InputFlags& in) {
+void refuse_both(const InputFlags& in, const Flags& f) {
   if (!in.text.empty() && !in.ids.empty())
     fail(in.ids_flag, std::string("give it or ") + in.text_flag + ", not both");
+  // Given, but empty: not the default in disguise.
+  if (f.given(in.text_flag) && in.text.empty()) fail(in.text_flag, "is empty");
+  if (f.given(in.ids_flag) && in.ids.empty()) fail(in.ids_flag, "is empty: give a file of token ids");
 }
 
 // The haystack's ids: the --haystack-ids file, or the --haystack text file
@@ -158,7 +161,7 @@ int run_needle(Flags& f, const NeedleFlags& nf, const char* argv0, const std::st
                                         {"--needle", "--needle-ids", nf.needle, nf.needle_ids},
                                         {"--question", "--question-ids", nf.question, nf.question_ids},
                                         {"--answer", "--answer-ids", nf.answer, nf.answer_ids}};
-  for (const InputFlags& in : four) refuse_both(in);
+  for (const InputFlags& in : four) refuse_both(in, f);
   if (!f.given("--policies")) f.policies = "full,streaming,h2o,tova";
   NeedleGridSpec spec = grid_shape(f, nf);
   Loaded in = load_inputs(f, argv0);

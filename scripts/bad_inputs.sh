@@ -287,6 +287,7 @@ declare -A BASE=(
   [EI]="eval ${KJV[*]} --out @OUT@"
   [G]="generate ${KJV[*]}"
   [P]="sample ${KJV[*]}"
+  [N]="needle ${KJV[*]} --out @OUT@"
 )
 
 n=0 one_line=0 nonzero=0 leftovers=0 accepted=0
@@ -375,6 +376,7 @@ run_case() {
     generate) add --max-new-tokens 2 ;;
     eval) [[ $joined == *" --lengths "* ]] || add --max-tokens 16 ;;  # --lengths refuses --max-tokens beside it
     sample) add --tokens 8 ;;
+    needle) add --lengths 64; add --depths 0,100; add --budgets 32 ;;  # a small grid unless the case gives its own
   esac
 
   timeout 60 nice -n 10 "$cli" "${real[@]}" </dev/null >"$logs/$n.out" 2>"$err"
@@ -785,6 +787,14 @@ run_case "eval --lengths 99999999 (above 2^24)" bad E --lengths 99999999
 run_case "eval --lengths past the ids file" bad E --lengths 8,100000
 run_case "eval --lengths with --ratios" bad E --lengths 8,16 --ratios 0.5
 run_case "eval --lengths with --max-tokens" bad E --lengths 8,16 --max-tokens 16
+run_case "needle --depths 101" bad N --depths 101
+run_case "needle --lengths past the haystack" bad N --lengths 64,99999999
+run_case "needle longer than the room" bad N --lengths 4
+run_case "needle --answer '' (empty)" bad N --answer ''
+run_case "needle --needle and --needle-ids" bad N --needle x --needle-ids "$in/fine.ids"
+run_case "needle --haystack-ids: not ids" bad N --haystack-ids "$A/mt_bench.jsonl"
+run_case "needle --budgets 0" bad N --budgets 0
+run_case "needle, the defaults (control)" valid N
 run_case "sample --tokens 1" bad P --tokens 1 --out @OUT@
 run_case "unknown policy in --policies" bad S --policies full,lru
 run_case "unknown --policy" bad G --policy lru

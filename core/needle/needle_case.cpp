@@ -50,8 +50,8 @@ void check_needle_case(const NeedleCase& c, std::span<const int64_t> lengths, st
   const int64_t n = int64_t(c.needle.size());
   for (int64_t length : lengths) {
     if (length - 1 - n < 0)
-      fail(names.needle, std::to_string(n) + " tokens do not fit a context of " + std::to_string(length) +
-                             " tokens (BOS included): --lengths must be at least " + std::to_string(n + 1));
+      fail("--lengths", "length " + std::to_string(length) + " leaves no room for the needle's " + std::to_string(n) +
+                            " tokens (" + names.needle + ") beside BOS: at least " + std::to_string(n + 1));
     if (int64_t(c.haystack.size()) < length - 1 - n)
       fail(names.haystack, "has " + std::to_string(c.haystack.size()) + " tokens; a context of " +
                                std::to_string(length) + " needs " + std::to_string(length - 1 - n) +

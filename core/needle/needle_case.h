@@ -42,8 +42,8 @@ NeedleStream needle_stream(const NeedleCase& c, int64_t length, int depth);
 NeedleStream stream_without_needle(const NeedleCase& c, int64_t length);
 
 // Throws Error with one line naming the input or flag: an empty needle,
-// question or answer; a depth outside 0...100; a length whose room cannot
-// hold the needle; a haystack shorter than a length's L - 1 - n tokens.
+// question or answer; a depth outside 0...100; a length that leaves no room
+// for the needle (--lengths); a haystack shorter than a length's L - 1 - n tokens.
 void check_needle_case(const NeedleCase& c, std::span<const int64_t> lengths, std::span<const int> depths,
                        const NeedleNames& names = {});
 

@@ -94,7 +94,8 @@ TEST(CliNeedle, BadInputsAreOneLineNamingTheFlag) {
   const auto out = dir / "never";
   expect_refused(base + " --lengths 40 --depths 101", "--depths: depth 101 is above 100", out);
   expect_refused(base + " --lengths 500", "hay.ids: has 400 tokens; a context of 500 needs 495", out);
-  expect_refused(base + " --lengths 4", "needle.ids: 4 tokens do not fit a context of 4", out);
+  expect_refused(base + " --lengths 4", "--lengths: length 4 leaves no room for the needle's 4 tokens (", out);
+  expect_refused("needle --model " + asset("stories260K.bin") + " --answer '' --lengths 40", "--answer: is empty", out);
   expect_refused("needle --model " + asset("stories260K.bin") + id_inputs(dir, "") + " --lengths 40", "a.ids", out);
   expect_refused(base + " --needle 'x'", "--needle-ids: give it or --needle, not both", out);
   std::filesystem::remove_all(dir);

@@ -78,7 +78,8 @@ TEST(NeedleCase, RefusesBadInputsWithOneLineNamingThem) {
   EXPECT_NE(error_of(c, {20}, {101}).find("--depths: depth 101 is outside 0...100"), std::string::npos);
   EXPECT_NE(error_of(c, {20}, {-1}).find("--depths"), std::string::npos);
   EXPECT_NE(error_of(c, {21}, {50}).find("--haystack: has 16 tokens; a context of 21 needs 17"), std::string::npos);
-  EXPECT_NE(error_of(c, {3}, {50}).find("--needle: 3 tokens do not fit a context of 3"), std::string::npos);
+  EXPECT_NE(error_of(c, {3}, {50}).find("--lengths: length 3 leaves no room for the needle's 3 tokens (--needle)"),
+            std::string::npos);
   NeedleCase no_answer = c;
   no_answer.answer.clear();
   EXPECT_NE(error_of(no_answer, {20}, {50}).find("--answer: gives no tokens"), std::string::npos);
