@@ -19,6 +19,7 @@ struct CheckpointWriter::Context {
 CheckpointWriter::CheckpointWriter(std::ostream& out) : out_(out), context_(std::make_unique<Context>()) {
   if (!context_->cctx) throw Error("checkpoint: no compression context");
   ZSTD_CCtx_setParameter(context_->cctx, ZSTD_c_compressionLevel, kZstdLevel);
+  ZSTD_CCtx_setParameter(context_->cctx, ZSTD_c_checksumFlag, 1);  // a damaged checkpoint fails its read
   buffer_.resize(ZSTD_CStreamOutSize());
 }
 

@@ -175,12 +175,27 @@ std::string encode_session_payload(const SessionRecord& s) {
 
 // ---- compression and text ------------------------------------------------------------------
 
+namespace {
+
+// A thread's compression context: the recording's level, and a checksum of the content in every frame
+// (4 bytes), so that a payload damaged on disk fails its read instead of drawing something else.
+ZSTD_CCtx* payload_context() {
+  thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> context = [] {
+    std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> c(ZSTD_createCCtx(), ZSTD_freeCCtx);
+    ZSTD_CCtx_setParameter(c.get(), ZSTD_c_compressionLevel, kZstdLevel);
+    ZSTD_CCtx_setParameter(c.get(), ZSTD_c_checksumFlag, 1);
+    return c;
+  }();
+  return context.get();
+}
+
+}  // namespace
+
 std::string pack_payload(std::string_view raw) {
-  thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> context(ZSTD_createCCtx(), ZSTD_freeCCtx);
   // One buffer per thread, grown as needed: a fresh one would be cleared for every step.
   thread_local std::vector<char> out;
   if (out.size() < ZSTD_compressBound(raw.size())) out.resize(ZSTD_compressBound(raw.size()));
-  const size_t n = ZSTD_compressCCtx(context.get(), out.data(), out.size(), raw.data(), raw.size(), kZstdLevel);
+  const size_t n = ZSTD_compress2(payload_context(), out.data(), out.size(), raw.data(), raw.size());
   if (ZSTD_isError(n)) throw Error(std::string("payload: compression failed: ") + ZSTD_getErrorName(n));
   return std::string(out.data(), n);
 }
@@ -192,7 +207,9 @@ std::string unpack_payload(std::string_view packed) {
   thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> context(ZSTD_createDCtx(), ZSTD_freeDCtx);
   std::string out(size_t(size), '\0');
   const size_t n = ZSTD_decompressDCtx(context.get(), out.data(), out.size(), packed.data(), packed.size());
-  if (ZSTD_isError(n) || n != out.size()) throw Error("payload: corrupt compressed data");
+  // A frame written with its content's checksum (every one since 2026-12-02) fails here when damaged.
+  if (ZSTD_isError(n) || n != out.size())
+    throw Error(std::string("payload: damaged (") + (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "a short frame") + ")");
   return out;
 }
 

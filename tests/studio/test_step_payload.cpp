@@ -137,3 +137,39 @@ TEST(StepPayload, CorruptBytesReadOrFailWithOneErrorNeverACrash) {
   SessionRecord s;
   EXPECT_THROW(decode_session_payload(pack_payload(std::string("\x01\x00\x00\xff\xff\xff\xff\x0f", 8)), s, false), Error);
 }
+
+// Reliability round 5: bytes damaged inside a compressed payload (four NULs, as a disk or a copy may
+// leave them) fail its read, by the frame's content checksum, instead of drawing something else.
+TEST(StepPayload, ADamagedCompressedPayloadFailsItsChecksum) {
+  // A capture of random probabilities: bytes zstd keeps as they are, where NULs decode to other codes.
+  SessionRecord session;
+  AttentionCapture a;
+  a.layer = 0;
+  a.head = 0;
+  a.rows = 1;
+  a.query_positions = {511};
+  a.key_positions = {{}};
+  std::mt19937 random(3);
+  std::vector<float> probs;
+  for (int32_t k = 0; k < 512; ++k) a.key_positions[0].push_back(k), probs.push_back(float(random() % 1000) / 1000.0f);
+  a.probs = {probs};
+  a.top_share = {0.5f};
+  session.attention = {a};
+  const std::string packed = encode_session_payload(session);
+  int refused = 0, tries = 0;
+  for (size_t at = 6; at + 4 <= packed.size() - 4; at += 3, ++tries) {  // past the frame's header, before its checksum
+    std::string damaged = packed;
+    for (size_t i = 0; i < 4; ++i) damaged[at + i] = '\0';
+    if (damaged == packed) continue;
+    SessionRecord s;
+    try {
+      decode_session_payload(damaged, s, false);
+    } catch (const Error& e) {
+      ++refused;
+      continue;
+    }
+    ADD_FAILURE() << "four NULs at byte " << at << " of " << packed.size() << " read back as a whole payload";
+  }
+  EXPECT_GT(tries, 10);
+  EXPECT_GT(refused, 0);
+}
