@@ -6,7 +6,8 @@
 
 namespace {
 
-std::unique_ptr<h2o::Backend> make_backend(std::shared_ptr<const h2o::Model> model, const h2o::BackendOptions& options) {
+std::unique_ptr<h2o::Backend> make_backend(std::shared_ptr<const h2o::Model> model,
+                                           const h2o::BackendOptions& options) {
   return h2o::make_cuda_backend(std::move(model), options);
 }
 

@@ -47,7 +47,8 @@ std::vector<std::string> cuda_module_places() {
   std::vector<std::string> places;
   const fs::path exe = executable_dir();
   if (!exe.empty()) places.push_back((exe / H2O_MODULE_FROM_BIN / kCudaModuleFile).lexically_normal().string());
-  if (inside(exe, H2O_BUILD_DIR) && (places.empty() || places.front() != H2O_BUILD_MODULE)) places.push_back(H2O_BUILD_MODULE);
+  const bool in_build_folder = inside(exe, H2O_BUILD_DIR);
+  if (in_build_folder && (places.empty() || places.front() != H2O_BUILD_MODULE)) places.push_back(H2O_BUILD_MODULE);
   return places;
 #endif
 }
@@ -60,7 +61,8 @@ CudaModuleLoad load_cuda_module(const std::vector<std::string>& places) {
   }
   load.path = places.front();
   std::error_code ec;
-  const auto found = std::find_if(places.begin(), places.end(), [&](const std::string& p) { return fs::exists(p, ec); });
+  const auto found =
+      std::find_if(places.begin(), places.end(), [&](const std::string& p) { return fs::exists(p, ec); });
   if (found == places.end()) {
     std::string where;
     for (const std::string& p : places) where += (where.empty() ? "" : " nor ") + p;
@@ -79,7 +81,8 @@ CudaModuleLoad load_cuda_module(const std::vector<std::string>& places) {
   const auto entry_function = reinterpret_cast<CudaModuleEntryFunction>(::dlsym(handle, kCudaModuleEntrySymbol));
   const CudaModuleEntry* entry = entry_function ? entry_function() : nullptr;
   if (!entry) {
-    load.error = "cuda: " + load.path + " is not an H2O Studio CUDA module (no " + kCudaModuleEntrySymbol + "); use --backend cpu";
+    load.error = "cuda: " + load.path + " is not an H2O Studio CUDA module (no " + kCudaModuleEntrySymbol +
+                 "); use --backend cpu";
     return load;
   }
   if (entry->abi != kCudaModuleAbi || !entry->version || std::strcmp(entry->version, version()) != 0) {

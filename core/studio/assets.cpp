@@ -17,7 +17,8 @@ std::vector<std::string> asset_places(const char* h2o_assets, const fs::path& ex
   places.push_back("shared/assets");
   // build/app/h2o-cli -> <repo>/../shared/assets
   fs::path up = exe_dir;
-  for (int level = 0; level < 4 && !up.empty(); ++level, up = up.parent_path()) places.push_back(up / ".." / "shared" / "assets");
+  for (int level = 0; level < 4 && !up.empty(); ++level, up = up.parent_path())
+    places.push_back(up / ".." / "shared" / "assets");
   std::vector<std::string> out;
   for (const fs::path& p : places) out.push_back(p.lexically_normal().string());
   return out;

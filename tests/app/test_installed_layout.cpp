@@ -31,7 +31,8 @@ fs::path install_copy(const std::string& name, bool with_demo) {
 }
 
 // The copy run from its prefix (so that no ../shared/assets lies beside the working directory either).
-CliResult run_installed(const fs::path& prefix, const std::string& args, const std::string& env = "env -u H2O_ASSETS ") {
+CliResult run_installed(const fs::path& prefix, const std::string& args,
+                        const std::string& env = "env -u H2O_ASSETS ") {
   return run_program("cd " + prefix.string() + " && " + env + (prefix / "bin" / "h2o-cli").string(), args);
 }
 

@@ -68,7 +68,8 @@ TEST(OpenFiles, ADroppedModelRunsAndJoinsTheRecentModels) {
   QSignalSpy loaded(&w, &MainWindow::modelLoaded);
   drop(w, {model});
   ASSERT_TRUE(loaded.wait(30000)) << "the dropped model did not load";
-  EXPECT_TRUE(loaded.first().first().toString().contains("tiny.bin")) << loaded.first().first().toString().toStdString();
+  const QString title = loaded.first().first().toString();
+  EXPECT_TRUE(title.contains("tiny.bin")) << title.toStdString();
   ASSERT_EQ(w.recentModels().size(), 1u);
   EXPECT_EQ(w.recentModels().front().model, model.toStdString());
   ASSERT_TRUE(w.recentMenu()->isEnabled());

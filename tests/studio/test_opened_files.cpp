@@ -66,7 +66,8 @@ TEST(OpenedFiles, WhatCannotBeOpenedIsNamedWithWhatCan) {
   const std::string notes = f.write("notes.txt", "x"), model = f.write("m.gguf", "x");
   const OpenRequest r = open_request({notes, model, (f.dir / "gone.bin").string()});
   EXPECT_EQ(r.model, model);  // the usable one still opens
-  EXPECT_EQ(r.problem.rfind(notes + ": not a model, tokenizer or recording (and 1 more) — open a model (.gguf", 0), 0u)
+  const std::string said = notes + ": not a model, tokenizer or recording (and 1 more) — open a model (.gguf";
+  EXPECT_EQ(r.problem.rfind(said, 0), 0u)
       << r.problem;
   const OpenRequest gone = open_request({(f.dir / "gone.bin").string()});
   EXPECT_TRUE(gone.empty());
