@@ -151,24 +151,6 @@ void weighted_rows_add(float* out, const float* weights, const float* rows, int 
   weighted_rows_onto(out, weights, rows, n_rows, n, true);
 }
 
-void matmul(float* out, const float* x, const float* w, int rows, int in, int out_features, ThreadPool& pool) {
-  // Each weight row is read once from memory and reused for every input row
-  // while it sits in L1: decode steps of several sessions share one pass.
-  // Small products stay on one thread: waking the team costs more than they do.
-  auto rows_of_w = [&](int begin, int end) {
-    for (int o = begin; o < end; ++o) {
-      const float* wr = w + size_t(o) * in;
-      for (int t = 0; t < rows; ++t) out[size_t(t) * out_features + o] = dot(wr, x + size_t(t) * in, in);
-    }
-  };
-  if (pool.size() == 1 || size_t(out_features) * in * rows < kParallelMinWork) {
-    rows_of_w(0, out_features);
-    return;
-  }
-  // A few chunks per thread, so that a thread the OS delays does not hold up the rest.
-  pool.parallel_for(out_features, std::max(16, out_features / (pool.size() * 4)), rows_of_w);
-}
-
 void rmsnorm(float* out, const float* x, const float* weight, int rows, int n, float eps) {
   for (int t = 0; t < rows; ++t) {
     const float* xr = x + size_t(t) * n;

@@ -2,11 +2,7 @@
 // The float32 building blocks of the CPU forward pass.
 #include <cstddef>
 
-#include "core/base/thread_pool.h"
-
 namespace h2o::cpu {
-
-using h2o::ThreadPool;
 
 // Multiply-adds below which a loop runs on one thread (~10 µs of work). The
 // pool's workers still spin between the jobs of one forward pass, so a
@@ -26,8 +22,6 @@ void dot_rows(float* out, const float* q, const float* rows, int n_rows, int n);
 void weighted_rows(float* out, const float* weights, const float* rows, int n_rows, int n);
 // The same, carried on from the sums already in out (rows taken a tile at a time).
 void weighted_rows_add(float* out, const float* weights, const float* rows, int n_rows, int n);
-// out[t][o] = sum_i w[o][i] * x[t][i] for t < rows; parallel over o.
-void matmul(float* out, const float* x, const float* w, int rows, int in, int out_features, ThreadPool& pool);
 // out = x / rms(x) * weight, per row of length n.
 void rmsnorm(float* out, const float* x, const float* weight, int rows, int n, float eps);
 // out = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias, per row of

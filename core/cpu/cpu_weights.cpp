@@ -87,10 +87,6 @@ void project(std::span<const Product> products, const float* x, int n_x, ThreadP
   for (size_t j = 0; j < n; ++j) {
     const Matrix& w = *products[j].w;
     float* out = products[j].out;
-    if (w.type == DType::F32) {  // through matmul (bit for bit what it always gave), its own fork-join
-      matmul(out, x, static_cast<const float*>(w.data), n_x, int(w.cols), int(w.rows), pool);
-      continue;
-    }
     const size_t cols = size_t(w.cols);
     QuantizedActs& acts = scratch.acts[j];
     Pass pass{&w, &acts, out, out, units, int(w.tile_count + (w.rows - w.tile_count * kTileRows))};
@@ -137,7 +133,9 @@ void project(std::span<const Product> products, const float* x, int n_x, ThreadP
       matvec_rows(w.type, w.data, w.cols, first, last, *p.acts, p.result, w.rows);
     }
   };
-  // As matmul: small products stay on one thread; a few chunks per thread otherwise.
+  // Small products stay on one thread (waking the team costs more than they
+  // do); a few chunks per thread otherwise, so that a thread the OS delays
+  // does not hold up the rest.
   const bool tiled = std::any_of(passes.begin(), passes.end(), [](const Pass& p) { return p.w->tile_count > 0; });
   const int grain = std::max(tiled ? 1 : 16, units / (pool.size() * 4));
   if (pool.size() == 1 || work < kParallelMinWork) run(0, units);

@@ -1,8 +1,7 @@
 #pragma once
 // The CPU backend's view of a model's weights. A matrix stays in the file's
-// type (no widened copy) whenever a kernel reads that type: float32 through
-// cpu::matmul, f16, bf16 and GGUF's quantised types through cpu::matvec_rows
-// or row tiles (core/cpu/quant_matvec.h, which says what precision the
+// type (no widened copy) whenever a kernel reads that type: float32, f16,
+// bf16 and GGUF's quantised types through cpu::matvec_rows or row tiles (core/cpu/quant_matvec.h, which says what precision the
 // activations take per type). Norms and biases, a few KB, are read as
 // float32 copies. The rare matrix no typed kernel can take (f16 rows not a
 // multiple of 32 elements) is widened to float32 once, at load.
@@ -63,9 +62,11 @@ struct ProjectScratch {
   std::vector<std::vector<float>> split, products;
 };
 
-// out[t * w.rows + o] = dot(W[o], x[t]) for t < n_x, on the pool: float32
-// weights through matmul (bit for bit what it always gave), f16/bf16 through
-// matvec_rows with float32 activations.
+// out[t * w.rows + o] = dot(W[o], x[t]) for t < n_x, on the pool: float32,
+// f16 and bf16 weights through matvec_rows with float32 activations. Each
+// weight row is loaded once for up to four activation rows (quant_rows.h),
+// so a batched step of up to four sessions makes one pass over every
+// matrix (quant_matvec.h's WeightPassCount counts them).
 //
 // Quantised weights read 16-bit or 8-bit activations, per type
 // (quant_matvec.h). 16 bits err at float32's order. One 8-bit term per
@@ -82,7 +83,7 @@ void project(float* out, const float* x, int n_x, const Matrix& w, ThreadPool& p
 // each, and x prepared once for the products of each type. A decode step runs
 // ~100 of these passes; each fork-join leaves a thread idle while the last
 // chunk finishes and the next activations are prepared (stories110M Q8_0:
-// ~12 % of a step). Float32 products still run through matmul one by one.
+// ~12 % of a step).
 struct Product {
   float* out;
   const Matrix* w;

@@ -66,6 +66,10 @@ using TileKernel = void (*)(const uint8_t* tiles, int64_t cols, int64_t tile_beg
 // the CPU lacks VNNI).
 TileKernel avx512_tile_kernel(QuantType t);
 
+// Passes over weight rows made by the loops of quant_rows.h, reported once
+// per kernel call; kept only while a WeightPassCount lives (quant_matvec.h).
+void add_weight_passes(int64_t passes);
+
 // The kernel for type t in each instruction set; nullptr where a set has none.
 Kernel portable_kernel(QuantType t);
 Kernel avx2_kernel(QuantType t);

@@ -104,6 +104,7 @@ void k_q6_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
 
 // ---- Q8x32 activations: one 32-block per step -----------------------------------------
 
+// Q4_0, Q4_1, Q5_0, Q5_1: each block's codes unpacked once for the G rows.
 template <int kBits, bool kMin>
 void k_legacy(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
   constexpr size_t kBytes = kBits == 4 ? (kMin ? 20 : 18) : (kMin ? 24 : 22);
@@ -112,23 +113,24 @@ void k_legacy(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* o
   constexpr float kOffset = kBits == 4 ? 8.0f : 16.0f;
   const int64_t nb = x.cols / 32;
   const __m256i ones = _mm256_set1_epi16(1), bit4 = _mm256_set1_epi8(0x10);
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const int8_t* xq = x.q + t * x.cols;
-    const float* xd = x.d + t * nb;
-    const float* xs = x.s + t * nb;
-    // Two chains of accumulators, so that one block's FMA latency does not
-    // hold up the next (named variables: an array indexed by b & 1 was kept in
-    // memory and ran at half speed).
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    float corr0 = 0, corr1 = 0;
-    auto block = [&](int64_t b, __m256& acc, float& corr) {
+  rows_grouped<kMaxTwoTermGroup>(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    // Per row two chains of accumulators (even and odd blocks), so that one
+    // block's FMA latency does not hold up the next (named arrays: indexed
+    // by b & 1 they were kept in memory and ran at half speed).
+    __m256 acc0[G], acc1[G];
+    float corr0[G], corr1[G];
+    for (int g = 0; g < G; ++g) acc0[g] = acc1[g] = _mm256_setzero_ps(), corr0[g] = corr1[g] = 0;
+    auto block = [&](int64_t b, __m256* acc, float* corr) {
       const uint8_t* p = r + kBytes * b;
       __m256i q = nibbles(load128(p + kQs));
       if constexpr (kBits == 5) q = _mm256_or_si256(q, _mm256_and_si256(bits_to_bytes(u32(p + kQh)), bit4));
-      const __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(xq + 32 * b)), ones);
-      const float dw = h16(p);
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(dw * xd[b]), acc);
-      corr += (kMin ? h16(p + 2) : dw) * xs[b];
+      const float dw = h16(p), cw = kMin ? h16(p + 2) : dw;
+      for (int g = 0; g < G; ++g) {
+        const int t = t0 + g;
+        const __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(x.q + t * x.cols + 32 * b)), ones);
+        acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(dw * x.d[t * nb + b]), acc[g]);
+        corr[g] += cw * x.s[t * nb + b];
+      }
     };
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
@@ -136,41 +138,53 @@ void k_legacy(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* o
       block(b + 1, acc1, corr1);
     }
     if (b < nb) block(b, acc0, corr0);
-    const float sum = hsum256(_mm256_add_ps(acc0, acc1)), c = corr0 + corr1;
-    return kMin ? sum + c : sum - kOffset * c;
+    for (int g = 0; g < G; ++g) {
+      const float sum = hsum256(_mm256_add_ps(acc0[g], acc1[g])), c = corr0[g] + corr1[g];
+      result[g] = kMin ? sum + c : sum - kOffset * c;
+    }
   });
 }
 
 // ---- Q8x256 activations (K-quants) ------------------------------------------------------
 
+// Q2_K and Q3_K: per 32 elements, the codes and their two sub-blocks' scales
+// unpacked once for the G rows.
 void k_q2_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
   const int64_t nb = x.cols / 256;
   const ScalePick pick;
   const __m256i two = _mm256_set1_epi8(3);
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const auto [xq, xd, bs] = q8x256_row(x, t);
-    __m256 acc = _mm256_setzero_ps(), corr = _mm256_setzero_ps();
+  rows_grouped<kMaxTwoTermGroup>(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    Q8x256Row xr[G];
+    __m256 acc[G], corr[G];
+    for (int g = 0; g < G; ++g) xr[g] = q8x256_row(x, t0 + g), acc[g] = corr[g] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* p = r + 84 * b;
       const __m128i s4 = load128(p);  // scale (low nibble) and min (high) per 16 elements
       const __m128i sc = _mm_and_si128(s4, _mm_set1_epi8(0x0F));
-      __m256i isum = _mm256_setzero_si256();
+      __m256i isum[G];
+      for (int g = 0; g < G; ++g) isum[g] = _mm256_setzero_si256();
       for (int n = 0; n < 2; ++n) {
         const __m256i s8 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(n ? _mm_srli_si128(sc, 8) : sc));
         const __m256i q = load256(p + 16 + 32 * n);
         for (int j = 0; j < 4; ++j) {
           const __m256i v = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), two);
-          const __m256i prod = _mm256_maddubs_epi16(v, load256(xq + 256 * b + 128 * n + 32 * j));
-          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, _mm256_shuffle_epi8(s8, pick.two[j])));
+          const __m256i scale = _mm256_shuffle_epi8(s8, pick.two[j]);
+          for (int g = 0; g < G; ++g) {
+            const __m256i prod = _mm256_maddubs_epi16(v, load256(xr[g].q + 256 * b + 128 * n + 32 * j));
+            isum[g] = _mm256_add_epi32(isum[g], _mm256_madd_epi16(prod, scale));
+          }
         }
       }
-      const float dx = xd[b];
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h16(p + 80) * dx), acc);
+      const float d = h16(p + 80), dmin = h16(p + 82);
       const __m256i mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s4, 4), _mm_set1_epi8(0x0F)));
-      corr = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(mn, load256(bs + 16 * b))),
-                             _mm256_set1_ps(h16(p + 82) * dx), corr);
+      for (int g = 0; g < G; ++g) {
+        const float dx = xr[g].d[b];
+        acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[g]), _mm256_set1_ps(d * dx), acc[g]);
+        corr[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(mn, load256(xr[g].bsum16 + 16 * b))),
+                                  _mm256_set1_ps(dmin * dx), corr[g]);
+      }
     }
-    return hsum256(acc) - hsum256(corr);
+    for (int g = 0; g < G; ++g) result[g] = hsum256(acc[g]) - hsum256(corr[g]);
   });
 }
 
@@ -178,15 +192,19 @@ void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
   const int64_t nb = x.cols / 256;
   const ScalePick pick;
   const __m256i two = _mm256_set1_epi8(3), bit2 = _mm256_set1_epi8(4);
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const auto [xq, xd, bs] = q8x256_row(x, t);
-    __m256 acc = _mm256_setzero_ps();
+  rows_grouped<kMaxTwoTermGroup>(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    Q8x256Row xr[G];
+    __m256 acc[G];
+    for (int g = 0; g < G; ++g) xr[g] = q8x256_row(x, t0 + g), acc[g] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* p = r + 110 * b;
       const __m128i sc = q3k_unpack(p + 96);
+      const __m256i sc16 = _mm256_cvtepi8_epi16(sc);
       // Codes u = q + 4 in [0, 7]: the offset comes off as 4 * sum(scale * sum16(x)).
-      const __m256i offs = _mm256_madd_epi16(_mm256_cvtepi8_epi16(sc), load256(bs + 16 * b));
-      __m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offs, 2));
+      __m256i isum[G];
+      for (int g = 0; g < G; ++g)
+        isum[g] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                   _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(xr[g].bsum16 + 16 * b)), 2));
       const __m256i hm = load256(p);
       for (int n = 0; n < 2; ++n) {
         const __m256i s8 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(n ? _mm_srli_si128(sc, 8) : sc));
@@ -194,13 +212,18 @@ void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
         for (int j = 0; j < 4; ++j) {
           const __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * j), two),
                                             _mm256_and_si256(move_bit(hm, 4 * n + j, 2), bit2));
-          const __m256i prod = _mm256_maddubs_epi16(u, load256(xq + 256 * b + 128 * n + 32 * j));
-          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, _mm256_shuffle_epi8(s8, pick.two[j])));
+          const __m256i scale = _mm256_shuffle_epi8(s8, pick.two[j]);
+          for (int g = 0; g < G; ++g) {
+            const __m256i prod = _mm256_maddubs_epi16(u, load256(xr[g].q + 256 * b + 128 * n + 32 * j));
+            isum[g] = _mm256_add_epi32(isum[g], _mm256_madd_epi16(prod, scale));
+          }
         }
       }
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(h16(p + 108) * xd[b]), acc);
+      const float d = h16(p + 108);
+      for (int g = 0; g < G; ++g)
+        acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[g]), _mm256_set1_ps(d * xr[g].d[b]), acc[g]);
     }
-    return hsum256(acc);
+    for (int g = 0; g < G; ++g) result[g] = hsum256(acc[g]);
   });
 }
 

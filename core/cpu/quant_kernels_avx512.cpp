@@ -123,7 +123,8 @@ inline __m128 two_halves(const uint8_t* p, size_t stride) {
 inline __m128 two_floats(const float* p) { return _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
 
 // Q4_0, Q4_1, Q5_0, Q5_1: unsigned codes times activations; the offset (-8,
-// -16) or the min enters through s = dx * sum(q_x), per block.
+// -16) or the min enters through s = dx * sum(q_x), per block. Two blocks'
+// codes unpacked at a time, once for the G rows.
 template <int kBits, bool kMin>
 void k_legacy(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
   constexpr size_t kBytes = kBits == 4 ? (kMin ? 20 : 18) : (kMin ? 24 : 22);
@@ -132,12 +133,10 @@ void k_legacy(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* o
   constexpr float kOffset = kBits == 4 ? 8.0f : 16.0f;
   const int64_t nb = x.cols / 32;
   const __m512i ones = _mm512_set1_epi16(1), low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const int8_t* xq = x.q + t * x.cols;
-    const float* xd = x.d + t * nb;
-    const float* xs = x.s + t * nb;
-    __m512 acc = _mm512_setzero_ps();
-    __m128 corr = _mm_setzero_ps();
+  rows_grouped<kMaxTwoTermGroup>(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    __m512 acc[G];
+    __m128 corr[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps(), corr[g] = _mm_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
       const uint8_t* p = r + kBytes * b;
@@ -149,59 +148,76 @@ void k_legacy(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* o
         const __mmask64 hb = _cvtu64_mask64(uint64_t(u32(p + kQh)) | uint64_t(u32(p + kBytes + kQh)) << 32);
         q = _mm512_or_si512(q, _mm512_maskz_mov_epi8(hb, bit4));
       }
-      const __m512i p32 = _mm512_madd_epi16(_mm512_maddubs_epi16(q, load512(xq + 32 * b)), ones);
-      const __m128 dw = two_halves(p, kBytes);
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p32), pair_scale(_mm_mul_ps(dw, two_floats(xd + b))), acc);
-      corr = _mm_fmadd_ps(kMin ? two_halves(p + 2, kBytes) : dw, two_floats(xs + b), corr);
+      const __m128 dw = two_halves(p, kBytes), cw = kMin ? two_halves(p + 2, kBytes) : dw;
+      for (int g = 0; g < G; ++g) {
+        const int t = t0 + g;
+        const __m512i p32 = _mm512_madd_epi16(_mm512_maddubs_epi16(q, load512(x.q + t * x.cols + 32 * b)), ones);
+        acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p32), pair_scale(_mm_mul_ps(dw, two_floats(x.d + t * nb + b))), acc[g]);
+        corr[g] = _mm_fmadd_ps(cw, two_floats(x.s + t * nb + b), corr[g]);
+      }
     }
-    float sum = hsum512(acc), c = hsum128(corr);
-    if (b < nb) {
+    float sum[G], c[G];
+    for (int g = 0; g < G; ++g) sum[g] = hsum512(acc[g]), c[g] = hsum128(corr[g]);
+    if (b < nb) {  // the last block of an odd count
       const uint8_t* p = r + kBytes * b;
       const __m128i q16 = load128(p + kQs);
       __m256i q = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(q16), _mm_srli_epi16(q16, 4), 1),
                                    _mm256_set1_epi8(0x0F));
       if constexpr (kBits == 5) q = _mm256_or_si256(q, _mm256_maskz_mov_epi8(u32(p + kQh), _mm256_set1_epi8(0x10)));
-      const __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(xq + 32 * b)), _mm256_set1_epi16(1));
-      const float dw = h16(p);
-      sum += dw * xd[b] * hsum256(_mm256_cvtepi32_ps(p32));
-      c += (kMin ? h16(p + 2) : dw) * xs[b];
+      const float dw = h16(p), cw = kMin ? h16(p + 2) : dw;
+      for (int g = 0; g < G; ++g) {
+        const int t = t0 + g;
+        const __m256i p32 =
+            _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(x.q + t * x.cols + 32 * b)), _mm256_set1_epi16(1));
+        sum[g] += dw * x.d[t * nb + b] * hsum256(_mm256_cvtepi32_ps(p32));
+        c[g] += cw * x.s[t * nb + b];
+      }
     }
-    return kMin ? sum + c : sum - kOffset * c;
+    for (int g = 0; g < G; ++g) result[g] = kMin ? sum[g] + c[g] : sum[g] - kOffset * c[g];
   });
 }
 
 // ---- Q8x256 activations (K-quants) ------------------------------------------------------
 
+// Q2_K and Q3_K: per 128 elements, the codes and their sub-blocks' scales
+// unpacked once for the G rows.
 void k_q2_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os) {
   const int64_t nb = x.cols / 256;
   const ScaleIdx<8> idx;
   const __m512i two = _mm512_set1_epi8(3);
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const auto [xq, xd, bs] = q8x256_row(x, t);
-    __m512 acc = _mm512_setzero_ps();
-    __m256 corr = _mm256_setzero_ps();
+  rows_grouped<kMaxTwoTermGroup>(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    Q8x256Row xr[G];
+    __m512 acc[G];
+    __m256 corr[G];
+    for (int g = 0; g < G; ++g) xr[g] = q8x256_row(x, t0 + g), acc[g] = _mm512_setzero_ps(), corr[g] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* p = r + 84 * b;
       const __m128i s = load128(p);
       const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(s, _mm_set1_epi8(0x0F))));
       const __m256i mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0F)));
-      __m512i isum = _mm512_setzero_si512();
+      __m512i isum[G];
+      for (int g = 0; g < G; ++g) isum[g] = _mm512_setzero_si512();
       for (int n = 0; n < 2; ++n) {
         const __m256i q = load256(p + 16 + 32 * n);
         const __m512i z = join(q, _mm256_srli_epi16(q, 2));  // shifts 0 and 2: elements 0-63 of this half
-        const int8_t* xc = xq + 256 * b + 128 * n;
-        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_and_si512(z, two), load512(xc)),
-                                                        _mm512_permutexvar_epi16(idx.k16[2 * n], sc16)));
-        isum = _mm512_add_epi32(
-            isum, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_and_si512(_mm512_srli_epi16(z, 4), two), load512(xc + 64)),
-                                    _mm512_permutexvar_epi16(idx.k16[2 * n + 1], sc16)));
+        const __m512i u0 = _mm512_and_si512(z, two), u1 = _mm512_and_si512(_mm512_srli_epi16(z, 4), two);
+        const __m512i s0 = _mm512_permutexvar_epi16(idx.k16[2 * n], sc16);
+        const __m512i s1 = _mm512_permutexvar_epi16(idx.k16[2 * n + 1], sc16);
+        for (int g = 0; g < G; ++g) {
+          const int8_t* xc = xr[g].q + 256 * b + 128 * n;
+          isum[g] = _mm512_add_epi32(isum[g], _mm512_madd_epi16(_mm512_maddubs_epi16(u0, load512(xc)), s0));
+          isum[g] = _mm512_add_epi32(isum[g], _mm512_madd_epi16(_mm512_maddubs_epi16(u1, load512(xc + 64)), s1));
+        }
       }
-      const float dx = xd[b];
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(h16(p + 80) * dx), acc);
-      corr = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(mn, load256(bs + 16 * b))),
-                             _mm256_set1_ps(h16(p + 82) * dx), corr);
+      const float d = h16(p + 80), dmin = h16(p + 82);
+      for (int g = 0; g < G; ++g) {
+        const float dx = xr[g].d[b];
+        acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g]), _mm512_set1_ps(d * dx), acc[g]);
+        corr[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(mn, load256(xr[g].bsum16 + 16 * b))),
+                                  _mm256_set1_ps(dmin * dx), corr[g]);
+      }
     }
-    return hsum512(acc) - hsum256(corr);
+    for (int g = 0; g < G; ++g) result[g] = hsum512(acc[g]) - hsum256(corr[g]);
   });
 }
 
@@ -209,35 +225,42 @@ void k_q3_k(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out
   const int64_t nb = x.cols / 256;
   const ScaleIdx<8> idx;
   const __m512i two = _mm512_set1_epi8(3), bit2 = _mm512_set1_epi8(4);
-  rows_loop(w, rb, rows, x, out, os, [&](const uint8_t* r, int t) {
-    const auto [xq, xd, bs] = q8x256_row(x, t);
-    __m512 acc = _mm512_setzero_ps();
+  rows_grouped<kMaxTwoTermGroup>(w, rb, rows, x, out, os, [&]<int G>(const uint8_t* r, int t0, float* result) {
+    Q8x256Row xr[G];
+    __m512 acc[G];
+    for (int g = 0; g < G; ++g) xr[g] = q8x256_row(x, t0 + g), acc[g] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* p = r + 110 * b;
       // 16 six-bit scales (q3k_scale's packing), then minus 32.
       const __m256i sc = _mm256_cvtepi8_epi16(q3k_unpack(p + 96));
       const __m512i sc16 = _mm512_castsi256_si512(sc);
       // Codes u = q + 4 in [0, 7]: the offset comes off as 4 * sum(scale * sum16(x)).
-      const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(sc, load256(bs + 16 * b)), 2);
-      __m512i isum = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(offs));
+      __m512i isum[G];
+      for (int g = 0; g < G; ++g) {
+        const __m256i offs = _mm256_slli_epi32(_mm256_madd_epi16(sc, load256(xr[g].bsum16 + 16 * b)), 2);
+        isum[g] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(offs));
+      }
       const __m256i hm = load256(p);
       const __m512i hz = join(hm, _mm256_srli_epi16(hm, 1));  // bit 4n + j of hz: the high bit of chunk j (j + 1)
       for (int n = 0; n < 2; ++n) {
         const __m256i q = load256(p + 32 + 32 * n);
         const __m512i z = join(q, _mm256_srli_epi16(q, 2));
-        const int8_t* xc = xq + 256 * b + 128 * n;
-        const __m512i u0 = _mm512_or_si512(_mm512_and_si512(z, two),
-                                           _mm512_and_si512(move_bit(hz, 4 * n, 2), bit2));
+        const __m512i u0 = _mm512_or_si512(_mm512_and_si512(z, two), _mm512_and_si512(move_bit(hz, 4 * n, 2), bit2));
         const __m512i u1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(z, 4), two),
                                            _mm512_and_si512(move_bit(hz, 4 * n + 2, 2), bit2));
-        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u0, load512(xc)),
-                                                        _mm512_permutexvar_epi16(idx.k16[2 * n], sc16)));
-        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u1, load512(xc + 64)),
-                                                        _mm512_permutexvar_epi16(idx.k16[2 * n + 1], sc16)));
+        const __m512i s0 = _mm512_permutexvar_epi16(idx.k16[2 * n], sc16);
+        const __m512i s1 = _mm512_permutexvar_epi16(idx.k16[2 * n + 1], sc16);
+        for (int g = 0; g < G; ++g) {
+          const int8_t* xc = xr[g].q + 256 * b + 128 * n;
+          isum[g] = _mm512_add_epi32(isum[g], _mm512_madd_epi16(_mm512_maddubs_epi16(u0, load512(xc)), s0));
+          isum[g] = _mm512_add_epi32(isum[g], _mm512_madd_epi16(_mm512_maddubs_epi16(u1, load512(xc + 64)), s1));
+        }
       }
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(h16(p + 108) * xd[b]), acc);
+      const float d = h16(p + 108);
+      for (int g = 0; g < G; ++g)
+        acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g]), _mm512_set1_ps(d * xr[g].d[b]), acc[g]);
     }
-    return hsum512(acc);
+    for (int g = 0; g < G; ++g) result[g] = hsum512(acc[g]);
   });
 }
 

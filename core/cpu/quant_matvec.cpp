@@ -2,8 +2,10 @@
 #include "core/cpu/quant_matvec.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "core/base/error.h"
@@ -33,6 +35,24 @@ struct ActsAccess {
 
 namespace {
 
+std::atomic<bool> counting_passes{false};
+std::atomic<int64_t> weight_row_passes{0};
+
+}  // namespace
+
+void kern::add_weight_passes(int64_t passes) {
+  if (counting_passes.load(std::memory_order_relaxed)) weight_row_passes.fetch_add(passes, std::memory_order_relaxed);
+}
+
+WeightPassCount::WeightPassCount() {
+  weight_row_passes.store(0);
+  counting_passes.store(true);
+}
+WeightPassCount::~WeightPassCount() { counting_passes.store(false); }
+int64_t WeightPassCount::passes() const { return weight_row_passes.load(); }
+
+namespace {
+
 // Quantises n = B values to integers of `levels` steps each side with one
 // scale: d = max|x| / levels and q = round(x / d) (half to even), so
 // |x - d q| <= d / 2 and |q| <= levels (the AVX kernels rely on -128 never
@@ -41,12 +61,22 @@ namespace {
 // largest magnitude is below 1e-30 reads as zeros.
 template <class Int>
 float quantise_block(const float* x, int n, Int* q, int levels) {
-  float amax = 0, poison = 0;  // poison: NaN if any x is NaN or infinite (std::max skips NaN)
-  for (int i = 0; i < n; ++i) {
-    amax = std::max(amax, std::fabs(x[i]));
-    poison += x[i] * 0.0f;
-  }
-  if (!std::isfinite(amax) || poison != 0.0f || std::isnan(poison)) {
+  // Sixteen lanes of each reduction (n is 32 or 256), so that both vectorise:
+  // over one running maximum they did not, and were the slowest part of
+  // preparing a row.
+  constexpr int kLanes = 16;
+  float lane_max[kLanes] = {};
+  int lane_bad[kLanes] = {};  // NaN or infinite seen: std::max skips NaN
+  for (int i = 0; i < n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) {
+      const float a = std::fabs(x[i + k]);
+      lane_max[k] = std::max(lane_max[k], a);
+      lane_bad[k] |= !(a <= std::numeric_limits<float>::max());
+    }
+  float amax = 0;
+  int bad = 0;
+  for (int k = 0; k < kLanes; ++k) amax = std::max(amax, lane_max[k]), bad |= lane_bad[k];
+  if (bad) {
     std::fill(q, q + n, Int(0));
     return NAN;
   }
@@ -199,14 +229,17 @@ void QuantizedActs::prepare(QuantType t, const float* x, int n_x, int64_t cols) 
       for (size_t k = 0; k < n / 32; ++k) sum32_[k] = sum16_[2 * k] + sum16_[2 * k + 1];
     }
     if (!tiles_available(t)) return;
-    // The byte planes of the tile kernels.
+    // The byte planes of the tile kernels (through local pointers: stores to
+    // bytes may alias the vectors' own, which the loop then reloaded each time).
     lo_.resize(n);
     hi_.resize(n);
+    const int16_t* q16 = q16_.data();
+    uint8_t *lo = lo_.data(), *hi = hi_.data();
     for (size_t i = 0; i < n; ++i) {
-      const int q = q16_[i];
-      const int hi = signed_planes ? (q + 128) >> 8 : (q >> 8) + 128;
-      hi_[i] = uint8_t(hi);
-      lo_[i] = uint8_t(signed_planes ? q - 256 * hi : q & 0xFF);
+      const int q = q16[i];
+      const int h = signed_planes ? (q + 128) >> 8 : (q >> 8) + 128;
+      hi[i] = uint8_t(h);
+      lo[i] = uint8_t(signed_planes ? q - 256 * h : q & 0xFF);
     }
     return;
   }

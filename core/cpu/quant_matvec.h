@@ -29,10 +29,11 @@
 // lane, which the kernels convert to float after at most 16 products, holds
 // less than 2^31.
 //
-// The F16/BF16 and 16-bit kernels and the 8-bit Q8_0 (VNNI), Q4_K and Q6_K
-// ones take up to four activation rows per pass over a weight row
-// (quant_rows.h): the weights are loaded and unpacked once for every session
-// of a batched step (and for both terms of 8-bit activations).
+// The AVX2 and AVX-512 kernels, row and tile, take up to four activation
+// rows per pass over a weight row, eight in the 8-bit formats (quant_rows.h):
+// the weights are loaded and unpacked once for every session of a batched
+// step (and for both terms of 8-bit activations). WeightPassCount below
+// counts the passes.
 //
 // Kernels exist for a portable C++ path, AVX2 (+FMA, F16C) and AVX-512
 // (F, BW, DQ, VL, on top of AVX2; it reuses the AVX2 kernels of the types
@@ -42,6 +43,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/cpu/line_aligned.h"
 #include "core/model/quant.h"
 
 namespace h2o::cpu {
@@ -87,13 +89,14 @@ class QuantizedActs {
   ActFormat format_ = ActFormat::F32;
   int n_x_ = 0;
   int64_t cols_ = 0;
-  std::vector<float> f_;  // F32: a copy of x
-  std::vector<int8_t> q_;
-  std::vector<int16_t> q16_;
+  // Every row starts on a cache line (cols is a multiple of 32): see line_aligned.h.
+  LineAligned<float> f_;  // F32: a copy of x
+  LineAligned<int8_t> q_;
+  LineAligned<int16_t> q16_;
   std::vector<float> d_, s_;
   std::vector<int16_t> bsum16_, bsum32_;
   std::vector<int32_t> sum32_, sum16_;
-  std::vector<uint8_t> lo_, hi_;
+  LineAligned<uint8_t> lo_, hi_;
 };
 
 // out[t * out_stride + o] = dot(W[o], x[t]) for o in [row_begin, row_end) and
@@ -133,6 +136,23 @@ std::vector<uint8_t> make_tiles(QuantType t, const void* w, int64_t rows, int64_
 // or if tiles_available(type) is false.
 void matvec_tiles(QuantType type, const uint8_t* tiles, int64_t cols, int64_t tile_begin, int64_t tile_end,
                   const QuantizedActs& x, float* out, int64_t out_stride);
+
+// Passes of the kernels over weight rows: a row kernel handed a weight row
+// (a tile kernel a tile's 16) for one group of activation rows makes one
+// pass over it. The AVX2 and AVX-512 kernels take up to four activation rows
+// per pass (eight in the 8-bit formats, whose rows come as two terms), so a
+// batched step of up to four sessions makes one pass over each weight row,
+// as one session does; the portable kernels make one per activation row.
+// Counted, on every thread, from zero while an instance lives (tests: one at
+// a time); nothing is counted otherwise.
+class WeightPassCount {
+ public:
+  WeightPassCount();
+  ~WeightPassCount();
+  WeightPassCount(const WeightPassCount&) = delete;
+  WeightPassCount& operator=(const WeightPassCount&) = delete;
+  int64_t passes() const;
+};
 
 // The whole product on the calling thread: out[t * rows + o], t < n_x.
 void matvec(QuantType type, const void* w, int64_t rows, int64_t cols, const float* x, int n_x, float* out,

@@ -1,13 +1,18 @@
 #pragma once
 // Internal to the per-instruction-set kernel files: the loops that walk a
 // weight matrix row by row. rows_loop hands a kernel one weight row and one
-// activation row at a time; rows_grouped hands it a weight row together with
-// up to kMaxGroup activation rows at once, so that a row's weights are loaded and
-// unpacked once for all of them (the two terms of the 8-bit activations, and
-// every session of a batched step). The kernel is a generic lambda
-// `[&]<int G>(const uint8_t* row, int t0, float* result)` that writes
-// dot(row, x[t0 + g]) to result[g] for g < G. tiles_grouped does the same
-// for tiles of 16 rows (quant_matvec.h), 16 outputs per activation row.
+// activation row at a time (the portable reference); rows_grouped hands it a
+// weight row together with up to kMax activation rows at once, so that a
+// row's weights are loaded and unpacked once for all of them (every session
+// of a batched step, and both terms of the 8-bit activations). The kernel is
+// a generic lambda `[&]<int G>(const uint8_t* row, int t0, float* result)`
+// that writes dot(row, x[t0 + g]) to result[g] for g < G. tiles_grouped does
+// the same for tiles of 16 rows (quant_matvec.h), 16 outputs per activation
+// row.
+//
+// Each loop counts the passes it makes over weight rows (a row handed to its
+// kernel once, for however many activation rows) and reports them to
+// weight_passes() (quant_matvec.h) once per call.
 //
 // Also the scalar unpacking that several kernel files share (k4_unpack).
 //
@@ -21,35 +26,50 @@
 namespace h2o::cpu::kern {
 namespace {
 
+// Activation rows a kernel takes per pass over a weight row: the sessions of
+// a batched step (the app shows up to four), twice as many for the 8-bit
+// formats, which read each session's row as two terms (cpu_weights.h).
 inline constexpr int kMaxGroup = 4;
+inline constexpr int kMaxTwoTermGroup = 2 * kMaxGroup;
 
 // out[t * os + o] = dot(row o, t) for every weight row and activation row.
 template <class Dot>
 void rows_loop(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os, Dot dot) {
+  int64_t passes = 0;
   for (int64_t o = 0; o < rows; ++o, w += rb)
-    for (int t = 0; t < x.n_x; ++t) out[t * os + o] = dot(w, t);
+    for (int t = 0; t < x.n_x; ++t, ++passes) out[t * os + o] = dot(w, t);
+  add_weight_passes(passes);
+}
+
+// group.template operator()<G>(t0) for the G < kMax that equals `left`.
+template <int G, class Group>
+void last_group(int left, int t0, Group& group) {
+  if constexpr (G > 0) {
+    if (left == G) group.template operator()<G>(t0);
+    else last_group<G - 1>(left, t0, group);
+  }
 }
 
 // Calls group.template operator()<G>(t0) over [0, n_x) in groups of at most
-// kMaxGroup activation rows, G a compile-time count.
-template <class Group>
-void for_groups(int n_x, Group group) {
-  int t = 0;
-  for (; t + kMaxGroup <= n_x; t += kMaxGroup) group.template operator()<kMaxGroup>(t);
-  const int left = n_x - t;
-  if (left == 3) group.template operator()<3>(t);
-  if (left == 2) group.template operator()<2>(t);
-  if (left == 1) group.template operator()<1>(t);
+// kMax activation rows, G a compile-time count; returns the number of groups.
+template <int kMax, class Group>
+int for_groups(int n_x, Group group) {
+  int t = 0, groups = 0;
+  for (; t + kMax <= n_x; t += kMax, ++groups) group.template operator()<kMax>(t);
+  if (t < n_x) last_group<kMax - 1>(n_x - t, t, group), ++groups;
+  return groups;
 }
 
-template <class Kernel>
+template <int kMax = kMaxGroup, class Kernel>
 void rows_grouped(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, float* out, int64_t os, Kernel kernel) {
+  int64_t passes = 0;
   for (int64_t o = 0; o < rows; ++o, w += rb)
-    for_groups(x.n_x, [&]<int G>(int t0) {
+    passes += for_groups<kMax>(x.n_x, [&]<int G>(int t0) {
       float result[G];
       kernel.template operator()<G>(w, t0, result);
       for (int g = 0; g < G; ++g) out[(t0 + g) * os + o] = result[g];
     });
+  add_weight_passes(passes);
 }
 
 // Tiles [tile_begin, tile_end) of 16 rows each, `tile_bytes` apart: the
@@ -59,8 +79,12 @@ void rows_grouped(const uint8_t* w, size_t rb, int64_t rows, const Acts& x, floa
 template <class TileKernel>
 void tiles_grouped(const uint8_t* tiles, size_t tile_bytes, int64_t tile_begin, int64_t tile_end, const Acts& x,
                    float* out, TileKernel kernel) {
+  int64_t passes = 0;
   for (int64_t k = tile_begin; k < tile_end; ++k)
-    for_groups(x.n_x, [&]<int G>(int t0) { kernel.template operator()<G>(tiles + size_t(k) * tile_bytes, t0, out + 16 * k); });
+    passes += 16 * for_groups<kMaxGroup>(x.n_x, [&]<int G>(int t0) {
+      kernel.template operator()<G>(tiles + size_t(k) * tile_bytes, t0, out + 16 * k);
+    });
+  add_weight_passes(passes);
 }
 
 // As tiles_grouped, two tiles at a time where two are left: the kernel's
@@ -70,15 +94,17 @@ void tiles_grouped(const uint8_t* tiles, size_t tile_bytes, int64_t tile_begin, 
 template <class TileKernel>
 void tiles_in_pairs(const uint8_t* tiles, size_t tile_bytes, int64_t tile_begin, int64_t tile_end, const Acts& x,
                     float* out, TileKernel kernel) {
+  int64_t passes = 0;
   int64_t k = tile_begin;
   for (; k + 2 <= tile_end; k += 2)
-    for_groups(x.n_x, [&]<int G>(int t0) {
+    passes += 32 * for_groups<kMaxGroup>(x.n_x, [&]<int G>(int t0) {
       kernel.template operator()<2, G>(tiles + size_t(k) * tile_bytes, tile_bytes, t0, out + 16 * k);
     });
   if (k < tile_end)
-    for_groups(x.n_x, [&]<int G>(int t0) {
+    passes += 16 * for_groups<kMaxGroup>(x.n_x, [&]<int G>(int t0) {
       kernel.template operator()<1, G>(tiles + size_t(k) * tile_bytes, tile_bytes, t0, out + 16 * k);
     });
+  add_weight_passes(passes);
 }
 
 // Activation row t of the Q8x256 format (the K-quants' 8-bit activations):

@@ -3,12 +3,13 @@
 // emulation): the products of more rows on the CPU in place of cuBLAS,
 // enqueued on the emulated stream (so that graph capture records them). There
 // f32 weights (block formats arrive dequantised to f32 by dequantize.cu) go
-// through the CPU backend's own matmul; f16 and bf16 are widened a row at a
-// time and summed in f32.
+// through the CPU backend's own product (cpu::project); f16 and bf16 are
+// widened a row at a time and summed in f32.
 #include <vector>
 
 #include "core/base/thread_pool.h"
 #include "core/cpu/cpu_ops.h"
+#include "core/cpu/cpu_weights.h"
 #include "kernels/blas.h"
 #include "kernels/simt/simt.h"
 
@@ -24,7 +25,9 @@ void Blas::library_gemm(float* out, int ldo, const void* x, const void* w, DType
     std::vector<float> xs(size_t(rows) * size_t(in)), product(size_t(rows) * size_t(out_features));
     convert_to_f32(x, type, xs.size(), xs.data());
     if (type == DType::F32) {
-      cpu::matmul(product.data(), xs.data(), static_cast<const float*>(w), rows, in, out_features, one);
+      cpu::ProjectScratch scratch;
+      const cpu::Matrix m{w, DType::F32, out_features, in};
+      cpu::project(product.data(), xs.data(), rows, m, one, scratch);
     } else {
       std::vector<float> row(static_cast<size_t>(in));
       for (int o = 0; o < out_features; ++o) {

@@ -488,10 +488,12 @@ TEST_P(QuantKernels, EveryTypeAgainstFloat64) {
     std::vector<int64_t> lengths = {int64_t(b), 3 * int64_t(b), 768, 2048, 5632};
     if (b == 1) lengths = {7, 33, 100, 768, 2048};  // float types take any length
     if (b == 32) lengths.push_back(96);
-    // Batches: one row, a group of three, and six (a group of four, then two:
-    // the kernels take up to four activation rows per pass over a weight row).
+    // Batches: the kernels take up to four activation rows per pass over a
+    // weight row, eight in the 8-bit formats (quant_rows.h): one row, a group
+    // of three, six (4 + 2, or one group), eight (4 + 4, or one) and nine
+    // (4 + 4 + 1, or 8 + 1).
     for (int64_t cols : lengths)
-      for (int n_x : {1, 3, 6}) check_kernel(Problem(t, 5, cols, n_x, seed++), isa);
+      for (int n_x : {1, 3, 6, 8, 9}) check_kernel(Problem(t, 5, cols, n_x, seed++), isa);
   }
 }
 
