@@ -5,7 +5,10 @@
 // policies in one pass. Decode reads every weight and the cached keys and
 // values once per step, so each row also says how many bytes a step moved,
 // at what rate, and what share that is of the memory bandwidth the backend
-// measures for the same working set.
+// measures for the same working set. --sessions 1,2,3,4 instead times steps
+// of that many sessions batched (the app's panes side by side), each against
+// one session's step: a batched step reads the weights once for all of them,
+// so where decode is bound by memory it should cost little more than one.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
@@ -34,7 +37,7 @@ namespace {
 struct Options {
   BackendOptions backend;
   std::string shapes = "stories15M,stories110M", model, dtype = "f32";
-  std::string policies = "full,streaming,h2o,tova", contexts = "256", slacks = "0", kv_bits, kv_sweep;
+  std::string policies = "full,streaming,h2o,tova", contexts = "256", slacks = "0", kv_bits, kv_sweep, sessions;
   int budget = 64, sinks = 4, tokens = 128, repeats = 3, prefill_chunk = 64;
   int kv_group = KvPrecision{}.group, kv_residual = KvPrecision{}.residual;  // G and R below 16 bits
   bool kv_shape_given = false;  // either was: else they are shaped for each model (SEMANTICS)
@@ -154,6 +157,37 @@ std::vector<OpTimedRun> op_timed_runs(Backend& backend, const std::vector<Policy
   return runs;
 }
 
+// --sessions: a step of each count of sessions batched (policies taken in
+// turn), against one session's step; weights' GB/s and their share of the
+// measured bandwidth. The counts take turns, one window each per repeat, so
+// that a machine whose load drifts skews every count alike.
+void print_sessions_rows(Backend& backend, const std::string& name, const std::string& weights,
+                         const std::vector<PolicyConfig>& policies, const std::vector<int>& counts, const Options& o,
+                         int context, double bandwidth) {
+  Options once = o;
+  once.repeats = 1;
+  std::vector<std::vector<double>> windows(counts.size());
+  for (int rep = 0; rep < o.repeats; ++rep)
+    for (size_t c = 0; c < counts.size(); ++c) {
+      std::vector<PolicyConfig> set;
+      for (int k = 0; k < counts[c]; ++k) set.push_back(policies[size_t(k) % policies.size()]);
+      windows[c].push_back(time_decode(backend, set, once, context).ms_per_step);
+    }
+  double one = NAN;
+  for (size_t c = 0; c < counts.size(); ++c) {
+    const double ms = median(windows[c]);
+    if (counts[c] == 1) one = ms;
+    const double gbs = double(backend.weight_bytes()) / (ms * 1e6);
+    char ratio[32] = "–", share[32] = "–", line[512];
+    if (!std::isnan(one)) std::snprintf(ratio, sizeof ratio, "%.2f×", ms / one);
+    if (!std::isnan(bandwidth)) std::snprintf(share, sizeof share, "%ld %%", std::lround(100 * gbs / bandwidth));
+    std::snprintf(line, sizeof line, "| %s | %s | %s | %d | %d | %d | %.3f | %s | %.1f | %.1f | %s |\n",
+                  backend.name().c_str(), name.c_str(), weights.c_str(), o.backend.threads, context, counts[c], ms, ratio,
+                  1000.0 / ms, gbs, share);
+    std::cout << line << std::flush;
+  }
+}
+
 // Before any cache is filled: the longest context's full caches (every
 // session of a batched row at once) must fit this machine's memory.
 void refuse_contexts_over_memory(const ModelConfig& config, const std::vector<int>& contexts, int tokens, int sessions) {
@@ -162,20 +196,15 @@ void refuse_contexts_over_memory(const ModelConfig& config, const std::vector<in
                        "a context of " + std::to_string(longest) + " tokens");
 }
 
-int run(const Options& o) {
-  std::vector<std::string> models;
-  if (!o.model.empty()) models.push_back(o.model);
-  else
-    for (const std::string& shape : split_list(o.shapes)) models.push_back("synthetic:" + shape + ":dtype=" + o.dtype);
-  const std::vector<int> contexts = parse_flag_ints(o.contexts, "--contexts", "context", 1, kMaxCacheTokens);
+// Each policy of --policies at each KV precision and slack (the full cache has no slack: once).
+std::vector<PolicyConfig> policies_asked(const Options& o) {
   KvPrecision shape;  // --kv-group and --kv-residual, for the precisions below the backend's own
   shape.group = o.kv_group, shape.residual = o.kv_residual, shape.shape_given = o.kv_shape_given;
   const std::vector<KvPrecision> precisions = kv_precisions(o.kv_bits, o.kv_sweep, shape);
   PolicySettings settings;
   settings.budget = o.budget;
   settings.given["sinks"] = o.sinks;
-  std::vector<PolicyConfig> policies_given;
-  // Each policy at each KV precision and slack (the full cache has no slack: once).
+  std::vector<PolicyConfig> policies;
   for (const std::string& name : split_list(o.policies))
     for (const KvPrecision& kv : precisions)
       for (const std::string& slack : split_list(o.slacks)) {
@@ -184,10 +213,45 @@ int run(const Options& o) {
           fail("--slacks", "each slack must be a whole number >= 0, got '" + slack + "'");
         settings.kv = kv;
         const PolicyConfig p = make_policy(parse_policy_entry(name, "--policies"), settings);
-        if (p.evicts() || settings.slack == std::atoi(split_list(o.slacks).front().c_str())) policies_given.push_back(p);
+        if (p.evicts() || settings.slack == std::atoi(split_list(o.slacks).front().c_str())) policies.push_back(p);
       }
-  if (policies_given.empty()) fail("--policies", "no policy given");
+  if (policies.empty()) fail("--policies", "no policy given");
+  return policies;
+}
+
+// Each policy alone and, with --batched, all of them in one pass.
+void print_policy_rows(Backend& backend, const std::string& name, const std::string& weights,
+                       const std::vector<PolicyConfig>& policies, const Options& o, int context, double bandwidth) {
+  std::vector<double> alone;
+  for (const PolicyConfig& p : policies) {
+    const Timing t = time_decode(backend, {p}, o, context);
+    alone.push_back(t.ms_per_step);
+    print_row(backend.name(), name, weights, context, {p}, t, bandwidth, " |");
+  }
+  if (o.batched && policies.size() > 1) {
+    const Timing t = time_decode(backend, policies, o, context);
+    double mean_alone = 0;
+    for (double ms : alone) mean_alone += ms / double(alone.size());
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, " %.2f× |", t.ms_per_step / mean_alone);
+    print_row(backend.name(), name, weights, context, policies, t, bandwidth, ratio);
+  }
+}
+
+int run(const Options& o) {
+  std::vector<std::string> models;
+  if (!o.model.empty()) models.push_back(o.model);
+  else
+    for (const std::string& shape : split_list(o.shapes))
+      for (const std::string& dtype : split_list(o.dtype)) models.push_back("synthetic:" + shape + ":dtype=" + dtype);
+  const std::vector<int> contexts = parse_flag_ints(o.contexts, "--contexts", "context", 1, kMaxCacheTokens);
+  const std::vector<int> sessions =
+      o.sessions.empty() ? std::vector<int>{} : parse_flag_ints(o.sessions, "--sessions", "session count", 1, 64);
+  const std::vector<PolicyConfig> policies_given = policies_asked(o);
   if (o.tokens < 1 || o.repeats < 1) fail("--tokens", "--tokens and --repeats must be at least 1");
+  const int most_sessions = !sessions.empty() ? *std::max_element(sessions.begin(), sessions.end())
+                            : o.batched       ? int(policies_given.size())
+                                              : 1;
 
   bool header = false;  // printed once the first model's contexts are known to fit
   for (const std::string& path : models) {
@@ -198,29 +262,21 @@ int run(const Options& o) {
     const std::string name = model->path.substr(model->path.find_last_of('/') + 1);  // npos + 1 = 0: the whole path
     std::string weights = model->weight_types();  // "q4_k_m": what the file holds (the backend's description says what it keeps)
     std::transform(weights.begin(), weights.end(), weights.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    refuse_contexts_over_memory(model->config, contexts, o.tokens, o.batched ? int(policies.size()) : 1);
+    refuse_contexts_over_memory(model->config, contexts, o.tokens, most_sessions);
     if (!std::exchange(header, true))
-      std::cout << "| backend | model | weights | context | policies | sessions | ms/step | tok/s per session | "
-                   "bytes/step | GB/s | % of measured BW | batched / alone |\n"
-                   "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n";
+      std::cout << (sessions.empty()
+                        ? "| backend | model | weights | context | policies | sessions | ms/step | tok/s per session | "
+                          "bytes/step | GB/s | % of measured BW | batched / alone |\n"
+                          "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n"
+                        : "| backend | model | weights | threads | context | sessions | ms/step | × one session | "
+                          "tok/s per session | weights GB/s | % of measured BW |\n"
+                          "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int context : contexts) {
       // The working set: every weight and the longest cache at this context.
       const int64_t full_kv = int64_t(model->config.n_layers) * model->config.kv_dim() * 2 * 4 * (context + o.tokens);
       const double bandwidth = backend->measure_bandwidth(backend->weight_bytes() + full_kv);
-      std::vector<double> alone;
-      for (const PolicyConfig& p : policies) {
-        const Timing t = time_decode(*backend, {p}, o, context);
-        alone.push_back(t.ms_per_step);
-        print_row(backend->name(), name, weights, context, {p}, t, bandwidth, " |");
-      }
-      if (o.batched && policies.size() > 1) {
-        const Timing t = time_decode(*backend, policies, o, context);
-        double mean_alone = 0;
-        for (double ms : alone) mean_alone += ms / double(alone.size());
-        char ratio[32];
-        std::snprintf(ratio, sizeof ratio, " %.2f× |", t.ms_per_step / mean_alone);
-        print_row(backend->name(), name, weights, context, policies, t, bandwidth, ratio);
-      }
+      if (!sessions.empty()) print_sessions_rows(*backend, name, weights, policies, sessions, o, context, bandwidth);
+      else print_policy_rows(*backend, name, weights, policies, o, context, bandwidth);
       if (o.op_times) print_op_times(*backend, op_timed_runs(*backend, policies, o, context), bandwidth);
     }
     std::cerr << "h2o-bench: " << backend->describe() << "\n";
@@ -238,7 +294,7 @@ int main(int argc, char** argv) {
   cli::add_table_flag(&app, "precision", o.backend.precision, kBench);
   cli::add_table_flag(&app, "threads", o.backend.threads, kBench);
   app.add_option("--shapes", o.shapes, "synthetic shapes, comma-separated (random weights at real shapes)");
-  app.add_option("--dtype", o.dtype, "synthetic weights' type: " + type_mix_names());
+  app.add_option("--dtype", o.dtype, "synthetic weights' types, comma-separated: " + type_mix_names());
   app.add_option("--model", o.model, "a model file instead of synthetic shapes");
   app.add_option("--policies", o.policies, "comma-separated, any of: " + policy_names());
   app.add_option("--contexts", o.contexts, "tokens in each cache before timing, comma-separated");
@@ -257,6 +313,9 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", o.repeats, "timed windows; the median is reported");
   app.add_option("--prefill-chunk", o.prefill_chunk, "tokens per forward pass while filling the caches");
   app.add_flag("--batched", o.batched, "also time every policy in one pass (weights read once) and its ratio to alone");
+  app.add_option("--sessions", o.sessions,
+                 "session counts, comma-separated (e.g. 1,2,3,4): instead of the policies' rows, a step of each count "
+                 "batched (policies in turn) and its time against one session's");
   app.add_flag("--op-times", o.op_times,
                "CUDA: after each context's rows, a table of device time per operation (eager passes, one window each)");
   app.failure_message([](const CLI::App*, const CLI::Error& e) {

@@ -20,6 +20,31 @@ std::string fate_label(const PolicyConfig& policy, Fate fate) {
   return fate == Fate::Heavy ? std::string(policy.unit().scored_role) : fate_name(fate);
 }
 
+std::string fate_reason(const PolicyConfig& policy, Fate fate) {
+  const EvictionRule rule = policy.rule();
+  const std::string meaning(policy.unit().score_meaning), recent = std::to_string(rule.recent);
+  const std::string scored = std::to_string(rule.by_score);
+  // TOVA has no recent band: the newest token competes on its score like the rest.
+  const std::string older = rule.recent > 0 ? " of the tokens older than its newest " + recent : " of the tokens past its sinks";
+  switch (fate) {
+    case Fate::Unborn: return "not in its stream yet";
+    case Fate::Sink: return "held: one of the first " + std::to_string(rule.sinks) + " tokens, which it always keeps";
+    case Fate::Recent: return "held: among the newest " + recent + " tokens, which it always keeps";
+    case Fate::Heavy:
+      return "held as " + std::string(policy.unit().scored_role) + ": " + meaning + " is among the " + scored +
+             " highest" + older;
+    case Fate::Cached:
+      return rule.evicts() ? "held until the next cut (it lets the cache grow " + std::to_string(rule.slack) +
+                                 " tokens past its budget, then cuts back)"
+                           : "held: the full cache keeps every token";
+    case Fate::Evicted:
+      if (rule.by_score == 0) return "evicted: it left the newest " + recent + " tokens (the window slid past it)";
+      return "evicted: " + (rule.recent > 0 ? "it had left the newest " + recent + " tokens and " : std::string()) +
+             meaning + " was not among the " + scored + " highest";
+  }
+  return "";
+}
+
 Fate fate_of(const EvictionRule& rule, int64_t position, bool cached, int64_t stream_length) {
   if (position >= stream_length) return Fate::Unborn;
   if (!cached) return Fate::Evicted;

@@ -24,6 +24,10 @@ const char* fate_name(Fate fate);  // generic: "heavy hitter" for Heavy
 // The name this policy gives a fate ("attended now" for TOVA's Heavy).
 std::string fate_label(const PolicyConfig& policy, Fate fate);
 
+// Why the policy holds a token of this fate, or let it go, in a sentence from
+// its rule ("held: among the newest 32 tokens, which it always keeps").
+std::string fate_reason(const PolicyConfig& policy, Fate fate);
+
 // The fate of `position` in a stream of `stream_length` tokens, given whether
 // the shown cache holds it. A policy that never evicts has no roles: all it holds is Cached.
 Fate fate_of(const EvictionRule& rule, int64_t position, bool cached, int64_t stream_length);

@@ -23,7 +23,8 @@ const PolicyUnit& h2o_policy() {
   static const PolicyUnit unit{
       .name = "h2o", .title = "H2O", .short_title = "H2O", .color = "#59c16f",
       .description = "sinks, recent tokens and the heavy hitters of accumulated attention, per layer and KV head",
-      .scored_role = "heavy hitter", .params = kParams, .rule = rule};
+      .scored_role = "heavy hitter", .score_meaning = "its attention summed over every query since it entered",
+      .params = kParams, .rule = rule};
   return unit;
 }
 

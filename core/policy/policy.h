@@ -72,6 +72,8 @@ struct PolicyUnit {
   std::string_view description;  // one line: help texts and tooltips
   // What the app calls a token this kind keeps for its score (Fate::Heavy).
   std::string_view scored_role = "kept for its score";
+  // What that score is, in words a class can follow ("its attention summed over every query since it entered").
+  std::string_view score_meaning = "its score";
   std::span<const PolicyParam> params = {};
   std::span<const std::string_view> aliases = {};
   // The rule of these values (params order); PolicyConfig adds slack and rolling.

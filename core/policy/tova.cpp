@@ -22,7 +22,8 @@ EvictionRule rule(std::span<const int> v) {
 const PolicyUnit& tova_policy() {
   static const PolicyUnit unit{.name = "tova", .title = "TOVA", .short_title = "TOVA", .color = "#e15759",
                                .description = "sinks and the tokens the current query attends to most, per layer and KV head",
-                               .scored_role = "attended now", .params = kParams, .rule = rule};
+                               .scored_role = "attended now",
+                               .score_meaning = "the newest query's attention to it", .params = kParams, .rule = rule};
   return unit;
 }
 

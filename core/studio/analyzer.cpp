@@ -473,8 +473,8 @@ PaneSnapshot Analyzer::pane(size_t index, const ViewSelection& view, int64_t ste
   return out;
 }
 
-int64_t Analyzer::top_heavy_hitter(const ViewSelection& view, int64_t step, const CaptureWindow* window) const {
-  if (!window) return -1;
+std::pair<int64_t, int> Analyzer::top_heavy_hitter(const ViewSelection& view, int64_t step, const CaptureWindow* window) const {
+  if (!window) return {-1, -1};
   for (size_t i = 0; i < histories_.size(); ++i) {
     const PolicyHistory& h = histories_[i];
     const HeldState* held = window->state(i, view.layer);
@@ -495,9 +495,9 @@ int64_t Analyzer::top_heavy_hitter(const ViewSelection& view, int64_t step, cons
         }
       }
     }
-    return best;
+    return {best, best < 0 ? -1 : int(i)};
   }
-  return -1;
+  return {-1, -1};
 }
 
 InspectionSnapshot Analyzer::inspection(const ViewSelection& requested, int64_t step, const CaptureWindow* window) const {
@@ -505,12 +505,16 @@ InspectionSnapshot Analyzer::inspection(const ViewSelection& requested, int64_t 
   ViewSelection view = requested;
   if (view.inspect_position < 0) {
     // Nothing clicked yet: follow the most interesting token there is.
-    view.inspect_position = top_heavy_hitter(view, step, window);
+    std::tie(view.inspect_position, view.inspect_pane) = top_heavy_hitter(view, step, window);
     out.followed = true;
   }
-  if (view.inspect_position < 0) return out;
+  if (view.inspect_position < 0 || histories_.empty()) return out;
   const int64_t pos = view.inspect_position;
   out.position = pos;
+  out.pane = std::clamp(view.inspect_pane, 0, int(histories_.size()) - 1);
+  out.layers = header_.layers;
+  out.kv_heads = header_.kv_heads;
+  out.fate_layer = std::clamp(view.layer, 0, header_.layers - 1);
   for (size_t i = 0; i < histories_.size(); ++i) {
     const PolicyHistory& h = histories_[i];
     const PolicyExtras& x = extras_[i];
@@ -519,7 +523,8 @@ InspectionSnapshot Analyzer::inspection(const ViewSelection& requested, int64_t 
     pp.config = h.policy();
     const int64_t length = h.length_at(step);
     if (pos < length) {
-      if (out.text.empty()) out.text = character_at([&](int64_t q) { return h.piece(q); }, pos, h.length());
+      pp.text = character_at([&](int64_t q) { return h.piece(q); }, pos, h.length());
+      if (int(i) == out.pane) out.text = pp.text;
       pp.born_step = h.birth()[size_t(pos)];
       // A summarised position's heads are listed where kept exactly, its layers where not.
       pp.heads_summarised = pos < h.per_head_exact_from();
@@ -543,6 +548,7 @@ InspectionSnapshot Analyzer::inspection(const ViewSelection& requested, int64_t 
         held = held || e < 0 || e > step;
       }
       pp.fate_now = fate_of(h.rule(), pos, held, length);
+      pp.reason = fate_reason(h.policy(), pp.fate_now);
     }
     pp.score_layer = x.score_history_layer;
     if (const auto it = x.score_history.find(pos); it != x.score_history.end())

@@ -32,6 +32,7 @@ struct ViewSelection {
   int head = -1;                  // query head, or -1 for the mean over heads
   int64_t step = -1;              // the step shown; -1: the newest
   int64_t inspect_position = -1;  // the clicked token; -1: follow H2O's top heavy hitter
+  int inspect_pane = -1;          // the pane it was clicked in (each pane's stream has its own tokens); -1: the first
   int64_t text_first = -1;        // first position of the text window; -1: the stream's end
   int max_tokens = 700;
   int heatmap_rows = 32;
@@ -153,7 +154,8 @@ class Analyzer final : public StepSink {
   PaneSnapshot pane(size_t index, const ViewSelection& view, int64_t step, const CaptureWindow* window) const;
   HeatmapData heatmap(size_t index, const ViewSelection& view, int64_t step, const CaptureWindow* window) const;
   InspectionSnapshot inspection(const ViewSelection& view, int64_t step, const CaptureWindow* window) const;
-  int64_t top_heavy_hitter(const ViewSelection& view, int64_t step, const CaptureWindow* window) const;
+  // The position and the pane of the top heavy hitter, or {-1, -1}.
+  std::pair<int64_t, int> top_heavy_hitter(const ViewSelection& view, int64_t step, const CaptureWindow* window) const;
   // A position's score lines up to `step` from its samples per KV head (InspectionSnapshot::ScoreLine).
   static std::vector<InspectionSnapshot::PerPolicy::ScoreLine> score_lines(
       const std::vector<std::vector<ScoreSample>>& per_head, int64_t step, int kv_shown);

@@ -88,11 +88,15 @@ struct EvictionAt {
 inline constexpr int kInspectorHeadLines = 4;
 struct InspectionSnapshot {
   int64_t position = -1;
+  int pane = -1;          // whose stream the token is read from: the pane clicked (or H2O's, followed)
+  int layers = 0, kv_heads = 0;  // the (layer, KV head) caches each policy has
+  int fate_layer = 0;            // the layer each policy's fate_now is at (the shown one)
   bool followed = false;  // nobody clicked: this is H2O's top heavy hitter, picked anew each frame
-  std::string text;
+  std::string text;       // the token at `position` in that pane's stream
   struct PerPolicy {
     std::string policy;
     PolicyConfig config;
+    std::string text;  // this policy's token at the position: another than `text` where its answers differ
     int64_t born_step = -1;
     int score_layer = -1;
     // Its accumulated score at score_layer over the steps: a line per KV head
@@ -107,6 +111,7 @@ struct InspectionSnapshot {
     // Older than the heads' exact steps: a kv_head of -1 is when the layer's last head let it go.
     bool heads_summarised = false;
     Fate fate_now = Fate::Unborn;          // at the shown layer/head
+    std::string reason;                    // why, in the policy's terms (fate_reason)
   };
   std::vector<PerPolicy> policies;
 };

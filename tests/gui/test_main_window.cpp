@@ -107,6 +107,38 @@ TEST(MainWindowTest, ClickingATokenShowsItsHistory) {
   EXPECT_TRUE(s->inspection.policies[0].evictions.empty());
 }
 
+// A click on a token of the H2O pane's answer names that pane's token, not the
+// full pane's token at the same position (each pane's answers are its own).
+TEST(MainWindowTest, TheInspectorNamesTheClickedPanesToken) {
+  MainWindow w(synthetic_options());
+  w.show();
+  w.start();
+  play(w, 40);
+  auto s = w.lastSnapshot();
+  ASSERT_TRUE(s);
+  TokenFlowView* text = w.panes()[2]->text();
+  const auto& cells = text->tokens();
+  size_t cell = cells.size();  // the newest drawn cell whose token the full pane does not have there
+  for (size_t c = 0; c < cells.size(); ++c)
+    for (const auto& full : s->panes[0].tokens)
+      if (full.position == cells[c].position && full.text != cells[c].text && !text->cellRect(c).isEmpty()) cell = c;
+  ASSERT_LT(cell, cells.size()) << "the panes' answers differ somewhere in view";
+  const int64_t position = cells[cell].position;
+  const std::string clicked = cells[cell].text;
+  QMouseEvent press(QEvent::MouseButtonPress, QPointF(text->cellRect(cell).center()), text->mapToGlobal(QPointF(text->cellRect(cell).center())),
+                    Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(text, &press);
+  play(w, 1);
+  s = w.lastSnapshot();
+  ASSERT_EQ(s->inspection.position, position);
+  EXPECT_EQ(s->inspection.pane, 2);
+  EXPECT_EQ(s->inspection.text, clicked);
+  const QString details = w.inspector()->detailsText();
+  EXPECT_TRUE(details.contains(QString("“%1”").arg(QString::fromStdString(clicked).toHtmlEscaped()))) << details.toStdString();
+  EXPECT_TRUE(details.contains("of H2O's stream")) << details.toStdString();
+  EXPECT_TRUE(details.contains("its own answer has")) << details.toStdString();
+}
+
 TEST(MainWindowTest, ExportsWriteValidPngPdfSvgAndCsv) {
   MainWindow w(synthetic_options());
   w.show();

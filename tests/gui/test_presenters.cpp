@@ -1442,3 +1442,33 @@ TEST(Presentation, WithPerfTheFrameTimeIsReadInTheStatusBarAt1280x720) {
     EXPECT_TRUE(legend->isVisible());
   }
 }
+
+// F11 off and on while paused, at 720p with four panes: every piece of every pane's answer is laid
+// out at the width its font now gives it ("f in in le han ers of the p ra p re h ble" was the text
+// drawn in the new font at the old font's widths).
+TEST(Presentation, TextKeepsItsSpacingAcrossF11WhilePaused) {
+  MainWindow w(four_pane_options(QSize(1280, 720)));
+  w.show();
+  w.start();
+  play(w, 60);
+  for (const bool on : {true, false, true, false, true}) {
+    w.setPresentation(on);
+    QApplication::processEvents();
+    for (int i = 0; i < 3; ++i) QApplication::processEvents();
+    for (PolicyPane* pane : w.panes()) {
+      TokenFlowView* text = pane->text();
+      text->grab();  // a paint: the layout in the font it has now
+      const QFontMetricsF fm(text->font());
+      int checked = 0;
+      for (size_t c = 0; c < text->tokens().size(); ++c) {
+        const QString piece = QString::fromStdString(text->tokens()[c].text);
+        const QRect r = text->cellRect(c);
+        if (r.isEmpty() || piece.contains('\n') || piece.startsWith(' ')) continue;
+        EXPECT_NEAR(r.width(), fm.horizontalAdvance(piece), 1.5)
+            << "'" << piece.toStdString() << "' presentation " << on << " in " << pane->objectName().toStdString();
+        ++checked;
+      }
+      EXPECT_GT(checked, 0);
+    }
+  }
+}

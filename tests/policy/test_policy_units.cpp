@@ -128,3 +128,20 @@ TEST(PolicyUnits, FatesFollowTheRuleAndEachKindNamesItsOwn) {
   EXPECT_EQ(fate_label(PolicyConfig::named("h2o"), Fate::Heavy), "heavy hitter");
   EXPECT_EQ(fate_label(t, Fate::Sink), "sink");
 }
+
+// The inspector's "why": each fate in the policy's own terms, from its rule.
+TEST(PolicyUnits, EachFateSaysWhyInThePolicysOwnTerms) {
+  const PolicyConfig streaming = PolicyConfig::named("streaming").set("sinks", 4).set("window", 32);
+  EXPECT_EQ(fate_reason(streaming, Fate::Evicted), "evicted: it left the newest 32 tokens (the window slid past it)");
+  EXPECT_EQ(fate_reason(streaming, Fate::Sink), "held: one of the first 4 tokens, which it always keeps");
+  const PolicyConfig h2o = PolicyConfig::named("h2o").set("sinks", 4).set("heavy", 28).set("recent", 32);
+  EXPECT_EQ(fate_reason(h2o, Fate::Heavy),
+            "held as heavy hitter: its attention summed over every query since it entered is among the 28 highest of "
+            "the tokens older than its newest 32");
+  EXPECT_EQ(fate_reason(h2o, Fate::Evicted),
+            "evicted: it had left the newest 32 tokens and its attention summed over every query since it entered was "
+            "not among the 28 highest");
+  const PolicyConfig tova = PolicyConfig::named("tova").set("sinks", 2).set("window", 3);
+  EXPECT_EQ(fate_reason(tova, Fate::Evicted), "evicted: the newest query's attention to it was not among the 3 highest");
+  EXPECT_EQ(fate_reason(PolicyConfig::named("full"), Fate::Cached), "held: the full cache keeps every token");
+}

@@ -1055,3 +1055,32 @@ TEST(Report, SummaryNamesPoliciesPlotsAndLogs) {
   EXPECT_NE(md.find("**Run started**: 2026-11-23T16:00:00Z"), std::string::npos);
   EXPECT_NE(md.find("**Report written**: 2026-11-23T16:05:00Z"), std::string::npos);
 }
+
+// Each pane's stream has its own answers: a click names the token of the pane clicked, and says what the others hold there.
+TEST(Analyzer, InspectorNamesTheClickedPanesToken) {
+  auto engine = synthetic_engine();
+  Analyzer analyzer(make_header(*engine, nlohmann::json::object(), "stream"));
+  for (int i = 0; i < 50; ++i) analyzer.ingest(engine->step(&kWatchLayer1));
+  const StudioSnapshot s = analyzer.snapshot(ViewSelection{});
+  const auto text_at = [&](size_t pane, int64_t position) {
+    for (const auto& token : s.panes[pane].tokens)
+      if (token.position == position) return token.text;
+    return std::string();
+  };
+  int64_t differs = -1;  // a position where H2O's answer and the full cache's differ
+  for (const auto& token : s.panes[2].tokens)  // the newest such token fed (the newest chosen is not yet)
+    if (token.fate != Fate::Unborn && !text_at(0, token.position).empty() && text_at(0, token.position) != token.text)
+      differs = token.position;
+  ASSERT_GE(differs, 0) << "the synthetic sessions' answers differ somewhere";
+  ViewSelection view;
+  view.inspect_position = differs;
+  view.inspect_pane = 2;
+  const InspectionSnapshot in = analyzer.snapshot(view).inspection;
+  EXPECT_EQ(in.pane, 2);
+  EXPECT_EQ(in.text, text_at(2, differs));
+  EXPECT_EQ(in.policies[2].text, text_at(2, differs));
+  EXPECT_EQ(in.policies[0].text, text_at(0, differs));
+  EXPECT_EQ(in.policies[2].reason, fate_reason(in.policies[2].config, in.policies[2].fate_now));
+  view.inspect_pane = 0;
+  EXPECT_EQ(analyzer.snapshot(view).inspection.text, text_at(0, differs));
+}

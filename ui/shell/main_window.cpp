@@ -201,7 +201,8 @@ void MainWindow::setPanePolicies(const std::vector<PolicyConfig>& policies) {
   std::vector<PolicyPane*> panes;
   for (const PolicyConfig& policy : policies) {
     auto* pane = new PolicyPane(policy);
-    connect(pane, &PolicyPane::positionClicked, this, &MainWindow::inspect);
+    const int index = int(panes.size());
+    connect(pane, &PolicyPane::positionClicked, this, [this, index](qint64 position) { inspect(position, index); });
     connect(pane, &PolicyPane::detailRequested, this, [this](qint64 first, int count) {
       if (count < 0) {
         // The overview: centre the detail on the clicked position; near the end, follow the end.
@@ -524,8 +525,9 @@ void MainWindow::setView(int layer, int head) {
   sendView();
 }
 
-void MainWindow::inspect(qint64 position) {
+void MainWindow::inspect(qint64 position, int pane) {
   view_.inspect_position = position;
+  view_.inspect_pane = pane;
   sendView();
 }
 

@@ -120,7 +120,7 @@ class MainWindow : public QMainWindow {
   // The plots a report holds: those of this mode that have data.
   std::vector<std::pair<QString, QCustomPlot*>> reportPlots() const;
   const std::vector<double>& frameTimes() const { return frame_ms_; }
-  void inspect(qint64 position);
+  void inspect(qint64 position, int pane = -1);  // pane: the one clicked, whose token it names
   void setView(int layer, int head);
   void seek(qint64 step);
   void stepBack();

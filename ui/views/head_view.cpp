@@ -206,7 +206,7 @@ void HeadView::mousePressEvent(QMouseEvent* event) {
   const auto geometry = layout();
   for (size_t i = 0; i < geometry.size(); ++i)
     for (size_t k = 0; k < geometry[i].keys.size(); ++k)
-      if (geometry[i].keys[k].contains(event->position())) emit positionClicked(data_.panes[i].keys[k].position);
+      if (geometry[i].keys[k].contains(event->position())) emit positionClicked(data_.panes[i].keys[k].position, int(i));
 }
 
 }  // namespace h2o::ui

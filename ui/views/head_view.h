@@ -30,7 +30,7 @@ class HeadView : public QWidget {
   QSize minimumSizeHint() const override { return {240, 100}; }
 
  signals:
-  void positionClicked(qint64 position);
+  void positionClicked(qint64 position, int pane);  // pane: whose stream the key is in
   // The query of this step (-1: the shown step's, following it).
   void queryStepRequested(qint64 step);
 

@@ -68,6 +68,15 @@ double TokenFlowView::advance(const QString& piece) {
   return w;
 }
 
+void TokenFlowView::changeEvent(QEvent* event) {
+  if (event->type() == QEvent::FontChange || event->type() == QEvent::StyleChange) {
+    advance_.clear();
+    laid_out_width_ = -1;
+    update();
+  }
+  QWidget::changeEvent(event);
+}
+
 void TokenFlowView::resizeEvent(QResizeEvent*) {
   laid_out_width_ = -1;
   const int w = bar_->sizeHint().width();
@@ -115,6 +124,12 @@ double TokenFlowView::shift() const {
 }
 
 void TokenFlowView::paintEvent(QPaintEvent*) {
+  if (laid_out_font_ != font()) {
+    // Widths measured in another font would place the new font's glyphs over each other.
+    advance_.clear();
+    laid_out_font_ = font();
+    laid_out_width_ = -1;
+  }
   if (laid_out_width_ != width()) layout();
   QPainter p(this);
   p.fillRect(rect(), background_color());

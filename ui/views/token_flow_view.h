@@ -44,6 +44,7 @@ class TokenFlowView : public QWidget {
   void wheelEvent(QWheelEvent* event) override;
   bool event(QEvent* event) override;  // tooltips
   void resizeEvent(QResizeEvent*) override;
+  void changeEvent(QEvent* event) override;  // a new font: measure again
 
  private:
   struct Placed {
@@ -63,6 +64,7 @@ class TokenFlowView : public QWidget {
   std::vector<Placed> placed_;
   double content_height_ = 0, line_height_ = 12;
   int laid_out_width_ = -1;
+  QFont laid_out_font_;  // the font the widths below were measured in (F11 changes it after restyle)
   int64_t highlight_ = -1, stream_length_ = 0;
   bool follows_end_ = true, updating_bar_ = false;
   PolicyConfig policy_;

@@ -1,6 +1,7 @@
 #include "ui/views/token_inspector.h"
 
 #include <QLabel>
+#include <cmath>
 #include <map>
 #include <set>
 #include <QScrollArea>
@@ -12,6 +13,36 @@
 #include "ui/plot/theme.h"
 
 namespace h2o::ui {
+namespace {
+
+// The newest score drawn for it (the first line's), or NaN.
+double last_score(const InspectionSnapshot::PerPolicy& p) {
+  if (p.score_lines.empty() || p.score_lines.front().series.y.empty()) return NAN;
+  return p.score_lines.front().series.y.back();
+}
+
+// "; every layer and KV head let it go at step 150", "; layer 3's KV head 0 let it go at step 14; 12 of its 16 (layer,
+// KV head) caches at step 20": grouped by step, as a StreamingLLM cut evicts from every head at once.
+QString evictionWords(const InspectionSnapshot::PerPolicy& p, int caches) {
+  if (p.evictions.empty()) return "; no layer or KV head has let it go";
+  std::map<int64_t, QStringList> by_step;
+  // kv_head -1: a position older than the heads' exact steps, whose layer let it go then.
+  for (const EvictionAt& e : p.evictions)
+    by_step[e.step] << (e.kv_head < 0 ? QString("layer %1").arg(e.layer)
+                                      : QString("layer %1's KV head %2").arg(e.layer).arg(e.kv_head));
+  QStringList parts;
+  for (const auto& [step, heads] : by_step) {
+    const QString who = heads.size() == caches ? QString("every layer and KV head")
+                        : heads.size() > 3     ? QString("%1 of its %2 (layer, KV head) caches").arg(heads.size()).arg(caches)
+                                               : heads.join(", ");
+    parts << QString("%1 let it go at step %2").arg(who).arg(step);
+  }
+  QString words = "; " + parts.join("; ");
+  if (p.heads_summarised) words += " (older than the heads' exact steps: a layer alone is when its last KV head let it go)";
+  return words;
+}
+
+}  // namespace
 
 TokenInspector::TokenInspector(QWidget* parent) : QWidget(parent) {
   plot_ = make_plot("Token: accumulated score", "step", "score");
@@ -73,12 +104,17 @@ void TokenInspector::draw(const InspectionSnapshot& in) {
   }
   const Qt::PenStyle styles[] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};
   const char* dash_names[] = {"solid", "dashed", "dotted", "dash-dot"};
-  QString html = QString("%1<b>“%2”</b> at stream position <b>%3</b>")
-                     .arg(in.followed ? QString("<span style='color:%1'>Top H2O heavy hitter (click a token to pin "
+  const QString pane_title = in.pane >= 0 && size_t(in.pane) < in.policies.size()
+                                 ? policy_title(in.policies[size_t(in.pane)].config)
+                                 : QString();
+  QString html = QString("%1<b>“%2”</b> at position <b>%3</b> of %4's stream (layer %5)")
+                     .arg(in.followed ? QString("<span style='color:%1'>The top H2O heavy hitter (click a token to pin "
                                                 "another):</span><br>").arg(muted_text_color().name())
                                       : QString())
                      .arg(QString::fromStdString(in.text).toHtmlEscaped())
-                     .arg(in.position);
+                     .arg(in.position)
+                     .arg(pane_title)
+                     .arg(in.fate_layer);
   std::set<int> kv_lines;  // the KV heads drawn a line each; -1: their mean
   for (size_t i = 0; i < in.policies.size(); ++i) {
     const auto& p = in.policies[i];
@@ -92,25 +128,13 @@ void TokenInspector::draw(const InspectionSnapshot& in) {
       if (line.series.x.empty()) g->removeFromLegend();
       set_series(g, line.series);
     }
-    html += QString("<br><span style='color:%1'><b>%2</b></span>: fed at step %3, now <i>%4</i>; ")
-                .arg(color.name(), policy_title(p.config))
-                .arg(p.born_step)
-                .arg(QString::fromStdString(fate_label(p.config, p.fate_now)));
-    if (p.evictions.empty()) {
-      html += "never evicted";
-    } else {
-      // Grouped by step: a StreamingLLM cut evicts from every head at once.
-      std::map<int64_t, QStringList> by_step;
-      // kv_head -1: a position older than the heads' exact steps, whose layer let it go then.
-      for (const EvictionAt& e : p.evictions)
-        by_step[e.step] << (e.kv_head < 0 ? QString("L%1").arg(e.layer) : QString("L%1/KV%2").arg(e.layer).arg(e.kv_head));
-      QStringList parts;
-      for (const auto& [step, heads] : by_step)
-        parts << QString("at step %1 by %2").arg(step).arg(heads.size() > 3 ? QString("%1 layer/KV heads").arg(heads.size())
-                                                                             : heads.join(", "));
-      html += "evicted " + parts.join("; ");
-    }
-    if (p.heads_summarised) html += " (older than the heads' exact steps: an L without KV is when the layer's last head let it go)";
+    html += QString("<br><span style='color:%1'><b>%2</b></span>: ").arg(color.name(), policy_title(p.config));
+    if (int(i) != in.pane && !p.text.empty() && p.text != in.text)
+      html += QString("its own answer has “%1” here; ").arg(QString::fromStdString(p.text).toHtmlEscaped());
+    html += QString("entered at step %1; %2").arg(p.born_step).arg(QString::fromStdString(p.reason).toHtmlEscaped());
+    if (const double score = last_score(p); !std::isnan(score))
+      html += QString(p.fate_now == Fate::Evicted ? " (its score when last held: %1)" : " (its score now: %1)").arg(score, 0, 'g', 3);
+    html += evictionWords(p, in.layers * in.kv_heads);
   }
   if (!kv_lines.empty()) {
     QStringList lines;
@@ -126,6 +150,8 @@ void TokenInspector::draw(const InspectionSnapshot& in) {
   details_->setText(html);
   fit_legend(plot_);
   rescale(plot_);
+  plot_->xAxis->rescale(true);  // the steps it has scores for, not from step 0
+  if (plot_->xAxis->range().size() < 1) plot_->xAxis->setRange(plot_->xAxis->range().lower - 1, plot_->xAxis->range().upper + 1);
   thin_ticks(plot_);
   plot_->replot(QCustomPlot::rpQueuedRefresh);
 }
