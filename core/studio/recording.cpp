@@ -393,7 +393,8 @@ void check_step_fits(const StepRecord& r, const RecordingHeader& h, bool skimmed
     check(s.quantized_tokens >= 0 && s.quantized_tokens <= s.cached_tokens,
           at + "quantized_tokens " + std::to_string(s.quantized_tokens) + " outside 0 to cached_tokens " +
               std::to_string(s.cached_tokens));
-    check(s.position >= 0 && s.position < INT32_MAX, at + "position " + std::to_string(s.position) + " out of range");
+    // -1: not recorded (version 1 wrote no position; a copy of one keeps it so).
+    check(s.position >= -1 && s.position < INT32_MAX, at + "position " + std::to_string(s.position) + " out of range");
     // Times and rates are never negative (NaN and infinities are refused as JSON already).
     check(s.step_ms >= 0 && s.decode_tokens_per_s >= 0 && s.prefill_tokens_per_s >= 0,
           at + "a negative time or rate (step_ms, tok_s)");

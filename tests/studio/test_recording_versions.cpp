@@ -1,4 +1,5 @@
-// Recordings of every version replay: a version-2 file (JSON numbers) and a
+// Recordings of every version replay: a version-1 file (one capture and one
+// state a session, evictions as one list, no stream positions), a version-2 file (JSON numbers) and a
 // version-3 file (base64 payloads in the line), each copied by this build
 // (version 4, payloads as bytes after the line), give the analyzer the same
 // steps — probabilities as the 8-bit codes keep them. A ring's file (a
@@ -62,6 +63,18 @@ void expect_copy_replays_alike(const std::string& old_path, int old_version) {
   }
 }
 }  // namespace
+
+// Version 1 as its writer (43274ad^, core/studio_record.cpp) laid it out: keys sorted, the policies
+// with every parameter of every kind. It recorded no position: -1, "not recorded", which round 4's
+// check of negative positions refused ("session 0: position -1 out of range").
+TEST(RecordingVersions, AVersion1FileAndItsCopyByThisBuildReplayTheSameSteps) {
+  expect_copy_replays_alike(kCorpus + "tiny-v1.h2orec.jsonl", 1);
+  RecordingReader v1(kCorpus + "tiny-v1.h2orec.jsonl");
+  const auto first = v1.next();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->sessions[0].position, -1);
+  EXPECT_EQ(first->sessions[0].layer_states.size(), 1u);
+}
 
 TEST(RecordingVersions, AVersion2FileAndItsCopyByThisBuildReplayTheSameSteps) {
   expect_copy_replays_alike(kCorpus + "tiny.h2orec.jsonl", 2);
