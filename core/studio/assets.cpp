@@ -33,6 +33,12 @@ std::string find_assets_dir(const std::string& argv0) {
   return "";
 }
 
+std::string demo_tokenizer_for(const DefaultInputs& d, const std::string& model) {
+  std::error_code ec;
+  if (d.tokenizer.empty() || model.empty() || d.model.rfind("synthetic:", 0) == 0) return {};
+  return fs::equivalent(fs::path(model), fs::path(d.model), ec) && !ec ? d.tokenizer : std::string();
+}
+
 DefaultInputs default_inputs(const std::string& assets_dir) {
   DefaultInputs d;
   auto have = [&](const char* name) { return !assets_dir.empty() && fs::is_regular_file(fs::path(assets_dir) / name); };

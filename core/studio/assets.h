@@ -30,5 +30,8 @@ struct DefaultInputs {
 // else a synthetic model (with tokenizer.model if that alone is there); the
 // held-out text that goes with them (kjv-valid.txt, else tinystories-valid-sample.txt).
 DefaultInputs default_inputs(const std::string& assets_dir);
+// The tokenizer for `model` chosen without one: the demo's (d.tokenizer) when `model` is the demo's
+// model file, which has none of its own (kjv-1M.bin, opened from the window, streamed raw ids); else "".
+std::string demo_tokenizer_for(const DefaultInputs& d, const std::string& model);
 
 }  // namespace h2o

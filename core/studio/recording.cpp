@@ -209,8 +209,10 @@ RecordingReader::RecordingReader(const std::string& path) : path_(path) {
   if (!std::getline(*in_, line)) fail(path, "empty file, not an H2O Studio recording");
   line_ = 1;
   try {
-    const json first = json::parse(line);
-    if (first.value("format", "") != "h2o-studio-recording") fail(path, "not an H2O Studio recording");
+    // A text file or anything else is named as such, not by the parser's "[json.exception…] last read".
+    const json first = json::parse(line, nullptr, false);
+    if (first.is_discarded() || !first.is_object() || first.value("format", "") != "h2o-studio-recording")
+      fail(path, "not an H2O Studio recording (its first line is not a recording's header)");
     version_ = json_int_or(first, "version", 0, "\"version\"");
     if (version_ < 1 || version_ > kVersion)
       fail(path, "recording version " + std::to_string(version_) + " is not one this build reads (1 to " +

@@ -154,6 +154,7 @@ StudioInputs load_studio_inputs(const StudioConfig& c) {
   in.model = load_model(c.model);
   in.tokenizer = tokenizer_for(*in.model, c.tokenizer);
   in.tokenizer_warning = tokenizer_mismatch(*in.model, *in.tokenizer, c.tokenizer);
+  if (in.tokenizer_warning.empty()) in.tokenizer_warning = no_tokenizer_warning(*in.model, c.tokenizer);
   return in;
 }
 

@@ -157,6 +157,15 @@ std::string tokenizer_mismatch(const Model& model, const Tokenizer& tokenizer, c
          " show as <id> — wrong tokenizer for this model?";
 }
 
+std::string no_tokenizer_warning(const Model& model, const std::string& tokenizer_path) {
+  const int rows = model.config.vocab_size, bytes_end = kFirstByteId + 256;
+  if (!tokenizer_path.empty() || model.vocab || !tokenizer_beside(model).empty() || model.format == "synthetic" ||
+      rows <= bytes_end)
+    return {};
+  return model.path + " has no tokenizer of its own and none was given: only its byte ids show as text, the other " +
+         std::to_string(rows - bytes_end) + " as <id> — choose its tokenizer (a .model or tokenizer.json) in the controls";
+}
+
 #ifndef H2O_HAVE_SENTENCEPIECE
 // Builds without libsentencepiece still link; asking for SentencePiece fails
 // with a message that says why.

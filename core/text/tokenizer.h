@@ -127,5 +127,9 @@ std::unique_ptr<Tokenizer> tokenizer_for(const Model& model, const std::string& 
 // Empty, or one line naming a tokenizer far smaller than the model's vocabulary (both sizes): the
 // model runs, but what it samples past the tokenizer's pieces cannot be shown as text.
 std::string tokenizer_mismatch(const Model& model, const Tokenizer& tokenizer, const std::string& tokenizer_path);
+// Empty, or one line saying a trained model has no tokenizer at all — none given, none of its own or
+// beside it (a llama2.c .bin) — so that only its byte ids show as text. The app's banner says it (a
+// model opened from the window without its tokenizer streamed "<1991><270>…" unexplained).
+std::string no_tokenizer_warning(const Model& model, const std::string& tokenizer_path);
 
 }  // namespace h2o

@@ -12,6 +12,7 @@
 #include <QTemporaryDir>
 #include <QUrl>
 
+#include "core/studio/assets.h"
 #include "tests/gui/gui_test_helpers.h"
 #include "tests/model_writers.h"
 #include "ui/shell/banner.h"
@@ -177,4 +178,34 @@ TEST(OpenFiles, TheMenusOfferOpeningAModelRecentModelsAndAbout) {
   ASSERT_GE(file.size(), 3);
   EXPECT_EQ(file.mid(0, 3), (QStringList{"Open model…", "Open recent model", "Open recording…"}));
   EXPECT_EQ(help, QStringList{"About H2O Studio"});
+}
+
+// The demo's model chosen in the window by its file (Model ▸ File…, a drop) streams text, not
+// "<1991><270><261>…": it takes the demo's tokenizer, as the default does. A llama2.c model with no
+// tokenizer at all says so in the banner, naming the file, instead of streaming ids unexplained.
+TEST(OpenFiles, TheDemosModelChosenInTheWindowStreamsTextAndOneWithoutATokenizerSaysSo) {
+  const DefaultInputs demo = default_inputs(find_assets_dir());
+  if (demo.tokenizer.empty() || demo.model.rfind("synthetic:", 0) == 0) GTEST_SKIP() << "no demo model";
+  MainWindow w(confirming_options());
+  w.show();
+  w.start();
+  play(w, 3);
+  QSignalSpy loaded(&w, &MainWindow::modelLoaded);
+  w.openModel(QString::fromStdString(demo.model), {});
+  ASSERT_TRUE(loaded.wait(30000)) << "the demo model did not load";
+  play(w, 40);
+  EXPECT_FALSE(w.banner()->has("tokenizer")) << w.banner()->text("tokenizer").toStdString();
+  std::string text;
+  for (const auto& token : w.lastSnapshot()->panes[0].tokens) text += token.text;
+  EXPECT_EQ(text.find("<1"), std::string::npos) << text;  // no id shown as "<id>"
+  EXPECT_FALSE(text.empty());
+  // A model without a tokenizer of its own, given none.
+  QTemporaryDir dir;
+  const QString bare = write_model(dir);
+  QSignalSpy again(&w, &MainWindow::modelLoaded);
+  w.openModel(bare, {});
+  ASSERT_TRUE(again.wait(30000)) << "the tiny model did not load";
+  ASSERT_TRUE(w.banner()->has("tokenizer"));
+  EXPECT_TRUE(w.banner()->text("tokenizer").contains(bare + " has no tokenizer of its own"))
+      << w.banner()->text("tokenizer").toStdString();
 }

@@ -618,6 +618,22 @@ TEST(Recording, APipeOrAFolderIsRefusedBeforeItIsOpened) {
   }
 }
 
+// A text file, a JSON file of another kind, or a JSON array as a recording: one line naming the file
+// and what it is not, never the parser's "[json.exception.parse_error.101] … last read: '1 P'".
+TEST(Recording, AFileOfAnotherKindIsNamedNotAParsersMessage) {
+  const auto dir = test::temp_dir("recording-other-kind");
+  for (const char* content : {"1 Peter 1:1 Paul, an apostle\n", "{\"model\": \"x\"}\n", "[1, 2]\n"}) {
+    const std::string path = (dir / "other.h2orec.jsonl").string();
+    std::ofstream(path) << content;
+    try {
+      RecordingReader reader(path);
+      ADD_FAILURE() << "read as a recording: " << content;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), path + ": not an H2O Studio recording (its first line is not a recording's header)");
+    }
+  }
+}
+
 // Version 4: a step's payloads follow its line as bytes. A file cut inside
 // them, or a line whose "tail" is not a byte count, is one error naming its
 // line after every step before it; the steps before still count and read.

@@ -3,6 +3,8 @@
 // tree's ../shared/assets.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "core/studio/assets.h"
 
 using namespace h2o;
@@ -25,4 +27,17 @@ TEST(AssetPlaces, UnsetTheInstallsShareFolderComesBeforeTheSharedAssets) {
 
 TEST(AssetPlaces, WithoutTheProgramsFolderOnlyTheWorkingDirectorysPlaces) {
   EXPECT_EQ(asset_places(nullptr, ""), (std::vector<std::string>{"../shared/assets", "shared/assets"}));
+}
+
+// The demo's model chosen by its file (Model ▸ File… → kjv-1M.bin) takes the demo's tokenizer: it has
+// none of its own, and the panes streamed "<1991><270><261>…". Any other model takes none from it.
+TEST(DemoInputs, TheDemosModelChosenByItsFileTakesTheDemosTokenizer) {
+  const std::string assets = find_assets_dir();
+  const DefaultInputs d = default_inputs(assets);
+  if (d.tokenizer.empty() || d.model.rfind("synthetic:", 0) == 0) GTEST_SKIP() << "no demo model in " << assets;
+  EXPECT_EQ(demo_tokenizer_for(d, d.model), d.tokenizer);
+  EXPECT_EQ(demo_tokenizer_for(d, assets + "/./" + std::filesystem::path(d.model).filename().string()), d.tokenizer);
+  EXPECT_EQ(demo_tokenizer_for(d, assets + "/stories260K.bin"), "");
+  EXPECT_EQ(demo_tokenizer_for(d, "synthetic:stories15M"), "");
+  EXPECT_EQ(demo_tokenizer_for(d, ""), "");
 }

@@ -332,5 +332,19 @@ TEST(TokenizerSentencePiece, UnavailableInThisBuild) {
 
 #endif
 
+// A trained model with no tokenizer at all (a llama2.c .bin, none given) is said in one line naming it;
+// a tokenizer given, a synthetic model, or a vocabulary of bytes alone says nothing.
+TEST(TokenizerFor, ATrainedModelWithNoTokenizerIsSaid) {
+  H2O_REQUIRE_ASSET("stories260K.bin");
+  H2O_REQUIRE_ASSET("tokenizer.model");
+  const auto model = load_model(asset("stories260K.bin"));
+  const std::string said = no_tokenizer_warning(*model, "");
+  EXPECT_EQ(said.find(asset("stories260K.bin") + " has no tokenizer of its own"), 0u) << said;
+  EXPECT_NE(said.find("the other 253 as <id>"), std::string::npos) << said;  // 512 ids, 259 of them bytes and specials
+  EXPECT_EQ(no_tokenizer_warning(*model, asset("tokenizer.model")), "");
+  EXPECT_EQ(no_tokenizer_warning(*load_model("synthetic:stories260K"), ""), "");
+}
+
 }  // namespace
 }  // namespace h2o
+

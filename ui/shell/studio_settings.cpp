@@ -74,7 +74,10 @@ void save_settings(QSettings& settings, const StudioSettings& s) {
 void fill_default_inputs(StudioConfig& c, const QString& argv0) {
   const DefaultInputs d = default_inputs(find_assets_dir(argv0.toStdString()));
   if (c.forced_text.empty()) c.forced_text = d.forced_text;
-  if (!c.model.empty()) return;
+  if (!c.model.empty()) {
+    if (c.tokenizer.empty()) c.tokenizer = demo_tokenizer_for(d, c.model);  // the demo's model, chosen by its file
+    return;
+  }
   c.model = d.model;
   if (c.tokenizer.empty()) c.tokenizer = d.tokenizer;
   if (c.prompts.empty()) c.prompts = d.prompts;
