@@ -6,9 +6,9 @@
 # weights' GB/s. A batched step reads every weight once for all its sessions,
 # so where decode is bound by memory it should cost little more than one
 # (issue 58's targets: three <= 1.2x, four <= 1.3x). The GGUF files of
-# synthetic weights are written once, as scripts/speed.sh writes them (the
-# same folder and names), so every thread count times the same file. Prints
-# one Markdown table.
+# synthetic weights are written once, by scripts/synthetic_gguf.sh as for
+# scripts/speed.sh (the same folder and names), so every thread count times
+# the same file. Prints one Markdown table.
 #
 #   H2O_CLI    h2o-cli binary (default build/app/h2o-cli)
 #   H2O_BENCH  h2o-bench binary (default build/app/h2o-bench)
@@ -30,16 +30,14 @@ threads=${THREADS:-1 2}
 context=${CONTEXT:-64}
 tokens=${TOKENS:-32}
 repeats=${REPEATS:-5}
-vocab=${H2O_ASSETS:-../shared/assets}/vocab/ggml-vocab-llama-spm.gguf
-mkdir -p "$files"
-[ -f "$vocab" ] || { echo "batched_speed.sh: $vocab not found (set H2O_ASSETS)" >&2; exit 1; }
+source scripts/synthetic_gguf.sh
+synthetic_gguf_folder batched_speed.sh "$files"
 
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 header=1
 for shape in $shapes; do
   for type in $types; do
-    file=$files/$shape-$type.gguf
-    [ -f "$file" ] || "$cli" convert --model "synthetic:$shape:dtype=$type" --type "$type" --vocab "$vocab" --out "$file" >&2
+    file=$(synthetic_gguf "$cli" "$files" "$shape" "$type")
     for t in $threads; do
       "$bench" --model "$file" --threads "$t" --sessions 1,2,3,4 --policies full,streaming,h2o,tova --budget 64 \
         --contexts "$context" --tokens "$tokens" --repeats "$repeats" 2>/dev/null |

@@ -25,16 +25,14 @@ shapes=${SHAPES:-stories110M tinyllama-1.1b}
 types=${TYPES:-f16 q8_0 q4_k_m}
 threads=${THREADS:-2}
 tokens=${TOKENS:-128}
-vocab=${H2O_ASSETS:-../shared/assets}/vocab/ggml-vocab-llama-spm.gguf
-mkdir -p "$files"
-[ -f "$vocab" ] || { echo "speed.sh: $vocab not found (set H2O_ASSETS)" >&2; exit 1; }
+source scripts/synthetic_gguf.sh
+synthetic_gguf_folder speed.sh "$files"
 
 echo "| shape | type | file MiB | ours tok/s | llama.cpp tok/s | ours / llama.cpp | ours GB/s | % of measured BW | 3 policies batched / alone |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
 for shape in $shapes; do
   for type in $types; do
-    file=$files/$shape-$type.gguf
-    [ -f "$file" ] || "$cli" convert --model "synthetic:$shape:dtype=$type" --type "$type" --vocab "$vocab" --out "$file" >&2
+    file=$(synthetic_gguf "$cli" "$files" "$shape" "$type")
     mib=$(( $(stat -c %s "$file") / 1048576 ))
     # h2o-bench's row: | backend | model | weights | context | policies | sessions | ms/step | tok/s | bytes | GB/s | % | ratio |
     ours=$("$bench" --model "$file" --threads "$threads" --policies full --contexts 1 --tokens "$tokens" --repeats 5 2>/dev/null |

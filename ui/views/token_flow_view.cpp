@@ -68,15 +68,6 @@ double TokenFlowView::advance(const QString& piece) {
   return w;
 }
 
-void TokenFlowView::changeEvent(QEvent* event) {
-  if (event->type() == QEvent::FontChange || event->type() == QEvent::StyleChange) {
-    advance_.clear();
-    laid_out_width_ = -1;
-    update();
-  }
-  QWidget::changeEvent(event);
-}
-
 void TokenFlowView::resizeEvent(QResizeEvent*) {
   laid_out_width_ = -1;
   const int w = bar_->sizeHint().width();

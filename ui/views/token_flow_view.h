@@ -44,7 +44,6 @@ class TokenFlowView : public QWidget {
   void wheelEvent(QWheelEvent* event) override;
   bool event(QEvent* event) override;  // tooltips
   void resizeEvent(QResizeEvent*) override;
-  void changeEvent(QEvent* event) override;  // a new font: measure again
 
  private:
   struct Placed {
