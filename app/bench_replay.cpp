@@ -16,15 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis/analyzer.h"
 #include "core/backends/make_backend.h"
 #include "core/base/error.h"
 #include "core/base/format.h"
 #include "core/base/system_limits.h"
-#include "core/studio/analyzer.h"
+#include "core/recording/capture_schedule.h"
+#include "core/recording/recording.h"
+#include "core/runtime/run_loop.h"
 #include "core/studio/assets.h"
-#include "core/studio/capture_schedule.h"
-#include "core/studio/recording.h"
-#include "core/studio/run_loop.h"
 #include "core/studio/studio_setup.h"
 #include "core/studio/timeline.h"
 

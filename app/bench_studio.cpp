@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "app/cli_flags.h"
+#include "core/analysis/snapshot_cadence.h"
 #include "core/backends/make_backend.h"
 #include "core/base/atomic_file.h"
 #include "core/base/error.h"
@@ -26,7 +27,6 @@
 #include "core/base/process_memory.h"
 #include "core/base/stopwatch.h"
 #include "core/studio/assets.h"
-#include "core/studio/snapshot_cadence.h"
 #include "core/studio/studio_run.h"
 
 using namespace h2o;

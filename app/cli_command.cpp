@@ -14,8 +14,8 @@
 #include "core/base/signal_cleanup.h"
 #include "core/policy/budget_ratio.h"
 #include "core/runtime/engine.h"
+#include "core/runtime/run_loop.h"
 #include "core/studio/assets.h"
-#include "core/studio/run_loop.h"
 
 namespace h2o::cli {
 

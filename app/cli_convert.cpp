@@ -9,12 +9,12 @@
 #include "core/base/format.h"
 #include "core/base/safe_output.h"
 #include "core/model/gguf_writer.h"
-#include "core/text/tokenizer.h"
 #include "core/policy/budget_ratio.h"
 #include "core/runtime/engine.h"
+#include "core/runtime/run_loop.h"
 #include "core/studio/run_log.h"
-#include "core/studio/run_loop.h"
 #include "core/studio/scoring_meter.h"
+#include "core/text/tokenizer.h"
 
 namespace h2o::cli {
 

@@ -19,8 +19,8 @@
 #include "core/policy/budget_ratio.h"
 #include "core/policy/config_name.h"
 #include "core/runtime/engine.h"
+#include "core/runtime/run_loop.h"
 #include "core/studio/run_log.h"
-#include "core/studio/run_loop.h"
 #include "core/studio/scoring_meter.h"
 #include "core/text/token_ids.h"
 

@@ -11,7 +11,7 @@
 #include "core/base/error.h"
 #include "core/policy/budget_ratio.h"
 #include "core/runtime/engine.h"
-#include "core/studio/run_loop.h"
+#include "core/runtime/run_loop.h"
 #include "core/text/token_ids.h"
 
 namespace h2o::cli {

@@ -11,8 +11,8 @@
 #include "core/base/safe_output.h"
 #include "core/base/system_limits.h"
 #include "core/runtime/engine.h"
+#include "core/runtime/run_loop.h"
 #include "core/studio/run_log.h"
-#include "core/studio/run_loop.h"
 #include "core/studio/scoring_meter.h"
 
 namespace h2o::cli {

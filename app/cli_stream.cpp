@@ -13,9 +13,9 @@
 #include "core/base/format.h"
 #include "core/policy/budget_ratio.h"
 #include "core/runtime/engine.h"
+#include "core/runtime/run_loop.h"
 #include "core/studio/assets.h"
 #include "core/studio/run_log.h"
-#include "core/studio/run_loop.h"
 
 namespace h2o::cli {
 

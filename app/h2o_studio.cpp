@@ -21,16 +21,16 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#include "core/analysis/needle_watch.h"
 #include "core/backends/make_backend.h"
 #include "core/base/error.h"
 #include "core/base/version.h"
 #include "core/flags/run_flags.h"
 #include "core/policy/policy.h"
-#include "core/studio/needle_watch.h"
-#include "ui/shell/frame_stats.h"
-#include "ui/shell/main_window.h"
 #include "ui/plot/plot_export.h"
 #include "ui/plot/theme.h"
+#include "ui/shell/frame_stats.h"
+#include "ui/shell/main_window.h"
 
 namespace {
 

@@ -1,8 +1,8 @@
 #pragma once
 // Compact binary writing and checked reading: whole numbers as LEB128 varints
 // (signed ones zigzagged), floats and plain arrays as their bytes. What a
-// recording's step payloads (core/studio/step_payload.h) and the analyzer's
-// checkpoints (core/studio/analyzer.h) are made of.
+// recording's step payloads (core/recording/step_payload.h) and the analyzer's
+// checkpoints (core/analysis/analyzer.h) are made of.
 //
 // The reader trusts nothing it reads: every count is checked against the bytes
 // left before anything is allocated, so a corrupt or crafted input is one

@@ -1,7 +1,7 @@
 #pragma once
 // The engine: one model, one backend, one session per policy, all fed the
 // same prompt stream. It never touches widgets or files: each step() returns
-// a StepRecord that the run loop (core/studio/run_loop.h) hands to the logs,
+// a StepRecord that the run loop (core/runtime/run_loop.h) hands to the logs,
 // the recording and the app's analyzer.
 //
 // Two modes:

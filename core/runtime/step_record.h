@@ -1,7 +1,7 @@
 #pragma once
 // What one engine step did: the one record the CLI's logs, the app's
 // analyzer, recordings and replays all read. The engine fills it; JSON lives
-// in core/studio/recording.h.
+// in core/recording/recording.h.
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -72,7 +72,7 @@ struct StepRecord {
   bool turn_end = false;      // every session has finished its answer
   double engine_seconds = 0;  // engine time since the run began, this step included
   // The app's pipeline could not keep up and left out every capture of this
-  // step but the watched layer's (core/studio/step_pipeline.h); a recording says so.
+  // step but the watched layer's (core/runtime/step_pipeline.h); a recording says so.
   bool thinned = false;
   std::vector<SessionRecord> sessions;
   // The app's needle: planted on the step its first tokens are fed; an ask's

@@ -2,10 +2,10 @@
 
 #include <cmath>
 
+#include "core/analysis/needle_watch.h"
 #include "core/base/error.h"
 #include "core/base/stopwatch.h"
 #include "core/needle/needle_answer.h"
-#include "core/studio/needle_watch.h"
 
 namespace h2o {
 

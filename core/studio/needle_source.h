@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/runtime/engine.h"
-#include "core/studio/run_loop.h"
+#include "core/runtime/run_loop.h"
 
 namespace h2o {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/recording/recording.h"
 #include "core/runtime/engine.h"
-#include "core/studio/recording.h"
 #include "core/studio/run_log.h"
 #include "core/studio/studio_setup.h"
 

@@ -18,7 +18,7 @@
 
 #include "core/base/run_files.h"
 #include "core/runtime/engine.h"
-#include "core/studio/run_loop.h"
+#include "core/runtime/run_loop.h"
 
 namespace h2o {
 

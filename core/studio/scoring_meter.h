@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/studio/run_loop.h"
+#include "core/runtime/run_loop.h"
 
 namespace h2o {
 

@@ -7,7 +7,7 @@
 #include "core/base/error.h"
 #include "core/base/process_memory.h"
 #include "core/base/stopwatch.h"
-#include "core/studio/step_payload.h"
+#include "core/recording/step_payload.h"
 
 namespace h2o {
 
@@ -82,6 +82,10 @@ std::unique_ptr<StudioRun> StudioRun::synthetic(const SyntheticStepsSpec& spec, 
 std::unique_ptr<StudioRun> StudioRun::replay(const std::string& path) {
   std::unique_ptr<StudioRun> run(new StudioRun());
   run->replay_ = std::make_unique<RecordingReader>(path);
+  const size_t sessions = run->replay_->header().policies.size();
+  if (int(sessions) > kMaxStudioPolicies)
+    throw Error(path + ": it records " + std::to_string(sessions) + " sessions; the app shows at most " +
+                std::to_string(kMaxStudioPolicies) + " panes");
   run->replay_path_ = path;
   run->analyzer_ = replay_analyzer(*run->replay_);
   // A ring's file: the steps its checkpoint holds, then those it kept whole.

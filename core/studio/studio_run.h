@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "core/studio/analyzer.h"
-#include "core/studio/capture_schedule.h"
+#include "core/analysis/analyzer.h"
+#include "core/recording/capture_schedule.h"
+#include "core/recording/recording.h"
+#include "core/runtime/run_loop.h"
+#include "core/runtime/step_pipeline.h"
 #include "core/studio/needle_source.h"
-#include "core/studio/recording.h"
 #include "core/studio/run_export.h"
-#include "core/studio/run_loop.h"
-#include "core/studio/step_pipeline.h"
 #include "core/studio/studio_setup.h"
 #include "core/studio/synthetic_steps.h"
 #include "core/studio/timeline.h"

@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "core/model/model.h"
-#include "core/studio/capture_schedule.h"
-#include "core/studio/recording.h"
-#include "core/studio/run_loop.h"
+#include "core/recording/capture_schedule.h"
+#include "core/recording/recording.h"
+#include "core/runtime/run_loop.h"
 
 namespace h2o {
 

@@ -13,9 +13,9 @@
 #include <memory>
 #include <string>
 
-#include "core/studio/analyzer.h"
-#include "core/studio/capture_window.h"
-#include "core/studio/recording.h"
+#include "core/analysis/analyzer.h"
+#include "core/analysis/capture_window.h"
+#include "core/recording/recording.h"
 
 namespace h2o {
 

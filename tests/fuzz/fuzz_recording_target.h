@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <string>
 
+#include "core/analysis/analyzer.h"
 #include "core/base/error.h"
-#include "core/studio/analyzer.h"
-#include "core/studio/recording.h"
+#include "core/recording/recording.h"
 #include "core/studio/studio_setup.h"
 #include "core/studio/timeline.h"
 #include "fuzz_support.h"

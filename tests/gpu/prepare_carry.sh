@@ -21,8 +21,8 @@ CARRY_LIMIT_MIB=${CARRY_LIMIT_MIB:-40}
 # What the no-Qt build's find_package / pkg_check_modules calls need (CMakeLists.txt,
 # core/, app/, tests/):
 #   nlohmann_json 3 (CONFIG)           -> nlohmann-json3-dev
-#   simdjson 3 (CONFIG; core/studio reads recordings with it) -> libsimdjson-dev + libsimdjson14
-#   libzstd (pkg-config; recordings' payloads, core/studio/step_payload.cpp) -> libzstd-dev + libzstd1
+#   simdjson 3 (CONFIG; core/recording reads recordings with it) -> libsimdjson-dev + libsimdjson14
+#   libzstd (pkg-config; recordings' payloads, core/recording/step_payload.cpp) -> libzstd-dev + libzstd1
 #   CLI11 (CONFIG; app/ links CLI11::CLI11, so it is required in practice) -> libcli11-dev
 #   OpenSSL Crypto (core/sha256.cpp)   -> libssl-dev + libssl3 (runtime, matching version)
 #   PkgConfig (pkg-config program)     -> pkgconf pkgconf-bin libpkgconf3

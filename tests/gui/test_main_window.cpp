@@ -14,14 +14,14 @@
 #include <QXmlStreamReader>
 #include <qcustomplot.h>
 
-#include "core/studio/recording.h"
+#include "core/recording/recording.h"
 #include "tests/gui/gui_test_helpers.h"
+#include "ui/plot/plot_export.h"
 #include "ui/shell/control_panel.h"
+#include "ui/shell/main_window.h"
 #include "ui/views/curves_panel.h"
 #include "ui/views/heatmap_plot.h"
 #include "ui/views/heavy_hitter_panel.h"
-#include "ui/shell/main_window.h"
-#include "ui/plot/plot_export.h"
 #include "ui/views/policy_pane.h"
 #include "ui/views/raster_plot.h"
 #include "ui/views/sparsity_meter.h"

@@ -38,23 +38,23 @@
 #include <qcustomplot.h>
 
 #include "core/base/error.h"
-#include "core/studio/recording.h"
+#include "core/recording/recording.h"
 #include "tests/assets.h"
 #include "tests/gui/gui_test_helpers.h"
+#include "ui/plot/plot_export.h"
+#include "ui/plot/theme.h"
 #include "ui/shell/banner.h"
 #include "ui/shell/control_panel.h"
+#include "ui/shell/pane_area.h"
+#include "ui/shell/transport_bar.h"
 #include "ui/views/curves_panel.h"
 #include "ui/views/head_view.h"
 #include "ui/views/heatmap_plot.h"
 #include "ui/views/model_view.h"
-#include "ui/shell/pane_area.h"
-#include "ui/plot/plot_export.h"
 #include "ui/views/policy_pane.h"
 #include "ui/views/raster_plot.h"
 #include "ui/views/sparsity_meter.h"
-#include "ui/plot/theme.h"
 #include "ui/views/token_flow_view.h"
-#include "ui/shell/transport_bar.h"
 
 using namespace h2o;
 using namespace h2o::ui;

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "core/studio/snapshot.h"
+#include "core/analysis/snapshot.h"
 
 namespace h2o::test {
 

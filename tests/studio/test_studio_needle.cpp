@@ -8,13 +8,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/analysis/needle_watch.h"
 #include "core/base/error.h"
 #include "core/cpu/cpu_backend.h"
+#include "core/recording/step_line.h"
 #include "core/studio/needle_source.h"
-#include "core/studio/needle_watch.h"
 #include "core/studio/report.h"
 #include "core/studio/run_log.h"
-#include "core/studio/step_line.h"
 #include "core/studio/studio_run.h"
 #include "tests/assets.h"
 #include "tests/studio/small_studio_config.h"

@@ -10,17 +10,17 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/analysis/analyzer.h"
+#include "core/analysis/survival.h"
+#include "core/analysis/text_cells.h"
 #include "core/base/json_text.h"
 #include "core/cpu/cpu_backend.h"
-#include "core/studio/analyzer.h"
-#include "core/studio/capture_schedule.h"
-#include "core/studio/recording.h"
+#include "core/recording/capture_schedule.h"
+#include "core/recording/recording.h"
+#include "core/recording/step_payload.h"
 #include "core/studio/run_export.h"
 #include "core/studio/studio_params.h"
 #include "core/studio/studio_setup.h"
-#include "core/studio/survival.h"
-#include "core/studio/text_cells.h"
-#include "core/studio/step_payload.h"
 #include "core/studio/timeline.h"
 #include "tests/assets.h"
 #include "tests/studio/small_studio_config.h"

@@ -2,7 +2,7 @@
 // Small drawing helpers shared by the plot panels.
 #include <qcustomplot.h>
 
-#include "core/studio/snapshot.h"
+#include "core/analysis/snapshot.h"
 
 namespace h2o::ui {
 

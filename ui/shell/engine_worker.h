@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/studio/snapshot_cadence.h"
+#include "core/analysis/snapshot_cadence.h"
 #include "core/studio/studio_run.h"
 #include "ui/shell/snapshot_mailbox.h"
 

@@ -13,9 +13,9 @@
 #include <memory>
 #include <vector>
 
+#include "ui/plot/theme.h"
 #include "ui/shell/engine_worker.h"
 #include "ui/shell/studio_settings.h"
-#include "ui/plot/theme.h"
 
 class QAction;
 class QCustomPlot;
@@ -254,7 +254,7 @@ class MainWindow : public QMainWindow {
   std::vector<RecentModel> recent_;
   QWidget* legend_ = nullptr;  // the fate colours, in the status bar
   QLabel *perf_label_, *load_label_, *record_label_;
-  QLabel* thin_label_;  // shown while the run's pipeline thins steps (core/studio/step_pipeline.h)
+  QLabel* thin_label_;  // shown while the run's pipeline thins steps (core/runtime/step_pipeline.h)
   QLabel* model_label_ = nullptr;  // the loaded weights' type mix (details in its tooltip)
   QProgressBar* load_bar_;
   QPushButton* cancel_load_;

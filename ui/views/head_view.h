@@ -8,7 +8,7 @@
 // bottom (and Left / Right / End) walk the queries one step at a time.
 #include <QWidget>
 
-#include "core/studio/snapshot.h"
+#include "core/analysis/snapshot.h"
 
 class QToolButton;
 

@@ -6,7 +6,7 @@
 // token; clicking a row's label area picks that query for the head view.
 #include <qcustomplot.h>
 
-#include "core/studio/snapshot.h"
+#include "core/analysis/snapshot.h"
 #include "ui/plot/plot_helpers.h"
 
 namespace h2o::ui {

@@ -5,7 +5,7 @@
 // layer and head in the panes.
 #include <QWidget>
 
-#include "core/studio/snapshot.h"
+#include "core/analysis/snapshot.h"
 
 class QComboBox;
 class QLabel;

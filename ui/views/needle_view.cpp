@@ -6,7 +6,7 @@
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
-#include "core/studio/needle_watch.h"
+#include "core/analysis/needle_watch.h"
 #include "ui/plot/plot_helpers.h"
 #include "ui/plot/theme.h"
 

@@ -7,7 +7,7 @@
 #include <QWidget>
 #include <vector>
 
-#include "core/studio/snapshot.h"
+#include "core/analysis/snapshot.h"
 
 class QCustomPlot;
 class QLabel;
@@ -34,7 +34,7 @@ class NeedleView : public QWidget {
   QCustomPlot *survival_, *recall_;
 };
 
-// needle_words and ask_words (core/studio/needle_watch.h) as the summary's rich text.
+// needle_words and ask_words (core/analysis/needle_watch.h) as the summary's rich text.
 QString needle_sentence(const PolicyConfig& policy, const NeedlePane& pane, int kv_heads);
 QString ask_sentence(const NeedlePane& pane);
 

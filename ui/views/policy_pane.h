@@ -6,7 +6,7 @@
 // beside the heatmap, so a pane needs about half the height.
 #include <QWidget>
 
-#include "core/studio/snapshot.h"
+#include "core/analysis/snapshot.h"
 
 class QGridLayout;
 class QLabel;

@@ -5,10 +5,10 @@
 // the detail there) and the detail, a stretch of positions since the first of
 // them was fed (wheel: zoom, drag: scroll, double-click: follow the end again,
 // click: inspect the token). Binned cells show the most telling fate they
-// hold, so sinks and heavy hitters stay visible at any zoom (core/studio/survival.h).
+// hold, so sinks and heavy hitters stay visible at any zoom (core/analysis/survival.h).
 #include <qcustomplot.h>
 
-#include "core/studio/survival.h"
+#include "core/analysis/survival.h"
 #include "ui/plot/plot_helpers.h"
 
 namespace h2o::ui {

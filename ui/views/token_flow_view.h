@@ -10,7 +10,7 @@
 #include <QWidget>
 #include <vector>
 
-#include "core/studio/snapshot.h"
+#include "core/analysis/snapshot.h"
 
 class QScrollBar;
 

@@ -6,7 +6,7 @@
 #include <QWidget>
 #include <vector>
 
-#include "core/studio/snapshot.h"
+#include "core/analysis/snapshot.h"
 
 class QCustomPlot;
 class QLabel;
