@@ -6,7 +6,9 @@
 //
 // The recording is made first when the file does not exist: the demo model
 // (kjv-1M, or --model), four policies (or --policies), the app's capture
-// schedule, --steps steps.
+// schedule, --steps steps, written under a temporary name and renamed when
+// whole, so that an interrupted run (a signal, an error) leaves no recording
+// for the next to take as made, and two runs at once never read a half file.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -17,9 +19,11 @@
 #include <vector>
 
 #include "core/analysis/analyzer.h"
+#include "core/base/atomic_file.h"
 #include "core/backends/make_backend.h"
 #include "core/base/error.h"
 #include "core/base/format.h"
+#include "core/base/signal_cleanup.h"
 #include "core/base/system_limits.h"
 #include "core/recording/capture_schedule.h"
 #include "core/recording/recording.h"
@@ -53,13 +57,20 @@ void make_recording(const std::string& path, int64_t steps, const std::string& m
   header.settings = studio_config_json(config);
   header.view_layer = 0;
   header.view_head = -1;
-  RecordingWriter writer(path, header);
-  RunLoop loop(source);
-  loop.add_sink(writer);
-  std::fprintf(stderr, "making %s: %lld steps of %s...\n", path.c_str(), static_cast<long long>(steps),
-               model_display_name(config.model).c_str());
-  for (int64_t i = 0; i < steps; ++i)
-    if (!loop.step()) break;
+  AtomicFile file(path);  // its temporary: removed on an error or a signal, renamed into place when whole
+  file.finish();
+  {
+    RecordingWriter writer(file.temporary(), header);
+    RunLoop loop(source);
+    loop.add_sink(writer);
+    std::fprintf(stderr, "making %s: %lld steps of %s...\n", path.c_str(), static_cast<long long>(steps),
+                 model_display_name(config.model).c_str());
+    for (int64_t i = 0; i < steps; ++i)
+      if (!loop.step()) break;
+    writer.flush();
+    if (writer.stopped()) fail(path, writer.stop_reason());  // a full disk: the temporary goes with `file`
+  }
+  file.publish();
 }
 
 struct Timing {
@@ -89,6 +100,7 @@ Timing seek(const std::string& path, int64_t step, bool skim) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  install_signal_cleanup();  // a signal while the recording is made removes its temporary
   CLI::App app{"Seeking a freshly opened replay: seconds to open it and read on to a step, skimmed and whole"};
   std::string path = "/tmp/h2o-bench-replay.jsonl", seeks, model, policies = "full,streaming,h2o,tova";
   int64_t steps = 3300;

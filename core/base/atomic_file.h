@@ -21,6 +21,9 @@ class AtomicFile {
 
   std::ostream& stream() { return out_; }
   const std::string& path() const { return path_; }
+  // The temporary's name, for a writer that opens the file itself (a recording):
+  // finish() first (this stream writes nothing), let it write there, then publish().
+  const std::string& temporary() const { return temp_; }
   // Throws Error("<path>: write failed ...") once a write has failed (a full disk).
   void check();
   // finish() then publish(). Throws Error.

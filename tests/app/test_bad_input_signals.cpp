@@ -4,7 +4,8 @@
 // a complete line) and no temporary file is left beside them. `sample` keeps
 // the ids it has, marked partial in its manifest. A command without steps
 // (`convert`) ends at once, removing its temporary; one killed outright
-// (SIGKILL) leaves it, and the next run writing there removes it.
+// (SIGKILL) leaves it, and the next run writing there removes it. The same
+// holds for h2o-bench-replay's recording.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -34,22 +35,24 @@ std::string read_all(const fs::path& path) {
   return s.str();
 }
 
-// Starts h2o-cli with `args`, stderr to `err`; returns its pid.
-pid_t spawn_cli(const std::vector<std::string>& args, const fs::path& err) {
+// Starts `program` with `args`, stderr to `err`; returns its pid.
+pid_t spawn(const char* program, const std::vector<std::string>& args, const fs::path& err) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(fd, 2);
     const int null = ::open("/dev/null", O_WRONLY);
     ::dup2(null, 1);
-    std::vector<char*> argv{const_cast<char*>(H2O_CLI_PATH)};
+    std::vector<char*> argv{const_cast<char*>(program)};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    ::execv(H2O_CLI_PATH, argv.data());
+    ::execv(program, argv.data());
     ::_exit(127);
   }
   return pid;
 }
+
+pid_t spawn_cli(const std::vector<std::string>& args, const fs::path& err) { return spawn(H2O_CLI_PATH, args, err); }
 
 // Waits until the run has written some steps (its temporary steps.jsonl is non-empty).
 bool wait_for_steps(const fs::path& out, std::chrono::seconds limit) {
@@ -193,5 +196,40 @@ TEST(CliSignals, InterruptedSampleKeepsItsIdsMarkedPartial) {
   EXPECT_EQ(manifest.at("tokens_asked"), 10000000);
   EXPECT_EQ(manifest.at("tokens_written"), count);
   EXPECT_EQ(names_in(dir), (std::vector<std::string>{"ids.txt", "ids.txt.manifest.json", "stderr.txt"}));
+  fs::remove_all(dir);
+}
+
+// h2o-bench-replay makes its recording under a temporary name: interrupted, it
+// leaves none (a half recording under the final name was taken as made by the
+// next run, which exited 0); killed outright, its temporary is removed by the next.
+namespace {
+pid_t spawn_bench_replay(const fs::path& dir, int steps) {
+  return spawn(H2O_BENCH_REPLAY_PATH,
+               {"--model", "synthetic:stories260K", "--steps", std::to_string(steps), "--repeats", "1", "--recording",
+                (dir / "r.h2orec.jsonl").string()},
+               dir / "stderr.txt");
+}
+}  // namespace
+
+TEST(BenchSignals, AnInterruptedBenchReplayLeavesNoRecording) {
+  const fs::path dir = h2o::test::temp_dir("bench-replay-signal");
+  const pid_t pid = spawn_bench_replay(dir, 1000000);
+  ASSERT_GT(pid, 0);
+  ASSERT_FALSE(wait_for_file(dir, "r.h2orec.jsonl.tmp-", std::chrono::seconds(120)).empty()) << read_all(dir / "stderr.txt");
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "status " << status << ": " << read_all(dir / "stderr.txt");
+  EXPECT_EQ(names_in(dir), std::vector<std::string>{"stderr.txt"}) << "a half recording or its temporary was left";
+
+  const pid_t killed = spawn_bench_replay(dir, 1000000);
+  const fs::path temp = wait_for_file(dir, "r.h2orec.jsonl.tmp-", std::chrono::seconds(120));
+  ASSERT_FALSE(temp.empty()) << read_all(dir / "stderr.txt");
+  ::kill(killed, SIGKILL);
+  ASSERT_EQ(::waitpid(killed, nullptr, 0), killed);
+  const pid_t again = spawn_bench_replay(dir, 20);
+  ASSERT_EQ(::waitpid(again, &status, 0), again);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_all(dir / "stderr.txt");
+  EXPECT_EQ(names_in(dir), (std::vector<std::string>{"r.h2orec.jsonl", "stderr.txt"}));
   fs::remove_all(dir);
 }
