@@ -127,17 +127,30 @@ pid_t spawn_convert(const fs::path& dir) {
                    dir / "stderr.txt");
 }
 
-void interrupted_convert_leaves_nothing(int sig) {
-  const fs::path dir = h2o::test::temp_dir("convert-signal-" + std::to_string(sig));
-  const pid_t pid = spawn_convert(dir);
+// Signals `pid` once it has made a temporary named `prefix`* in `dir`: the program must end by that
+// signal and leave nothing there but its stderr (no temporary, no half file).
+void interrupted_leaves_nothing(const fs::path& dir, pid_t pid, const std::string& prefix, int sig) {
   ASSERT_GT(pid, 0);
-  ASSERT_FALSE(wait_for_file(dir, "out.gguf.tmp-", std::chrono::seconds(120)).empty()) << read_all(dir / "stderr.txt");
+  ASSERT_FALSE(wait_for_file(dir, prefix, std::chrono::seconds(120)).empty()) << read_all(dir / "stderr.txt");
   ::kill(pid, sig);
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "status " << status << ": " << read_all(dir / "stderr.txt");
   EXPECT_EQ(names_in(dir), std::vector<std::string>{"stderr.txt"}) << "a temporary or a half file was left";
+}
+
+void interrupted_convert_leaves_nothing(int sig) {
+  const fs::path dir = h2o::test::temp_dir("convert-signal-" + std::to_string(sig));
+  ASSERT_NO_FATAL_FAILURE(interrupted_leaves_nothing(dir, spawn_convert(dir), "out.gguf.tmp-", sig));
   fs::remove_all(dir);
+}
+
+// h2o-bench-replay making its recording of `steps` steps in `dir`.
+pid_t spawn_bench_replay(const fs::path& dir, int steps) {
+  return spawn(H2O_BENCH_REPLAY_PATH,
+               {"--model", "synthetic:stories260K", "--steps", std::to_string(steps), "--repeats", "1", "--recording",
+                (dir / "r.h2orec.jsonl").string()},
+               dir / "stderr.txt");
 }
 
 }  // namespace
@@ -202,25 +215,9 @@ TEST(CliSignals, InterruptedSampleKeepsItsIdsMarkedPartial) {
 // h2o-bench-replay makes its recording under a temporary name: interrupted, it
 // leaves none (a half recording under the final name was taken as made by the
 // next run, which exited 0); killed outright, its temporary is removed by the next.
-namespace {
-pid_t spawn_bench_replay(const fs::path& dir, int steps) {
-  return spawn(H2O_BENCH_REPLAY_PATH,
-               {"--model", "synthetic:stories260K", "--steps", std::to_string(steps), "--repeats", "1", "--recording",
-                (dir / "r.h2orec.jsonl").string()},
-               dir / "stderr.txt");
-}
-}  // namespace
-
 TEST(BenchSignals, AnInterruptedBenchReplayLeavesNoRecording) {
   const fs::path dir = h2o::test::temp_dir("bench-replay-signal");
-  const pid_t pid = spawn_bench_replay(dir, 1000000);
-  ASSERT_GT(pid, 0);
-  ASSERT_FALSE(wait_for_file(dir, "r.h2orec.jsonl.tmp-", std::chrono::seconds(120)).empty()) << read_all(dir / "stderr.txt");
-  ::kill(pid, SIGTERM);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "status " << status << ": " << read_all(dir / "stderr.txt");
-  EXPECT_EQ(names_in(dir), std::vector<std::string>{"stderr.txt"}) << "a half recording or its temporary was left";
+  ASSERT_NO_FATAL_FAILURE(interrupted_leaves_nothing(dir, spawn_bench_replay(dir, 1000000), "r.h2orec.jsonl.tmp-", SIGTERM));
 
   const pid_t killed = spawn_bench_replay(dir, 1000000);
   const fs::path temp = wait_for_file(dir, "r.h2orec.jsonl.tmp-", std::chrono::seconds(120));
@@ -228,6 +225,7 @@ TEST(BenchSignals, AnInterruptedBenchReplayLeavesNoRecording) {
   ::kill(killed, SIGKILL);
   ASSERT_EQ(::waitpid(killed, nullptr, 0), killed);
   const pid_t again = spawn_bench_replay(dir, 20);
+  int status = 0;
   ASSERT_EQ(::waitpid(again, &status, 0), again);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_all(dir / "stderr.txt");
   EXPECT_EQ(names_in(dir), (std::vector<std::string>{"r.h2orec.jsonl", "stderr.txt"}));
