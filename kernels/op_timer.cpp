@@ -25,7 +25,8 @@ void OpTimer::mark(const char* op, int64_t bytes) {
 
 void OpTimer::end() {
   for (size_t i = 0; i < marks_.size(); ++i) {
-    const auto [op, bytes] = marks_[i];
+    const char* op = marks_[i].first;  // not a structured binding: clang 14 cannot capture one
+    const int64_t bytes = marks_[i].second;
     auto it = std::find_if(totals_.begin(), totals_.end(), [op](const OpTime& t) { return t.op == op; });
     if (it == totals_.end()) it = totals_.insert(totals_.end(), OpTime{op});
     it->launches += 1;

@@ -25,10 +25,12 @@ constexpr char kNotBuilt[] =
     "cuda: this build has no CUDA backend (see kernels/README.md); use --backend cpu, or cuda-sim to run its code "
     "through the emulation";
 
+#ifdef H2O_CUDA_MODULE_BUILT
 bool inside(const fs::path& path, const fs::path& folder) {
   const auto [end, _] = std::mismatch(folder.begin(), folder.end(), path.begin(), path.end());
   return !folder.empty() && end == folder.end();
 }
+#endif
 
 // The module found but not loadable: mostly the CUDA libraries it links are not on this machine.
 std::string load_error(const std::string& path, const std::string& why) {

@@ -1,13 +1,14 @@
 #include "core/cpu/cpu_ops.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <utility>
 
 namespace h2o::cpu {
 
 namespace {
-// Sixteen- and eight-wide float vectors (GCC vector extension): under
+// Sixteen- and eight-wide float vectors (GCC's vector extension, which clang has too): under
 // -march=native they map to AVX-512 or AVX2 registers, to SSE groups otherwise.
 // Sixteen wide matters: with 512-bit loads one core streams weights ~20 %
 // faster on AVX-512 machines (llama2.c's run.c gets them from -Ofast).
@@ -69,28 +70,32 @@ inline float mul_add(float w, float x, float acc) {
 // Lane j of the result = hsum(low8(s[j]) + high8(s[j])) for sixteen partial
 // sums at once, each in the same order of additions as dot() does alone: a
 // tree of shuffles whose every level pairs the lanes dot's reduction pairs.
-typedef int v16i __attribute__((vector_size(64)));
-inline v16 pair_halves(v16 a, v16 b, v16i first, v16i second) {
-  return __builtin_shuffle(a, b, first) + __builtin_shuffle(a, b, second);
+// The lane lists are template arguments: __builtin_shufflevector (GCC 12 and clang alike) takes
+// its lanes as constants, lanes 0-15 of `a` and 16-31 of `b`.
+template <int... Lanes>
+using lanes = std::integer_sequence<int, Lanes...>;
+template <int... First, int... Second>
+inline v16 pair_halves(v16 a, v16 b, lanes<First...>, lanes<Second...>) {
+  return __builtin_shufflevector(a, b, First...) + __builtin_shufflevector(a, b, Second...);
 }
 inline v16 reduce16(const v16* s) {
   // low8 + high8 of two sums per vector: lanes 0-7 of s[2k], then of s[2k + 1].
   v16 eighths[8];
   for (int k = 0; k < 8; ++k)
-    eighths[k] = pair_halves(s[2 * k], s[2 * k + 1], v16i{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
-                             v16i{8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31});
+    eighths[k] = pair_halves(s[2 * k], s[2 * k + 1], lanes<0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23>{},
+                             lanes<8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31>{});
   // (v0 + v4), (v1 + v5), (v2 + v6), (v3 + v7): four lanes per sum.
   v16 quarters[4];
   for (int k = 0; k < 4; ++k)
     quarters[k] = pair_halves(eighths[2 * k], eighths[2 * k + 1],
-                              v16i{0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27},
-                              v16i{4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31});
+                              lanes<0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27>{},
+                              lanes<4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31>{});
   // ((v0 + v4) + (v1 + v5)) and ((v2 + v6) + (v3 + v7)): two lanes per sum.
-  const v16i even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
-  const v16i odd = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
-  const v16 halves[2] = {pair_halves(quarters[0], quarters[1], even, odd),
-                         pair_halves(quarters[2], quarters[3], even, odd)};
-  return pair_halves(halves[0], halves[1], even, odd);
+  using even = lanes<0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30>;
+  using odd = lanes<1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31>;
+  const v16 halves[2] = {pair_halves(quarters[0], quarters[1], even{}, odd{}),
+                         pair_halves(quarters[2], quarters[3], even{}, odd{})};
+  return pair_halves(halves[0], halves[1], even{}, odd{});
 }
 }  // namespace
 

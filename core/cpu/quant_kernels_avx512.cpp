@@ -18,8 +18,10 @@
 // GCC 12 warns about the deliberately undefined upper halves in its own
 // AVX-512 headers (_mm512_undefined_*, a known false positive; "maybe" or
 // not depending on where it is inlined).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstring>

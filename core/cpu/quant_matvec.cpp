@@ -1,6 +1,10 @@
 // Dispatch and activation preparation for the quantised matrix-vector kernels.
 #include "core/cpu/quant_matvec.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -109,17 +113,25 @@ kern::Kernel kernel_for(QuantType t, Isa isa) {
   return nullptr;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+// F16C from CPUID (leaf 1, ECX): clang 14's __builtin_cpu_supports does not know "f16c".
+bool cpu_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+#endif
+
 bool detect(Isa isa) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   switch (isa) {
     case Isa::Portable: return true;
     case Isa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_f16c();
     case Isa::Avx512:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+             __builtin_cpu_supports("fma") && cpu_f16c();
   }
   return false;
 #else

@@ -6,6 +6,9 @@
 //  * quantise -> dequantise round trips within a bound per type;
 //  * every kernel path this CPU can run (portable, AVX2, AVX-512, each forced)
 //    against a float64 dot product, with tolerances derived below.
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -759,9 +762,13 @@ TEST(QuantKernelDispatch, BestPathIsSupported) {
     EXPECT_EQ(cpu::best_isa(), Isa::Avx2);
   }
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  EXPECT_EQ(cpu::isa_supported(Isa::Avx2), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                                               __builtin_cpu_supports("f16c"));
+  // AVX2 (leaf 7, EBX), FMA and F16C (leaf 1, ECX) straight from CPUID, as the OS-independent truth
+  // (clang 14's __builtin_cpu_supports knows no "f16c").
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  ASSERT_TRUE(__get_cpuid(1, &a, &b, &c, &d));
+  const bool fma_f16c = (c & bit_FMA) && (c & bit_F16C);
+  ASSERT_TRUE(__get_cpuid_count(7, 0, &a, &b, &c, &d));
+  EXPECT_EQ(cpu::isa_supported(Isa::Avx2), fma_f16c && (b & bit_AVX2));
 #endif
 }
 
