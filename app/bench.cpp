@@ -242,13 +242,12 @@ int run(const Options& o) {
   std::vector<std::string> models;
   if (!o.model.empty()) models.push_back(o.model);
   else
-    for (const std::string& shape : split_list(o.shapes))
-      for (const std::string& dtype : split_list(o.dtype)) models.push_back("synthetic:" + shape + ":dtype=" + dtype);
+    for (const std::string& shape : flag_list(o.shapes, "--shapes", "shape"))
+      for (const std::string& dtype : flag_list(o.dtype, "--dtype", "weight type")) models.push_back("synthetic:" + shape + ":dtype=" + dtype);
   const std::vector<int> contexts = parse_flag_ints(o.contexts, "--contexts", "context", 1, kMaxCacheTokens);
   const std::vector<int> sessions =
       o.sessions.empty() ? std::vector<int>{} : parse_flag_ints(o.sessions, "--sessions", "session count", 1, 64);
   const std::vector<PolicyConfig> policies_given = policies_asked(o);
-  if (o.tokens < 1 || o.repeats < 1) fail("--tokens", "--tokens and --repeats must be at least 1");
   const int most_sessions = !sessions.empty() ? *std::max_element(sessions.begin(), sessions.end())
                             : o.batched       ? int(policies_given.size())
                                               : 1;
@@ -309,20 +308,16 @@ int main(int argc, char** argv) {
   app.add_option("--slacks", o.slacks,
                  "comma-separated: each evicting policy at each slack (the cache grows to budget + slack, then is cut "
                  "back to budget)");
-  app.add_option("--tokens", o.tokens, "decode steps per timed window");
-  app.add_option("--repeats", o.repeats, "timed windows; the median is reported");
-  app.add_option("--prefill-chunk", o.prefill_chunk, "tokens per forward pass while filling the caches");
+  cli::add_whole_flag(&app, "tokens", o.tokens, 1, 1 << 20, "decode steps per timed window");
+  cli::add_whole_flag(&app, "repeats", o.repeats, 1, 1000, "timed windows; the median is reported");
+  cli::add_whole_flag(&app, "prefill-chunk", o.prefill_chunk, 1, 1 << 20, "tokens per forward pass while filling the caches");
   app.add_flag("--batched", o.batched, "also time every policy in one pass (weights read once) and its ratio to alone");
   app.add_option("--sessions", o.sessions,
                  "session counts, comma-separated (e.g. 1,2,3,4): instead of the policies' rows, a step of each count "
                  "batched (policies in turn) and its time against one session's");
   app.add_flag("--op-times", o.op_times,
                "CUDA: after each context's rows, a table of device time per operation (eager passes, one window each)");
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    std::string text = e.what();
-    std::replace(text.begin(), text.end(), '\n', ' ');
-    return "h2o-bench: " + text + " (see --help)\n";
-  });
+  cli::one_line_flag_errors(app, "h2o-bench");
   CLI11_PARSE(app, argc, argv);
   o.kv_shape_given = app.count("--kv-group") + app.count("--kv-residual") > 0;
   try {

@@ -34,9 +34,11 @@
 #include <string>
 #include <vector>
 
+#include "app/cli_flags.h"
 #include "core/base/error.h"
 #include "core/base/flush_denormals.h"
 #include "core/base/format.h"
+#include "core/base/system_limits.h"
 #include "core/base/thread_pool.h"
 #include "core/cpu/cpu_weights.h"
 #include "core/cpu/quant_matvec.h"
@@ -125,14 +127,14 @@ struct Options {
 };
 
 void add_flags(CLI::App& app, Options& o) {
+  cli::one_line_flag_errors(app, "h2o-bench-quant");
   app.add_option("--types", o.types, "weight types, comma-separated (ggml names)");
   app.add_option("--shapes", o.shapes, "name:ROWSxCOLS, comma-separated");
   app.add_option("--threads", o.threads_list, "thread counts, comma-separated");
-  app.add_option("--mib", o.mib, "MiB of weight copies for the streamed runs (well above the last-level cache)");
-  app.add_option("--seconds", o.seconds, "time per cell (at least 100 matvecs)");
+  cli::add_whole_flag(&app, "mib", o.mib, 1, 1 << 20, "MiB of weight copies for the streamed runs (well above the last-level cache)");
+  app.add_option("--seconds", o.seconds, "time per cell (at least 100 matvecs)")->check(CLI::PositiveNumber);
   app.add_option("--isa", o.isa_name, "best, portable, avx2 or avx512");
-  app.add_option("--batch", o.batch, "activation rows per matvec (the sessions of a batched decode step)")
-      ->check(CLI::Range(1, 64));
+  cli::add_whole_flag(&app, "batch", o.batch, 1, 64, "activation rows per matvec (the sessions of a batched decode step)");
 }
 
 cpu::Isa isa_asked(const std::string& name) {
@@ -147,10 +149,15 @@ cpu::Isa isa_asked(const std::string& name) {
 
 std::vector<Shape> shapes_asked(const std::string& list) {
   std::vector<Shape> shapes;
-  for (const auto& s : split_list(list)) {
+  for (const auto& s : flag_list(list, "--shapes", "shape")) {
     const auto colon = s.find(':'), x = s.find('x', colon == std::string::npos ? 0 : colon);
     if (colon == std::string::npos || x == std::string::npos) fail("--shapes " + s, "expected name:ROWSxCOLS");
-    shapes.push_back({s.substr(0, colon), std::stoll(s.substr(colon + 1, x - colon - 1)), std::stoll(s.substr(x + 1))});
+    const auto side = [&](size_t from, size_t to) {
+      const uint64_t n = parse_flag_uint(s.substr(from, to - from), "--shapes " + s, uint64_t(1) << 20);
+      if (n == 0) fail("--shapes " + s, "rows and columns must be at least 1");
+      return int64_t(n);
+    };
+    shapes.push_back({s.substr(0, colon), side(colon + 1, x), side(x + 1, s.size())});
   }
   return shapes;
 }
@@ -233,8 +240,7 @@ int main(int argc, char** argv) {
   try {
     const cpu::Isa isa = isa_asked(o.isa_name);
     const std::vector<Shape> shapes = shapes_asked(o.shapes);
-    std::vector<int> thread_counts;
-    for (const auto& t : split_list(o.threads_list)) thread_counts.push_back(std::max(1, std::stoi(t)));
+    const std::vector<int> thread_counts = parse_flag_ints(o.threads_list, "--threads", "thread count", 1, max_threads());
     const FlushDenormals fast_floats;  // as CpuBackend::forward runs
 
     std::string load;
@@ -247,13 +253,13 @@ int main(int argc, char** argv) {
     std::cout << "\n| type | shape | MiB | threads | streamed GB/s (median) | % of read BW | hot GB/s (median) | "
                  "µs per streamed matvec |\n|---|---|---:|---:|---:|---:|---:|---:|\n";
     std::mt19937_64 rng(1);
-    for (const auto& type_name : split_list(o.types)) {
+    for (const auto& type_name : flag_list(o.types, "--types", "weight type")) {
       const auto t = quant_type_from_name(type_name);
       if (!t) fail("--types " + type_name, "unknown type");
       for (const Shape& s : shapes) bench_cell(type_name, *t, s, o, isa, thread_counts, read_gbs, rng, sink);
     }
     if (sink == 42) std::cout << "\n";  // keeps the reads alive
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     std::cerr << "h2o-bench-quant: " << e.what() << "\n";
     return 1;
   }

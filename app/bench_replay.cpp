@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli_flags.h"
 #include "core/analysis/analyzer.h"
 #include "core/base/atomic_file.h"
 #include "core/backends/make_backend.h"
@@ -47,7 +48,7 @@ void make_recording(const std::string& path, int64_t steps, const std::string& m
   config.model = model.empty() ? defaults.model : model;
   config.tokenizer = model.empty() ? defaults.tokenizer : "";
   config.prompts = defaults.prompts;
-  config.policies = split_list(policies);
+  config.policies = flag_list(policies, "--policies", "policy");
   const StudioInputs inputs = load_studio_inputs(config);
   auto engine = make_studio_engine(config, inputs, make_backend(inputs.model, studio_backend_options(config)));
   const StudioCaptureSchedule schedule(0);
@@ -71,6 +72,17 @@ void make_recording(const std::string& path, int64_t steps, const std::string& m
     if (writer.stopped()) fail(path, writer.stop_reason());  // a full disk: the temporary goes with `file`
   }
   file.publish();
+}
+
+// Every step of `path` read once, skimmed (the fastest read): a damaged, missing, repeated or
+// out-of-order step is refused here with its line, before any seek is timed (a seek past the damage
+// would otherwise say "past the end"). Returns the steps the file holds.
+int64_t checked_steps(const std::string& path) {
+  RecordingReader reader(path);
+  reader.skim_below(std::numeric_limits<int64_t>::max());
+  int64_t steps = 0;
+  while (reader.next()) ++steps;
+  return steps;
 }
 
 struct Timing {
@@ -105,23 +117,23 @@ int main(int argc, char** argv) {
   std::string path = "/tmp/h2o-bench-replay.jsonl", seeks, model, policies = "full,streaming,h2o,tova";
   int64_t steps = 3300;
   int repeats = 3;
+  cli::one_line_flag_errors(app, "h2o-bench-replay");
   app.add_option("--recording", path, "the recording (made first when absent)");
-  app.add_option("--steps", steps, "steps of the recording made when absent")->check(CLI::Range(1, 1000000));
+  cli::add_whole_flag(&app, "steps", steps, 1, 1000000, "steps of the recording made when absent");
   app.add_option("--model", model, "the model of the recording made (default: the demo's)");
   app.add_option("--policies", policies, "the panes of the recording made");
   app.add_option("--seek", seeks, "steps to seek to, comma-separated (default: 30 % and 90 % of the recording's steps)");
-  app.add_option("--repeats", repeats, "times each seek runs; the best is reported")->check(CLI::Range(1, 100));
+  cli::add_whole_flag(&app, "repeats", repeats, 1, 100, "times each seek runs; the best is reported");
   CLI11_PARSE(app, argc, argv);
   try {
     // Checked before a recording is made: a step is a whole number from 0.
     std::vector<int> seek_steps;
     if (app.count("--seek")) {
       seek_steps = parse_flag_ints(seeks, "--seek", "step", 0, std::numeric_limits<int>::max());
-      if (seek_steps.empty()) fail("--seek", "no step given in '" + seeks + "'");
     }
     if (!std::filesystem::exists(path)) make_recording(path, steps, model, policies);
     const double mib = double(std::filesystem::file_size(path)) / double(1 << 20);
-    const int64_t recorded = count_recorded_steps(path);
+    const int64_t recorded = checked_steps(path);
     // Not given: steps this recording has, where 1000 and 3000 are in the demo's 3300 (a shorter
     // recording made with --steps 400 failed the default seeks).
     if (!app.count("--seek")) seek_steps = {int(recorded * 3 / 10), int(recorded * 9 / 10)};

@@ -9,11 +9,13 @@
 // row runs in a child process of its own, so that its peak memory is its own.
 // A benchmark, not a test.
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -25,6 +27,7 @@
 #include "core/base/error.h"
 #include "core/base/format.h"
 #include "core/base/process_memory.h"
+#include "core/base/signal_cleanup.h"
 #include "core/base/stopwatch.h"
 #include "core/studio/assets.h"
 #include "core/studio/studio_run.h"
@@ -58,6 +61,7 @@ struct Row {
   double history_mib = 0;  // the analyzer's whole history at the end (stream_history.h)
   int64_t step_quarter = 0;
   char error[240] = {};  // the run failed: why
+  char note[400] = {};   // the run's first warning (the spool reached its limit, a session stopped): said beside the row
 };
 
 std::vector<std::string> pane_policies(int panes) {
@@ -93,6 +97,8 @@ Row run_row(const Options& o, const std::string& shape, int panes) {
   Row row;
   const std::string spool =
       (std::filesystem::path(o.spool_dir) / ("h2o-bench-studio-" + std::to_string(::getpid()) + ".jsonl")).string();
+  // The spool and its side files go with a signal (signal_cleanup.h) as they go at the run's end.
+  for (const char* suffix : {"", ".checkpoint", ".turning"}) register_temporary(spool + suffix);
   std::unique_ptr<StudioRun> run = make_run(o, shape, panes, spool);
   SnapshotCadence cadence;
   const ViewSelection view;
@@ -110,6 +116,7 @@ Row run_row(const Options& o, const std::string& shape, int panes) {
   for (int64_t i = 0; i < o.steps; ++i) {
     const StepResult r = run->step();
     if (!r.failure.empty()) throw Error(r.failure);
+    if (!row.note[0] && !r.warnings.empty()) std::snprintf(row.note, sizeof row.note, "%s", r.warnings.front().c_str());
     if (!r.stepped) break;
     if (i + 1 == row.step_quarter) row.rss_mib_quarter = double(process_rss_bytes()) / (1 << 20);
     if (!run->beside()) snapshot_if_due();
@@ -129,9 +136,14 @@ Row run_row(const Options& o, const std::string& shape, int panes) {
 Row run_in_child(const Options& o, const std::string& shape, int panes) {
   int fds[2];
   if (::pipe(fds) != 0) throw Error("h2o-bench-studio: cannot make a pipe");
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw Error("h2o-bench-studio: cannot fork");
   if (pid == 0) {
+    // Ends with its parent, however the parent ends (SIGKILL too): no orphan goes on writing, and
+    // the signal's cleanup removes the child's spool (registered in run_row).
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(1);
     ::close(fds[0]);
     Row row;
     try {
@@ -163,7 +175,8 @@ std::string csv_header(bool engine) {
 void add_flags(CLI::App& app, Options& o) {
   app.add_option("--shapes", o.shapes, "synthetic shapes, comma-separated (their layers and heads)");
   app.add_option("--panes", o.panes, "pane counts, comma-separated: 2 (full, h2o) or 4 (full, streaming, h2o, tova)");
-  app.add_option("--steps", o.steps, "steps of each run")->check(CLI::Range(int64_t(1), int64_t(10000000)));
+  cli::one_line_flag_errors(app, "h2o-bench-studio");
+  cli::add_whole_flag(&app, "steps", o.steps, 1, 10000000, "steps of each run");
   cli::add_table_flag(&app, "budget", o.budget, kBenchStudio);
   cli::add_table_flag(&app, "slack", o.slack, kBenchStudio);
   app.add_option("--csv", o.csv, "also write the table as CSV to this file");
@@ -178,18 +191,17 @@ void add_flags(CLI::App& app, Options& o) {
       ->check(CLI::IsMember({"on", "off", "auto"}));
   app.add_option("--spool-dir", o.spool_dir, "folder of the recording spool (removed after each run)");
   cli::add_table_flag(&app, "recording-limit", o.recording_limit_mib, kBenchStudio);
-  app.add_option("--ask-every", o.ask_every,
-                 "with --backend: plant a needle and ask for it every N steps (forks of every pane's cache fed the "
-                 "question and answer, 8 tokens decoded): its ms and KV MiB in the table")
-      ->check(CLI::Range(int64_t(0), int64_t(10000000)));
+  cli::add_whole_flag(&app, "ask-every", o.ask_every, 0, 10000000,
+                      "with --backend: plant a needle and ask for it every N steps (forks of every pane's cache fed "
+                      "the question and answer, 8 tokens decoded): its ms and KV MiB in the table");
 }
 
 // Every (shape, pane count) to run, in the table's order. Throws Error naming the flag.
-std::vector<std::pair<std::string, int>> runs_asked(const Options& o) {
+std::vector<std::pair<std::string, int>> runs_asked(const Options& o, bool dtype_given) {
   std::vector<std::pair<std::string, int>> runs;
-  for (const std::string& shape : split_list(o.shapes)) {
+  for (const std::string& shape : flag_list(o.shapes, "--shapes", "shape")) {
     synthetic_shape(shape);  // an unknown shape is one line naming it
-    for (const std::string& p : split_list(o.panes)) {
+    for (const std::string& p : flag_list(o.panes, "--panes", "pane count")) {
       if (p != "2" && p != "4") throw Error("--panes: " + p + " (2 or 4)");
       runs.emplace_back(shape, std::stoi(p));
     }
@@ -197,6 +209,8 @@ std::vector<std::pair<std::string, int>> runs_asked(const Options& o) {
   if (!std::filesystem::is_directory(o.spool_dir)) throw Error("--spool-dir: " + o.spool_dir + " is not a folder");
   if (o.ask_every > 0 && o.backend.empty())
     throw Error("--ask-every: give --backend too (the synthetic source has no caches to ask)");
+  if (dtype_given && o.backend.empty())
+    throw Error("--dtype: give --backend too (the synthetic source has no weights)");
   return runs;
 }
 
@@ -252,6 +266,7 @@ std::string report_row(const std::string& shape, int panes, const Row& r, bool e
 int main(int argc, char** argv) {
   CLI::App app{"The app's run (history, analyzer, snapshots, recording spool; no Qt) at real shapes: steps a second "
                "with the source's time left out, µs a step per stage, recording bytes a step, resident memory"};
+  install_signal_cleanup();  // SIGINT, SIGTERM: the CSV's temporary goes, and each row's child with its spool
   Options o;
   add_flags(app, o);
   CLI11_PARSE(app, argc, argv);
@@ -260,7 +275,7 @@ int main(int argc, char** argv) {
   // The CSV appears whole at the end, or not at all (an error names it).
   std::unique_ptr<AtomicFile> csv_file;
   try {
-    runs = runs_asked(o);
+    runs = runs_asked(o, app.count("--dtype") > 0);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "h2o-bench-studio: %s\n", e.what());
     return 2;
@@ -283,6 +298,8 @@ int main(int argc, char** argv) {
       continue;
     }
     csv << report_row(shape, panes, r, engine);
+    // Its numbers stand, but not for what they seem without this (a spool that stopped or turned to a ring).
+    if (r.note[0]) std::fprintf(stderr, "h2o-bench-studio: %s, %d panes: %s\n", shape.c_str(), panes, r.note);
   }
   try {
     if (csv_file) {

@@ -14,6 +14,7 @@
 #include <new>
 
 #include "app/cli_command.h"
+#include "app/cli_flags.h"
 #include "core/base/error.h"
 #include "core/base/signal_cleanup.h"
 #include "core/base/version.h"
@@ -27,13 +28,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   // "h2o-cli 0.1.0+1234.gb11d5de": the first line help2man reads for the man page.
   app.set_version_flag("--version", std::string("h2o-cli ") + version(), "print the version and exit");
-  // Flag errors (unknown flag, a value that is not a number) are one line
-  // like every other input error; CLI11's default adds a second.
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    std::string text = e.what();
-    std::replace(text.begin(), text.end(), '\n', ' ');
-    return "h2o-cli: " + text + " (see --help)\n";
-  });
+  cli::one_line_flag_errors(app, "h2o-cli");
   Flags f;
 
   StreamFlags sf;

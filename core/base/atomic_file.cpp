@@ -1,5 +1,6 @@
 #include "core/base/atomic_file.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +17,14 @@ namespace h2o {
 AtomicFile::AtomicFile(std::string path, std::ios::openmode mode)
     : path_(std::move(path)), target_(output_file_target(path_)) {
   // Same folder as the destination, so that the rename never crosses devices.
+  // A file already there keeps its mode; one its owner made read-only is not replaced (as root,
+  // access() would allow it: the mode's write bits are what the owner said).
+  struct stat existing {};
+  if (::stat(target_.c_str(), &existing) == 0) {
+    if ((existing.st_mode & 0222) == 0 || ::access(target_.c_str(), W_OK) != 0)
+      fail(path_, "is read-only; make it writable or choose another path");
+    mode_ = int(existing.st_mode & 07777);
+  }
   const std::filesystem::path p(target_);
   remove_stale_temporaries(p.parent_path().string(), p.filename().string());
   temp_ = target_ + ".tmp-" + std::to_string(::getpid());
@@ -55,6 +64,7 @@ void AtomicFile::publish() {
   finish();
   if (!finished_) return;
   finished_ = false;
+  if (mode_ >= 0) ::chmod(temp_.c_str(), mode_t(mode_));  // best effort: the contents matter more than the bits
   if (std::rename(temp_.c_str(), target_.c_str()) != 0) {
     const int err = errno;
     std::remove(temp_.c_str());

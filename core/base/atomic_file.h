@@ -12,8 +12,9 @@ namespace h2o {
 
 class AtomicFile {
  public:
-  // Throws Error naming `path` when it is a folder or not a regular file, or
-  // when its temporary cannot be made. A symbolic link's file is written, the link kept.
+  // Throws Error naming `path` when it is a folder or not a regular file, a
+  // file with no write permission, or when its temporary cannot be made. A
+  // symbolic link's file is written, the link kept; a file replaced keeps its mode.
   explicit AtomicFile(std::string path, std::ios::openmode mode = std::ios::out | std::ios::trunc);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
@@ -42,6 +43,7 @@ class AtomicFile {
   std::ofstream out_;
   bool open_ = false, finished_ = false;
   int ticket_ = -1;
+  int mode_ = -1;  // the permission bits of the file replaced, -1: none was there
 };
 
 // Writes `contents` to `path` atomically. Throws Error.

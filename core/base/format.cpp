@@ -46,6 +46,12 @@ std::vector<std::string> split_list(const std::string& list) {
   return out;
 }
 
+std::vector<std::string> flag_list(const std::string& list, const std::string& flag, const std::string& noun) {
+  std::vector<std::string> items = split_list(list);
+  if (items.empty()) fail(flag, "no " + noun + " given");
+  return items;
+}
+
 uint64_t parse_flag_uint(const std::string& text, const std::string& flag, uint64_t max) {
   const std::string range = "must be an integer from 0 to " + std::to_string(max) + ", got '" + text.substr(0, 40) + "'";
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) fail(flag, range);
@@ -61,7 +67,7 @@ uint64_t parse_flag_uint(const std::string& text, const std::string& flag, uint6
 std::vector<int> parse_flag_ints(const std::string& list, const std::string& flag, const std::string& noun, int min,
                                  int max) {
   std::vector<int> out;
-  for (const std::string& item : split_list(list)) {
+  for (const std::string& item : flag_list(list, flag, noun)) {
     const bool negative = item[0] == '-';
     const std::string digits = negative ? item.substr(1) : item;
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
@@ -73,7 +79,6 @@ std::vector<int> parse_flag_ints(const std::string& list, const std::string& fla
     if (value < min) fail(flag, noun + " " + item + " is below " + std::to_string(min));
     out.push_back(value);
   }
-  if (out.empty()) fail(flag, "no " + noun + " given");
   return out;
 }
 

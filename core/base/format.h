@@ -22,6 +22,9 @@ std::string file_stamp(std::time_t t);
 
 // The non-empty items of a comma-separated list: "full,,h2o" -> {"full", "h2o"}.
 std::vector<std::string> split_list(const std::string& list);
+// A flag's list as split_list gives it, refused when it holds nothing ("", ","):
+// Error("<flag>: no <noun> given").
+std::vector<std::string> flag_list(const std::string& list, const std::string& flag, const std::string& noun);
 
 // A flag's unsigned decimal integer in [0, max]: digits only (no sign, no
 // space). Throws Error("<flag>: must be an integer from 0 to <max>, got '<text>'").

@@ -54,8 +54,17 @@ std::string output_file_target(const std::string& path) {
   if (fs::exists(status) && !fs::is_regular_file(status))
     fail(path, "is not a regular file (a device, a pipe or a socket); give a file path to write");
   if (!fs::is_symlink(fs::symlink_status(path, ec))) return path;
-  const fs::path target = fs::weakly_canonical(path, ec);
-  return ec ? path : target.string();
+  // Link by link (weakly_canonical would stop at a dangling link and hand back the link itself,
+  // which the rename into place then replaces): each relative target is relative to its link's folder.
+  fs::path at(path);
+  for (int hops = 0; fs::is_symlink(fs::symlink_status(at, ec)); ++hops) {
+    if (hops == 40) fail(path, "is a chain of more than 40 symbolic links (a loop?); give a file path to write");
+    const fs::path next = fs::read_symlink(at, ec);
+    if (ec) fail(path, "cannot read the symbolic link " + at.string() + ": " + ec.message());
+    at = next.is_absolute() ? next : at.parent_path() / next;
+  }
+  const fs::path target = fs::weakly_canonical(at, ec);
+  return ec ? at.lexically_normal().string() : target.string();
 }
 
 long temporary_owner(const std::string& file_name) {

@@ -28,7 +28,10 @@ struct FlagPath {
 void refuse_outputs_over_inputs(const std::vector<FlagPath>& outputs, const std::vector<FlagPath>& inputs);
 
 // Where an output file given as `path` is written: the path itself, or the
-// file a symbolic link names (so that the link stays a link). Throws
+// file a symbolic link names (so that the link stays a link), followed link by
+// link even when the last names a file not made yet (a dangling link: its
+// target is created, not the link replaced). Throws Error for a chain of more
+// than 40 links (a loop). Throws
 // Error("<path>: is a folder ...") for a folder, and for anything else that
 // is not a regular file (a device, a pipe: renaming over /dev/stdout would
 // replace it), before any work.

@@ -106,6 +106,30 @@ TEST_F(CliOutputs, AnOutputThatIsAnInputIsRefusedAndTheInputKept) {
   fs::remove_all(d);
 }
 
+// Every output named through a symbolic link that names no file yet writes the file it names and
+// keeps the link (docs/RELIABILITY.md's one rule for links), as through a link to an existing file.
+TEST_F(CliOutputs, ADanglingLinkHasItsTargetWrittenAndStaysALink) {
+  const fs::path d = temp_dir("cli-outputs-dangling");
+  const std::string ids = (dir_ / "fine.ids").string();
+  const struct {
+    std::string name, args;
+  } outputs[] = {
+      {"eval.csv", "eval --threads 1 " + model() + " --ids " + ids + " --out " + (d / "run").string() + " --csv "},
+      {"sample.ids", "sample --threads 1 " + model() + " --tokens 4 --out "},
+      {"converted.bin", "convert " + model() + " --type f16 --out "},
+  };
+  for (const auto& o : outputs) {
+    const fs::path link = d / ("link-" + o.name);
+    fs::create_symlink(o.name, link);
+    const CliResult r = run_cli(o.args + link.string());
+    EXPECT_EQ(r.exit_code, 0) << o.args << "\n" << r.err;
+    EXPECT_TRUE(fs::is_symlink(link)) << o.name << ": the link was replaced";
+    EXPECT_TRUE(fs::is_regular_file(d / o.name)) << o.name << ": its target was not written";
+    EXPECT_GT(fs::file_size(d / o.name), 0u) << o.name;
+  }
+  fs::remove_all(d);
+}
+
 TEST_F(CliOutputs, AnEarlierRunIsNeverReplaced) {
   const fs::path out = temp_dir("cli-outputs-again") / "run";
   const std::string stream = stream_to(out);

@@ -5,7 +5,8 @@
 // the ids it has, marked partial in its manifest. A command without steps
 // (`convert`) ends at once, removing its temporary; one killed outright
 // (SIGKILL) leaves it, and the next run writing there removes it. The same
-// holds for h2o-bench-replay's recording.
+// holds for h2o-bench-replay's recording; h2o-bench-studio's row processes
+// end with it and take their spools.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -230,4 +231,37 @@ TEST(BenchSignals, AnInterruptedBenchReplayLeavesNoRecording) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_all(dir / "stderr.txt");
   EXPECT_EQ(names_in(dir), (std::vector<std::string>{"r.h2orec.jsonl", "stderr.txt"}));
   fs::remove_all(dir);
+}
+
+// h2o-bench-studio runs each row in a child process: the child ends with its parent however the
+// parent ends (SIGTERM, SIGKILL), taking its recording spool with it; once it went on writing, an
+// orphan, and left the spool behind.
+TEST(BenchSignals, ABenchStudioRowEndsWithItsProgramAndLeavesNoSpool) {
+  for (int sig : {SIGTERM, SIGKILL}) {
+    SCOPED_TRACE(sig);
+    const fs::path dir = h2o::test::temp_dir("bench-studio-signal-" + std::to_string(sig));
+    fs::create_directory(dir / "spool");
+    const pid_t pid = spawn(H2O_BENCH_STUDIO_PATH,
+                            {"--shapes", "stories15M", "--panes", "2", "--steps", "10000000", "--spool-dir",
+                             (dir / "spool").string()},
+                            dir / "stderr.txt");
+    ASSERT_GT(pid, 0);
+    const fs::path spool = wait_for_file(dir / "spool", "h2o-bench-studio-", std::chrono::seconds(120));
+    ASSERT_FALSE(spool.empty()) << read_all(dir / "stderr.txt");
+    const std::string name = spool.filename().string();  // h2o-bench-studio-<the child's pid>.jsonl
+    const pid_t child = pid_t(std::stol(name.substr(name.rfind('-') + 1)));
+    ::kill(pid, sig);
+    ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
+    // Gone, or a zombie nobody reaps (a container's init may not): either way it writes no more.
+    const auto running = [child] {
+      std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+      std::string pid_field, comm, state;
+      return stat >> pid_field >> comm >> state && state != "Z" && state != "X";
+    };
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (running() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_FALSE(running()) << "the row's process " << child << " outlived its program";
+    EXPECT_EQ(names_in(dir / "spool"), std::vector<std::string>{}) << "the spool was left behind";
+    fs::remove_all(dir);
+  }
 }

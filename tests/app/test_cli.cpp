@@ -593,3 +593,37 @@ TEST(CliConvert, TheTokenizerGivenGoesIntoTheFile) {
   EXPECT_NE(both.err.find("--tokenizer: give it or --vocab, not both"), std::string::npos) << both.err;
   std::filesystem::remove_all(dir);
 }
+
+// Every benchmark program takes its flags as h2o-cli does: a refusal is one line that begins with
+// the program's name and names the flag, in the table's words (a word was "not in range", 0x10 and an
+// empty list were taken and printed an empty table, an unparsable shape ended in "terminate").
+TEST(CliBenchFlags, EveryBenchmarkRefusesABadFlagInOneLineNamingIt) {
+  const struct {
+    const char* program;
+    std::string name, args, says;
+  } cases[] = {
+      {H2O_BENCH_STUDIO_PATH, "h2o-bench-studio", "--steps abc", "--steps: expected a whole number from 1 to 10000000, got 'abc'"},
+      {H2O_BENCH_STUDIO_PATH, "h2o-bench-studio", "--steps 0x10", "--steps: expected a whole number"},
+      {H2O_BENCH_STUDIO_PATH, "h2o-bench-studio", "--shapes ''", "--shapes: no shape given"},
+      {H2O_BENCH_STUDIO_PATH, "h2o-bench-studio", "--shapes ,", "--shapes: no shape given"},
+      {H2O_BENCH_STUDIO_PATH, "h2o-bench-studio", "--panes ''", "--panes: no pane count given"},
+      {H2O_BENCH_STUDIO_PATH, "h2o-bench-studio", "--dtype q9", "--dtype: give --backend too"},
+      {H2O_BENCH_STUDIO_PATH, "h2o-bench-studio", "--nonsense", "--nonsense"},
+      {H2O_BENCH_PATH, "h2o-bench", "--prefill-chunk 0", "--prefill-chunk: expected a whole number from 1 to"},
+      {H2O_BENCH_PATH, "h2o-bench", "--tokens 1e3", "--tokens: expected a whole number"},
+      {H2O_BENCH_PATH, "h2o-bench", "--shapes ,", "--shapes: no shape given"},
+      {H2O_BENCH_QUANT_PATH, "h2o-bench-quant", "--shapes a:abcx3", "--shapes a:abcx3: must be an integer"},
+      {H2O_BENCH_QUANT_PATH, "h2o-bench-quant", "--shapes ''", "--shapes: no shape given"},
+      {H2O_BENCH_QUANT_PATH, "h2o-bench-quant", "--threads 0", "--threads: thread count 0 is below 1"},
+      {H2O_BENCH_QUANT_PATH, "h2o-bench-quant", "--batch 65", "--batch: 65 is more than 64"},
+      {H2O_BENCH_REPLAY_PATH, "h2o-bench-replay", "--steps 0x10", "--steps: expected a whole number from 1 to 1000000"},
+      {H2O_BENCH_REPLAY_PATH, "h2o-bench-replay", "--repeats -1", "--repeats: expected a whole number from 1 to 100"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name + " " + c.args);
+    const CliResult r = run_program(c.program, c.args);
+    expect_one_line_error(r, c.says);
+    EXPECT_EQ(r.err.rfind(c.name + ": ", 0), 0u) << r.err;
+    EXPECT_EQ(r.out, "") << "no table for a refused flag";
+  }
+}

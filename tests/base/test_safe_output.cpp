@@ -98,6 +98,43 @@ TEST(SafeOutput, AtomicFileRefusesAFolderAndPublishesWholeOrNothing) {
   EXPECT_EQ(read_text(dir / "real.csv"), "new");
   fs::remove(dir / "link.csv");
   fs::remove(dir / "real.csv");
+  // A dangling link, two links deep and relative: its target is made, the links stay links.
+  fs::create_directory(dir / "sub");
+  fs::create_symlink("sub/hop.csv", dir / "dangling.csv");
+  fs::create_symlink("made.csv", dir / "sub" / "hop.csv");
+  {
+    AtomicFile f((dir / "dangling.csv").string());
+    f.stream() << "made";
+    f.commit();
+  }
+  EXPECT_TRUE(fs::is_symlink(dir / "dangling.csv"));
+  EXPECT_TRUE(fs::is_symlink(dir / "sub" / "hop.csv"));
+  EXPECT_EQ(read_text(dir / "sub" / "made.csv"), "made");
+  fs::remove_all(dir / "sub");
+  fs::remove(dir / "dangling.csv");
+  // A read-only file (through a link too) is refused and kept; a writable one replaced keeps its mode.
+  write_text(dir / "locked.csv", "kept");
+  fs::permissions(dir / "locked.csv", fs::perms::owner_read | fs::perms::group_read);
+  fs::create_symlink("locked.csv", dir / "to-locked.csv");
+  for (const char* name : {"locked.csv", "to-locked.csv"})
+    EXPECT_EQ(error_of([&] { AtomicFile f((dir / name).string()); }),
+              (dir / name).string() + ": is read-only; make it writable or choose another path");
+  EXPECT_EQ(read_text(dir / "locked.csv"), "kept");
+  fs::remove(dir / "to-locked.csv");
+  fs::remove(dir / "locked.csv");
+  write_text(dir / "private.csv", "old");
+  fs::permissions(dir / "private.csv", fs::perms::owner_read | fs::perms::owner_write);
+  write_file_atomic((dir / "private.csv").string(), "new");
+  EXPECT_EQ(read_text(dir / "private.csv"), "new");
+  EXPECT_EQ(fs::status(dir / "private.csv").permissions(), fs::perms::owner_read | fs::perms::owner_write);
+  fs::remove(dir / "private.csv");
+  // A loop of links is refused in one line, and nothing is made.
+  fs::create_symlink("loop-b", dir / "loop-a");
+  fs::create_symlink("loop-a", dir / "loop-b");
+  EXPECT_EQ(error_of([&] { AtomicFile f((dir / "loop-a").string()); }),
+            (dir / "loop-a").string() + ": is a chain of more than 40 symbolic links (a loop?); give a file path to write");
+  fs::remove(dir / "loop-a");
+  fs::remove(dir / "loop-b");
   {
     AtomicFile a((dir / "a.txt").string()), b((dir / "b.txt").string());
     a.stream() << "first";
