@@ -319,6 +319,7 @@ int main(int argc, char** argv) {
 
   h2o::ui::MainWindowOptions options = window_flags(parser, opts, argv[0]);
   read_run_flags(parser, opts, options);
+  for (const std::string& line : options.settings.refused) std::fprintf(stderr, "h2o-studio: %s\n", line.c_str());
   const bool shooting = parser.isSet(opts.screenshot);
   // Flags that cannot make a run say so now, in one line, not in a window later.
   if (options.replay.isEmpty()) {

@@ -114,6 +114,36 @@ TEST(ControlsTest, DefaultsUseEveryCoreAndTheDemoInputs) {
   EXPECT_EQ(load_settings(old).config.kv_group, 16);
 }
 
+// A settings file holding what a run refuses (one policy, an unknown one, 3- or 5-bit KV)
+// must not lock the user out: each such setting falls back to its default, one line naming the
+// file and the key says so, and what the file holds that a run takes is kept.
+TEST(ControlsTest, RefusedRememberedSettingsFallBackAndNameTheFile) {
+  TemporarySettingsScope scope;
+  const StudioConfig defaults;
+  for (const auto& [key, value] : std::vector<std::pair<QString, QString>>{
+           {"policies", "h2o"}, {"policies", "full,nonsense"}, {"kv_bits", "3"}, {"kv_bits", "2,5"}}) {
+    QSettings settings;
+    settings.clear();
+    settings.setValue(key, value);
+    settings.setValue("budget", 48);  // a good setting beside the bad one stays
+    const StudioSettings s = load_settings(settings);
+    ASSERT_EQ(s.refused.size(), 1u) << key.toStdString() << " = " << value.toStdString();
+    const std::string& line = s.refused.front();
+    EXPECT_NE(line.find(settings.fileName().toStdString()), std::string::npos) << line;
+    EXPECT_NE(line.find("remembered " + key.toStdString() + " '" + value.toStdString() + "'"), std::string::npos) << line;
+    EXPECT_EQ(s.config.policies, defaults.policies) << line;
+    EXPECT_EQ(s.config.kv_bits, defaults.kv_bits) << line;
+    EXPECT_EQ(s.config.kv_group, defaults.kv_group) << line;
+    EXPECT_EQ(s.config.budget, 48) << line;
+    EXPECT_NO_THROW(studio_engine_options(s.config)) << line;
+  }
+  QSettings good;
+  good.clear();
+  good.setValue("policies", "full,tova");
+  EXPECT_TRUE(load_settings(good).refused.empty());
+  EXPECT_EQ(load_settings(good).config.policies, (std::vector<std::string>{"full", "tova"}));
+}
+
 TEST(ControlsTest, LoadingShowsProgressAndCanBeCancelled) {
   MainWindowOptions o = synthetic_options();
   o.settings.config.model = "synthetic:stories110M";  // ~0.7 s to build: long enough to cancel

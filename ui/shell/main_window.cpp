@@ -462,6 +462,10 @@ void MainWindow::start() {
   view_.head = transport_->head();
   setLook(theme_from_name(QString::fromStdString(options_.settings.theme)), options_.settings.ui_scale);
   if (options_.presentation) presentation_->setChecked(true);
+  // Remembered settings a run refused (studio_settings.h): said once, in the banner, where the user looks.
+  QStringList refused;
+  for (const std::string& line : options_.settings.refused) refused << QString::fromStdString(line);
+  banner_->set("settings", refused.join('\n'));
   if (!options_.tab.isEmpty()) showTab(options_.tab);
   if (options_.enlarge_tab) QTimer::singleShot(0, this, [this] { setAnalysisEnlarged(true); });
   if (!options_.needle.isEmpty() || options_.ask_every > 0)

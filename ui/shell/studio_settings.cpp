@@ -1,6 +1,8 @@
 #include "ui/shell/studio_settings.h"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 
 #include <QSettings>
 #include <QStringList>
@@ -46,6 +48,35 @@ void from_variant(const QVariant& q, T& v) {
   v = q.value<T>();
 }
 
+// `to`'s field named `key` set to `value` (a field of another config of the same shape).
+template <class Value>
+void set_field(StudioConfig& to, const char* key, const Value& value) {
+  for_each_studio_field(to, [&](const char* k, auto& field) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(field)>, Value>)
+      if (std::strcmp(k, key) == 0) field = value;
+  });
+}
+
+// Each remembered run setting taken over the defaults in turn, kept only where the run's own
+// checks (studio_engine_options: the flags' rules) still pass with it; a refused one stays at
+// its default and is named in `refused`, with the file, so the user can find and fix it.
+StudioConfig drop_refused(const StudioConfig& remembered, const StudioConfig& defaults, const QString& file,
+                          std::vector<std::string>& refused) {
+  StudioConfig good = defaults;
+  for_each_studio_field(remembered, [&](const char* key, const auto& value) {
+    StudioConfig trial = good;
+    set_field(trial, key, value);
+    try {
+      studio_engine_options(trial);
+      good = std::move(trial);
+    } catch (const std::exception& e) {
+      refused.push_back(file.toStdString() + ": the remembered " + key + " '" + to_variant(value).toString().toStdString() +
+                        "' is refused (" + e.what() + "); the default is used");
+    }
+  });
+  return good;
+}
+
 }  // namespace
 
 StudioSettings load_settings(QSettings& settings) {
@@ -62,6 +93,7 @@ StudioSettings load_settings(QSettings& settings) {
   // Before G and R were shaped for the model (0: not given), every run saved the fixed 32 and 64:
   // read back, those would hold as given values and keep a small budget's quantized pane all f16.
   if (c.kv_group == 32 && c.kv_residual == 64) c.kv_group = c.kv_residual = 0;
+  c = drop_refused(c, d.config, settings.fileName(), s.refused);
   if (s.theme != "light") s.theme = "dark";
   s.ui_scale = std::clamp(s.ui_scale, 0.75, 3.0);
   return s;

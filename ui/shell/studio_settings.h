@@ -19,8 +19,13 @@ struct StudioSettings {
   double speed_limit = 0;    // steps per second, 0: unlimited
   std::string theme = "dark";  // "dark" or "light" (projectors, print)
   double ui_scale = 1.0;       // fonts and lines (presentation mode: larger)
+  // Remembered run settings a run would refuse (one policy, an unknown one, kv_bits=3), each
+  // left at its default: one line apiece naming the settings file, the key and why.
+  std::vector<std::string> refused;
 };
 
+// Never refuses to start: a value out of bounds, or one the run's checks refuse, falls back to
+// its default (said in `refused` for the latter), so a bad file cannot lock the user out.
 StudioSettings load_settings(QSettings& settings);
 void save_settings(QSettings& settings, const StudioSettings& s);
 // Fills empty model/tokenizer/prompts and the teacher-forced text from the
