@@ -25,14 +25,9 @@
 #include <mutex>
 #include <vector>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SIMT_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SIMT_ASAN 1
-#endif
-#endif
-#ifdef SIMT_ASAN
+#include "core/base/sanitizers.h"
+
+#if H2O_ASAN
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -149,7 +144,7 @@ char* new_stack() {
 // ---- switching, with the sanitizer told about every change of stack ----
 
 void switch_to_fiber(Block& b, Fiber& f) {
-#ifdef SIMT_ASAN
+#if H2O_ASAN
   __sanitizer_start_switch_fiber(&b.scheduler_fake_stack, f.stack, kStackBytes);
 #endif
 #ifdef SIMT_ASM_SWITCH
@@ -157,14 +152,14 @@ void switch_to_fiber(Block& b, Fiber& f) {
 #else
   swapcontext(&b.scheduler_context, &f.context);
 #endif
-#ifdef SIMT_ASAN
+#if H2O_ASAN
   __sanitizer_finish_switch_fiber(b.scheduler_fake_stack, nullptr, nullptr);
 #endif
 }
 
 // From the running fiber back to the scheduler; returns when the fiber is resumed.
 void yield_to_scheduler(Block& b, Fiber& f) {
-#ifdef SIMT_ASAN
+#if H2O_ASAN
   __sanitizer_start_switch_fiber(&f.asan_fake_stack, b.scheduler_stack_bottom, b.scheduler_stack_size);
 #endif
 #ifdef SIMT_ASM_SWITCH
@@ -172,7 +167,7 @@ void yield_to_scheduler(Block& b, Fiber& f) {
 #else
   swapcontext(&f.context, &b.scheduler_context);
 #endif
-#ifdef SIMT_ASAN
+#if H2O_ASAN
   __sanitizer_finish_switch_fiber(f.asan_fake_stack, nullptr, nullptr);
 #endif
 }
@@ -198,7 +193,7 @@ void release_warp_barrier(Block& b, int warp) {
 
 extern "C" void simt_fiber_main() {
   Block* b = g_block;
-#ifdef SIMT_ASAN
+#if H2O_ASAN
   // The first arrival on this stack: learn the scheduler's stack for the way back.
   __sanitizer_finish_switch_fiber(nullptr, &b->scheduler_stack_bottom, &b->scheduler_stack_size);
 #endif

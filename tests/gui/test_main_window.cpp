@@ -14,6 +14,7 @@
 #include <QXmlStreamReader>
 #include <qcustomplot.h>
 
+#include "core/base/sanitizers.h"
 #include "core/recording/recording.h"
 #include "tests/gui/gui_test_helpers.h"
 #include "ui/plot/plot_export.h"
@@ -381,7 +382,7 @@ TEST(MainWindowTest, GuiThreadStaysResponsiveUnderFullLoad) {
   EXPECT_GT(w.frameTimes().size(), 3u);
   // Under AddressSanitizer a frame's drawing takes several times as long (530 ms once on the 2-core
   // CI machine, 2026-11-29): the bound is for the thread never waiting on the engine, not for speed.
-#if defined(__SANITIZE_ADDRESS__)
+#if H2O_ASAN
   constexpr qint64 kMostBlockedMs = 1500;
 #else
   constexpr qint64 kMostBlockedMs = 500;

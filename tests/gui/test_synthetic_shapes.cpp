@@ -10,6 +10,7 @@
 #include <QLabel>
 #include <qcustomplot.h>
 
+#include "core/base/sanitizers.h"
 #include "tests/gui/gui_test_helpers.h"
 #include "ui/shell/transport_bar.h"
 #include "ui/views/curves_panel.h"
@@ -28,7 +29,7 @@ namespace {
 // H2O_GUI_SYNTHETIC_STEPS sets another count.
 int steps_to_play() {
   if (const char* asked = std::getenv("H2O_GUI_SYNTHETIC_STEPS")) return std::max(100, std::atoi(asked));
-#if defined(__SANITIZE_ADDRESS__)
+#if H2O_ASAN
   return 500;
 #else
   return 20000;
