@@ -32,7 +32,11 @@ CLI::Option* add_table_flag(CLI::App* command, std::string_view name, T& value, 
 template <class T>
 CLI::Option* add_whole_flag(CLI::App* command, const std::string& name, T& value, int64_t lo, int64_t hi,
                             const std::string& help) {
-  RunFlag flag{.name = name, .kind = FlagKind::Int, .lo = lo, .hi = hi};
+  RunFlag flag;
+  flag.name = name;
+  flag.kind = FlagKind::Int;
+  flag.lo = lo;
+  flag.hi = hi;
   return command->add_option("--" + name, value, help)
       ->check(CLI::Validator([flag](std::string& text) { return flag_problem(flag, text); }, "", ""));
 }

@@ -378,7 +378,7 @@ TEST(Timeline, ChangingLayerOrHeadWhilePausedKeepsEveryHeatmapFilled) {
   w.show();
   w.start();
   play(w, 40);
-  for (const std::pair<int, int> view : {std::pair{3, -1}, {3, 5}, {0, 2}}) {
+  for (const std::pair<int, int>& view : {std::pair{3, -1}, {3, 5}, {0, 2}}) {
     const int layer = view.first, head = view.second;  // not a structured binding: clang 14 cannot capture one
     w.setView(layer, head);
     ASSERT_TRUE(wait_for_snapshot(w, [&](const StudioSnapshot& s) { return s.shown_layer == layer && s.shown_head == head; }));

@@ -26,7 +26,11 @@ SessionRecord fed_one(int session, double ms, int64_t live, double nll) {
 
 TEST(ScoringMeter, TotalsAndPeaks) {
   ScoringMeter meter(1, {});
-  for (int64_t live : {100, 300, 200}) meter.write({.sessions = {fed_one(0, 500, live, std::log(4.0))}});
+  for (int64_t live : {100, 300, 200}) {
+    StepRecord r;
+    r.sessions = {fed_one(0, 500, live, std::log(4.0))};
+    meter.write(r);
+  }
   const SessionMeasure m = meter.total(0);
   EXPECT_EQ(m.fed, 3);
   EXPECT_EQ(m.scored, 3);
