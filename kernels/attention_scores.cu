@@ -1,10 +1,10 @@
 // Score accumulation: one thread per cached key of one (item, KV head) adds
 // the normalised probability p = exp(logit - M) / Z of every query head of
-// the group and every row that sees it — in the CPU backend's order (head,
-// then row), so that equal probabilities give equal sums. Under current
-// scores (TOVA) the score is the last row's alone. Where a capture asks, the
-// same probabilities are written in full (zero where a row does not see the
-// key) for capture.cu to trim.
+// the group and every row its ScoreRule counts (core/policy/score_rule.h) to
+// the part of the old score the rule carries — in the CPU backend's order
+// (head, then row), so that equal probabilities give equal sums. Where a
+// capture asks, the same probabilities are written in full (zero where a row
+// does not see the key) for capture.cu to trim.
 #include "kernels/launch.h"
 #include "kernels/portable.h"
 
@@ -22,7 +22,7 @@ __global__ void attention_scores_kernel(const ItemDesc* items, int layer, ModelD
   CaptureSlot capture;
   if (captures) capture = captures[size_t(blockIdx.z) * d.layers + layer];
   const int first_captured = it.rows - capture.rows;
-  float acc = it.current_scores ? 0.0f : score[j];
+  float acc = it.score.carried(score[j]);
   for (int h = 0; h < d.group; ++h) {
     const size_t head = size_t(g * d.group + h);
     for (int r = 0; r < it.rows; ++r) {
@@ -32,7 +32,7 @@ __global__ void attention_scores_kernel(const ItemDesc* items, int layer, ModelD
       if (visible) {
         const float m = stats[(row * d.heads + head) * 2], inv = stats[(row * d.heads + head) * 2 + 1];
         p = expf(logits[(row * d.heads + head) * size_t(key_stride) + size_t(j)] - m) * inv;
-        if (!it.current_scores || r == it.rows - 1) acc += p;
+        if (it.score.row_adds(r, it.rows)) acc += p;
       }
       if (capture.probs && r >= first_captured)
         capture.probs[(size_t(r - first_captured) * d.heads + head) * size_t(keys) + size_t(j)] = p;

@@ -181,7 +181,7 @@ void StepIO::write_item_descs(kern::ItemDesc* desc) const {
     it.rows = s.rows;
     it.first_row = p.first_row;
     it.rolling = s.rule.rolling ? 1 : 0;
-    it.current_scores = s.rule.score == ScoreKind::Current ? 1 : 0;
+    it.score = s.rule.score;
     it.cut = p.cut ? 1 : 0;
     it.sinks = s.rule.sinks;
     it.recent = s.rule.recent;

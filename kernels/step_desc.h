@@ -8,6 +8,7 @@
 
 #include "core/base/host_device.h"
 #include "core/policy/low_bit_layout.h"
+#include "core/policy/score_rule.h"
 
 namespace h2o::kern {
 
@@ -71,7 +72,7 @@ struct CacheArrays {
   void* v = nullptr;      // values
   void* k_raw = nullptr;  // keys before RoPE (rolling positions only), re-rotated after a cut
   int32_t* pos = nullptr; // stream positions
-  float* score = nullptr; // accumulated attention (the step's last row for ScoreKind::Current)
+  float* score = nullptr; // each slot's score, as the item's ScoreRule sums it
   int cap = 0;
   LowBitArrays low;       // a quantized cache: its keys and values (k, v, k_raw null)
 };
@@ -84,7 +85,7 @@ struct ItemDesc {
   int rows = 0;               // new tokens
   int first_row = 0;          // its first row in the batch
   int rolling = 0;            // RoPE positions from slots
-  int current_scores = 0;     // ScoreKind::Current: scores are the last row's alone
+  ScoreRule score = {};       // what its scores sum (core/policy/score_rule.h)
   int cut = 0;                // cut back at the end of the step
   int sinks = 0, recent = 0, by_score = 0;  // the EvictionRule
   int kept = 0;               // tokens per head after the cut (the host's count; the kernel checks it)

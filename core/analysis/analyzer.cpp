@@ -478,7 +478,7 @@ std::pair<int64_t, int> Analyzer::top_heavy_hitter(const ViewSelection& view, in
   for (size_t i = 0; i < histories_.size(); ++i) {
     const PolicyHistory& h = histories_[i];
     const HeldState* held = window->state(i, view.layer);
-    if (h.rule().score != ScoreKind::Accumulated || !held) continue;
+    if (!h.rule().keeps_heavy_hitters() || !held) continue;
     // The held entries include every one that can be the best (held_state.h).
     const LayerState* scores = &held->kept;
     const int64_t length = h.length_at(step);
@@ -654,7 +654,7 @@ StudioSnapshot Analyzer::snapshot(const ViewSelection& requested, const CaptureW
     if (policy < 0 || policy >= int(histories_.size())) {
       policy = 0;
       for (size_t i = 0; i < histories_.size(); ++i)
-        if (histories_[i].rule().score == ScoreKind::Accumulated) {
+        if (histories_[i].rule().keeps_heavy_hitters()) {
           policy = int(i);
           break;
         }

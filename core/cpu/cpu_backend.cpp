@@ -380,15 +380,16 @@ void CpuBackend::attention(CpuCache& cache, const Span& span, const std::vector<
     angles[size_t(r)] = rule.rolling ? &cache.slot_angles(before + r) : &stream_angles[size_t(r)];
   append_rows(cache, h, span, angles, g);
 
-  // TOVA's scores are the current step's alone; every other rule accumulates.
-  const bool current_only = rule.score == ScoreKind::Current;
-  if (current_only) std::fill(h.score.begin(), h.score.begin() + n, 0.0f);
+  // Each score keeps what its rule carries over (score_rule.h); the new rows enter at 0.
+  const ScoreRule& score = rule.score;
+  if (score.carry != 1.0f)
+    for (int j = 0; j < before; ++j) h.score[size_t(j)] = score.carried(h.score[size_t(j)]);
   HeadCaptures captured(captures, cfg_, layer, g, rows, n);
   // A query row's weights, once computed: its scores and captures, in the
   // (query head, row) order every backend sums them in.
   attend(h, span, before, angles, g, [&](int qh, int r, const float* a) {
     const int visible = before + r + 1;
-    if (!current_only || r == rows - 1)
+    if (score.row_adds(r, rows))
       for (int j = 0; j < visible; ++j) h.score[size_t(j)] += a[j];
     captured.add(qh, r, a, visible);
   });

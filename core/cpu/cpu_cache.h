@@ -21,7 +21,7 @@ struct CpuHeadCache {
   std::vector<float> v;      // [cap][head_dim]
   std::vector<float> k_raw;  // [cap][head_dim] before RoPE; rolling positions only
   std::vector<int32_t> pos;  // [cap] stream positions
-  std::vector<float> score;  // [cap] accumulated attention (the current step's for ScoreKind::Current)
+  std::vector<float> score;  // [cap] each slot's score, as the rule's ScoreRule sums it
   // At a reduced KV precision, the keys and values live here instead of k, v, k_raw.
   std::unique_ptr<LowBitHead> low_bit;
 

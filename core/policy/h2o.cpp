@@ -14,7 +14,7 @@ constexpr PolicyParam kParams[] = {
 };
 
 EvictionRule rule(std::span<const int> v) {
-  return {.sinks = v[0], .recent = v[2], .by_score = v[1], .score = ScoreKind::Accumulated, .budget = v[0] + v[1] + v[2]};
+  return {.sinks = v[0], .recent = v[2], .by_score = v[1], .score = kAccumulatedScore, .budget = v[0] + v[1] + v[2]};
 }
 
 }  // namespace

@@ -8,15 +8,6 @@
 
 namespace h2o {
 
-const char* score_kind_name(ScoreKind kind) {
-  switch (kind) {
-    case ScoreKind::None: return "none";
-    case ScoreKind::Accumulated: return "accumulated";
-    case ScoreKind::Current: return "current";
-  }
-  return "?";
-}
-
 PolicyConfig::PolicyConfig() : PolicyConfig(*policy_units().front()) {}
 
 PolicyConfig::PolicyConfig(const PolicyUnit& unit) : unit_(&unit) {

@@ -19,16 +19,9 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/policy/kv_precision.h"
+#include "core/policy/score_rule.h"
 
 namespace h2o {
-
-// The scores a policy cuts by.
-enum class ScoreKind : uint8_t {
-  None,         // positions alone (full, StreamingLLM); attention is still summed, for display
-  Accumulated,  // summed over every query row since the token entered, and over the GQA group (H2O)
-  Current,      // the step's last query row only, summed over the GQA group, reset every step (TOVA)
-};
-const char* score_kind_name(ScoreKind kind);  // "none", "accumulated", "current"
 
 // What a backend cuts by, for any policy: once a (layer, KV head) holds more
 // than budget + slack tokens, keep the slots whose stream position is below
@@ -38,13 +31,15 @@ struct EvictionRule {
   int sinks = 0;
   int recent = 0;
   int by_score = 0;
-  ScoreKind score = ScoreKind::None;
+  ScoreRule score = {};  // what the by_score tokens are ranked by (score_rule.h)
   int budget = -1;
   int slack = 0;
   bool rolling = false;  // RoPE positions from cache slots instead of stream positions
   bool evicts() const { return budget >= 0; }
   // Whether a head holding `keys` tokens after a step's attention is cut.
   bool cut_due(int keys) const { return evicts() && keys > budget + slack; }
+  // Whether it keeps heavy hitters: tokens ranked by attention summed since they entered (H2O's).
+  bool keeps_heavy_hitters() const { return by_score > 0 && score.accumulates(); }
   bool operator==(const EvictionRule&) const = default;
 };
 
@@ -96,6 +91,8 @@ class PolicyConfig {
   // The kind named `name` (or an alias) with its default values; throws
   // Error("--policy: unknown policy ...") naming every kind there is.
   static PolicyConfig named(std::string_view name);
+  // A kind outside the registry (a test's own) with its default values; `unit` must outlive the config.
+  static PolicyConfig of(const PolicyUnit& unit) { return PolicyConfig(unit); }
 
   const PolicyUnit& unit() const { return *unit_; }
   std::string_view name() const { return unit_->name; }

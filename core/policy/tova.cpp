@@ -14,7 +14,7 @@ constexpr PolicyParam kParams[] = {
 };
 
 EvictionRule rule(std::span<const int> v) {
-  return {.sinks = v[0], .by_score = v[1], .score = ScoreKind::Current, .budget = v[0] + v[1]};
+  return {.sinks = v[0], .by_score = v[1], .score = kCurrentScore, .budget = v[0] + v[1]};
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ struct AttentionCapture {
 struct LayerState {
   int layer = 0;
   std::vector<std::vector<int32_t>> positions;  // per KV head, slot order (= stream order)
-  std::vector<std::vector<float>> scores;       // per KV head: accumulated (current for ScoreKind::Current)
+  std::vector<std::vector<float>> scores;       // per KV head: each token's score, as the policy's ScoreRule sums it
 };
 
 // ---- shared by every backend, so that all of them trim and measure alike ----

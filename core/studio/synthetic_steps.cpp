@@ -40,6 +40,17 @@ float sink_weight(int64_t position) { return position < 4 ? 6.0f / float(1 + pos
 // The recency diagonal: the latest tokens, fading over a few dozen.
 float recency(int64_t distance) { return distance < 64 ? 3.0f * std::exp(-float(distance) / 6.0f) : 0.0f; }
 
+// The cut's score of a token `age` steps old (1: entered this step) of
+// salience `base`: summed as the rule sums a steady attention (score_rule.h);
+// a score that forgets also varies from step to step and favours the latest
+// tokens, as one step's attention does.
+float steady_score(const ScoreRule& rule, float base, int64_t age, uint64_t seed, int64_t step, size_t head,
+                   int32_t position) {
+  if (rule.accumulates()) return base * rule.steady_weight(age);
+  const float varied = base * (0.5f + unit(seed, uint64_t(step), head, uint64_t(position)));
+  return varied * rule.steady_weight(age) + recency(age - 1);
+}
+
 constexpr std::array<const char*, 16> kWords = {" the", " of",    " and",  " a",   " model", " cache", " is", " to",
                                                  " in",  " token", " that", " we",  ",",      ".",      " it", " on"};
 std::string word(int token) { return kWords[size_t(token) % kWords.size()]; }
@@ -88,7 +99,7 @@ SyntheticStepSource::SyntheticStepSource(SyntheticStepsSpec spec, const StudioCa
     pane->session = int(i);
     pane->policy = spec_.policies[i];
     pane->rule = pane->policy.rule();
-    pane->per_head = pane->rule.evicts() && pane->rule.by_score > 0 && pane->rule.score != ScoreKind::None;
+    pane->per_head = pane->rule.evicts() && pane->rule.by_score > 0;
     pane->kv_heads = shape_.n_kv_heads;
     pane->held.resize(pane->per_head ? size_t(shape_.n_layers) * size_t(shape_.n_kv_heads) : 1);
     panes_.push_back(std::move(pane));
@@ -167,10 +178,7 @@ SessionRecord SyntheticStepSource::session_step(Pane& pane, const StepRecord& re
     scores.resize(list.size());
     for (size_t i = 0; i < list.size(); ++i) {
       const float base = salience(spec_.seed, layer, kv, list[i]);
-      scores[i] = pane.rule.score == ScoreKind::Current
-                      ? base * (0.5f + unit(spec_.seed, uint64_t(record.step), h, uint64_t(list[i]))) +
-                            recency(now - list[i])
-                      : base * float(now - list[i] + 1);
+      scores[i] = steady_score(pane.rule.score, base, now - list[i] + 1, spec_.seed, record.step, h, list[i]);
     }
     const std::vector<int> kept = select_kept(pane.rule, list, scores);
     std::vector<int32_t> survivors;
@@ -280,7 +288,7 @@ LayerState SyntheticStepSource::layer_state(const Pane& pane, int layer, int64_t
     std::vector<float>& scores = state.scores.emplace_back(list.size());
     for (size_t i = 0; i < list.size(); ++i) {
       const float attention = sink_weight(list[i]) + salience(spec_.seed, layer, kv, list[i]);
-      scores[i] = pane.rule.score == ScoreKind::Current ? attention : attention * float(now - list[i] + 1);
+      scores[i] = attention * pane.rule.score.steady_weight(now - list[i] + 1);
     }
   }
   return state;

@@ -241,7 +241,7 @@ TEST(HeadSummary, AGroupWhosePositionLeftWhileRecentKeepsItsOwnRecentSteps) {
   EvictionRule rule;
   rule.recent = 4;
   rule.by_score = 4;
-  rule.score = ScoreKind::Accumulated;
+  rule.score = kAccumulatedScore;
   rule.budget = 8;
   std::vector<int32_t> birth(128);
   for (size_t p = 0; p < birth.size(); ++p) birth[p] = int32_t(p);  // one position a step

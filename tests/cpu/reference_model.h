@@ -38,9 +38,8 @@ class ReferenceModel {
         auto& cache = caches_[{l, g}];
         cache.push_back({t_, {k.begin() + g * hd, k.begin() + (g + 1) * hd}, {v.begin() + g * hd, v.begin() + (g + 1) * hd}});
         const int n = int(cache.size());
-        // TOVA scores by the current query alone (one token per step here).
-        if (p_.rule().score == ScoreKind::Current)
-          for (auto& e : cache) e.score = 0;
+        // What of each score carries (score_rule.h; one token per step here, so every row is the last).
+        for (auto& e : cache) e.score *= double(p_.rule().score.carry);
         for (int qh = g * group; qh < (g + 1) * group; ++qh) {
           std::vector<double> qv(q.begin() + qh * hd, q.begin() + (qh + 1) * hd);
           rotate(qv, p_.rolling ? n - 1 : t_);

@@ -20,13 +20,13 @@ struct AttentionReference {
 inline AttentionReference reference_attention(const kern::ModelDims& d, int n_before, int rows,
                                               const std::vector<float>& q, const std::vector<float>& k,
                                               const std::vector<float>& v, const std::vector<float>& score, int cap,
-                                              bool current) {
+                                              const ScoreRule& rule) {
   AttentionReference ref;
   const int keys = n_before + rows, hd = d.head_dim;
   ref.out.assign(size_t(rows) * d.heads * hd, 0.0);
   ref.score.assign(size_t(d.kv_heads) * keys, 0.0);
   for (int g = 0; g < d.kv_heads; ++g)
-    for (int j = 0; j < keys; ++j) ref.score[size_t(g) * keys + j] = current ? 0.0 : score[size_t(g) * cap + j];
+    for (int j = 0; j < keys; ++j) ref.score[size_t(g) * keys + j] = double(rule.carry) * score[size_t(g) * cap + j];
   for (int r = 0; r < rows; ++r)
     for (int h = 0; h < d.heads; ++h) {
       const int g = h / d.group, visible = n_before + r + 1;
@@ -44,7 +44,7 @@ inline AttentionReference reference_attention(const kern::ModelDims& d, int n_be
         const double pj = p[size_t(j)] / z;
         for (int c = 0; c < hd; ++c)
           ref.out[(size_t(r) * d.heads + h) * hd + c] += pj * v[((size_t(g) * cap) + j) * hd + c];
-        if (!current || r == rows - 1) ref.score[size_t(g) * keys + j] += pj;
+        if (!rule.last_row_only || r == rows - 1) ref.score[size_t(g) * keys + j] += pj;
       }
     }
   return ref;

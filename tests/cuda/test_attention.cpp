@@ -47,7 +47,7 @@ struct Case {
 
 struct ItemCase {
   int n_before = 0, rows = 0;
-  bool current = false;  // ScoreKind::Current (TOVA)
+  ScoreRule score;  // kAccumulatedScore (H2O), kCurrentScore (TOVA) or one that decays
 };
 
 ModelDims dims_of(const Case& c) {
@@ -129,7 +129,7 @@ void check_case(const Case& c, const std::vector<ItemCase>& shapes, int threads)
     it.n_before = shapes[i].n_before;
     it.rows = shapes[i].rows;
     it.first_row = plan.items[i].first_row;
-    it.current_scores = shapes[i].current;
+    it.score = shapes[i].score;
     desc.push_back(it);
   }
   DeviceArray<ItemDesc> items(desc, s.get());
@@ -170,7 +170,7 @@ void check_case(const Case& c, const std::vector<ItemCase>& shapes, int threads)
     }
     const ItemCache& ic = caches[i];
     const AttentionReference ref =
-        reference_attention(d, sh.n_before, sh.rows, qi, ic.host_k, ic.host_v, ic.host_score, cap, sh.current);
+        reference_attention(d, sh.n_before, sh.rows, qi, ic.host_k, ic.host_v, ic.host_score, cap, sh.score);
     for (int r = 0; r < sh.rows; ++r)
       for (int e = 0; e < d.q_dim; ++e)
         ASSERT_NEAR(got[size_t(plan.items[i].first_row + r) * d.q_dim + e], ref.out[size_t(r) * d.q_dim + e], 2e-5)
@@ -187,14 +187,18 @@ void check_case(const Case& c, const std::vector<ItemCase>& shapes, int threads)
 
 H2O_CUDA_TEST_P(Attention, MatchesFloat64AcrossSplitsRowsAndGroups) {
   // Item 0 decodes one row over 600 keys (three splits); item 1 prefills 7
-  // rows (two tiles) over 250 cached keys, crossing a split; item 2 is TOVA's current scores.
-  check_case({DType::F32, 4, 2, 16, 1}, {{599, 1, false}, {250, 7, false}, {40, 3, true}}, threads());
+  // rows (two tiles) over 250 cached keys, crossing a split; item 2 is TOVA's
+  // current scores, item 3 a score that keeps half of the last step's.
+  check_case({DType::F32, 4, 2, 16, 1},
+             {{599, 1, kAccumulatedScore}, {250, 7, kAccumulatedScore}, {40, 3, kCurrentScore}, {90, 2, {.carry = 0.5f}}},
+             threads());
 }
 
 H2O_CUDA_TEST_P(Attention, EveryPathMatchesFloat64) {
   // Per case: a decode row over 700 keys (many splits where the case's SMs
   // ask for them), 9 prefill rows crossing splits, TOVA, a chunk from empty.
-  const std::vector<ItemCase> items{{700, 1, false}, {130, 9, false}, {40, 3, true}, {0, 5, false}};
+  const std::vector<ItemCase> items{
+      {700, 1, kAccumulatedScore}, {130, 9, kAccumulatedScore}, {40, 3, kCurrentScore}, {0, 5, kAccumulatedScore}};
   const std::vector<Case> cases{
       {DType::F16, 4, 4, 128, 64},        // MHA, 16 lanes a key, 8 rows a tile
       {DType::F32, 4, 2, 128, 16},        // 32 lanes a key

@@ -94,8 +94,7 @@ class NeoxReference {
         for (double& e : cache.back().v) e = f16_to_f32(f32_to_f16(float(e)));
       }
       const int n = int(cache.size());
-      if (p_.rule().score == ScoreKind::Current)
-        for (auto& e : cache) e.score = 0;  // TOVA: the last row's attention alone
+      for (auto& e : cache) e.score *= double(p_.rule().score.carry);  // all for H2O, none for TOVA
       for (int qh = g * group; qh < (g + 1) * group; ++qh) {
         std::vector<double> qv(q.begin() + qh * hd, q.begin() + (qh + 1) * hd);
         rotate(qv, p_.rolling ? n - 1 : t_);

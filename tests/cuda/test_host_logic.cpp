@@ -65,7 +65,7 @@ TEST(CudaHostPlan, CutsOnlyPastBudgetPlusSlack) {
   s.rule.by_score = 10;
   s.rule.budget = 24;
   s.rule.slack = 3;
-  s.rule.score = ScoreKind::Accumulated;
+  s.rule.score = kAccumulatedScore;
   s.rows = 1;
   s.n_before = 26;
   s.tokens_seen = 100;

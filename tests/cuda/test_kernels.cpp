@@ -170,11 +170,11 @@ void check_cuts(TestStream& s, std::mt19937& rng, int head_dim, int threads) {
   std::vector<CutCase> cases;
   for (bool rolling : {false, true})
     for (DType t : {DType::F32, DType::F16}) {
-      EvictionRule h2o{4, 6, 5, ScoreKind::Accumulated, 15, 0, rolling};
-      EvictionRule streaming{4, 11, 0, ScoreKind::None, 15, 0, rolling};
-      EvictionRule tova{2, 0, 13, ScoreKind::Current, 15, 0, rolling};
-      EvictionRule no_sinks{0, 3, 12, ScoreKind::Accumulated, 15, 2, rolling};
-      EvictionRule large{4, 100, 196, ScoreKind::Accumulated, 300, 0, rolling};
+      EvictionRule h2o{4, 6, 5, kAccumulatedScore, 15, 0, rolling};
+      EvictionRule streaming{4, 11, 0, ScoreRule{}, 15, 0, rolling};
+      EvictionRule tova{2, 0, 13, kCurrentScore, 15, 0, rolling};
+      EvictionRule no_sinks{0, 3, 12, kAccumulatedScore, 15, 2, rolling};
+      EvictionRule large{4, 100, 196, kAccumulatedScore, 300, 0, rolling};
       for (const EvictionRule& r : {h2o, streaming, tova, no_sinks, large}) cases.push_back({r, t});
     }
   for (const CutCase& cc : cases) {
@@ -195,7 +195,7 @@ void check_cuts(TestStream& s, std::mt19937& rng, int head_dim, int threads) {
       it.n_before = n - 1;
       it.rows = 1;
       it.rolling = rule.rolling;
-      it.current_scores = rule.score == ScoreKind::Current;
+      it.score = rule.score;
       it.cut = 1;
       it.sinks = rule.sinks, it.recent = rule.recent, it.by_score = rule.by_score;
       it.kept = kept;

@@ -628,7 +628,7 @@ H2O_CUDA_TEST(LowBit, AttentionReadsEverySlotAsTheLayoutReadsItBack) {
 
         const std::vector<float> no_scores(size_t(runs.size()), 0.0f);
         const test::AttentionReference ref =
-            test::reference_attention(d, shape.n_before, rows, q, slots.k, slots.v, no_scores, runs.size(), false);
+            test::reference_attention(d, shape.n_before, rows, q, slots.k, slots.v, no_scores, runs.size(), kAccumulatedScore);
         const auto got = out.read(), score = dev.score->read();
         for (size_t e = 0; e < got.size(); ++e)
           ASSERT_NEAR(got[e], ref.out[e], 2e-5 * (1 + std::fabs(ref.out[e]))) << "output " << e;

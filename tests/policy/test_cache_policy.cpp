@@ -73,9 +73,8 @@ void check_policy(const PolicyConfig& policy, int steps, uint32_t seed) {
         ++h.n;
         r.push_back({t, 0.0});
         ASSERT_EQ(h.n, int(r.size()));
-        // TOVA scores by this step's attention alone.
-        if (policy.rule().score == ScoreKind::Current)
-          for (int j = 0; j < h.n; ++j) h.score[j] = 0;
+        // What of each score carries (all for H2O, none for TOVA).
+        for (int j = 0; j < h.n; ++j) h.score[j] = policy.rule().score.carried(h.score[j]);
         for (int q = 0; q < group; ++q) {
           // Sparse, quantised probabilities: most mass on a few keys.
           std::vector<int> weight(h.n);

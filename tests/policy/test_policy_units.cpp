@@ -35,20 +35,20 @@ TEST(PolicyUnits, EveryKindIsRegisteredWithItsOwnNameTitleAndColour) {
 TEST(PolicyUnits, RulesAreThePlainDataAKernelCutsBy) {
   const EvictionRule full = PolicyConfig().rule();
   EXPECT_FALSE(full.evicts());
-  EXPECT_EQ(full.score, ScoreKind::None);
+  EXPECT_EQ(full.score, ScoreRule{});
 
   PolicyConfig s = PolicyConfig::named("streaming");
   s.slack = 3;
   const EvictionRule sr = s.rule();
-  EXPECT_EQ(sr, (EvictionRule{4, 60, 0, ScoreKind::None, 64, 3, false}));
+  EXPECT_EQ(sr, (EvictionRule{4, 60, 0, ScoreRule{}, 64, 3, false}));
 
   PolicyConfig h = PolicyConfig::named("h2o");
   h.rolling = true;
-  EXPECT_EQ(h.rule(), (EvictionRule{4, 32, 28, ScoreKind::Accumulated, 64, 0, true}));
+  EXPECT_EQ(h.rule(), (EvictionRule{4, 32, 28, kAccumulatedScore, 64, 0, true}));
 
   const EvictionRule t = PolicyConfig::named("tova").rule();
   // TOVA protects no recent token: the newest competes by its current score.
-  EXPECT_EQ(t, (EvictionRule{4, 0, 60, ScoreKind::Current, 64, 0, false}));
+  EXPECT_EQ(t, (EvictionRule{4, 0, 60, kCurrentScore, 64, 0, false}));
 }
 
 TEST(PolicyUnits, ABudgetIsSplitByTheKind) {

@@ -70,7 +70,7 @@ TEST(CacheBook, SurvivalKeysKeepWhatSelectKeptKeeps) {
     rule.sinks = int(rng() % 5);
     rule.recent = int(rng() % 12);
     rule.by_score = int(rng() % 12);
-    rule.score = ScoreKind::Accumulated;
+    rule.score = kAccumulatedScore;
     rule.budget = rule.sinks + rule.recent + rule.by_score;
     if (rule.budget == 0) continue;
     const int n = rule.budget + 1 + int(rng() % 20);
@@ -122,12 +122,12 @@ TEST(CacheBook, CachesGrowByHalfAndABoundedOneNotPastBudgetSlackAndRows) {
   EXPECT_EQ(caps, (std::vector<int>{64, 96, 144, 216, 324}));
   EXPECT_EQ(grown_capacity(full, 0, 0, 100), 100);  // a long prefill chunk at once
   // A bounded rule: as the full cache, but never past budget + slack + the step's rows.
-  EvictionRule bounded{4, 10, 10, ScoreKind::Accumulated, 24, 3, false};
+  EvictionRule bounded{4, 10, 10, kAccumulatedScore, 24, 3, false};
   EXPECT_EQ(grown_capacity(bounded, 0, 0, 1), 28);
   EXPECT_EQ(grown_capacity(bounded, 24, 28, 1), 28);
   EXPECT_EQ(grown_capacity(bounded, 24, 28, 64), 24 + 64);  // what it holds and the rows: under budget + slack + rows
   // A large budget costs memory as the cache fills, not up front.
-  EvictionRule large{4, 500000, 499996, ScoreKind::Accumulated, 1000000, 0, false};
+  EvictionRule large{4, 500000, 499996, kAccumulatedScore, 1000000, 0, false};
   EXPECT_EQ(grown_capacity(large, 0, 0, 1), 64);
   EXPECT_EQ(grown_capacity(large, 64, 64, 1), 96);
   EXPECT_EQ(grown_capacity(large, 999999, 999999, 1), 1000001);  // budget + slack + rows
@@ -141,7 +141,7 @@ TEST(CacheBook, ALowBitRunGrowsFromItsOwnLeastAndTheLimitBindsUnlessNeeded) {
   EXPECT_EQ(grown_capacity(64, 64, 70, 64), 64);  // what fits keeps its capacity
   EvictionRule full;
   EXPECT_EQ(capacity_limit(full, 1), kMaxCacheTokens);
-  EvictionRule bounded{4, 10, 10, ScoreKind::Accumulated, 24, 3, false};
+  EvictionRule bounded{4, 10, 10, kAccumulatedScore, 24, 3, false};
   EXPECT_EQ(capacity_limit(bounded, 5), 24 + 3 + 5);
   EXPECT_FALSE(bounded.cut_due(27));
   EXPECT_TRUE(bounded.cut_due(28));
