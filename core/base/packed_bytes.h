@@ -100,10 +100,14 @@ class PackedReader {
     const uint64_t u = varint();
     return int64_t(u >> 1) ^ -int64_t(u & 1);
   }
-  // A count of items each taking at least `min_bytes`: never more than the bytes left can hold.
-  size_t count(size_t min_bytes = 1) {
+  // A count of items each taking at least `min_bytes`: never more than the
+  // bytes left can hold, nor than `most` (what the input's own shape allows;
+  // `over_most` says what is wrong when it is more).
+  size_t count(size_t min_bytes = 1, size_t most = SIZE_MAX, const char* over_most = nullptr) {
     const uint64_t n = varint();
     if (n > left() / std::max<size_t>(min_bytes, 1)) fail("a count of " + std::to_string(n) + " runs past its end");
+    if (n > most)
+      fail(over_most ? over_most : "a count of " + std::to_string(n) + " where at most " + std::to_string(most) + " fit");
     return size_t(n);
   }
   // A signed whole number within [lo, hi].
@@ -141,8 +145,8 @@ class PackedReader {
     at_ += n;
     return s;
   }
-  std::vector<int32_t> positions() {
-    std::vector<int32_t> out(count());
+  std::vector<int32_t> positions(size_t most = SIZE_MAX) {
+    std::vector<int32_t> out(count(1, most));
     int64_t p = 0;
     for (int32_t& x : out) {
       // Checked before the sum, which a crafted delta near 2^63 would overflow.
@@ -152,8 +156,8 @@ class PackedReader {
     }
     return out;
   }
-  void skip_positions() {
-    for (size_t n = count(); n > 0; --n) signed_varint();
+  void skip_positions(size_t most = SIZE_MAX) {
+    for (size_t n = count(1, most); n > 0; --n) signed_varint();
   }
   size_t left() const { return in_.size() - at_; }
   [[noreturn]] void fail(const std::string& why) const { throw Error(std::string(what_) + ": " + why); }

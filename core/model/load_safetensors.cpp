@@ -325,6 +325,12 @@ std::shared_ptr<Shard> open_shard(const std::string& path) {
   if (header_len > f.size() - 8)
     fail(path, "header length " + std::to_string(header_len) + " exceeds the file size (" + std::to_string(f.size()) +
                    " bytes): truncated or not a safetensors file");
+  // The format's own bound (the safetensors library refuses more): a header's
+  // entries, and the memory they parse into, are bounded by it.
+  constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+  if (header_len > kMaxHeaderBytes)
+    fail(path, "header length " + std::to_string(header_len) + " is over the format's bound of " +
+                   std::to_string(kMaxHeaderBytes) + " bytes");
   shard->data_start = 8 + header_len;
   const char* h = reinterpret_cast<const char*>(f.data() + 8);
   const json header = parse_json_document(h, h + header_len, path);

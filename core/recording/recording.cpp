@@ -217,6 +217,7 @@ RecordingReader::RecordingReader(const std::string& path) : path_(path) {
       fail(path, "recording version " + std::to_string(version_) + " is not one this build reads (1 to " +
                      std::to_string(kVersion) + ")");
     header_ = header_from_json(first.at("header"));
+    shape_ = line_shape(header_);
   } catch (const json::exception& e) {
     fail(path + ":1", e.what());
   } catch (const Error& e) {
@@ -273,7 +274,7 @@ void RecordingReader::read_ahead() {
     Parsed& p = batch[i];
     if (!p.error.empty()) return;
     try {
-      RecordingLine parsed = parse_recording_line(lines[i], version_, skim_below_);
+      RecordingLine parsed = parse_recording_line(lines[i], version_, skim_below_, &shape_);
       p.record = std::move(parsed.step);
       p.skimmed = parsed.skimmed;
       if (p.record) check_step_fits(*p.record, header_, p.skimmed);
@@ -378,6 +379,12 @@ void check_state(const LayerState& s, const RecordingHeader& h) {
 
 }  // namespace
 
+LineShape line_shape(const RecordingHeader& header) {
+  LineShape shape{header.layers, header.heads, header.kv_heads, {}};
+  for (const PolicyConfig& p : header.policies) shape.rules.push_back(p.rule());
+  return shape;
+}
+
 void check_step_fits(const StepRecord& r, const RecordingHeader& h, bool skimmed) {
   // The analyzer keeps steps in 32 bits.
   check(r.step >= 0 && r.step < INT32_MAX, "step " + std::to_string(r.step) + " out of range");
@@ -454,6 +461,7 @@ RecordingLines::RecordingLines(const std::string& path, const RecordingHeader& h
   shape_.heads = header.heads;
   shape_.kv_heads = header.kv_heads;
   shape_.policies = header.policies;
+  line_shape_ = line_shape(header);
 }
 
 StepRecord RecordingLines::read(const RecordingIndex& index, int64_t step) {
@@ -464,7 +472,7 @@ StepRecord RecordingLines::read(const RecordingIndex& index, int64_t step) {
   std::string line;
   try {
     if (!read_record(in_, line)) throw Error("cannot read the line");
-    StepRecord record = parse_step_line(line, version_);
+    StepRecord record = parse_step_line(line, version_, &line_shape_);
     check_step_fits(record, shape_);
     return record;
   } catch (const std::exception& e) {

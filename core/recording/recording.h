@@ -61,6 +61,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/thread_pool.h"
+#include "core/recording/step_line.h"
 #include "core/runtime/engine.h"
 #include "core/runtime/run_loop.h"
 
@@ -109,6 +110,9 @@ struct RecordingIndex {
 // `skimmed`: read as StepDetail::Skim, its captures' arrays may be empty.
 void check_step_fits(const StepRecord& record, const RecordingHeader& header, bool skimmed = false);
 
+// The header's model and policies as the bounds of its lines' payloads (step_line.h).
+LineShape line_shape(const RecordingHeader& header);
+
 // Reads single lines of a recording by step, through an index, each checked
 // against `header`. Throws Error("<path>: step N: ...").
 class RecordingLines {
@@ -121,6 +125,7 @@ class RecordingLines {
   std::ifstream in_;
   int version_;
   RecordingHeader shape_;  // the header without its manifest and settings
+  LineShape line_shape_;   // the same, as bounds for each line's payloads
 };
 
 // Lines in a file that hold steps (not the header, not the totals), counted fast.
@@ -198,6 +203,7 @@ class RecordingReader final : public StepSource {
   int version_ = 2;
   int64_t skim_below_ = -1;
   RecordingHeader header_;
+  LineShape shape_;  // the header's, bounding each line's payloads
   nlohmann::json totals_;
   int64_t checkpoint_step_ = -1;
   std::string checkpoint_;

@@ -190,10 +190,30 @@ struct Tail {
   }
 };
 
-SessionRecord session(od::value v, int version, StepDetail detail, Tail& tail) {
+// What `s`'s payload may declare: the model's shape, and per KV head at most
+// the tokens its policy lets a head hold in the step (budget + slack before
+// the cut, plus what the step fed), or, for a cache that never cuts, every
+// token of the stream so far.
+PayloadBounds payload_bounds(const SessionRecord& s, const LineShape* shape) {
+  PayloadBounds b;
+  b.rows = s.fed.size();
+  if (!shape) return b;
+  if (s.session < 0 || size_t(s.session) >= shape->rules.size())
+    throw Error("session " + std::to_string(s.session) + ": no such policy in the header");
+  b.layers = size_t(shape->layers), b.heads = size_t(shape->heads), b.kv_heads = size_t(shape->kv_heads);
+  const EvictionRule& rule = shape->rules[size_t(s.session)];
+  if (rule.evicts()) b.keys = size_t(rule.budget) + size_t(rule.slack) + b.rows;
+  else if (s.position >= 0) b.keys = size_t(s.position) + b.rows;
+  return b;
+}
+
+SessionRecord session(od::value v, int version, StepDetail detail, Tail& tail, const LineShape* shape) {
   Required needs{kSessionNeeds, 0, 15};
   SessionRecord s;
   s.position = -1;  // version 1 did not record it
+  // The payload is read after the session's other fields, which bound what it may declare.
+  std::optional<std::string_view> frame;
+  std::string frame_from_text;
   for (auto field : v.get_object()) {
     const std::string_view key = field.unescaped_key();
     od::value x = field.value();
@@ -203,10 +223,11 @@ SessionRecord session(od::value v, int version, StepDetail detail, Tail& tail) {
       needs.seen |= 1u << 14;
     } else if (key == "payload_bytes") {
       // Version 4: evictions by head, captures and states in one compressed payload, after the line.
-      decode_session_payload(tail.take(as_int64(x)), s, detail == StepDetail::Skim);
+      frame = tail.take(as_int64(x));
     } else if (key == "payload") {
       // Version 3: the same payload as base64 text.
-      decode_session_payload(payload_from_base64(std::string_view(x.get_string())), s, detail == StepDetail::Skim);
+      frame_from_text = payload_from_base64(std::string_view(x.get_string()));
+      frame = frame_from_text;
     } else if (key == "attention") {
       // Version 1 held one capture, version 2 a list.
       if (version < 2) s.attention.push_back(capture(x, detail));
@@ -225,6 +246,14 @@ SessionRecord session(od::value v, int version, StepDetail detail, Tail& tail) {
     }
   }
   needs.check();
+  if (frame) {
+    const PayloadBounds bounds = payload_bounds(s, shape);
+    try {
+      decode_session_payload(*frame, s, detail == StepDetail::Skim, bounds);
+    } catch (const Error& e) {
+      throw Error("session " + std::to_string(s.session) + ": " + e.what());
+    }
+  }
   return s;
 }
 
@@ -259,7 +288,7 @@ std::vector<AskAnswer> ask_answers(od::value v) {
   return out;
 }
 
-StepRecord step(od::object o, int version, StepDetail detail, Tail& tail) {
+StepRecord step(od::object o, int version, StepDetail detail, Tail& tail, const LineShape* shape) {
   static const char* const kNeeds[] = {"step", "phase", "prompt", "turn_start", "turn_end", "engine_s", "sessions"};
   Required needs{kNeeds, 0, 7};
   StepRecord r;
@@ -279,7 +308,7 @@ StepRecord step(od::object o, int version, StepDetail detail, Tail& tail) {
       tail.size = as_int64(x);
       if (tail.size <= 0 || tail.size > int64_t(tail.bytes.size())) throw Error("the step's \"tail\" is not the bytes after its line");
     } else if (key == "sessions") {
-      for (od::value s : x.get_array()) r.sessions.push_back(session(s, version, detail, tail));
+      for (od::value s : x.get_array()) r.sessions.push_back(session(s, version, detail, tail, shape));
       needs.seen |= 64;
     }
   }
@@ -289,7 +318,7 @@ StepRecord step(od::object o, int version, StepDetail detail, Tail& tail) {
 
 }  // namespace
 
-RecordingLine parse_recording_line(std::string& line, int version, int64_t skim_below) {
+RecordingLine parse_recording_line(std::string& line, int version, int64_t skim_below, const LineShape* shape) {
   // One parser per thread: a reader parses lines on every core.
   thread_local od::parser parser;
   // The line ends at its first newline (JSON text has none); a version-4 step's payloads follow.
@@ -318,7 +347,7 @@ RecordingLine parse_recording_line(std::string& line, int version, int64_t skim_
     }
     o.reset();
     out.skimmed = number < skim_below;
-    out.step = step(o, version, out.skimmed ? StepDetail::Skim : StepDetail::Full, tail);
+    out.step = step(o, version, out.skimmed ? StepDetail::Skim : StepDetail::Full, tail, shape);
     // The object is read to its end: anything but blanks after it is another value (simdjson
     // 3.0 has no at_end(); a location inside the line says there is more).
     const char* more = nullptr;
@@ -333,8 +362,8 @@ RecordingLine parse_recording_line(std::string& line, int version, int64_t skim_
   }
 }
 
-StepRecord parse_step_line(std::string& line, int version) {
-  RecordingLine parsed = parse_recording_line(line, version);
+StepRecord parse_step_line(std::string& line, int version, const LineShape* shape) {
+  RecordingLine parsed = parse_recording_line(line, version, -1, shape);
   if (!parsed.step) throw Error("not a step");
   return std::move(*parsed.step);
 }

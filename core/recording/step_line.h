@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "core/policy/policy.h"
 #include "core/runtime/step_record.h"
 
 namespace h2o {
@@ -31,14 +32,23 @@ struct RecordingLine {
   bool totals = false;
 };
 
+// What a recording's header says of its model and sessions: what bounds the
+// counts a line's payloads may declare (PayloadBounds), checked before they are read.
+struct LineShape {
+  int layers = 0, heads = 0, kv_heads = 0;
+  std::vector<EvictionRule> rules;  // each session's policy's
+};
+
 // Parses `line`, a record as read_record gives it (recording.h: the line and,
 // in version 4, a newline and the step's payloads), given room for
 // simdjson's padding, hence not const.
 // `skim_below`: a step numbered below it is read as StepDetail::Skim (-1: none).
+// `shape`: the recording's (null: payloads bounded by their bytes alone).
 // Throws Error saying what is wrong (the caller names the file and line).
-RecordingLine parse_recording_line(std::string& line, int version, int64_t skim_below = -1);
+RecordingLine parse_recording_line(std::string& line, int version, int64_t skim_below = -1,
+                                   const LineShape* shape = nullptr);
 
 // A step line read whole.
-StepRecord parse_step_line(std::string& line, int version = 2);
+StepRecord parse_step_line(std::string& line, int version = 2, const LineShape* shape = nullptr);
 
 }  // namespace h2o

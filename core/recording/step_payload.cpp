@@ -72,10 +72,24 @@ void write_evictions(PackedWriter& w, const std::vector<EvictionEvent>& events) 
   }
 }
 
-void read_evictions(PackedReader& r, std::vector<EvictionEvent>& events) {
-  for (size_t runs = r.count(3); runs > 0; --runs) {
-    const int layer = r.whole("an eviction's layer"), kv = r.whole("an eviction's KV head");
-    for (int32_t p : r.positions()) events.push_back({layer, kv, p});
+// a x b as a bound on a count: SIZE_MAX where it would overflow, so an unbounded factor stays unbounded.
+size_t times(size_t a, size_t b) { return b != 0 && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
+
+// A layer or head index below `n` (the header's count; SIZE_MAX: any whole
+// number, left to check_step_fits); `outside` says what is wrong otherwise.
+int index_below(PackedReader& r, size_t n, const char* outside) {
+  const int64_t v = r.within(INT32_MIN, INT32_MAX, outside);
+  if (n != SIZE_MAX && (v < 0 || uint64_t(v) >= n)) r.fail(outside);
+  return int(v);
+}
+
+void read_evictions(PackedReader& r, const PayloadBounds& b, std::vector<EvictionEvent>& events) {
+  // One run per (layer, KV head), each of at most the tokens that head held.
+  for (size_t runs = r.count(3, times(b.layers, b.kv_heads), "more eviction runs than the model has KV heads");
+       runs > 0; --runs) {
+    const int layer = index_below(r, b.layers, "an eviction outside the model");
+    const int kv = index_below(r, b.kv_heads, "an eviction outside the model");
+    for (int32_t p : r.positions(b.keys)) events.push_back({layer, kv, p});
   }
 }
 
@@ -97,30 +111,30 @@ void write_capture(PackedWriter& w, const AttentionCapture& a) {
     for (float s : a.top_share) w.f32(s);
 }
 
-AttentionCapture read_capture(PackedReader& r, bool skim) {
+AttentionCapture read_capture(PackedReader& r, bool skim, const PayloadBounds& b) {
   AttentionCapture a;
-  a.layer = r.whole("a capture's layer");
+  a.layer = index_below(r, b.layers, "a capture of no such layer");
   a.head = r.whole("a capture's head");
   a.rows = r.whole("a capture's rows");
-  if (skim) r.skip_positions();
-  else a.query_positions = r.positions();
-  const size_t kv_heads = r.count();
+  if (skim) r.skip_positions(b.rows);
+  else a.query_positions = r.positions(b.rows);
+  const size_t kv_heads = r.count(1, b.kv_heads, "a capture's key positions do not list every KV head");
   if (!skim) a.key_positions.reserve(kv_heads);
   for (size_t k = 0; k < kv_heads; ++k) {
-    if (skim) r.skip_positions();
-    else a.key_positions.push_back(r.positions());
+    if (skim) r.skip_positions(b.keys);
+    else a.key_positions.push_back(r.positions(b.keys));
   }
-  const size_t heads = r.count();
+  const size_t heads = r.count(1, b.heads, "a capture's probabilities of more heads than the model has");
   const auto& value = code_values();
   if (!skim) a.probs.resize(heads);
   for (size_t h = 0; h < heads; ++h) {
-    const std::string_view codes = r.take(r.count());
+    const std::string_view codes = r.take(r.count(1, times(b.rows, b.keys)));
     if (skim) continue;
     std::vector<float>& row = a.probs[h];
     row.resize(codes.size());
     for (size_t i = 0; i < codes.size(); ++i) row[i] = value[uint8_t(codes[i])];
   }
-  a.top_share.resize(r.count(4));
+  a.top_share.resize(r.count(4, b.heads, "a capture's shares of more heads than the model has"));
   for (float& s : a.top_share) s = r.f32();
   return a;
 }
@@ -136,23 +150,25 @@ void write_state(PackedWriter& w, const LayerState& s) {
   }
 }
 
-LayerState read_state(PackedReader& r) {
+LayerState read_state(PackedReader& r, const PayloadBounds& b) {
   LayerState s;
-  s.layer = r.whole("a state's layer");
-  s.positions.resize(r.count());
-  for (auto& p : s.positions) p = r.positions();
-  s.scores.resize(r.count());
+  s.layer = index_below(r, b.layers, "a layer state of no such layer");
+  s.positions.resize(r.count(1, b.kv_heads, "a layer state's positions and scores do not list every KV head"));
+  for (auto& p : s.positions) p = r.positions(b.keys);
+  s.scores.resize(r.count(1, b.kv_heads, "a layer state's positions and scores do not list every KV head"));
   for (auto& row : s.scores) {
-    row.resize(r.count(4));
+    row.resize(r.count(4, b.keys));
     for (float& v : row) v = r.f32();
   }
   return s;
 }
 
-void skip_state(PackedReader& r) {
-  r.whole("a state's layer");
-  for (size_t n = r.count(); n > 0; --n) r.skip_positions();
-  for (size_t n = r.count(); n > 0; --n) r.take(r.count(4) * 4);
+void skip_state(PackedReader& r, const PayloadBounds& b) {
+  index_below(r, b.layers, "a layer state of no such layer");
+  for (size_t n = r.count(1, b.kv_heads, "a layer state's positions do not list every KV head"); n > 0; --n)
+    r.skip_positions(b.keys);
+  for (size_t n = r.count(1, b.kv_heads, "a layer state's scores do not list every KV head"); n > 0; --n)
+    r.take(r.count(4, b.keys) * 4);
 }
 
 }  // namespace
@@ -226,16 +242,19 @@ std::string payload_from_base64(std::string_view text) {
   return bytes;
 }
 
-void decode_session_payload(std::string_view frame, SessionRecord& s, bool skim) {
+void decode_session_payload(std::string_view frame, SessionRecord& s, bool skim, const PayloadBounds& b) {
   const std::string raw = unpack_payload(frame);
   PackedReader r(raw, "payload");
-  read_evictions(r, s.evictions.by_head);
-  for (size_t n = r.count(4); n > 0; --n) s.attention.push_back(read_capture(r, skim));
-  const size_t states = r.count(3);
+  read_evictions(r, b, s.evictions.by_head);
+  // At most a capture of each head and one of all heads, per layer (the app takes one per layer).
+  const size_t most_captures = times(b.layers, b.heads == SIZE_MAX ? SIZE_MAX : b.heads + 1);
+  for (size_t n = r.count(4, most_captures, "more captures than the model has layers and heads"); n > 0; --n)
+    s.attention.push_back(read_capture(r, skim, b));
+  const size_t states = r.count(3, b.layers, "more layer states than the model has layers");
   for (size_t i = 0; i < states; ++i) {
     // A skim keeps the first state only (the watched layer's), as version 2's reader does.
-    if (skim && i > 0) skip_state(r);
-    else s.layer_states.push_back(read_state(r));
+    if (skim && i > 0) skip_state(r, b);
+    else s.layer_states.push_back(read_state(r, b));
   }
   if (r.left() != 0) throw Error("payload: bytes after its end");
 }

@@ -15,6 +15,8 @@
 // heatmap's colours or the head view's two decimals show. A live run rounds
 // its records so (round_to_recorded) before anything sees them, so the live
 // app shows exactly what a replay of its recording shows.
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -25,11 +27,22 @@ namespace h2o {
 // The payload of `session`'s evictions by head, captures and states: one zstd frame.
 std::string encode_session_payload(const SessionRecord& session);
 
+// What a session's payload may declare, from its recording's header and the
+// step's own line: every count is checked against it before anything is
+// allocated, so a few bytes that unpack to "120 million evictions" are
+// refused, not read into gigabytes. The defaults bound nothing but the bytes.
+struct PayloadBounds {
+  size_t layers = SIZE_MAX, heads = SIZE_MAX, kv_heads = SIZE_MAX;  // the model's
+  size_t keys = SIZE_MAX;  // the most tokens one KV head holds in the step (before its cut)
+  size_t rows = SIZE_MAX;  // the most query rows a capture holds: the tokens the step fed
+};
+
 // Reads a payload (a zstd frame) back into `session` (by_head evictions,
 // attention, layer_states). `skim`: the captures' positions and probabilities
 // and every layer state but the first are skipped unread (StepDetail::Skim).
-// Throws Error saying what is wrong; allocates no more than the payload's size implies.
-void decode_session_payload(std::string_view frame, SessionRecord& session, bool skim);
+// Throws Error saying what is wrong; allocates no more than `bounds` and the payload's size allow.
+void decode_session_payload(std::string_view frame, SessionRecord& session, bool skim,
+                            const PayloadBounds& bounds = {});
 
 // A version-3 payload's base64 text as the frame it stands for. Throws Error.
 std::string payload_from_base64(std::string_view text);

@@ -823,6 +823,31 @@ TEST(LoaderSafetensors, BrokenHeaders) {
   }
 }
 
+// A header's entries are read in one pass: 200,000 tensors the model does not
+// use (all on the same 4 bytes) load beside its own; with a parser that
+// rescanned an object's members at each member's end they took minutes.
+TEST(LoaderSafetensors, TwoHundredThousandExtraEntriesLoad) {
+  const auto m = random_arrays(hf_test_config(), 37, false);
+  const auto dir = hf_with_header("st-many", m, [](json& h) {
+    for (int i = 0; i < 200000; ++i)
+      h["extra." + std::to_string(i)] = {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {0, 4}}};
+  });
+  auto model = load_safetensors(dir.string());
+  expect_config(model->config, m.config);
+}
+
+// A header longer than the format allows is refused before it is parsed,
+// though the (sparse) file is long enough to hold it.
+TEST(LoaderSafetensors, AHeaderOverTheFormatsBoundIsRefused) {
+  const auto dir = hf_with_header("st-long-header", random_arrays(hf_test_config(), 38, false), [](json&) {});
+  const fs::path file = dir / "model.safetensors";
+  auto bytes = read_file(file);
+  poke<uint64_t>(bytes, 0, uint64_t(100'000'001));
+  write_file(file, bytes);
+  fs::resize_file(file, 101'000'000);
+  expect_error([&] { load_safetensors(file.string()); }, file.string(), "over the format's bound of 100000000 bytes");
+}
+
 TEST(LoaderSafetensors, TruncatedAndBadJson) {
   const auto dir = temp_dir("st-trunc");
   const auto m = random_arrays(hf_test_config(), 36, false);

@@ -120,6 +120,46 @@ TEST(Recording, AHeaderOfImpossibleNumbersIsOneError) {
   EXPECT_EQ(c.seed, StudioConfig{}.seed);
 }
 
+// A step's payload is read against its header's shape and its session's
+// policy: a head of an H2O session at budget 64 (slack 0) that fed 2 tokens
+// can lose at most 66 tokens a step, a full cache's at most what the stream
+// has seen, and a session the header does not name is refused before its
+// payload is read.
+TEST(Recording, APayloadIsBoundedByItsSessionsPolicyAndTheModelsShape) {
+  StepRecord r;
+  r.step = 3;
+  SessionRecord s;
+  s.session = 0;
+  s.fed = {5, 6};
+  s.position = 1000;
+  for (int32_t p = 0; p < 300; ++p) s.evictions.by_head.push_back({0, 1, p});
+  r.sessions.push_back(s);
+  const std::string line = recording_step_line(r);
+  PolicyConfig h2o = PolicyConfig::named("h2o");
+  h2o.set("sinks", 4).set("heavy", 28).set("recent", 32);
+  LineShape shape{2, 4, 2, {h2o.rule(), PolicyConfig().rule()}};
+  const auto error_of = [&](const LineShape& with) {
+    std::string text = line;
+    try {
+      parse_step_line(text, kRecordingVersion, &with);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of(shape).find("session 0: payload: a count of 300 where at most 66 fit"), std::string::npos)
+      << error_of(shape);
+  std::swap(shape.rules[0], shape.rules[1]);  // session 0 the full cache: 1002 tokens seen
+  EXPECT_EQ(error_of(shape), "");
+  LineShape one_kv_head = shape;
+  one_kv_head.kv_heads = 1;
+  EXPECT_NE(error_of(one_kv_head).find("session 0: payload: an eviction outside the model"), std::string::npos)
+      << error_of(one_kv_head);
+  LineShape no_session = shape;
+  no_session.rules.clear();
+  EXPECT_NE(error_of(no_session).find("session 0: no such policy in the header"), std::string::npos);
+}
+
 TEST(Recording, AStepThatDoesNotFitItsHeaderIsOneErrorNamingItsLine) {
   const auto dir = test::temp_dir("recording-fit");
   const std::string path = (dir / "unfit.jsonl").string();
@@ -133,6 +173,8 @@ TEST(Recording, AStepThatDoesNotFitItsHeaderIsOneErrorNamingItsLine) {
       RecordingWriter writer(path, h);
       StepRecord r;
       r.sessions.resize(1);
+      r.sessions[0].fed = {1};  // one token, at stream position 10
+      r.sessions[0].position = 10;
       AttentionCapture a;
       a.layer = 1;
       a.rows = 1;
@@ -257,6 +299,8 @@ TEST(Recording, AStepsPayloadsCutShortAreNamedWithTheirLine) {
       StepRecord r;
       r.step = step;
       r.sessions.resize(1);
+      r.sessions[0].fed = {1};
+      r.sessions[0].position = 20 + step;
       r.sessions[0].evictions.by_head = {{0, 0, int32_t(step)}, {0, 0, int32_t(step + 10)}};
       writer.write(r);
     }

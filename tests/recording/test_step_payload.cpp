@@ -173,3 +173,48 @@ TEST(StepPayload, ADamagedCompressedPayloadFailsItsChecksum) {
   EXPECT_GT(tries, 10);
   EXPECT_GT(refused, 0);
 }
+
+// Reliability round 5: a few KB that unpack to "120 million evictions" (all of
+// position 0) are refused by the model's shape and the policy's budget before
+// any are read, where the bytes alone let a reader allocate 1.4 GB for them.
+TEST(StepPayload, DeclaredCountsAreBoundedByTheShapeBeforeAnythingIsAllocated) {
+  const size_t declared = 120'000'000;
+  std::string raw("\x01\x00\x00", 3);  // one run, layer 0, KV head 0
+  size_t n = declared;  // its count, as a varint
+  for (; n >= 0x80; n >>= 7) raw += char(0x80 | (n & 0x7f));
+  raw += char(n);
+  raw += std::string(declared, '\0');  // deltas of 0
+  const std::string packed = pack_payload(raw);
+  EXPECT_LT(packed.size(), 8'000u);
+  PayloadBounds bounds;
+  bounds.layers = 22, bounds.heads = 32, bounds.kv_heads = 4;
+  bounds.keys = 256 + 1;  // a budget of 256 and one token fed
+  bounds.rows = 1;
+  SessionRecord s;
+  try {
+    decode_session_payload(packed, s, false, bounds);
+    ADD_FAILURE() << "120 million evictions read back";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a count of 120000000 where at most 257 fit"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(s.evictions.by_head.empty());
+
+  // Each bound on its own: runs, layers, KV heads, captures, a capture's rows and keys, states.
+  const SessionRecord sent = rich_session();  // layers 0 and 2, 2 KV heads, 4 keys, 2 rows, 3 captures, 2 states
+  const std::string fits = encode_session_payload(sent);
+  PayloadBounds ok;
+  ok.layers = 3, ok.heads = 2, ok.kv_heads = 2, ok.keys = 4, ok.rows = 2;
+  SessionRecord back;
+  decode_session_payload(fits, back, false, ok);
+  expect_same(back, sent);
+  const auto refused = [&](PayloadBounds b, const char* what) {
+    SessionRecord r;
+    EXPECT_THROW(decode_session_payload(fits, r, false, b), Error) << what;
+  };
+  PayloadBounds b = ok;
+  b.layers = 2, refused(b, "layer 2 of 2");
+  b = ok, b.kv_heads = 1, refused(b, "KV head 1 of 1");
+  b = ok, b.keys = 3, refused(b, "4 keys where 3 fit");
+  b = ok, b.rows = 1, refused(b, "2 rows where 1 fits");
+  b = ok, b.heads = 1, refused(b, "2 heads' probabilities where 1 fits");
+}

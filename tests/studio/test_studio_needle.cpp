@@ -160,7 +160,10 @@ std::vector<nlohmann::json> logged_steps(const StudioInputs& in, int n, int ask_
   NeedleSource needle(*engine, source);
   needle.ask_every(ask_every);
   {
-    RunLog log(dir.string(), *engine, {.command = "stream", .hash_files = false});
+    RunInfo info;
+    info.command = "stream";
+    info.hash_files = false;
+    RunLog log(dir.string(), *engine, info);
     RunLoop loop(needle);
     loop.add_sink(log);
     for (int i = 0; i < n; ++i) {
