@@ -177,7 +177,7 @@ TEST(OpenFiles, TheMenusOfferOpeningAModelRecentModelsAndAbout) {
   }
   ASSERT_GE(file.size(), 3);
   EXPECT_EQ(file.mid(0, 3), (QStringList{"Open model…", "Open recent model", "Open recording…"}));
-  EXPECT_EQ(help, QStringList{"About H2O Studio"});
+  EXPECT_EQ(help.back(), "About H2O Studio");  // after the overview and the shortcuts (test_help.cpp)
 }
 
 // The demo's model chosen in the window by its file (Model ▸ File…, a drop) streams text, not

@@ -44,6 +44,7 @@ class PaneArea;
 class PolicyPane;
 class TokenInspector;
 class TransportBar;
+struct TourStop;
 
 struct MainWindowOptions {
   StudioSettings settings;   // what to start with
@@ -142,6 +143,10 @@ class MainWindow : public QMainWindow {
   // A click on an analysis tab: a shrunk tab bar opens; in a short window the open tab closes.
   void openAnalysis(int index);  // a click on analysis tab `index`
   void setStatsInterval(int seconds);
+  // Help (main_window_help.cpp): the guided overview over the window (F1), and every key it takes.
+  void showOverview();
+  void showShortcuts();
+  std::vector<std::pair<QString, QString>> shortcutList() const;  // (what, keys), in the menus' order
 
  signals:
   void snapshotDrawn();
@@ -178,7 +183,8 @@ class MainWindow : public QMainWindow {
   QList<QAction*> buildOpenActions();  // Open model…, the recent models, Open recording…
   void fillRecentMenu();
   void rememberModel();  // the live run's model, once loaded, first in the recent list
-  void buildHelpMenu();
+  void buildHelpMenu();  // Overview, Keyboard shortcuts, About (main_window_help.cpp)
+  std::vector<TourStop> tourStops() const;
   // The banner's first-run line: the demo was not found, so a synthetic model with random weights runs.
   void sayIfSynthetic(const StudioConfig& chosen, const StudioConfig& running);
   void buildViewActions();

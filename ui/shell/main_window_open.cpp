@@ -1,7 +1,7 @@
 // What the window opens without a flag: File ▸ Open model…, the recent models,
 // Open recording…, files dropped onto it or given on the command line (a
 // double-click on a recording reaches it so, through the desktop entry), and
-// the first-run and failed states' words; the About box.
+// the first-run and failed states' words.
 #include "ui/shell/main_window.h"
 
 #include <QAction>
@@ -11,12 +11,10 @@
 #include <QFileInfo>
 #include <QMenu>
 #include <QMenuBar>
-#include <QMessageBox>
 #include <QMimeData>
 #include <QSettings>
 #include <QUrl>
 
-#include "core/base/version.h"
 #include "core/studio/opened_files.h"
 #include "ui/shell/banner.h"
 #include "ui/shell/control_panel.h"
@@ -128,24 +126,6 @@ void MainWindow::dropEvent(QDropEvent* event) {
     paths << (url.isLocalFile() ? url.toLocalFile() : url.toString());
   event->acceptProposedAction();
   openFiles(paths);
-}
-
-void MainWindow::buildHelpMenu() {
-  QMenu* help = menuBar()->addMenu("&Help");
-  QAction* about = help->addAction("About H2O Studio");
-  about->setObjectName("about");
-  connect(about, &QAction::triggered, this, [this] {
-    QMessageBox::about(
-        this, "About H2O Studio",
-        QString("<h3>H2O Studio %1</h3>"
-                "<p>KV-cache eviction made visible: the full cache, StreamingLLM, H2O and TOVA side by side "
-                "on the same stream of prompts.</p>"
-                "<p>Open a model with File ▸ Open model… or by dropping it onto the window; replay a run "
-                "with File ▸ Open recording…. The CUDA backend (Controls ▸ Device: cuda) runs where an "
-                "NVIDIA GPU and the CUDA runtime are installed; otherwise the app says so and runs on the CPU.</p>"
-                "<p>Qt %2. The command line: <tt>h2o-cli --help</tt>.</p>")
-            .arg(QString::fromUtf8(version()), QString::fromUtf8(qVersion())));
-  });
 }
 
 }  // namespace h2o::ui
