@@ -150,12 +150,15 @@ void write_state(PackedWriter& w, const LayerState& s) {
   }
 }
 
+// What is wrong with a layer state that lists more KV heads than the model has, read or skipped.
+constexpr const char* kStateOverHeads = "a layer state's positions and scores do not list every KV head";
+
 LayerState read_state(PackedReader& r, const PayloadBounds& b) {
   LayerState s;
   s.layer = index_below(r, b.layers, "a layer state of no such layer");
-  s.positions.resize(r.count(1, b.kv_heads, "a layer state's positions and scores do not list every KV head"));
+  s.positions.resize(r.count(1, b.kv_heads, kStateOverHeads));
   for (auto& p : s.positions) p = r.positions(b.keys);
-  s.scores.resize(r.count(1, b.kv_heads, "a layer state's positions and scores do not list every KV head"));
+  s.scores.resize(r.count(1, b.kv_heads, kStateOverHeads));
   for (auto& row : s.scores) {
     row.resize(r.count(4, b.keys));
     for (float& v : row) v = r.f32();
@@ -165,10 +168,8 @@ LayerState read_state(PackedReader& r, const PayloadBounds& b) {
 
 void skip_state(PackedReader& r, const PayloadBounds& b) {
   index_below(r, b.layers, "a layer state of no such layer");
-  for (size_t n = r.count(1, b.kv_heads, "a layer state's positions do not list every KV head"); n > 0; --n)
-    r.skip_positions(b.keys);
-  for (size_t n = r.count(1, b.kv_heads, "a layer state's scores do not list every KV head"); n > 0; --n)
-    r.take(r.count(4, b.keys) * 4);
+  for (size_t n = r.count(1, b.kv_heads, kStateOverHeads); n > 0; --n) r.skip_positions(b.keys);
+  for (size_t n = r.count(1, b.kv_heads, kStateOverHeads); n > 0; --n) r.take(r.count(4, b.keys) * 4);
 }
 
 }  // namespace
