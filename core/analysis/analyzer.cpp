@@ -343,7 +343,10 @@ HeatmapData Analyzer::heatmap(size_t index, const ViewSelection& view, int64_t s
       }
   const auto piece = [&](int64_t q) { return history.piece(q); };
   const int64_t length = history.length();
-  for (int32_t pos : h.columns) h.labels.push_back(display_text(character_at(piece, pos, length)));
+  for (int32_t pos : h.columns) {
+    h.labels.push_back(display_text(word_at(piece, pos, length)));
+    h.pieces.push_back(display_text(character_at(piece, pos, length)));
+  }
   for (int32_t pos : h.query_positions) h.query_labels.push_back(display_text(character_at(piece, pos, length)));
   // Accumulated scores of the columns at the shown head (mean: over KV heads that hold it).
   h.column_scores.assign(h.columns.size(), NAN);

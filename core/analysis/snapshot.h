@@ -38,7 +38,8 @@ struct TokenCell {
 struct HeatmapData {
   int layer = -1;
   std::vector<int32_t> columns;         // key stream positions, ascending
-  std::vector<std::string> labels;      // their characters, one line each
+  std::vector<std::string> labels;      // the word each is part of (word_at), one line each
+  std::vector<std::string> pieces;      // each one's own text (its character)
   std::vector<double> column_scores;    // accumulated score at the shown head (NaN: not known)
   std::vector<double> column_mass;      // attention on each column summed over the shown rows (label priority)
   std::vector<int32_t> query_positions; // one per row, oldest first

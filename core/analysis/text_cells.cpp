@@ -85,4 +85,24 @@ std::string character_at(const std::function<std::string_view(int64_t)>& piece, 
   return utf8_repaired(piece(p));
 }
 
+namespace {
+bool word_byte(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+}  // namespace
+
+std::string word_at(const std::function<std::string_view(int64_t)>& piece, int64_t p, int64_t end) {
+  if (p < 0 || p >= end) return {};
+  // Positions `left` and `left + 1` are one word: a letter or digit on each side of the seam.
+  const auto joined = [&](int64_t left) {
+    const std::string_view a = piece(left), b = piece(left + 1);
+    return !a.empty() && !b.empty() && word_byte(a.back()) && word_byte(b.front());
+  };
+  int64_t first = p, last = p;
+  while (first > 0 && p - first < kWordReach && joined(first - 1)) --first;
+  while (last + 1 < end && last - p < kWordReach && joined(last)) ++last;
+  if (first == last) return character_at(piece, p, end);
+  std::string word;
+  for (int64_t q = first; q <= last; ++q) word += piece(q);
+  return utf8_repaired(word);
+}
+
 }  // namespace h2o

@@ -37,4 +37,13 @@ std::vector<CharGroup> group_characters(const std::function<std::string_view(int
 // positions either side within [0, end).
 std::string character_at(const std::function<std::string_view(int64_t)>& piece, int64_t p, int64_t end);
 
+// The word position p's piece is part of: the pieces either side that join it
+// letter to letter (SentencePiece's and byte-level BPE's words begin with a
+// space, so " possi" + "ble" is one word and "LORD" + "," two), at most
+// kWordReach pieces each way within [0, end); a piece that joins nothing is
+// its character (character_at). A heatmap names its columns so: "ble" alone
+// says nothing of the word it was cut from.
+inline constexpr int kWordReach = 3;
+std::string word_at(const std::function<std::string_view(int64_t)>& piece, int64_t p, int64_t end);
+
 }  // namespace h2o

@@ -1126,6 +1126,63 @@ TEST(Presentation, FullScreenLargerTextLightThemeAndIconsThatShowOnBoth) {
   w.setLook(ThemeKind::Dark, 1.0);
 }
 
+namespace {
+// Two query rows over `cols` keys, at query positions `first` and `first + 1`; the
+// same cells whatever the positions.
+HeatmapData two_rows(int cols, int32_t first) {
+  HeatmapData h;
+  for (int c = 0; c < cols; ++c) {
+    h.columns.push_back(c);
+    h.labels.push_back(" word" + std::to_string(c));
+    h.pieces.push_back(h.labels.back());
+    h.column_scores.push_back(1);
+    h.column_mass.push_back(double((c * 37) % 11));  // label priority: no two neighbours alike
+  }
+  h.query_positions = {first, first + 1};
+  h.query_labels = {"a", "b"};
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < cols; ++c) h.values.push_back(h.column_mass[size_t(c)] / 10);
+  h.top = 1;
+  return h;
+}
+QList<double> named_columns(HeatmapPlot& plot) {
+  return plot.xAxis->ticker().dynamicCast<QCPAxisTickerText>()->ticks().keys();
+}
+}  // namespace
+
+TEST(Heatmap, TheColumnsNamedAreTheSameAtEveryDrawOfTheSameCells) {
+  // Query positions with more digits widen the left margin and narrow the cells; the
+  // columns named were chosen for the last layout's width, so one step's names
+  // changed between its first draw and the next, the same cells set again.
+  HeatmapPlot plot;
+  plot.show();
+  const PlotTitle title{"attention", "attention", "attention"};
+  // At some widths the narrowing moves how far apart the names must be: try a range.
+  int moved = 0;
+  QList<double> first_draw;
+  for (int width = 300; width <= 720; width += 6) {
+    plot.resize(width, 300);
+    plot.setData(two_rows(90, 8), title);
+    plot.replot();
+    const int narrow_margin_width = plot.axisRect()->width();
+    plot.setData(two_rows(90, 1000000), title);
+    plot.replot();
+    first_draw = named_columns(plot);
+    ASSERT_LT(plot.axisRect()->width(), narrow_margin_width) << "the test needs a margin that moves";
+    plot.setData(two_rows(90, 1000000), title);  // the window draws a step again (a repaint, a pause)
+    plot.replot();
+    moved += named_columns(plot) != first_draw;
+  }
+  EXPECT_EQ(moved, 0) << "widths at which the second draw named other columns";
+  // And they are the ones that fit the width drawn: a text line apart, no fewer than fit.
+  const double line = QFontMetricsF(plot.xAxis->tickLabelFont()).height();
+  double previous = -1e9;
+  for (double column : first_draw) {
+    EXPECT_GE(plot.xAxis->coordToPixel(column) - previous, line) << "labels overlap at column " << column;
+    previous = plot.xAxis->coordToPixel(column);
+  }
+}
+
 TEST(Presentation, MarkerAtTheTrainedContextThinnedLabelsAndATypedPrompt) {
   MainWindowOptions o = synthetic_options();
   o.settings.config.max_new_tokens = 8;

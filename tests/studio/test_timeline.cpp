@@ -298,6 +298,29 @@ TEST(TextCells, ByteTokensOfOneCharacterAreDrawnOnce) {
   EXPECT_EQ(utf8_continuation_head("\xb8\xad!"), 2u);
 }
 
+TEST(TextCells, AHeatmapColumnIsNamedByTheWordItsPieceIsPartOf) {
+  // SentencePiece-like pieces: a word begins with a space; "possible" is cut in two.
+  const std::vector<std::string> pieces = {" the", " possi", "ble", " LORD", ",", " go", "ing", "\n", "ab",
+                                           "cd", "ef", "gh", "ij"};
+  const auto piece = [&](int64_t p) { return std::string_view(pieces[size_t(p)]); };
+  const int64_t end = int64_t(pieces.size());
+  EXPECT_EQ(word_at(piece, 1, end), " possible");
+  EXPECT_EQ(word_at(piece, 2, end), " possible");  // not "ble"
+  EXPECT_EQ(word_at(piece, 0, end), " the");       // a whole word is itself
+  EXPECT_EQ(word_at(piece, 3, end), " LORD");      // punctuation is not part of the word
+  EXPECT_EQ(word_at(piece, 4, end), ",");
+  EXPECT_EQ(word_at(piece, 6, end), " going");
+  EXPECT_EQ(word_at(piece, 7, end), "\n");
+  // At most kWordReach pieces either side: a run of letters with no space does not swallow the text.
+  EXPECT_EQ(word_at(piece, 8, end), "abcdefgh");
+  EXPECT_EQ(word_at(piece, 12, end), "cdefghij");
+  EXPECT_EQ(word_at(piece, 99, end), "");
+  // Byte tokens of one character still make that character.
+  const std::vector<std::string> bytes = {"a", "\xe4", "\xb8", "\xad", " b"};
+  const auto byte_piece = [&](int64_t p) { return std::string_view(bytes[size_t(p)]); };
+  EXPECT_EQ(word_at(byte_piece, 2, 5), "\xe4\xb8\xad");
+}
+
 TEST(StudioSetup, TheEngineLeavesTheWindowACore) {
   EXPECT_EQ(studio_threads(0, 2), 1);
   EXPECT_EQ(studio_threads(0, 16), 15);

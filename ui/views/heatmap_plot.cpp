@@ -127,7 +127,20 @@ void HeatmapPlot::resizeEvent(QResizeEvent* event) {
   label();
 }
 
+void HeatmapPlot::updateLayout() {
+  // Which columns are named depends on the cells' width, known only after the
+  // layout; labelled before it (in setData) from the last layout's width, the
+  // names of one step changed from one draw to the next as the query
+  // positions' digits moved the left margin. The column labels' room is fixed
+  // (fix_vertical_room), so a second layout gives the cells the same width.
+  QCustomPlot::updateLayout();
+  if (axisRect()->width() == labelled_width_) return;
+  label();
+  QCustomPlot::updateLayout();
+}
+
 void HeatmapPlot::label() {
+  labelled_width_ = axisRect()->width();
   // The note where there are no cells, in lines that fit the cells' width (clipped, it said the opposite).
   const QString note = data_.note.empty() ? QString("no attention captured yet") : QString::fromStdString(data_.note);
   note_->setText(wrap_to_width(note, QFontMetricsF(note_->font()), std::max(40, axisRect()->width() - 8)));
@@ -159,13 +172,19 @@ bool HeatmapPlot::cellAt(QPointF point, int& row, int& col) const {
          axisRect()->rect().contains(point.toPoint());
 }
 
+QString HeatmapPlot::pieceInWord(int col) const {
+  const QString word = QString::fromStdString(data_.labels[size_t(col)]);
+  const QString piece = data_.pieces.size() > size_t(col) ? QString::fromStdString(data_.pieces[size_t(col)]) : word;
+  return piece == word ? word : QString("%1 (in “%2”)").arg(piece, word.trimmed());
+}
+
 void HeatmapPlot::mouseMoveEvent(QMouseEvent* event) {
   int row, col;
   if (cellAt(event->position(), row, col)) {
     const double p = data_.at(row, col), score = data_.column_scores[size_t(col)];
     QToolTip::showText(event->globalPosition().toPoint(),
                        QString("<b>%1</b> · key position %2<br>query “%3” at position %4<br>probability %5<br>accumulated score %6")
-                           .arg(QString::fromStdString(data_.labels[size_t(col)]).toHtmlEscaped())
+                           .arg(pieceInWord(col).toHtmlEscaped())
                            .arg(data_.columns[size_t(col)])
                            .arg(QString::fromStdString(data_.query_labels.size() > size_t(row) ? data_.query_labels[size_t(row)] : "").toHtmlEscaped())
                            .arg(data_.query_positions[size_t(row)])

@@ -34,11 +34,16 @@ class HeatmapPlot : public QCustomPlot {
   void mouseMoveEvent(QMouseEvent* event) override;
   void mousePressEvent(QMouseEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
+  // Labels the columns for the width the layout just gave the cells, then
+  // lays out again if that width was not the one they were made for.
+  void updateLayout() override;
 
  private:
   bool cellAt(QPointF point, int& row, int& col) const;
   void label();  // the ticks that fit the current size
+  int labelled_width_ = -1;  // the cells' width label() last fitted
   int labelExtent() const;
+  QString pieceInWord(int col) const;  // the column's token, and its word where that is longer
 
   QCPColorMap* map_;
   QCPColorScale* scale_;
