@@ -250,6 +250,13 @@ TEST(ControlsTest, TeacherForcedModeFillsPerplexityAndAgreement) {
   EXPECT_NEAR(s->kl[0].y.back(), 0.0, 1e-9);
   EXPECT_NEAR(s->kl[2].y.back(), s->panes[2].mean_kl, 1e-9);
   EXPECT_GT(s->kl[2].y.back(), 0.0);
+  // Every quality plot marks the trained context where the memory plot does, in its x range.
+  ASSERT_GT(s->context, 0);
+  for (QCustomPlot* plot : {w.curves()->memory(), w.curves()->perplexity(), w.curves()->agreement(), w.curves()->kl()}) {
+    EXPECT_TRUE(w.curves()->contextMarkerShown(plot)) << plot->plotLayout()->elementCount();
+    EXPECT_EQ(w.curves()->contextMarkerAt(plot), double(s->context));
+    EXPECT_GT(plot->xAxis->range().upper, double(s->context));
+  }
 }
 
 TEST(ControlsTest, TeacherForcedHeadersKeepTheirQualityFiguresInAGrid) {

@@ -5,6 +5,7 @@
 #include <QStackedWidget>
 #include <QTabWidget>
 #include <algorithm>
+#include <cmath>
 
 #include "ui/plot/plot_helpers.h"
 #include "ui/plot/theme.h"
@@ -38,12 +39,14 @@ CurvesPanel::CurvesPanel(QWidget* parent) : QWidget(parent) {
   agreement_ = make_plot("Top-1 agreement with full", "scored tokens", "agreement");
   kl_ = make_plot("Mean KL from full (teacher-forced)", "scored tokens", "KL (nats)");
   for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_, kl_}) legend_above(p);
-  context_line_ = new QCPItemStraightLine(memory_);
-  context_label_ = new QCPItemText(memory_);
-  context_label_->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-  context_label_->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-  context_line_->setVisible(false);
-  context_label_->setVisible(false);
+  for (QCustomPlot* p : {memory_, perplexity_, agreement_, kl_}) {
+    ContextMarker m{p, new QCPItemStraightLine(p), new QCPItemText(p)};
+    m.label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    m.label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    m.line->setVisible(false);
+    m.label->setVisible(false);
+    markers_.push_back(m);
+  }
   quality_ = new QTabWidget;
   quality_->setDocumentMode(true);
   quality_->addTab(perplexity_, "Perplexity");
@@ -69,11 +72,13 @@ void CurvesPanel::restyle() {
     p->legend->setBrush(Qt::NoBrush);
     p->legend->setBorderPen(Qt::NoPen);
   }
-  context_line_->setPen(QPen(marker_color(), 1.4 * std::max(1.0, ui_scale()), Qt::DashLine));
-  context_label_->setColor(marker_color());
   QFont f = memory_->font();
   f.setPointSizeF(scaled_pt(7.5));
-  context_label_->setFont(f);
+  for (const ContextMarker& m : markers_) {
+    m.line->setPen(QPen(marker_color(), 1.4 * std::max(1.0, ui_scale()), Qt::DashLine));
+    m.label->setColor(marker_color());
+    m.label->setFont(f);
+  }
   policies_.clear();  // the graphs take the theme's policy colours at the next frame
   for (QCustomPlot* p : {memory_, throughput_, perplexity_, agreement_, kl_}) p->replot();
 }
@@ -83,7 +88,44 @@ std::vector<QCustomPlot*> CurvesPanel::plotsForMode(const std::string& mode) con
   return {memory_, throughput_};
 }
 
-bool CurvesPanel::contextMarkerShown() const { return context_line_->visible(); }
+const CurvesPanel::ContextMarker* CurvesPanel::markerOf(const QCustomPlot* plot) const {
+  for (const ContextMarker& m : markers_)
+    if (m.plot == plot) return &m;
+  return nullptr;
+}
+
+bool CurvesPanel::contextMarkerShown(const QCustomPlot* plot) const {
+  const ContextMarker* m = markerOf(plot);
+  return m && m->line->visible();
+}
+
+double CurvesPanel::contextMarkerAt(const QCustomPlot* plot) const {
+  const ContextMarker* m = markerOf(plot);
+  return m ? m->line->point1->coords().x() : NAN;
+}
+
+// Where the stream passes the model's trained context: past it, the full
+// cache's queries sit at positions the model never saw. The quality plots
+// count scored tokens, one a position: the same x.
+void CurvesPanel::placeMarkers(const StudioSnapshot& s) {
+  int64_t longest = 0;
+  for (const auto& pane : s.panes) longest = std::max(longest, pane.stream_length);
+  const bool forced = s.mode == "forced";
+  for (const ContextMarker& m : markers_) {
+    const bool shown = s.context > 0 && longest > 0 && (m.plot == memory_ || forced);
+    m.line->setVisible(shown);
+    m.label->setVisible(shown);
+    if (!shown) continue;
+    // Keep the marker in view from the start: the demo is about crossing it.
+    QCPAxis* x = m.plot->xAxis;
+    if (x->range().upper < s.context * 1.05) x->setRange(0, s.context * 1.1);
+    m.line->point1->setCoords(s.context, 0);
+    m.line->point2->setCoords(s.context, 1);
+    // Placed once the range is known (the label goes on the side of the line with room).
+    place_context_label(m.label, x, double(s.context), s.context);
+    if (m.plot->isVisible()) m.plot->replot(QCustomPlot::rpQueuedRefresh);
+  }
+}
 
 void CurvesPanel::draw(const StudioSnapshot& s) {
   if (const auto policies = snapshot_policies(s); policies != policies_) {
@@ -106,33 +148,16 @@ void CurvesPanel::draw(const StudioSnapshot& s) {
     thin_ticks(plot);
     if (plot->isVisible()) plot->replot(QCustomPlot::rpQueuedRefresh);
   };
-  // Where the stream passes the model's trained context: past it, the full
-  // cache's queries sit at positions the model never saw.
-  int64_t longest = 0;
-  for (const auto& pane : s.panes) longest = std::max(longest, pane.stream_length);
-  const bool marker = s.context > 0 && longest > 0;
-  context_line_->setVisible(marker);
-  context_label_->setVisible(marker);
   const MemoryUnit unit = memory_unit(s.kv_bytes);
   memory_->yAxis->setLabel(QString("live KV (%1)").arg(unit.name));
   fill(memory_, s.kv_bytes, unit.per_byte, {});
-  if (marker) {
-    // Keep the marker in view from the start: the demo is about crossing it.
-    if (memory_->xAxis->range().upper < s.context * 1.05) memory_->xAxis->setRange(0, s.context * 1.1);
-    context_line_->point1->setCoords(s.context, 0);
-    context_line_->point2->setCoords(s.context, 1);
-    // Placed once the range is known (the label goes on the side of the line with room).
-    place_context_label(context_label_, memory_->xAxis, double(s.context), s.context);
-    if (memory_->isVisible()) memory_->replot(QCustomPlot::rpQueuedRefresh);
-  }
   fill(throughput_, s.throughput, 1.0, s.throughput_range);
   fill(perplexity_, s.perplexity, 1.0, s.perplexity_range);
   fill(agreement_, s.agreement, 1.0, {});
   fill(kl_, s.kl, 1.0, {});
-  if (forced) {
-    agreement_->yAxis->setRange(std::min(0.0, agreement_->yAxis->range().lower), 1.05);
-    if (agreement_->isVisible()) agreement_->replot(QCustomPlot::rpQueuedRefresh);
-  }
+  if (forced) agreement_->yAxis->setRange(std::min(0.0, agreement_->yAxis->range().lower), 1.05);
+  placeMarkers(s);  // after the fills: each x range is known
+  if (forced && agreement_->isVisible()) agreement_->replot(QCustomPlot::rpQueuedRefresh);
 }
 
 }  // namespace h2o::ui

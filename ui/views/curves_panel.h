@@ -1,9 +1,9 @@
 #pragma once
-// The shared curves under the panes: KV memory against tokens (with a marker
-// where the stream passes the model's trained context) and decode throughput
-// against time; in teacher-forced mode perplexity and agreement with the full
-// cache take the throughput's place (nothing decodes there). Every policy in
-// each plot; early spikes do not set the scale.
+// The shared curves under the panes: KV memory against tokens and decode
+// throughput against time; in teacher-forced mode perplexity, agreement with
+// and KL from the full cache take the throughput's place (nothing decodes
+// there). Every plot against tokens marks where the stream passes the model's
+// trained context. Every policy in each plot; early spikes do not set the scale.
 #include <QWidget>
 #include <vector>
 
@@ -29,15 +29,24 @@ class CurvesPanel : public QWidget {
   QCustomPlot* kl() const { return kl_; }
   // The plots that hold this mode's data (what a report exports).
   std::vector<QCustomPlot*> plotsForMode(const std::string& mode) const;
-  bool contextMarkerShown() const;
+  // The trained context's marker on `plot` (memory, perplexity, agreement, KL): shown, and where.
+  bool contextMarkerShown(const QCustomPlot* plot) const;
+  bool contextMarkerShown() const { return contextMarkerShown(memory_); }
+  double contextMarkerAt(const QCustomPlot* plot) const;
   void restyle();
 
  private:
   QCustomPlot *memory_, *throughput_, *perplexity_, *agreement_, *kl_;
   QTabWidget* quality_;
   QStackedWidget* second_;
-  QCPItemStraightLine* context_line_;
-  QCPItemText* context_label_;
+  struct ContextMarker {
+    QCustomPlot* plot;
+    QCPItemStraightLine* line;
+    QCPItemText* label;
+  };
+  std::vector<ContextMarker> markers_;  // one per plot against tokens
+  const ContextMarker* markerOf(const QCustomPlot* plot) const;
+  void placeMarkers(const StudioSnapshot& s);
   std::vector<PolicyConfig> policies_;  // the graphs' policies, in order
 };
 
