@@ -1183,6 +1183,47 @@ TEST(Heatmap, TheColumnsNamedAreTheSameAtEveryDrawOfTheSameCells) {
   }
 }
 
+TEST(Presentation, PlaysAtAPaceTheAudienceCanFollowUnlessALimitWasChosen) {
+  MainWindow w(synthetic_options());
+  w.show();
+  w.start();
+  play(w, 2);
+  ASSERT_EQ(w.transport()->speed(), 0) << "the test starts unlimited";
+  w.setPresentation(true);
+  EXPECT_EQ(w.transport()->speed(), kPresentationPace);
+  // The worker keeps it: Play for about a second plays about kPresentationPace steps.
+  const int64_t before = w.lastSnapshot()->steps_ingested;
+  QElapsedTimer playing;
+  playing.start();
+  QAction* play_action = w.findChild<QAction*>("play");
+  play_action->trigger();
+  QTest::qWait(1000);
+  play_action->trigger();
+  ASSERT_TRUE(wait_until([&] { return play_action->text() == "Play"; }, 10000)) << "did not pause";
+  const int64_t played = w.lastSnapshot()->steps_ingested - before;
+  EXPECT_GE(played, 2);
+  EXPECT_LE(played, int64_t(kPresentationPace * double(playing.elapsed()) / 1000.0) + 5) << "played unlimited";
+  // A run started again while presenting keeps the pace; leaving goes back to unlimited.
+  w.findChild<QAction*>("reset")->trigger();
+  EXPECT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& s) { return s.steps_ingested == 0; }, 10000));
+  EXPECT_EQ(w.transport()->speed(), kPresentationPace);
+  w.setPresentation(false);
+  EXPECT_EQ(w.transport()->speed(), 0);
+  // A limit chosen is kept, in presentation mode and out of it; "unlimited" chosen while presenting too.
+  auto* speed = w.findChild<QDoubleSpinBox*>("speed");
+  speed->setValue(20);
+  w.setPresentation(true);
+  EXPECT_EQ(w.transport()->speed(), 20);
+  speed->setValue(0);
+  w.setPresentation(false);
+  w.setPresentation(true);
+  EXPECT_EQ(w.transport()->speed(), kPresentationPace) << "unlimited is the presentation's pace again next time";
+  speed->setValue(0);
+  EXPECT_EQ(w.transport()->speed(), 0);
+  w.setPresentation(false);
+  EXPECT_EQ(w.transport()->speed(), 0);
+}
+
 TEST(Presentation, MarkerAtTheTrainedContextThinnedLabelsAndATypedPrompt) {
   MainWindowOptions o = synthetic_options();
   o.settings.config.max_new_tokens = 8;

@@ -63,7 +63,7 @@ void EngineWorker::setRunning(bool running) {
   emit runningChanged(running);
 }
 
-void EngineWorker::restartTimer() { timer_->start(tick_interval_ms(isReplay(), pace_, speed_limit_)); }
+void EngineWorker::restartTimer() { timer_->start(tick_interval_ms(isReplay(), pace_, liveLimit())); }
 
 void EngineWorker::yieldToGui() {
 #ifdef __linux__
@@ -381,6 +381,7 @@ void EngineWorker::reset() {
 
 void EngineWorker::playSteps(int steps) {
   autoplay_left_ = steps;
+  if (running_) restartTimer();  // off the speed limit's interval
   if (run_ && run_->runs()) setRunning(true);
   else autoplay_pending_ = true;
 }
@@ -441,7 +442,7 @@ void EngineWorker::tick() {
   }
   QElapsedTimer budget;
   budget.start();
-  const bool one_per_tick = speed_limit_ > 0 && !isReplay();
+  const bool one_per_tick = liveLimit() > 0 && !isReplay();
   do {
     if (!stepForTick()) return;
   } while (!one_per_tick && budget.elapsed() < kTickBudgetMs);

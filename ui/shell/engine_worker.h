@@ -48,8 +48,10 @@ class EngineWorker : public QObject {
   void goLive();     // follow the newest step again
   void reset();
   // Plays exactly `steps` steps (from whatever is loaded, once it is), then pauses and emits autoplayDone.
+  // As fast as the engine goes, whatever the speed limit: a scripted run
+  // (--autoplay-steps, a screenshot, a test) wants its steps, not a pace.
   void playSteps(int steps);
-  void setSpeedLimit(double steps_per_second);  // live runs; 0: as fast as it goes
+  void setSpeedLimit(double steps_per_second);  // live runs played with Play; 0: as fast as it goes
   void setReplayPace(double times);             // replays: times the recorded pace; 0: as fast as it reads
   // A prompt typed into the live stream (Engine::queue_turn): it follows the current turn.
   void queuePrompt(const QString& text);
@@ -151,6 +153,7 @@ class EngineWorker : public QObject {
 
   bool running_ = false;
   double speed_limit_ = 0;
+  double liveLimit() const { return autoplay_left_ > 0 ? 0 : speed_limit_; }  // the limit this tick keeps
   ReplayPace pace_;
   QElapsedTimer wall_;                        // the pace's clock
   QString unusable_;                          // why there is no run (Play says it)

@@ -166,7 +166,7 @@ void MainWindow::connectWorkerRuns() {
     replaying_ = false;
     replay_steps_ = -1;
     transport_->setReplay(false);
-    transport_->setSpeed(applied_.speed_limit);
+    transport_->setSpeed(livePace());
     transport_->setPromptEnabled(prompts, "Typed prompts join the MT-Bench stream; teacher-forced mode scores a fixed text");
     record_label_->setText(options_.recording_limit > 0
                                ? QString("● recording (up to %1 MiB)").arg(options_.recording_limit >> 20)
@@ -370,7 +370,8 @@ void MainWindow::buildControlsDock() {
 void MainWindow::buildTransport() {
   transport_ = new TransportBar(back_, play_, step_, live_, {reset_, report_, presentation_});
   transport_->setView(options_.settings.config.capture_layer, options_.settings.head);
-  transport_->setSpeed(options_.settings.speed_limit);
+  speed_choice_ = options_.settings.speed_limit;
+  transport_->setSpeed(speed_choice_);
   connect(transport_, &TransportBar::seekRequested, this, &MainWindow::seek);
   connect(transport_, &TransportBar::viewChanged, this, [this](int layer, int head) {
     view_.layer = layer;
@@ -383,7 +384,8 @@ void MainWindow::buildTransport() {
       onWorker([w = worker_, v] { w->setReplayPace(v); });
     } else {
       onWorker([w = worker_, v] { w->setSpeedLimit(v); });
-      applied_.speed_limit = v;
+      speed_choice_ = v;
+      presentation_pace_ = 0;  // chosen: kept, "unlimited" included
       persist();
     }
   });
@@ -445,7 +447,7 @@ StudioSettings MainWindow::settings() const {
   s.config = controls_->config();
   s.config.capture_layer = transport_->layer();
   s.head = transport_->head();
-  s.speed_limit = replaying_ ? applied_.speed_limit : transport_->speed();
+  s.speed_limit = speed_choice_;  // not the transport's: a replay's pace, or the presentation's
   s.theme = theme_name(current_theme()).toStdString();
   s.ui_scale = presentation_on_ ? scale_before_presentation_ : ui_scale();
   return s;
@@ -512,7 +514,7 @@ void MainWindow::applyRunSettings() {
   replaying_ = false;
   fill_default_inputs(s.config, options_.argv0);
   sayIfSynthetic(applied_.config, s.config);
-  onWorker([w = worker_, config = s.config, speed = s.speed_limit] {
+  onWorker([w = worker_, config = s.config, speed = livePace()] {
     w->setSpeedLimit(speed);
     w->configure(config);
   });

@@ -236,6 +236,11 @@ class MainWindow : public QMainWindow {
   bool presentation_on_ = false;
   bool analysis_open_ = false;  // a short window: the analysis tabs opened (else only their bar)
   double scale_before_presentation_ = 1.0;
+  // The live run's speed limit the user chose (steps/s, 0: unlimited), and
+  // kPresentationPace while presenting with none chosen (else 0).
+  double speed_choice_ = 0, presentation_pace_ = 0;
+  double livePace() const;  // the live run's steps/s limit (0: none)
+  void applyLivePace();
 
   ControlPanel* controls_;
   QDockWidget* controls_dock_;

@@ -285,6 +285,16 @@ void MainWindow::setPresentation(bool on) {
     showNormal();
     setLook(current_theme(), scale_before_presentation_);
   }
+  presentation_pace_ = on && speed_choice_ <= 0 ? kPresentationPace : 0;
+  applyLivePace();
+}
+
+double MainWindow::livePace() const { return speed_choice_ > 0 ? speed_choice_ : presentation_pace_; }
+
+void MainWindow::applyLivePace() {
+  if (replaying_) return;  // a replay keeps its own pace (times the recorded one)
+  transport_->setSpeed(livePace());
+  onWorker([w = worker_, v = livePace()] { w->setSpeedLimit(v); });
 }
 
 void MainWindow::resizeEvent(QResizeEvent* event) {

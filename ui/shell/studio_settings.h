@@ -24,6 +24,12 @@ struct StudioSettings {
   std::vector<std::string> refused;
 };
 
+// Steps a second a live run plays at in presentation mode while no speed limit
+// was chosen: about the pace the audience reads the answers at (unlimited,
+// the kjv-1M demo ran 4,130 steps in 15 s). A limit chosen before or during
+// the talk is kept; leaving presentation mode goes back to unlimited.
+inline constexpr double kPresentationPace = 8;
+
 // Never refuses to start: a value out of bounds, or one the run's checks refuse, falls back to
 // its default (said in `refused` for the latter), so a bad file cannot lock the user out.
 StudioSettings load_settings(QSettings& settings);
