@@ -462,7 +462,8 @@ TEST(Timeline, AReplayOpensOnItsFirstStepAndItsSliderSeeksBeforePlay) {
   ASSERT_TRUE(open_replay(w));
   // Its first step shown, not "no steps yet"; the slider spans the file and is live.
   ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& x) { return x.step == 0; }));
-  EXPECT_TRUE(w.transport()->stepLabel()->text().startsWith("step 0 / 39")) << w.transport()->stepLabel()->text().toStdString();
+  // Numbered from 0, counted as the rasters count: the first of 40 steps.
+  EXPECT_TRUE(w.transport()->stepLabel()->text().startsWith("step 0 · 40 steps")) << w.transport()->stepLabel()->text().toStdString();
   ASSERT_TRUE(w.transport()->slider()->isEnabled());
   w.transport()->slider()->setValue(30);  // as a drag released there
   ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& x) { return x.step == 30; }));
@@ -473,6 +474,22 @@ TEST(Timeline, AReplayOpensOnItsFirstStepAndItsSliderSeeksBeforePlay) {
     if (label->isVisible()) said << label->text();
   EXPECT_EQ(said.join(' ').count("replay"), 1) << said.join(" | ").toStdString();
   EXPECT_TRUE(said.contains("40 steps recorded")) << said.join(" | ").toStdString();
+}
+
+// The "step 1499 / 1499" beside rasters saying "1500 steps": the
+// timeline names the newest step by its number (from 0) and counts the steps
+// as the rasters count them.
+TEST(Timeline, TheTimelineCountsTheStepsAsTheRastersDo) {
+  MainWindow w(synthetic_options());
+  w.show();
+  w.start();
+  play(w, 25);
+  ASSERT_TRUE(wait_for_snapshot(w, [](const StudioSnapshot& x) { return x.step == 24; }));
+  QApplication::processEvents();
+  const int64_t counted = w.panes().front()->overview()->raster().steps();
+  EXPECT_EQ(counted, 25);
+  EXPECT_TRUE(w.transport()->stepLabel()->text().startsWith(QString("step 24 · %1 steps").arg(counted)))
+      << w.transport()->stepLabel()->text().toStdString();
 }
 
 // A recording's settings reach the controls within the flags' bounds, as

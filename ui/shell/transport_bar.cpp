@@ -66,7 +66,7 @@ void TransportBar::addTimeline(QHBoxLayout* h) {
   h->addWidget(slider_, 3);
   step_label_ = new QLabel("no run");
   step_label_->setObjectName("timeline_step");
-  step_label_->setMinimumWidth(step_label_->fontMetrics().horizontalAdvance("step 000000 / 000000") + 8);
+  step_label_->setMinimumWidth(step_label_->fontMetrics().horizontalAdvance("step 00000 · 00000 steps") + 8);
   h->addWidget(step_label_);
 }
 
@@ -142,8 +142,11 @@ void TransportBar::setStep(qint64 step, bool following) {
   if (!slider_->isSliderDown()) slider_->setValue(int(std::max<qint64>(0, step)));
   updating_ = false;
   if (step < 0) step_label_->setText("no steps yet");
-  else step_label_->setText(QString("step %1 / %2%3").arg(step).arg(std::max<qint64>(0, total_ - 1)).arg(following ? "" : " ⏸"));
-  step_label_->setToolTip(following ? "showing the newest step" : "showing an earlier step: Live returns to the newest");
+  // Steps are numbered from 0 (as the heatmap's and the inspector's "step N"); the count beside it
+  // is the rasters' "N steps", so the newest of 700 reads "step 699 · 700 steps", never "699 / 699".
+  else step_label_->setText(QString("step %1 · %2 steps%3").arg(step).arg(std::max<qint64>(0, total_)).arg(following ? "" : " ⏸"));
+  step_label_->setToolTip(QString(following ? "showing the newest step" : "showing an earlier step: Live returns to the newest") +
+                          " (steps are numbered from 0)");
 }
 
 void TransportBar::setShape(int layers, int heads) {
