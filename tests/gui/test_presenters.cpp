@@ -34,6 +34,7 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QToolButton>
+#include <QWheelEvent>
 #include <QTest>
 #include <qcustomplot.h>
 
@@ -1444,7 +1445,7 @@ TEST(Unicode, ACharacterOfSeveralByteTokensIsOneCellAndLabelsShowIt) {
   // With the fonts of the README's install command, the glyphs are really there.
   const QStringList families = QFontDatabase::families();
   if (families.filter("Noto Sans CJK").isEmpty()) GTEST_SKIP() << "fonts-noto-cjk is not installed";
-  QFont f = w.panes()[0]->text()->font();
+  QFont f = w.panes()[0]->text()->textFont();
   EXPECT_TRUE(QFontMetrics(f).inFontUcs4(0x4E2D) || QFontMetrics(QFont("Noto Sans CJK SC")).inFontUcs4(0x4E2D));
 }
 
@@ -1562,6 +1563,54 @@ TEST(Presentation, WithPerfTheFrameTimeIsReadInTheStatusBarAt1280x720) {
 // F11 off and on while paused, at 720p with four panes: every piece of every pane's answer is laid
 // out at the width its font now gives it ("f in in le han ers of the p ra p re h ble" was the text
 // drawn in the new font at the old font's widths).
+// The "the answers cannot be read from the back of a room": presenting, every pane's
+// answer is larger text with more of the pane's height, the panes stay side by side (three in
+// columns, four in the 2x2 grid) at 1280x720 and 1920x1080, and Ctrl+wheel over any pane's text
+// sizes them all alike, remembered per mode.
+TEST(Presentation, TheAnswersAreLargeAndThePanesStaySideBySide) {
+  for (const int panes : {3, 4})
+    for (const QSize screen : {QSize(1280, 720), QSize(1920, 1080)}) {
+      SCOPED_TRACE(QString("%1 panes at %2x%3").arg(panes).arg(screen.width()).arg(screen.height()).toStdString());
+      MainWindowOptions o = four_pane_options(screen);
+      if (panes == 3) o.settings.config.policies.pop_back();
+      MainWindow w(o);
+      w.show();
+      w.start();
+      play(w, 200);
+      const double usual_pt = w.panes().front()->text()->textFont().pointSizeF();
+      const int usual_height = w.panes().front()->text()->height();
+      w.setPresentation(true);
+      // The offscreen screen is 800x800: the projector's screen is the window's size.
+      w.setWindowState(Qt::WindowNoState);
+      w.resize(screen);
+      play(w, 2);
+      for (int i = 0; i < 3; ++i) QApplication::processEvents();
+      EXPECT_EQ(w.paneArea()->mode(), panes == 3 ? PaneArea::Mode::Columns : PaneArea::Mode::Grid);
+      for (PolicyPane* pane : w.panes()) {
+        TokenFlowView* text = pane->text();
+        EXPECT_EQ(text->textScale(), kPresentationTextScale);
+        const QFontMetricsF fm(text->textFont());
+        // Two whole lines at least, in text larger than the app's own presentation scale gives.
+        EXPECT_GE(text->height(), 2 * fm.height());
+        EXPECT_GT(text->textFont().pointSizeF(), usual_pt * 1.25);
+        if (panes == 3 || screen.height() >= 1080) {
+          EXPECT_GE(text->textFont().pointSizeF(), usual_pt * 1.3 * kPresentationTextScale - 0.1) << "as large as asked";
+          EXPECT_GT(text->height(), usual_height * 3 / 2) << "the answer's share of the pane";
+        }
+      }
+      // Ctrl+wheel over one pane's text: every pane's alike; leaving, the usual size; back, the zoom.
+      TokenFlowView* first = w.panes().front()->text();
+      QWheelEvent zoom(QPointF(20, 20), first->mapToGlobal(QPointF(20, 20)), QPoint(), QPoint(0, 120), Qt::NoButton,
+                       Qt::ControlModifier, Qt::NoScrollPhase, false);
+      QApplication::sendEvent(first, &zoom);
+      for (PolicyPane* pane : w.panes()) EXPECT_NEAR(pane->text()->textScale(), kPresentationTextScale * 1.15, 1e-9);
+      w.setPresentation(false);
+      for (PolicyPane* pane : w.panes()) EXPECT_EQ(pane->text()->textScale(), 1.0);
+      w.setPresentation(true);
+      for (PolicyPane* pane : w.panes()) EXPECT_NEAR(pane->text()->textScale(), kPresentationTextScale * 1.15, 1e-9);
+    }
+}
+
 TEST(Presentation, TextKeepsItsSpacingAcrossF11WhilePaused) {
   MainWindow w(four_pane_options(QSize(1280, 720)));
   w.show();
@@ -1574,7 +1623,7 @@ TEST(Presentation, TextKeepsItsSpacingAcrossF11WhilePaused) {
     for (PolicyPane* pane : w.panes()) {
       TokenFlowView* text = pane->text();
       text->grab();  // a paint: the layout in the font it has now
-      const QFontMetricsF fm(text->font());
+      const QFontMetricsF fm(text->textFont());
       int checked = 0;
       for (size_t c = 0; c < text->tokens().size(); ++c) {
         const QString piece = QString::fromStdString(text->tokens()[c].text);

@@ -240,10 +240,16 @@ void MainWindow::setPanePolicies(const std::vector<PolicyConfig>& policies) {
       view_.text_first = first;
       sendView();
     });
+    connect(pane->text(), &TokenFlowView::textScaleRequested, this, [this](double scale) {
+      (presentation_on_ ? presentation_text_scale_ : text_scale_) =
+          std::clamp(scale, TokenFlowView::kLeastTextScale, TokenFlowView::kMostTextScale);
+      applyTextScale();
+    });
     panes.push_back(pane);
   }
   panes_ = panes;
   pane_area_->setPanes(std::move(panes));
+  applyTextScale();
   QTimer::singleShot(0, this, &MainWindow::fitPanes);  // another count may need another height
   for (const auto& [name, plot] : panePlots()) add_export_menu(plot, name);
 }

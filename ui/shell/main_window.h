@@ -241,6 +241,10 @@ class MainWindow : public QMainWindow {
   double speed_choice_ = 0, presentation_pace_ = 0;
   double livePace() const;  // the live run's steps/s limit (0: none)
   void applyLivePace();
+  // Every pane's answer text at one size (TokenFlowView::setTextScale), one for each mode:
+  // presenting starts at kPresentationTextScale; Ctrl+wheel over any pane's text sets the mode's.
+  double text_scale_ = 1.0, presentation_text_scale_ = kPresentationTextScale;
+  void applyTextScale();
 
   ControlPanel* controls_;
   QDockWidget* controls_dock_;

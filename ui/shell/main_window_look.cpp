@@ -33,6 +33,7 @@
 #include "ui/plot/plot_export.h"
 #include "ui/plot/plot_helpers.h"
 #include "ui/views/policy_pane.h"
+#include "ui/views/token_flow_view.h"
 #include "ui/views/raster_plot.h"
 #include "ui/views/token_inspector.h"
 #include "ui/shell/transport_bar.h"
@@ -287,6 +288,16 @@ void MainWindow::setPresentation(bool on) {
   }
   presentation_pace_ = on && speed_choice_ <= 0 ? kPresentationPace : 0;
   applyLivePace();
+  applyTextScale();
+}
+
+void MainWindow::applyTextScale() {
+  for (PolicyPane* pane : panes_) {
+    pane->text()->setTextScale(presentation_on_ ? presentation_text_scale_ : text_scale_);
+    pane->setTextEmphasis(presentation_on_);
+  }
+  // Larger text needs more of the height: the grid or the tabs again.
+  QTimer::singleShot(0, this, &MainWindow::fitPanes);
 }
 
 double MainWindow::livePace() const { return speed_choice_ > 0 ? speed_choice_ : presentation_pace_; }
@@ -343,9 +354,11 @@ void MainWindow::fitPanes() {
   if (need <= 0) return;
   // Every pane in view (the grid at 1280x720) first; the analysis tabs get the rest, or only
   // their tab bar where the rest would show a sliver of a plot.
+  // Presenting, the panes' answers are what the room reads: the panes get three quarters at least.
   constexpr int kLeastAnalysis = 140;
   const int room = std::max(total * 3 / 5, total - analysisStrip());
-  split(total - need < kLeastAnalysis ? room : std::clamp(need, total * 3 / 5, room));
+  const int least = presentation_on_ ? total * 3 / 4 : total * 3 / 5;
+  split(total - need < kLeastAnalysis ? room : std::clamp(need, std::min(least, room), room));
 }
 
 // A click on an analysis tab: opens the tabs where they were only their bar; in a short window, a

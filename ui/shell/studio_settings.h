@@ -30,6 +30,11 @@ struct StudioSettings {
 // the talk is kept; leaving presentation mode goes back to unlimited.
 inline constexpr double kPresentationPace = 8;
 
+// The answer text's size while presenting, against the panes' usual size (beside the app's own
+// presentation scale, 1.3): about 20 px lines at 1280x720, read from the back of a room, with the
+// panes still side by side. Ctrl+wheel over the text makes it larger or smaller from there.
+inline constexpr double kPresentationTextScale = 1.6;
+
 // Never refuses to start: a value out of bounds, or one the run's checks refuse, falls back to
 // its default (said in `refused` for the latter), so a bad file cannot lock the user out.
 StudioSettings load_settings(QSettings& settings);

@@ -49,6 +49,8 @@ PolicyPane::PolicyPane(const PolicyConfig& policy, QWidget* parent) : QWidget(pa
   side_ = new QSplitter(Qt::Horizontal);
   rasters_ = new QSplitter(Qt::Vertical);
   for (QSplitter* s : {stack_, side_, rasters_}) s->setChildrenCollapsible(false);
+  connect(stack_, &QSplitter::splitterMoved, this, [this] { stack_dragged_ = true; });
+  stack_->installEventFilter(this);
   header_ = new QGridLayout;
   header_->setContentsMargins(0, 0, 0, 0);
   header_->setSpacing(2);
@@ -87,7 +89,6 @@ void PolicyPane::setArrangement(Arrangement arrangement) {
     side_->setStretchFactor(1, 2);
     side_->setSizes({60, 40});
     rasters_->setSizes({45, 55});
-    stack_->setSizes({20, 80});
     side_->show();
     rasters_->show();
   } else {
@@ -97,9 +98,27 @@ void PolicyPane::setArrangement(Arrangement arrangement) {
     rasters_->setParent(this);
     side_->hide();
     rasters_->hide();
-    // Proportions of the pane (the splitter scales them); minimum heights keep every plot readable.
-    stack_->setSizes({26, 34, 18, 22});
   }
+  shareHeight();
+}
+
+void PolicyPane::setTextEmphasis(bool on) {
+  if (on == text_emphasis_) return;
+  text_emphasis_ = on;
+  stack_dragged_ = false;
+  shareHeight();
+}
+
+// Proportions of the pane; minimum heights keep every plot readable, so an emphasised text takes
+// its share from the plots only down to their least. Emphasised, the shares are kept as the pane
+// resizes (until a handle is dragged): the splitter alone gives growth to the plots.
+void PolicyPane::shareHeight() {
+  QList<int> shares;
+  if (arrangement_ == Arrangement::Wide) shares = text_emphasis_ ? QList<int>{45, 55} : QList<int>{20, 80};
+  else shares = text_emphasis_ ? QList<int>{40, 28, 14, 18} : QList<int>{26, 34, 18, 22};
+  if (text_emphasis_ && stack_->height() > 0)
+    for (int& share : shares) share = share * stack_->height() / 100;
+  stack_->setSizes(shares);
 }
 
 // Stacked: title, numbers and meter on three lines. Wide: the meter beside the title.
@@ -190,6 +209,12 @@ void PolicyPane::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
   if (!title_brief_.isEmpty()) fitTitle();
   if (!numbers_forms_.isEmpty()) fitNumbers();
+}
+
+// The stack's own resizes (a rearranged pane can get a new stack at the same pane size).
+bool PolicyPane::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == stack_ && event->type() == QEvent::Resize && text_emphasis_ && !stack_dragged_) shareHeight();
+  return QWidget::eventFilter(watched, event);
 }
 
 void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t highlight) {

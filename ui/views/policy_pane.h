@@ -3,7 +3,8 @@
 // heatmap and the two survival rasters (the whole stream, and a detail),
 // in splitters that never squeeze a plot below what it needs. Stacked, every
 // plot under the other; wide (a 2x2 grid in a short window), the rasters sit
-// beside the heatmap, so a pane needs about half the height.
+// beside the heatmap, so a pane needs about half the height. Presenting, the
+// text is what the audience reads: it gets the larger share of the pane.
 #include <QWidget>
 
 #include "core/analysis/snapshot.h"
@@ -26,6 +27,9 @@ class PolicyPane : public QWidget {
   explicit PolicyPane(const PolicyConfig& policy, QWidget* parent = nullptr);
   void setArrangement(Arrangement arrangement);
   Arrangement arrangement() const { return arrangement_; }
+  // The text's share of the pane: emphasised (presenting) the answers get about twice the height.
+  void setTextEmphasis(bool on);
+  bool textEmphasis() const { return text_emphasis_; }
   // The least size in an arrangement: every plot's cells at their least (see keep_cells_at_least).
   QSize minimumFor(Arrangement arrangement) const;
   const PolicyConfig& policy() const { return policy_; }
@@ -51,13 +55,15 @@ class PolicyPane : public QWidget {
 
  private:
   void arrangeHeader();
+  void shareHeight();
   void fitNumbers();
   void fitTitle();
   void resizeEvent(QResizeEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
   PolicyConfig policy_;
   Arrangement arrangement_ = Arrangement::Stacked;
-  bool arranged_ = false;
+  bool arranged_ = false, text_emphasis_ = false, stack_dragged_ = false;
   QGridLayout* header_;
   QSplitter* stack_;    // text over the plots
   QSplitter* side_;     // wide: the heatmap beside the rasters

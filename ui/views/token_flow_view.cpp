@@ -1,5 +1,8 @@
 #include "ui/views/token_flow_view.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <QHelpEvent>
 #include <QMouseEvent>
 #include <QPainter>
@@ -9,6 +12,12 @@
 #include "ui/plot/theme.h"
 
 namespace h2o::ui {
+
+// The note's font is the pane's small print, not the text's (it need not be read from afar).
+static QFont note_font(QFont f) {
+  f.setPointSizeF(scaled_pt(7.5));
+  return f;
+}
 
 TokenFlowView::TokenFlowView(QWidget* parent) : QWidget(parent), bar_(new QScrollBar(Qt::Vertical, this)) {
   setAttribute(Qt::WA_OpaquePaintEvent);
@@ -23,16 +32,44 @@ TokenFlowView::TokenFlowView(QWidget* parent) : QWidget(parent), bar_(new QScrol
 }
 
 void TokenFlowView::restyle() {
-  // Noto Sans CJK and Noto Color Emoji (README's install command) fill in what DejaVu lacks.
+  // Two lines of text at the panes' usual size at least (the newest tokens and the line before
+  // them), whatever the text's scale: fitFont makes larger text fit two lines of the height the
+  // pane's splitter gives it (setTextEmphasis), and a larger least would turn four panes' 2x2 grid
+  // into tabs at 1280x720 presenting (it fits by 2 px). The "scrolled back" strip takes no least.
+  setMinimumHeight(2 * (QFontMetrics(textFontAt(1.0)).height() + 2) + 6);
+  text_font_ = QFont();  // fitFont sets it anew
+  fitFont();
+}
+
+// Noto Sans CJK and Noto Color Emoji (README's install command) fill in what DejaVu lacks.
+QFont TokenFlowView::textFontAt(double scale) const {
   QFont f("DejaVu Sans Mono");
   f.setStyleHint(QFont::Monospace);
-  f.setPointSizeF(scaled_pt(8.5));
-  setFont(f);
-  // Two lines of text at least (the newest tokens and the line before them).
-  setMinimumHeight(2 * (QFontMetrics(f).height() + 2) + 6);
+  f.setPointSizeF(scaled_pt(8.5) * scale);
+  return f;
+}
+
+// The text at its scale where two lines fit the view's height, else as large as fits two (never
+// below the usual size). The view's own font, not the widget's: the app's style sheet, set again on
+// every change of look, gives a widget back the font it had when first polished (F11 broke the text
+// apart, and presentation mode's larger text was lost).
+void TokenFlowView::fitFont() {
+  double scale = text_scale_;
+  while (scale > 1.0 && 2 * (QFontMetrics(textFontAt(scale)).height() + 2) + 6 > height())
+    scale = std::max(1.0, scale / 1.08);
+  const QFont f = textFontAt(std::min(scale, text_scale_));
+  if (f == text_font_) return;
+  text_font_ = f;
   advance_.clear();
   laid_out_width_ = -1;
   update();
+}
+
+void TokenFlowView::setTextScale(double scale) {
+  scale = std::clamp(scale, kLeastTextScale, kMostTextScale);
+  if (scale == text_scale_) return;
+  text_scale_ = scale;
+  restyle();
 }
 
 void TokenFlowView::setTokens(std::vector<TokenCell> tokens, bool follows_end, int64_t stream_length) {
@@ -63,13 +100,14 @@ void TokenFlowView::requestFrom(int64_t first) { emit scrollRequested(first); }
 double TokenFlowView::advance(const QString& piece) {
   if (const auto it = advance_.constFind(piece); it != advance_.constEnd()) return *it;
   if (advance_.size() > 50000) advance_.clear();  // a bound, for endless runs with sampled junk
-  const double w = QFontMetricsF(font()).horizontalAdvance(piece);
+  const double w = QFontMetricsF(text_font_).horizontalAdvance(piece);
   advance_.insert(piece, w);
   return w;
 }
 
 void TokenFlowView::resizeEvent(QResizeEvent*) {
   laid_out_width_ = -1;
+  fitFont();
   const int w = bar_->sizeHint().width();
   bar_->setGeometry(width() - w, 0, w, height());
 }
@@ -77,7 +115,7 @@ void TokenFlowView::resizeEvent(QResizeEvent*) {
 // Flows the tokens left to right, breaking lines at newlines and at the edge.
 void TokenFlowView::layout() {
   placed_.clear();
-  const QFontMetricsF fm(font());
+  const QFontMetricsF fm(text_font_);
   line_height_ = fm.height() + 2;
   const double margin = 4, width = std::max(40, this->width() - bar_->width()) - 2 * margin;
   double x = 0, y = 0;
@@ -110,27 +148,29 @@ void TokenFlowView::layout() {
 }
 
 double TokenFlowView::shift() const {
-  // Following: keep the newest line in view. Scrolled: the window's first token at the top.
-  return follows_end_ ? std::max(0.0, content_height_ - height() + 4) : 0.0;
+  // Following: the newest lines in view, whole ones (a line cut in half at the top reads as noise).
+  // Scrolled: the window's first token at the top.
+  if (!follows_end_) return 0.0;
+  const double lines = std::max(1.0, std::floor((textHeight() - 4) / line_height_));
+  return std::max(0.0, content_height_ - lines * line_height_);
+}
+
+int TokenFlowView::noteStrip() const {
+  return follows_end_ ? 0 : int(QFontMetricsF(note_font(text_font_)).height()) + 4;
 }
 
 void TokenFlowView::paintEvent(QPaintEvent*) {
-  if (laid_out_font_ != font()) {
-    // Widths measured in another font would place the new font's glyphs over each other.
-    advance_.clear();
-    laid_out_font_ = font();
-    laid_out_width_ = -1;
-  }
   if (laid_out_width_ != width()) layout();
   QPainter p(this);
   p.fillRect(rect(), background_color());
   const double up = shift();
-  const QFontMetricsF fm(font());
-  p.setFont(font());
+  const QFontMetricsF fm(text_font_);
+  p.setFont(text_font_);
   const bool dark = current_theme() == ThemeKind::Dark;
+  p.setClipRect(QRect(0, 0, width(), textHeight()));
   for (const Placed& placed : placed_) {
     const QRectF r = placed.rect.translated(0, -up);
-    if (r.bottom() < 0 || r.top() > height()) continue;
+    if (r.bottom() < 0 || r.top() > textHeight()) continue;
     const TokenCell& t = tokens_[placed.token];
     if (t.prompt) p.fillRect(r, dark ? QColor(255, 255, 255, 14) : QColor(0, 0, 0, 12));
     if (t.position == highlight_) p.fillRect(r.adjusted(-1, 0, 1, 0), dark ? QColor(255, 255, 255, 60) : QColor(0, 0, 0, 40));
@@ -145,18 +185,19 @@ void TokenFlowView::paintEvent(QPaintEvent*) {
                  QColor(255, 190, 0));
     }
   }
-  if (!follows_end_) {
-    // Say so: the text no longer moves with the stream.
-    const QString note = "scrolled back · scroll to the bottom to follow";
-    QFont f = font();
-    f.setPointSizeF(scaled_pt(7.5));
-    p.setFont(f);
-    const QRectF box(width() - bar_->width() - QFontMetricsF(f).horizontalAdvance(note) - 12, height() - QFontMetricsF(f).height() - 4,
-                     QFontMetricsF(f).horizontalAdvance(note) + 8, QFontMetricsF(f).height() + 2);
-    p.fillRect(box, dark ? QColor(40, 48, 54, 230) : QColor(235, 239, 242, 230));
-    p.setPen(muted_text_color());
-    p.drawText(box, Qt::AlignCenter, note);
-  }
+  if (!follows_end_) paintNote(p);
+}
+
+// Scrolled back, say so in a strip of its own under the text (it once covered one of two lines).
+void TokenFlowView::paintNote(QPainter& p) {
+  const bool dark = current_theme() == ThemeKind::Dark;
+  const QRect strip(0, textHeight(), width() - bar_->width(), noteStrip());
+  p.setClipping(false);
+  p.fillRect(strip, dark ? QColor(40, 48, 54) : QColor(235, 239, 242));
+  p.setFont(note_font(text_font_));
+  p.setPen(muted_text_color());
+  p.drawText(strip.adjusted(4, 0, -4, 0), Qt::AlignVCenter | Qt::AlignRight,
+             p.fontMetrics().elidedText("scrolled back · scroll to the bottom to follow", Qt::ElideRight, strip.width() - 8));
 }
 
 int64_t TokenFlowView::firstVisiblePosition() const {
@@ -173,6 +214,7 @@ QRect TokenFlowView::cellRect(size_t cell) const {
 }
 
 int TokenFlowView::hit(QPointF point) const {
+  if (point.y() >= textHeight()) return -1;  // the note's strip
   const double up = shift();
   for (const Placed& placed : placed_)
     if (placed.rect.translated(0, -up).contains(point)) return int(placed.token);
@@ -185,6 +227,13 @@ void TokenFlowView::mousePressEvent(QMouseEvent* event) {
 }
 
 void TokenFlowView::wheelEvent(QWheelEvent* event) {
+  if (event->modifiers() & Qt::ControlModifier) {
+    // A zoom step per notch, as a browser's: 15 % larger or smaller.
+    const int notches = event->angleDelta().y() / 120;
+    if (notches != 0) emit textScaleRequested(text_scale_ * std::pow(1.15, notches));
+    event->accept();
+    return;
+  }
   if (tokens_.empty()) return;
   // About three lines a notch, in positions: the window's tokens per line.
   const double lines = std::max(1.0, content_height_ / line_height_);

@@ -4,8 +4,11 @@
 // answers stand out. It follows the end of the stream, newest at the bottom,
 // until the user scrolls up (wheel or bar): then it shows the stream from the
 // position scrolled to, through the whole history, and asks for that window
-// (scrollRequested); scrolling back to the bottom follows the end again.
-// Clicking a token asks for its inspection.
+// (scrollRequested); scrolling back to the bottom follows the end again, and
+// a strip of its own under the text says so meanwhile. Clicking a token asks
+// for its inspection; Ctrl+wheel asks for larger or smaller text (the window
+// sizes every pane's text alike, so the panes stay comparable).
+#include <QFont>
 #include <QHash>
 #include <QWidget>
 #include <vector>
@@ -32,11 +35,18 @@ class TokenFlowView : public QWidget {
   int64_t firstVisiblePosition() const;
   QRect cellRect(size_t cell) const;
   void restyle();
+  // The text's size against the app's scale (1: the panes' normal size); presentation mode and
+  // Ctrl+wheel set it, within kLeastTextScale..kMostTextScale.
+  void setTextScale(double scale);
+  double textScale() const { return text_scale_; }
+  const QFont& textFont() const { return text_font_; }
+  static constexpr double kLeastTextScale = 0.75, kMostTextScale = 4.0;
   QSize sizeHint() const override { return {420, 200}; }
 
  signals:
   void tokenClicked(qint64 position);
   void scrollRequested(qint64 first_position);  // -1: follow the end
+  void textScaleRequested(double scale);         // Ctrl+wheel: a step larger or smaller
 
  protected:
   void paintEvent(QPaintEvent*) override;
@@ -52,7 +62,13 @@ class TokenFlowView : public QWidget {
     QString text;
   };
   void layout();
+  QFont textFontAt(double scale) const;
+  void fitFont();
   double shift() const;  // pixels the content is moved up
+  // The "scrolled back" strip's height under the text (0 while following) and the text's height above it.
+  int noteStrip() const;
+  int textHeight() const { return height() - noteStrip(); }
+  void paintNote(QPainter& p);
   int hit(QPointF point) const;
   // Text width, remembered per piece: the same few thousand pieces come back
   // every frame, and measuring them was most of this view's drawing time.
@@ -61,9 +77,9 @@ class TokenFlowView : public QWidget {
 
   std::vector<TokenCell> tokens_;
   std::vector<Placed> placed_;
-  double content_height_ = 0, line_height_ = 12;
+  double content_height_ = 0, line_height_ = 12, text_scale_ = 1.0;
   int laid_out_width_ = -1;
-  QFont laid_out_font_;  // the font the widths below were measured in (F11 changes it after restyle)
+  QFont text_font_;  // set by fitFont: the app's scale times text_scale_, or less to fit two lines
   int64_t highlight_ = -1, stream_length_ = 0;
   bool follows_end_ = true, updating_bar_ = false;
   PolicyConfig policy_;
