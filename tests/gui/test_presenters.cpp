@@ -493,6 +493,34 @@ TEST(Timeline, TheTimelineCountsTheStepsAsTheRastersDo) {
       << w.transport()->stepLabel()->text().toStdString();
 }
 
+// The "the window will not shrink below ~1010 px" and "at 1000x600 the curves overlap":
+// the prompt and needle boxes take a second row where one is too narrow, so a window of 1000 px
+// and less is allowed; and the curves get a plot's room or only their tab bar, never a sliver.
+TEST(Timeline, A1000x600WindowFitsWithTheBoxesOnASecondRowAndWholeCurves) {
+  MainWindowOptions o = synthetic_options();
+  o.settings.config.policies = {"full", "streaming", "h2o"};
+  o.size = QSize(1000, 600);
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 30);
+  for (int i = 0; i < 3; ++i) QApplication::processEvents();
+  EXPECT_LE(w.minimumSizeHint().width(), 1000);
+  EXPECT_EQ(w.width(), 1000);
+  EXPECT_TRUE(w.transport()->boxesOnSecondRow());
+  EXPECT_GE(w.transport()->prompt()->width(), 160);
+  // Every curve plot shown has room for its data under its title and legend.
+  QCustomPlot* memory = w.curves()->memory();
+  if (memory->isVisible() && memory->height() > 0) {
+    EXPECT_GE(memory->axisRect()->height(), 40) << "plot " << memory->height() << " px";
+    EXPECT_GE(memory->axisRect()->top(), memory->legend->outerRect().bottom()) << "the legend lies over the data";
+  }
+  // Wide again, one row.
+  w.resize(1920, 1000);
+  for (int i = 0; i < 3; ++i) QApplication::processEvents();
+  EXPECT_FALSE(w.transport()->boxesOnSecondRow());
+}
+
 // A recording's settings reach the controls within the flags' bounds, as
 // remembered settings do: a value outside them (an edited file) reads as the
 // default, not as the spin box's nearest bound; one within them as recorded.

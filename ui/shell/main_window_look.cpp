@@ -350,12 +350,14 @@ void MainWindow::fitPanes() {
     split(total * 3 / 5);
     return;
   }
-  const int need = pane_area_->heightNeeded();
+  // Panes in tabs (too narrow to stand side by side) need one tab's height.
+  const int need = pane_area_->heightNeeded() > 0 ? pane_area_->heightNeeded() : pane_area_->tabHeightNeeded();
   if (need <= 0) return;
   // Every pane in view (the grid at 1280x720) first; the analysis tabs get the rest, or only
   // their tab bar where the rest would show a sliver of a plot.
   // Presenting, the panes' answers are what the room reads: the panes get three quarters at least.
-  constexpr int kLeastAnalysis = 140;
+  // Under kLeastAnalysis the curves' titles, legends and axes would lie over each other.
+  constexpr int kLeastAnalysis = 160;
   const int room = std::max(total * 3 / 5, total - analysisStrip());
   const int least = presentation_on_ ? total * 3 / 4 : total * 3 / 5;
   split(total - need < kLeastAnalysis ? room : std::clamp(need, std::min(least, room), room));

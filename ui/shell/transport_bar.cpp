@@ -9,6 +9,9 @@
 #include <QProxyStyle>
 #include <QSlider>
 #include <QToolButton>
+#include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace h2o::ui {
 namespace {
@@ -41,14 +44,23 @@ QToolButton* action_button(QAction* action, bool with_text = false) {
 TransportBar::TransportBar(QAction* back, QAction* play, QAction* step, QAction* live, const QList<QAction*>& extra,
                            QWidget* parent)
     : QWidget(parent) {
-  auto* h = new QHBoxLayout(this);
-  h->setContentsMargins(4, 1, 4, 1);
-  h->setSpacing(4);
+  rows_ = new QVBoxLayout(this);
+  rows_->setContentsMargins(4, 1, 4, 1);
+  rows_->setSpacing(2);
+  // The bar's least width is minimumSizeHint's (the boxes on a second row), not the first row's.
+  rows_->setSizeConstraint(QLayout::SetNoConstraint);
+  auto* h = first_row_ = new QHBoxLayout;
+  second_row_ = new QHBoxLayout;
+  for (QHBoxLayout* row : {first_row_, second_row_}) {
+    row->setSpacing(4);
+    rows_->addLayout(row);
+  }
   for (QAction* a : {back, play, step}) h->addWidget(action_button(a));
   addTimeline(h);
   h->addWidget(action_button(live, true));
   addViewControls(h);
   for (QAction* a : extra) h->addWidget(action_button(a));
+  extras_ = int(extra.size());
   setReplay(false);
   setShape(1, 1);
   connectControls();
@@ -92,13 +104,58 @@ void TransportBar::addViewControls(QHBoxLayout* h) {
   prompt_->setPlaceholderText("Type a prompt for the live stream, Enter…");
   prompt_->setClearButtonEnabled(true);
   prompt_->setMinimumWidth(160);
-  h->addWidget(prompt_, 2);
   needle_ = new QLineEdit;
   needle_->setObjectName("needle");
   needle_->setPlaceholderText("Plant a needle: “The secret word is Bethlehem.”, Enter…");
   needle_->setClearButtonEnabled(true);
   needle_->setMinimumWidth(120);
-  h->addWidget(needle_, 1);
+  boxes_ = new QWidget;
+  auto* b = new QHBoxLayout(boxes_);
+  b->setContentsMargins(0, 0, 0, 0);
+  b->setSpacing(4);
+  b->addWidget(prompt_, 2);
+  b->addWidget(needle_, 1);
+  h->addWidget(boxes_, 3);
+}
+
+bool TransportBar::boxesOnSecondRow() const { return second_row_->indexOf(boxes_) >= 0; }
+
+// The first row without the boxes, or the boxes alone, whichever is wider.
+QSize TransportBar::minimumSizeHint() const {
+  const QMargins m = rows_->contentsMargins();
+  const int boxes = boxes_->minimumSizeHint().width() + first_row_->spacing();
+  const int first = first_row_->minimumSize().width() - (boxesOnSecondRow() ? 0 : boxes);
+  const int height = first_row_->minimumSize().height() + (boxesOnSecondRow() ? rows_->spacing() + boxes_->minimumSizeHint().height() : 0);
+  return {std::max(first, boxes) + m.left() + m.right(), height + m.top() + m.bottom()};
+}
+
+void TransportBar::fitBoxes() {
+  const QMargins m = rows_->contentsMargins();
+  const int boxes = boxes_->minimumSizeHint().width() + first_row_->spacing();
+  const int others = first_row_->minimumSize().width() - (boxesOnSecondRow() ? 0 : boxes);
+  const bool fits = width() - m.left() - m.right() >= others + boxes;
+  if (fits != boxesOnSecondRow()) return;
+  if (fits) {
+    second_row_->removeWidget(boxes_);
+    first_row_->insertWidget(first_row_->count() - extras_, boxes_, 3);
+  } else {
+    first_row_->removeWidget(boxes_);
+    second_row_->addWidget(boxes_);
+  }
+  updateGeometry();  // another height
+}
+
+void TransportBar::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitBoxes();
+}
+
+void TransportBar::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() != QEvent::FontChange) return;
+  // The step label's room for its longest usual text, in the font it has now (presentation mode's is larger).
+  step_label_->setMinimumWidth(step_label_->fontMetrics().horizontalAdvance("step 00000 · 00000 steps") + 8);
+  fitBoxes();
 }
 
 void TransportBar::connectControls() {

@@ -4,6 +4,8 @@
 // slider over every step of the run or the replay, the step shown, the layer
 // and head, the speed (a live run: steps per second; a replay: times the
 // recorded pace), a box to type a prompt into the live stream, and one to plant a needle in it.
+// Where one row is too narrow for them all (a window under ~1,150 px), the two boxes take a second
+// row, so the window can be made as narrow as the rest needs.
 #include <QWidget>
 
 class QAction;
@@ -13,6 +15,7 @@ class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QSlider;
+class QVBoxLayout;
 
 namespace h2o::ui {
 
@@ -38,6 +41,8 @@ class TransportBar : public QWidget {
   QLineEdit* prompt() const { return prompt_; }
   QLineEdit* needle() const { return needle_; }
   QLabel* stepLabel() const { return step_label_; }
+  bool boxesOnSecondRow() const;
+  QSize minimumSizeHint() const override;  // the boxes on a second row
 
  signals:
   void seekRequested(qint64 step);
@@ -51,6 +56,13 @@ class TransportBar : public QWidget {
   void addTimeline(QHBoxLayout* h);
   void addViewControls(QHBoxLayout* h);
   void connectControls();
+  void resizeEvent(QResizeEvent* event) override;
+  void changeEvent(QEvent* event) override;
+  void fitBoxes();  // the prompt and needle boxes in the first row where it has room, else the second
+  QVBoxLayout* rows_;
+  QHBoxLayout *first_row_, *second_row_;
+  QWidget* boxes_;  // the prompt and needle boxes
+  int extras_ = 0;  // icons after the boxes in the first row
   QSlider* slider_;
   QLabel* step_label_;
   QComboBox *layer_, *head_;
