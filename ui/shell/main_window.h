@@ -166,6 +166,7 @@ class MainWindow : public QMainWindow {
  protected:
   void closeEvent(QCloseEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
+  void moveEvent(QMoveEvent* event) override;  // fits the framed window into the screen, once
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
 
@@ -234,6 +235,7 @@ class MainWindow : public QMainWindow {
   bool running_ = false;
   std::vector<double> frame_ms_;
   bool presentation_on_ = false;
+  bool fitted_to_screen_ = false;
   bool analysis_open_ = false;  // a short window: the analysis tabs opened (else only their bar)
   double scale_before_presentation_ = 1.0;
   // The live run's speed limit the user chose (steps/s, 0: unlimited), and

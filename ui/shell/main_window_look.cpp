@@ -14,6 +14,7 @@
 #include <QStatusBar>
 #include <QTabBar>
 #include <QTabWidget>
+#include <QMoveEvent>
 #include <QTimer>
 #include <QToolButton>
 #include <ctime>
@@ -331,6 +332,22 @@ void MainWindow::resizeEvent(QResizeEvent* event) {
   fitPanes();
   // Again once the layouts have given the pane area its width.
   QTimer::singleShot(0, this, &MainWindow::fitPanes);
+}
+
+// Under a window manager the title bar and frame come on top of the size asked for (--window-size
+// 1920x1080 on a 1080p screen put the status bar off screen). The frame is known once the manager
+// has placed the window: then, once, the window is fitted into the screen's free area. Without a
+// frame (offscreen, no manager) nothing is changed: a test's or a screenshot's size is kept.
+void MainWindow::moveEvent(QMoveEvent* event) {
+  QMainWindow::moveEvent(event);
+  if (fitted_to_screen_ || isFullScreen() || isMaximized() || !screen()) return;
+  const QSize frame = frameGeometry().size() - size();
+  if (frame.height() <= 0) return;
+  fitted_to_screen_ = true;
+  const QRect free = screen()->availableGeometry();
+  if (free.contains(frameGeometry())) return;
+  resize(size().boundedTo(free.size() - frame));
+  move(free.topLeft());
 }
 
 int MainWindow::analysisStrip() const { return analysis_->tabBar()->sizeHint().height() + 4; }
