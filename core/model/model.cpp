@@ -157,8 +157,8 @@ std::shared_ptr<Model> new_model(const ModelConfig& config, const std::string& p
   return model;
 }
 
-std::shared_ptr<const Model> load_model(const std::string& path) {
-  if (is_synthetic_path(path)) return make_synthetic(parse_synthetic_path(path));
+std::shared_ptr<const Model> load_model(const std::string& path, const LoadProgress& progress) {
+  if (is_synthetic_path(path)) return make_synthetic(parse_synthetic_path(path), progress);
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(path, ec)) return load_safetensors(path);

@@ -9,11 +9,13 @@
 // order (llama2.c / GGUF convention; the safetensors loader converts from the
 // Hugging Face half-split order).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/base/error.h"
 #include "core/model/dtype.h"
 #include "core/model/type_mix.h"
 
@@ -170,10 +172,22 @@ std::shared_ptr<std::vector<uint8_t>> interleave_rope_rows(const uint8_t* src, s
 // A model of this shape that came from `path` in `format`; the loader sets its tensors.
 std::shared_ptr<Model> new_model(const ModelConfig& config, const std::string& path, const std::string& format);
 
+// How far a load has come, and a way to stop it. `progress(done, total)` is
+// called as the weights are made, in the loader's own units (only done/total
+// means anything), from any of its threads: it must be thread-safe and quick.
+// Returning false stops the load, which then throws LoadCancelled. A file is
+// mapped, not read, so only the loads that make weights call it (a synthetic
+// Llama-2-7B takes minutes on a small machine); a file's load reports nothing.
+using LoadProgress = std::function<bool(int64_t done, int64_t total)>;
+class LoadCancelled : public Error {
+ public:
+  using Error::Error;
+};
+
 // Loads a model file, choosing the format from its contents (GGUF magic,
 // safetensors header or config.json folder, else llama2.c). Throws Error with
 // a one-line message naming the file on any problem.
-std::shared_ptr<const Model> load_model(const std::string& path);
+std::shared_ptr<const Model> load_model(const std::string& path, const LoadProgress& progress = {});
 
 std::shared_ptr<const Model> load_llama2c(const std::string& path);
 std::shared_ptr<const Model> load_gguf(const std::string& path);
@@ -198,7 +212,7 @@ struct SyntheticSpec {
 };
 ModelConfig synthetic_shape(const std::string& name);  // throws Error for an unknown name
 std::vector<std::string> synthetic_shape_names();
-std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec);
+std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec, const LoadProgress& progress = {});
 // make_synthetic(spec)'s tensors, types and shapes, without generating their
 // weights (a 7B takes minutes): for sizes only. Each tensor's data points at
 // one distinct byte (a tied classifier at the embedding's), so nothing may

@@ -4,6 +4,7 @@
 // dtype, vocab, context): chunks of each tensor are generated from their own
 // derived seeds, so the result does not depend on the number of threads.
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -123,7 +124,10 @@ void store(const float* src, int64_t n, DType dtype, void* dst) {
   }
 }
 
-void fill(const std::vector<Plan>& plans, uint8_t* buffer, uint64_t seed) {
+// Fills every tensor, chunk by chunk; tells `progress` after each chunk and
+// stops (throwing LoadCancelled) once it returns false.
+void fill(const std::vector<Plan>& plans, uint8_t* buffer, uint64_t seed, const LoadProgress& progress,
+          const std::string& what) {
   struct Job {
     int plan;
     int64_t chunk;
@@ -131,10 +135,13 @@ void fill(const std::vector<Plan>& plans, uint8_t* buffer, uint64_t seed) {
   std::vector<Job> jobs;
   for (int p = 0; p < int(plans.size()); ++p)
     for (int64_t c = 0; c * kChunk < plans[p].tensor->numel(); ++c) jobs.push_back({p, c});
+  std::atomic<int64_t> done{0};
+  std::atomic<bool> stopped{false};
+  const auto total = int64_t(jobs.size());
   ThreadPool pool(hardware_threads());
   pool.parallel_for(int(jobs.size()), 4, [&](int first, int last) {
     std::vector<float> values(kChunk);
-    for (int j = first; j < last; ++j) {
+    for (int j = first; j < last && !stopped.load(std::memory_order_relaxed); ++j) {
       const Plan& plan = plans[jobs[j].plan];
       const Tensor& t = *plan.tensor;
       uint64_t state = chunk_seed(seed, uint64_t(jobs[j].plan), uint64_t(jobs[j].chunk));
@@ -143,8 +150,10 @@ void fill(const std::vector<Plan>& plans, uint8_t* buffer, uint64_t seed) {
       for (int64_t i = 0; i < n; ++i) values[i] = center + scale * uniform_pm1(state);
       const size_t at = size_t(begin / block_size(t.dtype)) * block_bytes(t.dtype);
       store(values.data(), n, t.dtype, buffer + plan.offset + at);
+      if (progress && !progress(done.fetch_add(1, std::memory_order_relaxed) + 1, total)) stopped = true;
     }
   });
+  if (stopped) throw LoadCancelled(what + ": loading was cancelled");
 }
 
 // Parses a whole decimal field of a synthetic path or fails naming the path.
@@ -289,7 +298,7 @@ Layout plan_tensors(Model& model, const SyntheticSpec& spec, const Shape& shape)
   return {std::move(plans), total};
 }
 
-std::shared_ptr<const Model> build_synthetic(const SyntheticSpec& spec, bool weights) {
+std::shared_ptr<const Model> build_synthetic(const SyntheticSpec& spec, bool weights, const LoadProgress& progress) {
   const Shape& shape = shape_or_fail(spec.shape);
   auto model = std::make_shared<Model>();
   ModelConfig& c = model->config;
@@ -317,7 +326,7 @@ std::shared_ptr<const Model> build_synthetic(const SyntheticSpec& spec, bool wei
   } catch (const std::bad_alloc&) {
     fail(model->path, "cannot allocate " + std::to_string(total >> 20) + " MiB for " + spec.types.name + " weights");
   }
-  fill(plans, buffer.get(), spec.seed);
+  fill(plans, buffer.get(), spec.seed, progress, model->path);
   for (const Plan& p : plans) p.tensor->data = buffer.get() + p.offset;
   if (shape.shared_classifier) w.classifier = w.token_embedding;
   model->storage = buffer;
@@ -326,7 +335,9 @@ std::shared_ptr<const Model> build_synthetic(const SyntheticSpec& spec, bool wei
 
 }  // namespace
 
-std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec) { return build_synthetic(spec, true); }
-std::shared_ptr<const Model> synthetic_layout(const SyntheticSpec& spec) { return build_synthetic(spec, false); }
+std::shared_ptr<const Model> make_synthetic(const SyntheticSpec& spec, const LoadProgress& progress) {
+  return build_synthetic(spec, true, progress);
+}
+std::shared_ptr<const Model> synthetic_layout(const SyntheticSpec& spec) { return build_synthetic(spec, false, {}); }
 
 }  // namespace h2o

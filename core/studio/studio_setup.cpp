@@ -147,11 +147,11 @@ EngineOptions studio_engine_options(const StudioConfig& c) {
   return o;
 }
 
-StudioInputs load_studio_inputs(const StudioConfig& c) {
+StudioInputs load_studio_inputs(const StudioConfig& c, const LoadProgress& progress) {
   StudioInputs in;
   in.model_path = c.model;
   in.tokenizer_path = c.tokenizer;
-  in.model = load_model(c.model);
+  in.model = load_model(c.model, progress);
   in.tokenizer = tokenizer_for(*in.model, c.tokenizer);
   in.tokenizer_warning = tokenizer_mismatch(*in.model, *in.tokenizer, c.tokenizer);
   if (in.tokenizer_warning.empty()) in.tokenizer_warning = no_tokenizer_warning(*in.model, c.tokenizer);

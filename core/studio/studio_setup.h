@@ -99,8 +99,9 @@ struct StudioInputs {
   std::string model_path, tokenizer_path;
   std::string tokenizer_warning;  // tokenizer_mismatch's line, shown while the model runs
 };
-// Loads the model and its tokenizer (slow for big files: call off the GUI thread).
-StudioInputs load_studio_inputs(const StudioConfig& config);
+// Loads the model and its tokenizer (slow for big files: call off the GUI thread);
+// `progress` hears how far the model's weights are made and may stop them (load_model).
+StudioInputs load_studio_inputs(const StudioConfig& config, const LoadProgress& progress = {});
 
 // A new engine on loaded inputs and a backend made for them (h2o::make_backend
 // with studio_backend_options; core/backends provides it), started on the

@@ -17,14 +17,24 @@
 
 namespace h2o::fuzz {
 
-// A scratch folder that lives as long as the fuzzing process.
+// A scratch folder that lives as long as the fuzzing process and goes with it: libFuzzer ends a
+// timed run with exit(), which runs this static's destructor (every CI run had left eight folders
+// in /tmp). A crash leaves it, with the input that crashed beside libFuzzer's own copy.
 inline const std::filesystem::path& scratch_dir() {
-  static const std::filesystem::path dir = [] {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "h2o-fuzz-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) std::abort();
-    return std::filesystem::path(tmpl);
-  }();
-  return dir;
+  struct Scratch {
+    std::filesystem::path path;
+    Scratch() {
+      std::string tmpl = (std::filesystem::temp_directory_path() / "h2o-fuzz-XXXXXX").string();
+      if (!::mkdtemp(tmpl.data())) std::abort();
+      path = tmpl;
+    }
+    ~Scratch() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Scratch dir;
+  return dir.path;
 }
 
 // Writes `size` bytes to scratch_dir()/name and returns the path.

@@ -11,6 +11,7 @@
 #include <QElapsedTimer>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
@@ -24,6 +25,7 @@
 #include "ui/shell/control_panel.h"
 #include "ui/views/curves_panel.h"
 #include "ui/shell/main_window.h"
+#include "ui/views/heatmap_plot.h"
 #include "ui/views/policy_pane.h"
 
 using namespace h2o;
@@ -157,9 +159,19 @@ TEST(ControlsTest, LoadingShowsProgressAndCanBeCancelled) {
   ASSERT_TRUE(cancel && label);
   ASSERT_TRUE(wait_until([&] { return cancel->isVisible(); }, 5000)) << "no progress shown while loading";
   EXPECT_TRUE(label->text().startsWith("Loading synthetic:stories110M"));
+  // How far the weights are made, in the status bar and where each pane will draw (it said "no run").
+  ASSERT_TRUE(wait_until([&] { return label->text().contains(" % · "); }, 5000)) << label->text().toStdString();
+  auto* bar = w.findChild<QProgressBar*>();
+  ASSERT_TRUE(bar);
+  EXPECT_EQ(bar->maximum(), 1000) << "a fraction, not a busy bar";
+  for (PolicyPane* pane : w.panes()) {
+    EXPECT_TRUE(pane->numbersText().startsWith("loading synthetic:stories110M … ")) << pane->numbersText().toStdString();
+    EXPECT_TRUE(pane->heatmap()->shownNote().startsWith("loading … ")) << pane->heatmap()->shownNote().toStdString();
+  }
   cancel->click();
   ASSERT_TRUE(cancelled.wait(5000));
   EXPECT_FALSE(cancel->isVisible());
+  for (PolicyPane* pane : w.panes()) EXPECT_TRUE(pane->numbersText().startsWith("no model loaded")) << pane->numbersText().toStdString();
   QTest::qWait(1500);  // the loader finishes meanwhile; its model must be dropped
   EXPECT_TRUE(loaded.isEmpty()) << "a cancelled load still started a run";
   EXPECT_FALSE(w.lastSnapshot());

@@ -5,6 +5,9 @@
 // and check each failure is one h2o::Error line naming the file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -17,6 +20,7 @@
 #include "tests/assets.h"
 #include "core/base/error.h"
 #include "core/base/mapped_file.h"
+#include "core/base/system_limits.h"
 #include "core/model/model.h"
 #include "tests/model_writers.h"
 
@@ -1115,6 +1119,41 @@ TEST(Synthetic, LoadModelWithSyntheticPath) {
   auto b = make_synthetic({"stories260K", 5, DType::F16, 0, 0});
   EXPECT_TRUE(same_weights(*a, *b));
   EXPECT_EQ(a->format, "synthetic");
+}
+
+// The app shows how far a synthetic model's weights are made and can stop them (a 7B takes minutes):
+// every chunk is told once, the last call says done == total, and the weights are the same with a
+// listener as without; a false answer stops the load with LoadCancelled, well before its end.
+TEST(Synthetic, LoadReportsItsProgressAndStopsWhenTold) {
+  std::mutex mutex;
+  std::vector<int64_t> seen;
+  int64_t total = 0;
+  auto listened = load_model("synthetic:stories15M:seed=3", [&](int64_t done, int64_t all) {
+    std::lock_guard lock(mutex);
+    seen.push_back(done);
+    total = all;
+    return true;
+  });
+  ASSERT_GT(total, 1);
+  ASSERT_EQ(int64_t(seen.size()), total) << "one call a chunk";
+  std::sort(seen.begin(), seen.end());
+  for (int64_t i = 0; i < total; ++i) ASSERT_EQ(seen[size_t(i)], i + 1) << "each count once, 1 to total";
+  EXPECT_TRUE(same_weights(*listened, *load_model("synthetic:stories15M:seed=3")));
+
+  std::atomic<int64_t> calls{0};
+  try {
+    load_model("synthetic:stories15M:seed=3", [&](int64_t, int64_t) { return ++calls < 3; });
+    FAIL() << "a load told to stop went on to the end";
+  } catch (const LoadCancelled& e) {
+    EXPECT_NE(std::string(e.what()).find("synthetic:stories15M: loading was cancelled"), std::string::npos) << e.what();
+  }
+  // Each thread finishes the chunk it is on at most: far fewer calls than the whole load's.
+  EXPECT_LE(calls.load(), 3 + hardware_threads()) << "of " << total;
+  // A file's load makes no weights, so it says nothing (and loads as before).
+  if (!have_asset("stories260K.bin")) return;
+  bool called = false;
+  load_model(asset("stories260K.bin"), [&](int64_t, int64_t) { return called = true; });
+  EXPECT_FALSE(called);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <QDir>
 #include <QTimer>
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <thread>
@@ -27,6 +28,13 @@ struct LoadTicket {
   EngineWorker* worker = nullptr;
 };
 
+// One load's progress and stop flag, shared with its thread: the loader writes
+// the first and reads the second (from its pool's threads), the worker the reverse.
+struct LoadMeter {
+  std::atomic<int> permille{-1};  // -1: nothing reported (a mapped file reports nothing)
+  std::atomic<bool> stop{false};  // cancelled, superseded or the worker gone
+};
+
 namespace {
 constexpr int kTickBudgetMs = 12;        // engine time per tick before the event loop gets a turn
 
@@ -37,6 +45,14 @@ EngineWorker::EngineWorker(std::shared_ptr<SnapshotSlot> slot, QObject* parent)
     : QObject(parent), slot_(std::move(slot)), timer_(new QTimer(this)), ticket_(std::make_shared<LoadTicket>()) {
   ticket_->worker = this;
   connect(timer_, &QTimer::timeout, this, &EngineWorker::tick);
+  load_poll_ = new QTimer(this);
+  load_poll_->setInterval(100);
+  connect(load_poll_, &QTimer::timeout, this, [this] {
+    const int now = load_meter_ ? load_meter_->permille.load() : -1;
+    if (now < 0 || now == load_shown_) return;
+    load_shown_ = now;
+    emit loadProgress(now / 1000.0);
+  });
   since_start_.start();
   wall_.start();
 }
@@ -46,6 +62,7 @@ EngineWorker::~EngineWorker() {
     std::lock_guard lock(ticket_->mutex);
     ticket_->worker = nullptr;
   }
+  stopLoadThread();
   // The spool goes with the run, however the app ends (main() turns SIGTERM and SIGINT into a quit).
   run_.reset();
 }
@@ -95,14 +112,25 @@ void EngineWorker::configure(const StudioConfig& config) {
   const quint64 generation = ++generation_;
   loading_ = true;
   unusable_.clear();
+  stopLoadThread();
+  load_meter_ = std::make_shared<LoadMeter>();
+  load_shown_ = -1;
+  load_poll_->start();
   emit loading(q(model_display_name(config.model)));
-  // Loading can take seconds for big files: a thread of its own, whose result
-  // is dropped if another load (or a cancel) came after it.
-  std::thread([ticket = ticket_, config, generation] {
+  // Loading can take seconds for big files (minutes for a synthetic 7B): a
+  // thread of its own, whose result is dropped if another load (or a cancel)
+  // came after it; those also stop it making weights (its meter's stop flag).
+  std::thread([ticket = ticket_, meter = load_meter_, config, generation] {
     std::shared_ptr<StudioInputs> inputs;
     QString error;
+    const LoadProgress progress = [meter](int64_t done, int64_t total) {
+      meter->permille = int(std::min<int64_t>(1000, done * 1000 / std::max<int64_t>(1, total)));
+      return !meter->stop.load(std::memory_order_relaxed);
+    };
     try {
-      inputs = std::make_shared<StudioInputs>(load_studio_inputs(config));
+      inputs = std::make_shared<StudioInputs>(load_studio_inputs(config, progress));
+    } catch (const LoadCancelled&) {
+      return;  // only a newer load, a cancel or the worker's end stops it: nobody waits for this one
     } catch (const std::bad_alloc&) {
       error = "out of memory while loading " + q(config.model);
     } catch (const std::exception& e) {
@@ -115,8 +143,15 @@ void EngineWorker::configure(const StudioConfig& config) {
   }).detach();
 }
 
+void EngineWorker::stopLoadThread() {
+  load_poll_->stop();
+  if (load_meter_) load_meter_->stop = true;
+  load_meter_.reset();
+}
+
 void EngineWorker::cancelLoad() {
   if (inputs_ || isReplay()) return;
+  stopLoadThread();
   ++generation_;
   autoplay_pending_ = false;
   loading_ = false;
@@ -127,6 +162,8 @@ void EngineWorker::cancelLoad() {
 void EngineWorker::onLoaded(quint64 generation, std::shared_ptr<StudioInputs> inputs, QString error) {
   if (generation != generation_) return;  // cancelled or superseded
   loading_ = false;
+  load_poll_->stop();
+  load_meter_.reset();
   if (!error.isEmpty()) {
     autoplay_pending_ = false;
     unusable_ = error;
@@ -201,6 +238,7 @@ void EngineWorker::setRecordingLimit(qint64 bytes) { recording_limit_ = std::max
 void EngineWorker::openReplay(const QString& path) {
   setRunning(false);
   ++generation_;  // a model still loading is no longer wanted
+  stopLoadThread();
   loading_ = false;
   try {
     std::unique_ptr<StudioRun> replay = StudioRun::replay(path.toStdString());
@@ -228,6 +266,7 @@ void EngineWorker::openReplay(const QString& path) {
 void EngineWorker::startSynthetic(const SyntheticStepsSpec& spec) {
   setRunning(false);
   ++generation_;  // a model still loading is no longer wanted
+  stopLoadThread();
   loading_ = false;
   run_.reset();
   try {

@@ -23,6 +23,7 @@ class QTimer;
 namespace h2o::ui {
 
 struct LoadTicket;
+struct LoadMeter;
 using SnapshotSlot = LatestSlot<StudioSnapshot>;
 
 class EngineWorker : public QObject {
@@ -85,6 +86,8 @@ class EngineWorker : public QObject {
  signals:
   void snapshotPending();
   void loading(const QString& what);
+  // How much of the model's weights are made (0..1), while a load that makes them runs (load_model).
+  void loadProgress(double fraction);
   // `types`: the weights' type mix ("F32", "Q4_K_M"), kept in the status bar.
   void loaded(const QString& title, const QString& details, const QString& types);
   void failed(const QString& message);
@@ -107,6 +110,7 @@ class EngineWorker : public QObject {
 
  private:
   void onLoaded(quint64 generation, std::shared_ptr<StudioInputs> inputs, QString error);
+  void stopLoadThread();  // the newest load's thread stops making weights nobody will use
   void startLive();  // a fresh engine on the loaded inputs
   // A run just started: the window hears what it is and sees it, and a waiting autoplay begins.
   void runStarted();
@@ -142,6 +146,9 @@ class EngineWorker : public QObject {
   std::shared_ptr<SnapshotSlot> slot_;
   QTimer* timer_;
   std::shared_ptr<LoadTicket> ticket_;
+  std::shared_ptr<LoadMeter> load_meter_;  // the newest load's progress and stop flag
+  QTimer* load_poll_;                      // reads it for loadProgress while that load runs
+  int load_shown_ = -1;                    // the permille loadProgress last said
   quint64 generation_ = 0;  // of the newest load; older results are discarded
 
   StudioConfig config_;

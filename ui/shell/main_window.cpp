@@ -136,21 +136,36 @@ void MainWindow::connectWorkerMessages() {
 void MainWindow::connectWorkerLoading() {
   connect(worker_, &EngineWorker::loading, this, [this](const QString& what) {
     loading_what_ = what;
+    load_permille_ = -1;
+    waiting_for_model_ = true;
     load_clock_.start();
     load_ticker_->start();
-    load_label_->setText("Loading " + what + " …");
+    load_bar_->setRange(0, 0);  // busy until the loader says how far it is (a file's mapping says nothing)
+    showLoadProgress();
     for (QWidget* w : {static_cast<QWidget*>(load_label_), static_cast<QWidget*>(load_bar_),
                        static_cast<QWidget*>(cancel_load_)})
       w->show();
   });
+  connect(worker_, &EngineWorker::loadProgress, this, [this](double fraction) {
+    const int permille = int(std::lround(fraction * 1000));
+    const bool new_percent = permille / 10 != load_permille_ / 10;
+    load_permille_ = permille;
+    load_bar_->setRange(0, 1000);
+    load_bar_->setValue(permille);
+    if (new_percent) showLoadProgress();
+  });
   connect(worker_, &EngineWorker::loadCancelled, this, [this] {
     hideLoading();
+    waiting_for_model_ = false;
+    for (PolicyPane* pane : panes_) pane->showIdle("no model loaded (its loading was cancelled)");
     statusBar()->showMessage("Loading cancelled: no model loaded (Reset or a new setting loads again).", 15000);
     emit loadCancelled();
   });
   connect(worker_, &EngineWorker::loaded, this, [this](const QString& title, const QString& details,
                                                         const QString& types) {
     hideLoading();
+    waiting_for_model_ = false;
+    for (PolicyPane* pane : panes_) pane->showIdle("starting the run …");
     model_title_ = title;
     setWindowTitle("H2O Studio — " + title);
     statusBar()->showMessage(details, 15000);
@@ -414,9 +429,7 @@ void MainWindow::buildStatusBar() {
   load_bar_->setRange(0, 0);  // the loaders report no fraction: a busy bar and the time so far
   load_ticker_ = new QTimer(this);
   load_ticker_->setInterval(200);
-  connect(load_ticker_, &QTimer::timeout, this, [this] {
-    load_label_->setText(QString("Loading %1 … %2 s").arg(loading_what_).arg(load_clock_.elapsed() / 1000.0, 0, 'f', 1));
-  });
+  connect(load_ticker_, &QTimer::timeout, this, [this] { load_label_->setText(loadLine()); });
   load_bar_->setMaximumWidth(160);
   load_label_->setObjectName("load_label");
   cancel_load_ = new QPushButton("Cancel");
@@ -644,6 +657,20 @@ void MainWindow::drawAnalysis(const StudioSnapshot& s) {
   if (tab == needle_) needle_->draw(s);
 }
 
+// The panes say what is loading and how far it is, where they will draw the run: the status bar's
+// line alone was easy to miss while a synthetic 7B's weights took minutes.
+void MainWindow::showLoadProgress() {
+  const QString done = load_permille_ < 0 ? QString() : QString(" %1 %").arg(load_permille_ / 10);
+  for (PolicyPane* pane : panes_) pane->showIdle("loading " + loading_what_ + " …" + done, "loading …" + done);
+  load_label_->setText(loadLine());
+}
+
+QString MainWindow::loadLine() const {
+  const QString seconds = QString("%1 s").arg(load_clock_.elapsed() / 1000.0, 0, 'f', 1);
+  if (load_permille_ < 0) return QString("Loading %1 … %2").arg(loading_what_, seconds);
+  return QString("Loading %1 … %2 % · %3").arg(loading_what_).arg(load_permille_ / 10).arg(seconds);
+}
+
 void MainWindow::hideLoading() {
   load_ticker_->stop();
   for (QWidget* w : {static_cast<QWidget*>(load_label_), static_cast<QWidget*>(load_bar_),
@@ -653,6 +680,10 @@ void MainWindow::hideLoading() {
 
 void MainWindow::showError(const QString& message) {
   hideLoading();
+  if (waiting_for_model_) {  // the load failed: the panes no longer wait for it
+    waiting_for_model_ = false;
+    for (PolicyPane* pane : panes_) pane->showIdle("no model loaded");
+  }
   statusBar()->showMessage("Error: " + message, 20000);
   emit errorShown(message);
   if (options_.dialogs) QMessageBox::warning(this, "H2O Studio", message);

@@ -215,6 +215,8 @@ class MainWindow : public QMainWindow {
   QStringList writePlots(const QString& dir, const QList<int>& formats,
                          const std::vector<std::pair<QString, QCustomPlot*>>& plots);
   void hideLoading();
+  void showLoadProgress();  // the status bar's line and the panes' idle state, from loading_what_ and load_permille_
+  QString loadLine() const;  // "Loading X … 37 % · 94.2 s"
   void setRunning(bool running);
   void restyle();
   // Runs f on the worker's thread (queued: the GUI never waits).
@@ -278,6 +280,8 @@ class MainWindow : public QMainWindow {
   QTimer* load_ticker_;
   QElapsedTimer load_clock_;
   QString loading_what_;
+  int load_permille_ = -1;          // how far the load's weights are made (-1: it reports nothing)
+  bool waiting_for_model_ = false;  // from loading until loaded, cancelled or failed
   QTimer* apply_timer_;
   QString model_title_;
 };

@@ -217,6 +217,23 @@ bool PolicyPane::eventFilter(QObject* watched, QEvent* event) {
   return QWidget::eventFilter(watched, event);
 }
 
+void PolicyPane::showIdle(const QString& state, const QString& brief) {
+  const QString plots = brief.isEmpty() ? state : brief;
+  numbers_forms_.clear();
+  numbers_->setText(state.toHtmlEscaped());
+  numbers_->setToolTip(state);
+  text_->setTokens({}, true, 0);
+  text_->update();
+  HeatmapData empty;
+  empty.note = plots.toStdString();
+  heatmap_->setData(std::move(empty), {"attention · " + plots, plots, "attention · " + plots});
+  heatmap_->replot(QCustomPlot::rpQueuedReplot);  // no snapshot's draw comes to replot them
+  for (RasterPlot* raster : {overview_, detail_}) {
+    raster->setData({}, {plots, plots, "survival · " + plots});
+    raster->replot(QCustomPlot::rpQueuedReplot);
+  }
+}
+
 void PolicyPane::draw(const StudioSnapshot& s, const PaneSnapshot& pane, int64_t highlight) {
   const QString title = policy_title(policy_);
   const QString describe = QString::fromStdString(pane.policy);

@@ -35,6 +35,9 @@ class PolicyPane : public QWidget {
   const PolicyConfig& policy() const { return policy_; }
   // Draws this policy's part of a snapshot.
   void draw(const StudioSnapshot& snapshot, const PaneSnapshot& pane, int64_t highlight);
+  // Before a run's first snapshot: the numbers line says `state` ("loading kjv-1M.bin … 40 %",
+  // "no model loaded"), the plots' titles and cells `brief` (default: the same; "loading … 40 %").
+  void showIdle(const QString& state, const QString& brief = {});
 
   TokenFlowView* text() const { return text_; }
   HeatmapPlot* heatmap() const { return heatmap_; }
