@@ -14,6 +14,7 @@
 #include <QStatusBar>
 #include <QTabBar>
 #include <QTabWidget>
+#include <QGuiApplication>
 #include <QMoveEvent>
 #include <QTimer>
 #include <QToolButton>
@@ -337,10 +338,12 @@ void MainWindow::resizeEvent(QResizeEvent* event) {
 // Under a window manager the title bar and frame come on top of the size asked for (--window-size
 // 1920x1080 on a 1080p screen put the status bar off screen). The frame is known once the manager
 // has placed the window: then, once, the window is fitted into the screen's free area. Without a
-// frame (offscreen, no manager) nothing is changed: a test's or a screenshot's size is kept.
+// frame (Xvfb with no manager) nothing is changed, nor offscreen (its made-up 800x800 screen and
+// frame would shrink every test's window): a test's or a screenshot's size is kept.
 void MainWindow::moveEvent(QMoveEvent* event) {
   QMainWindow::moveEvent(event);
   if (fitted_to_screen_ || isFullScreen() || isMaximized() || !screen()) return;
+  if (QGuiApplication::platformName() == "offscreen" || QGuiApplication::platformName() == "minimal") return;
   const QSize frame = frameGeometry().size() - size();
   if (frame.height() <= 0) return;
   fitted_to_screen_ = true;
