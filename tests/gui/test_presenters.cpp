@@ -25,6 +25,7 @@
 #include <QLineEdit>
 #include <QRegularExpression>
 #include <QScreen>
+#include <QScrollArea>
 #include <QScrollBar>
 #include <QSignalSpy>
 #include <QSlider>
@@ -1361,6 +1362,37 @@ TEST(Teaching, ModelViewShowsEveryLayerAndHeadAndAClickSelectsOne) {
   EXPECT_EQ(w.transport()->layer(), 3);
   EXPECT_EQ(w.transport()->head(), 2);
   for (PolicyPane* pane : w.panes()) EXPECT_GT(pane->heatmap()->data().rows(), 0);
+}
+
+// Llama-2-7B's 32 layers x 32 heads in a short tab: the thumbnails were 3 px dashes under labels
+// drawn over each other. Each is at least kMinThumbnail (14) px tall and the grid scrolls (the
+// labels stand one a cell where they fit, else one every 2nd, 4th … cell: looked at, not tested).
+TEST(Teaching, ModelViewAt7BShapeScrollsRatherThanSqueezeAndNamesWhatFits) {
+  ModelView view;
+  view.resize(700, 220);
+  view.show();
+  ModelViewData d;
+  d.policy = 0;
+  d.layers = 32;
+  d.heads = 32;
+  for (int l = 0; l < d.layers; ++l)
+    for (int h = 0; h < d.heads; ++h) d.cells.push_back({l, h, 4, 6, std::vector<float>(24, 0.1f), 0.5f});
+  view.setData(d, {make_policy("h2o", PolicySettings{})}, 0, -1);
+  QApplication::processEvents();
+  const QPoint first = view.thumbnailCenter(0, 0), second = view.thumbnailCenter(1, 0);
+  EXPECT_GE(second.y() - first.y(), 14) << "a layer's row of thumbnails";
+  auto* scroll = view.findChild<QScrollArea*>("model_view_scroll");
+  ASSERT_TRUE(scroll);
+  EXPECT_GT(scroll->verticalScrollBar()->maximum(), 0) << "the grid scrolls";
+  EXPECT_GE(view.thumbnails()->height(), 32 * 14);
+  EXPECT_LE(view.thumbnails()->width(), 700) << "no sideways scrolling";
+  // The last layer is reached by scrolling, and a click there selects it.
+  QSignalSpy clicked(&view, &ModelView::cellClicked);
+  scroll->ensureVisible(view.thumbnailCenter(31, 5).x(), view.thumbnailCenter(31, 5).y());
+  QTest::mouseClick(view.thumbnails(), Qt::LeftButton, Qt::NoModifier, view.thumbnailCenter(31, 5));
+  ASSERT_EQ(clicked.size(), 1);
+  EXPECT_EQ(clicked.front().at(0).toInt(), 31);
+  EXPECT_EQ(clicked.front().at(1).toInt(), 5);
 }
 
 // ---- 6. reports ---------------------------------------------------------------------

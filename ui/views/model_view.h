@@ -9,6 +9,7 @@
 
 class QComboBox;
 class QLabel;
+class QScrollArea;
 
 namespace h2o::ui {
 
@@ -32,6 +33,7 @@ class ModelView : public QWidget {
   QComboBox* policy_;
   QLabel* caption_;
   ModelThumbnails* grid_;
+  QScrollArea* scroll_;  // the grid, when its layers need more height than the tab has
   bool updating_ = false;
 };
 
