@@ -103,6 +103,13 @@ TEST(MainWindowTest, ClickingATokenShowsItsHistory) {
   EXPECT_FALSE(s->inspection.followed);
   ASSERT_EQ(s->inspection.policies.size(), 3u);
   EXPECT_GT(w.inspector()->plot()->graphCount(), 0);
+  // Its plot (and token-score-history.pdf) says which token and layer it is.
+  auto* title = qobject_cast<QCPTextElement*>(w.inspector()->plot()->plotLayout()->element(0, 0));
+  ASSERT_TRUE(title);
+  const QString named = title->property("h2o_export").toString();
+  EXPECT_TRUE(named.contains(QString("“%1” (position 5, layer %2)").arg(QString::fromStdString(s->inspection.text)).arg(
+      s->inspection.policies.front().score_layer)))
+      << named.toStdString();
   // StreamingLLM with 28 recent slots evicts position 5 within 40 steps of prefill and answers.
   EXPECT_FALSE(s->inspection.policies[1].evictions.empty());
   EXPECT_TRUE(s->inspection.policies[0].evictions.empty());

@@ -792,6 +792,48 @@ PdfTextExtent first_pdf_text(const QString& path) {
 }
 }  // namespace
 
+// A file is not the window (issue 57 item 10): the overview's dashed edges say which positions
+// the detail shows where the window says "detail below"; a heatmap's columns are named; a PNG has
+// twice the layout's pixels (a 640x400 plot was a 640x400 file).
+TEST(Presentation, ExportedFilesSayWhatTheirMarksAreAndPngsAreSharp) {
+  RasterPlot overview(RasterPlot::Role::Overview);
+  overview.resize(700, 300);
+  overview.show();
+  SurvivalRaster r;
+  r.first_step = 0;
+  r.last_step = 9;
+  r.first_position = 0;
+  r.end_position = 100;
+  r.rows = 10;
+  r.cols = 100;
+  r.cells.assign(1000, uint8_t(Fate::Cached));
+  overview.setData(r, {"whole stream", "whole", "survival · whole stream"}, 40, 80);
+  QApplication::processEvents();
+  QTemporaryDir dir;
+  const QString svg = dir.filePath("overview.svg");
+  save_plot(&overview, svg, PlotFormat::Svg);
+  const QByteArray file = head_of(svg, 1 << 22);
+  EXPECT_TRUE(file.contains("detail: positions 40") && file.contains("79")) << "the marks named in the file";
+  EXPECT_FALSE(file.contains("detail below"));
+  bool window_says_below = false;
+  for (int i = 0; i < overview.itemCount(); ++i)
+    if (auto* t = qobject_cast<QCPItemText*>(overview.item(i)); t && t->text().contains("detail below")) window_says_below = true;
+  EXPECT_TRUE(window_says_below) << "the window's words are back after the export";
+
+  const QString png = dir.filePath("overview.png");
+  save_plot(&overview, png, PlotFormat::Png);
+  EXPECT_GE(QImage(png).width(), 2 * 700);
+  EXPECT_GE(QImage(png).height(), 2 * 400);
+
+  HeatmapPlot heatmap;
+  heatmap.resize(500, 300);
+  heatmap.show();
+  QApplication::processEvents();
+  const QString heat_svg = dir.filePath("heatmap.svg");
+  save_plot(&heatmap, heat_svg, PlotFormat::Svg);
+  EXPECT_TRUE(head_of(heat_svg, 1 << 22).contains("cached key")) << "the file names its columns";
+}
+
 TEST(Presentation, ExportedPlotsShowTheirWholeTitleNamedAxesAndALegibleLegend) {
   MainWindowOptions o = synthetic_options();
   o.size = QSize(1280, 720);

@@ -77,6 +77,12 @@ class ExportDecorations {
       plot->xAxis->setLabel(label);
       plot->xAxis->setTickLabels(true);
     }
+    // A text item that reads otherwise in a file (a raster's "detail below", which has no below there).
+    for (int i = 0; i < plot->itemCount(); ++i)
+      if (auto* t = qobject_cast<QCPItemText*>(plot->item(i)); t && t->property("h2o_export_text").isValid()) {
+        texts_.push_back({t, t->text()});
+        t->setText(t->property("h2o_export_text").toString());
+      }
     shown_ = qobject_cast<QCPLayoutElement*>(plot->property(kExportOnly).value<QObject*>());
     if (!shown_) return;
     QCPLayoutGrid* layout = plot->plotLayout();
@@ -90,6 +96,7 @@ class ExportDecorations {
       m.element->setAutoMargins(m.sides);
       m.element->setMargins(m.margins);
     }
+    for (const auto& [item, text] : texts_) item->setText(text);
     plot_->xAxis->setLabel(x_label_);
     plot_->xAxis->setTickLabels(x_ticks_);
     if (shown_) park_export_only(plot_, shown_);
@@ -98,6 +105,7 @@ class ExportDecorations {
 
  private:
   QCustomPlot* plot_;
+  std::vector<std::pair<QCPItemText*, QString>> texts_;  // with their window's words
   struct Margins {
     QCPLayoutElement* element;
     QCP::MarginSides sides;
@@ -147,6 +155,8 @@ static int title_shortfall(QCustomPlot* plot, int w, int h) {
   return short_by;
 }
 
+constexpr double kPngScale = 2.0;
+
 void save_plot(QCustomPlot* plot, const QString& path, PlotFormat format) {
   const ExportDecorations decorations(plot);
   const ExportTitles titles(plot);
@@ -160,7 +170,9 @@ void save_plot(QCustomPlot* plot, const QString& path, PlotFormat format) {
   }
   switch (format) {
     case PlotFormat::Png:
-      save_via_temp(path, [&](const QString& temp) { return plot->savePng(temp, w, h); });
+      // At twice the layout's pixels (a 640x400 plot makes a 1280x800 file), as a slide or a
+      // high-density screen shows it; the vector formats need no such thing.
+      save_via_temp(path, [&](const QString& temp) { return plot->savePng(temp, w, h, kPngScale); });
       return;
     case PlotFormat::Pdf:
       save_via_temp(path, [&](const QString& temp) { return write_pdf(plot, temp, w, h); });

@@ -38,6 +38,8 @@ HeatmapPlot::HeatmapPlot(QWidget* parent) : QCustomPlot(parent) {
   yAxis->grid()->setVisible(false);
   yAxis->setRangeReversed(true);  // newest query at the bottom, like the text
   yAxis->setLabel("query position");
+  // The window names each column by its word under the cells; a file says what the columns are too.
+  setProperty("h2o_export_x_label", "cached key (its word), in stream order");
   needle_ = new QCPItemRect(this);
   needle_->setVisible(false);
   needle_->setSelectable(false);

@@ -46,6 +46,7 @@ QString evictionWords(const InspectionSnapshot::PerPolicy& p, int caches) {
 
 TokenInspector::TokenInspector(QWidget* parent) : QWidget(parent) {
   plot_ = make_plot("Token: accumulated score", "step", "score");
+  title_ = qobject_cast<QCPTextElement*>(plot_->plotLayout()->element(0, 0));
   // Up to 4 policies x kInspectorHeadLines lines: colour = policy, dash = KV head (solid: their mean), named in the legend above.
   legend_above(plot_);
   details_ = new QLabel("Click a token in any pane (text, heatmap column or raster) to follow it here.");
@@ -96,6 +97,7 @@ void TokenInspector::draw(const InspectionSnapshot& in) {
   plot_->clearGraphs();
   follow_->setVisible(!in.followed);
   if (in.position < 0) {
+    set_title(title_, {"Token: accumulated score", {}, {}});
     details_->setText(in.followed ? "No heavy hitter yet (the stream still fits in H2O's recent window). Click a token in any pane "
                                     "(text, heatmap column or raster) to follow it here."
                                   : "");
@@ -115,6 +117,13 @@ void TokenInspector::draw(const InspectionSnapshot& in) {
                      .arg(in.position)
                      .arg(pane_title)
                      .arg(in.fate_layer);
+  // The file says which token and layer (the details beside the plot are not in it); the pane, the
+  // compact form's first thing to go.
+  const int score_layer = in.policies.empty() ? in.fate_layer : in.policies.front().score_layer;
+  const QString token = QString::fromStdString(in.text);
+  const QString named = QString("Accumulated score of “%1” (position %2, layer %3)").arg(token).arg(in.position).arg(score_layer);
+  set_title(title_, {named, QString("“%1” · layer %2").arg(token).arg(score_layer),
+                     named + (pane_title.isEmpty() ? QString() : " · clicked in " + pane_title)});
   std::set<int> kv_lines;  // the KV heads drawn a line each; -1: their mean
   for (size_t i = 0; i < in.policies.size(); ++i) {
     const auto& p = in.policies[i];

@@ -9,6 +9,7 @@
 #include "core/analysis/snapshot.h"
 
 class QCustomPlot;
+class QCPTextElement;
 class QLabel;
 
 namespace h2o::ui {
@@ -27,6 +28,7 @@ class TokenInspector : public QWidget {
 
  private:
   QCustomPlot* plot_;
+  QCPTextElement* title_;  // names the token and layer, in the window and in a file
   QLabel* details_;
   QWidget* follow_;
 };
