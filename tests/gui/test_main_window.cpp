@@ -87,6 +87,15 @@ TEST(MainWindowTest, PanesAndCurvesUpdateWhileStreaming) {
   // The bounded policies hold fewer tokens than the full cache once past the budget.
   EXPECT_GT(s->panes[0].cached_tokens, s->panes[1].cached_tokens);
   EXPECT_LE(s->panes[2].cached_tokens, 32);
+  // StreamingLLM and H2O of one budget hold the same bytes at every step: H2O's line is dashed over
+  // StreamingLLM's and says so (it hid it); the full cache's, which parts from them, is its own.
+  QCustomPlot* memory = w.curves()->memory();
+  ASSERT_EQ(s->kv_bytes[1].y, s->kv_bytes[2].y);
+  EXPECT_EQ(memory->graph(2)->name().toStdString(), memory->graph(2)->property("h2o_base_name").toString().toStdString() +
+                                                      " (= " + memory->graph(1)->name().toStdString() + ")");
+  EXPECT_EQ(memory->graph(2)->pen().style(), Qt::DashLine);
+  EXPECT_EQ(memory->graph(1)->pen().style(), Qt::SolidLine);
+  EXPECT_FALSE(memory->graph(0)->name().contains("(="));
   EXPECT_GT(w.frameTimes().size(), 0u);
 }
 

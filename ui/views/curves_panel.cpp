@@ -127,6 +127,27 @@ void CurvesPanel::placeMarkers(const StudioSnapshot& s) {
   }
 }
 
+// Policies of one budget hold the same bytes at every step (StreamingLLM, H2O and TOVA at 64 tokens):
+// their lines lay one on another and the last drawn hid the rest. A line equal to an earlier one is
+// dashed over it, so both show, and its legend entry says which it equals.
+void CurvesPanel::name_coinciding(QCustomPlot* plot, const std::vector<Series>& series) {
+  bool renamed = false;
+  for (int i = 0; i < plot->graphCount() && i < int(series.size()); ++i) {
+    QCPGraph* g = plot->graph(i);
+    if (!g->property("h2o_base_name").isValid()) g->setProperty("h2o_base_name", g->name());
+    QString same;
+    for (int j = 0; j < i && same.isEmpty(); ++j)
+      if (!series[size_t(i)].y.empty() && series[size_t(i)].x == series[size_t(j)].x && series[size_t(i)].y == series[size_t(j)].y)
+        same = plot->graph(j)->property("h2o_base_name").toString();
+    QPen pen = g->pen();
+    pen.setStyle(same.isEmpty() ? Qt::SolidLine : Qt::DashLine);
+    g->setPen(pen);
+    const QString name = g->property("h2o_base_name").toString() + (same.isEmpty() ? QString() : " (= " + same + ")");
+    if (name != g->name()) g->setName(name), renamed = true;
+  }
+  if (renamed) fit_legend(plot);
+}
+
 void CurvesPanel::draw(const StudioSnapshot& s) {
   if (const auto policies = snapshot_policies(s); policies != policies_) {
     policies_ = policies;
@@ -151,6 +172,7 @@ void CurvesPanel::draw(const StudioSnapshot& s) {
   const MemoryUnit unit = memory_unit(s.kv_bytes);
   memory_->yAxis->setLabel(QString("live KV (%1)").arg(unit.name));
   fill(memory_, s.kv_bytes, unit.per_byte, {});
+  name_coinciding(memory_, s.kv_bytes);
   fill(throughput_, s.throughput, 1.0, s.throughput_range);
   fill(perplexity_, s.perplexity, 1.0, s.perplexity_range);
   fill(agreement_, s.agreement, 1.0, {});

@@ -47,6 +47,8 @@ class CurvesPanel : public QWidget {
   std::vector<ContextMarker> markers_;  // one per plot against tokens
   const ContextMarker* markerOf(const QCustomPlot* plot) const;
   void placeMarkers(const StudioSnapshot& s);
+  // A line equal to an earlier one is drawn dashed over it and named "H2O (= StreamingLLM)".
+  static void name_coinciding(QCustomPlot* plot, const std::vector<Series>& series);
   std::vector<PolicyConfig> policies_;  // the graphs' policies, in order
 };
 
