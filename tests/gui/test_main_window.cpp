@@ -8,6 +8,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QRegularExpression>
+#include <QImage>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTimer>
@@ -202,6 +203,13 @@ TEST(MainWindowTest, ExportsWriteValidPngPdfSvgAndCsv) {
   EXPECT_TRUE(summary.startsWith("# H2O Studio run report"));
   EXPECT_TRUE(summary.contains("streaming(sinks=4,window=28)"));
   EXPECT_EQ(head_of(report_dir + "/window.png", 4), QByteArray("\x89PNG", 4));
+  // The teaching views, widgets rather than plots, are pictured too, readable though never shown.
+  for (const char* view : {"/head-view.png", "/model-view.png"}) {
+    const QImage picture(report_dir + view);
+    EXPECT_GE(picture.width(), 1200) << view;
+    EXPECT_GE(picture.height(), 600) << view;
+    EXPECT_TRUE(summary.contains(QByteArray(view + 1))) << view << " listed in summary.md";
+  }
   EXPECT_EQ(head_of(report_dir + "/score-rank.png", 4), QByteArray("\x89PNG", 4));
   EXPECT_TRUE(head_of(report_dir + "/steps.csv", 5).startsWith("step,"));
   EXPECT_TRUE(QFile::exists(report_dir + "/run.h2orec.jsonl"));

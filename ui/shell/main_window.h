@@ -210,6 +210,7 @@ class MainWindow : public QMainWindow {
   // The status bar says when (and how many) steps the pipeline thinned.
   void showThinning(const StudioSnapshot& snapshot);
   void fillHiddenPlots();
+  QStringList writeViewPictures(const QString& dir);  // head-view.png, model-view.png: the files written
   void showError(const QString& message);
   // exportPlots' writer, which throws h2o::Error at the first plot that fails.
   QStringList writePlots(const QString& dir, const QList<int>& formats,

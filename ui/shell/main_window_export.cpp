@@ -23,6 +23,8 @@
 #include "core/base/error.h"
 #include "core/base/format.h"
 #include "ui/shell/banner.h"
+#include "ui/views/head_view.h"
+#include "ui/views/model_view.h"
 #include "ui/shell/control_panel.h"
 #include "ui/views/curves_panel.h"
 #include "ui/views/head_view.h"
@@ -126,6 +128,7 @@ void MainWindow::exportReport(const QString& dir, const QString& written) {
     plots = writePlots(staging, {int(PlotFormat::Png), int(PlotFormat::Pdf), int(PlotFormat::Svg)}, reportPlots());
     save_widget_png(this, QDir(staging).filePath("window.png"));
     plots.prepend("window.png");
+    plots << writeViewPictures(staging);
   } catch (const std::exception& e) {
     QDir(staging).removeRecursively();
     showError("Writing the report failed: " + QString::fromUtf8(e.what()));
@@ -140,6 +143,29 @@ void MainWindow::fillHiddenPlots() {
   if (!last_) return;
   heavy_->draw(*last_);
   inspector_->draw(last_->inspection);
+  head_view_->setData(last_->head_view);
+  model_view_->setData(last_->model_view, snapshot_policies(*last_), last_->shown_layer, last_->shown_head);
+}
+
+// The teaching views are widgets, not plots: the report holds a picture of each at the shown step.
+// One in view is taken as it is; one in a tab never shown has no size of its own yet, so it is laid
+// out at the analysis area's size, and at least 1200x600 (a file is read, not glanced at), the
+// model view tall enough for its every layer.
+QStringList MainWindow::writeViewPictures(const QString& dir) {
+  QStringList written;
+  if (!last_) return written;
+  const QSize least = analysis_->currentWidget()->size().expandedTo(QSize(1200, 600));
+  const std::pair<QString, QWidget*> views[] = {{"head-view.png", last_->head_view.panes.empty() ? nullptr : head_view_},
+                                                {"model-view.png", last_->model_view.cells.empty() ? nullptr : model_view_}};
+  for (const auto& [file, view] : views) {
+    if (!view) continue;
+    // The model view's whole grid, though the tab scrolls it (32 layers need about 480 px).
+    const QSize whole = view == model_view_ ? least.expandedTo({0, model_view_->thumbnails()->minimumHeight() + 40}) : least;
+    if (!view->isVisible()) view->resize(view->size().expandedTo(whole));
+    save_widget_png(view, QDir(dir).filePath(file));
+    written << file;
+  }
+  return written;
 }
 
 }  // namespace h2o::ui
