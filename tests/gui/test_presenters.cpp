@@ -1045,6 +1045,33 @@ TEST(Teaching, TheHeadViewAt1280x720IsTallEnoughAndItsKeysNeverOverlap) {
   }
 }
 
+// --ui-scale 2 makes the text readable; it turned three panes beside the controls on a 1080p screen
+// into tabs (no comparison left): 300 px a pane times the scale wanted 600, they had 538. A pane
+// may be as narrow as 34 characters of its answer before that; the controls scroll sideways where
+// their fields are wider than the dock, so every one stays reachable.
+TEST(Presentation, AtUiScale2ThreePanesStaySideBySideBesideTheControls) {
+  MainWindowOptions o = synthetic_options();
+  o.size = QSize(1920, 1080);
+  MainWindow w(o);
+  w.show();
+  w.start();
+  play(w, 10);
+  w.setLook(ThemeKind::Dark, 2.0);
+  play(w, 2);
+  QApplication::processEvents();
+  ASSERT_TRUE(w.findChild<QDockWidget*>("controls")->isVisible());
+  EXPECT_NE(w.paneArea()->mode(), PaneArea::Mode::Tabs);
+  for (PolicyPane* pane : w.panes()) {
+    EXPECT_TRUE(pane->isVisible());
+    EXPECT_GE(pane->text()->width(), QFontMetrics(TokenFlowView::answerFont()).horizontalAdvance(QString(30, 'n')))
+        << "30 characters of the answer a line at least";
+  }
+  auto* scroll = qobject_cast<QScrollArea*>(w.findChild<QDockWidget*>("controls")->widget());
+  ASSERT_TRUE(scroll);
+  EXPECT_NE(scroll->horizontalScrollBarPolicy(), Qt::ScrollBarAlwaysOff) << "no field cut off out of reach";
+  w.setLook(ThemeKind::Dark, 1.0);
+}
+
 TEST(Presentation, TheGridStaysEvenAcrossPresentationModeAndResizes) {
   MainWindowOptions o = four_pane_options(QSize(1280, 720));
   MainWindow w(o);

@@ -364,8 +364,9 @@ void MainWindow::buildControlsDock() {
   scroll->setWidget(controls_);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
-  // Only ever scroll vertically: the dock is as wide as its widest field.
-  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  // Scrolls vertically; sideways only where a larger --ui-scale makes the fields wider than the dock
+  // (at 2 its policies' second column was cut off, unreachable), which keeps the panes their width.
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
   const int dock_width = controls_->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4;
   scroll->setMinimumWidth(std::min(dock_width, 300));
   auto* dock = new QDockWidget("Controls");

@@ -1,11 +1,14 @@
 #include "ui/shell/pane_area.h"
 
+#include <QFontMetricsF>
 #include <QSplitter>
+#include <cmath>
 #include <QTabBar>
 #include <QTabWidget>
 #include <QVBoxLayout>
 
 #include "ui/views/policy_pane.h"
+#include "ui/views/token_flow_view.h"
 #include "ui/plot/theme.h"
 
 namespace h2o::ui {
@@ -19,6 +22,15 @@ PaneArea::PaneArea(QWidget* parent) : QWidget(parent) {
 
 int PaneArea::minimumPaneWidth() { return int(300 * ui_scale()); }
 
+// 34 characters of a pane's answer a line at the app's scale: what is left to a pane before the panes
+// become tabs. (The comfortable 300 px times the scale asked 600 px at --ui-scale 2, so three panes
+// beside the controls on a 1080p screen, 538 px each, became tabs, no comparison left; 34
+// characters take about 500 px there.)
+int PaneArea::leastPaneWidth() {
+  constexpr int kLineCharacters = 34, kScrollBarAndMargins = 30;
+  const double line = QFontMetricsF(TokenFlowView::answerFont()).horizontalAdvance(QString(kLineCharacters, 'n'));
+  return std::min(minimumPaneWidth(), std::max(300, int(std::ceil(line)) + kScrollBarAndMargins));
+}
 void PaneArea::setPanes(std::vector<PolicyPane*> panes) {
   for (PolicyPane* p : panes_) {
     p->hide();
@@ -46,6 +58,11 @@ PaneArea::Mode PaneArea::pick(int height) const {
   const bool grid_fits = n == 4 && width() / 2 >= wide.width() && height / 2 >= wide.height();
   if (columns_fit && (n < 4 || !grid_fits || width() / n >= column * 5 / 4)) return Mode::Columns;
   if (grid_fits) return Mode::Grid;
+  // Still side by side, narrower than is comfortable, then with the rasters beside each heatmap
+  // (half the height), rather than one pane at a time.
+  const int least = leastPaneWidth();
+  if (width() / n >= std::max(least, stacked.width()) && height >= stacked.height()) return Mode::Columns;
+  if (width() / n >= std::max(least, wide.width()) && height >= wide.height()) return Mode::WideColumns;
   return Mode::Tabs;
 }
 
@@ -115,8 +132,9 @@ void PaneArea::arrange(Mode mode) {
   dragged_ = false;
   mode_ = mode;
   arranged_ = true;
-  if (mode == Mode::Columns)
-    for (PolicyPane* p : panes_) p->setArrangement(PolicyPane::Arrangement::Stacked);
+  if (mode == Mode::Columns || mode == Mode::WideColumns)
+    for (PolicyPane* p : panes_)
+      p->setArrangement(mode == Mode::Columns ? PolicyPane::Arrangement::Stacked : PolicyPane::Arrangement::Wide);
   if (mode == Mode::Tabs) arrangeTabs();
   if (mode == Mode::Tabs) {
     tabs_ = new QTabWidget;

@@ -17,14 +17,19 @@ namespace h2o::ui {
 class PaneArea : public QWidget {
   Q_OBJECT
  public:
-  enum class Mode { Columns, Grid, Tabs };
+  // Columns: side by side, each stacked; Grid: four in two rows, each wide; WideColumns: side by
+  // side, each wide (rasters beside the heatmap: half the height), where a window's height (a large
+  // --ui-scale) has no room for stacked columns; Tabs: one at a time, where nothing else fits.
+  enum class Mode { Columns, Grid, WideColumns, Tabs };
   explicit PaneArea(QWidget* parent = nullptr);
   // Takes the panes (parented here); the old ones are deleted.
   void setPanes(std::vector<PolicyPane*> panes);
   Mode mode() const { return mode_; }
   QTabWidget* tabs() const { return tabs_; }
-  // The narrowest a pane may be side by side.
+  // The narrowest a pane is side by side where the window has room to choose (the grid, say).
   static int minimumPaneWidth();
+  // The narrowest it may be side by side at all (34 characters of its answer a line), before tabs.
+  static int leastPaneWidth();
   // The least height at which every pane shows at this width (columns or the grid); 0: none fits.
   int heightNeeded() const;
   // The least height at which one pane shows whole as a tab (rasters beside its heatmap).

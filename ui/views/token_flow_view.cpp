@@ -42,7 +42,7 @@ void TokenFlowView::restyle() {
 }
 
 // Noto Sans CJK and Noto Color Emoji (README's install command) fill in what DejaVu lacks.
-QFont TokenFlowView::textFontAt(double scale) const {
+QFont TokenFlowView::textFontAt(double scale) {
   QFont f("DejaVu Sans Mono");
   f.setStyleHint(QFont::Monospace);
   f.setPointSizeF(scaled_pt(8.5) * scale);
