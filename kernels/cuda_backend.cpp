@@ -105,7 +105,8 @@ std::string CudaBackend::describe() const {
   std::string out = name() + " " + info_.name + ", " + weights_->label() + " weights, " +
                     (precision_.native ? std::string(int8_inputs() ? "8-bit" : dtype_name(storage_)) + " activations, "
                                        : std::string()) +
-                    dtype_name(kv_) + " KV, " + (tuning_.graphs ? "graphs" : "no graphs");
+                    // The device cache's type: a quantized session (--kv-bits) keeps its own codes in it.
+                    dtype_name(kv_) + " KV unless quantized, " + (tuning_.graphs ? "graphs" : "no graphs");
   if (account_->limit > 0) out += ", KV limit " + std::to_string(account_->limit >> 20) + " MiB";
   return out;
 }
