@@ -518,9 +518,8 @@ quick_racecheck() {  # LOG
   elif tail -c +"$from" "$log" | grep -aqiE 'device not supported|not supported on this|unable to|refused'; then
     row "racecheck (changed kernels)" "not available" $((SECONDS - t0)) "refused here: $(tail -c +"$from" "$log" | grep -aiE 'not supported|unable|refused' | head -1 | cut -c1-160)"
   elif [[ $STEP_RC == 124 || $STEP_RC == 137 ]] && ! tail -c +"$from" "$log" | grep -aqiE 'race reported|RACECHECK SUMMARY: [1-9]'; then
-    # The time cap, not a race: say how far it got (the 2026-12-04 round passed 6 tests in 60 s, no hazard).
-    part=$(tail -c +"$from" "$log" | grep -acE '^\[       OK \]' || true)
-    row "racecheck (changed kernels)" "partial (time)" $((SECONDS - t0)) "$CHECK_RACECHECK_FILTER: ${part} test(s) passed, no hazard, before the ${H2O_CHECK_RACECHECK_S:-90} s cap"
+    # The time cap, not a race (--gtest_brief prints no passed test, so how far it got is not known here).
+    row "racecheck (changed kernels)" "partial (time)" $((SECONDS - t0)) "$CHECK_RACECHECK_FILTER: no race reported before the ${H2O_CHECK_RACECHECK_S:-90} s cap"
   else
     row "racecheck (changed kernels)" "FAIL (exit $STEP_RC)" $((SECONDS - t0)) "$CHECK_RACECHECK_FILTER: $(why "$log" 2)"
   fi
