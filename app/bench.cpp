@@ -23,6 +23,7 @@
 
 #include "app/bench_op_times.h"
 #include "app/cli_flags.h"
+#include "app/load_progress.h"
 #include "core/backends/make_backend.h"
 #include "core/base/error.h"
 #include "core/base/format.h"
@@ -254,7 +255,7 @@ int run(const Options& o) {
 
   bool header = false;  // printed once the first model's contexts are known to fit
   for (const std::string& path : models) {
-    const auto model = load_model(path);
+    const auto model = cli::load_model_with_progress(path);
     auto backend = make_backend(model, o.backend);
     std::vector<PolicyConfig> policies = policies_given;  // G and R shaped for this model, as the engine shapes them
     for (PolicyConfig& p : policies) p.shape_kv(model->config.head_dim());

@@ -7,6 +7,7 @@
 
 #include "app/cli_flags.h"
 #include "app/cli_support.h"
+#include "app/load_progress.h"
 #include "core/backends/make_backend.h"
 #include "core/base/error.h"
 #include "core/base/format.h"
@@ -165,7 +166,7 @@ Loaded load_inputs(Flags& f, const char* argv0) {
     std::cerr << "model: " << f.model << (f.tokenizer.empty() ? "" : " with " + f.tokenizer) << " (default)\n";
   }
   Loaded l;
-  l.model = load_model(f.model);
+  l.model = load_model_with_progress(f.model);
   l.tokenizer = tokenizer_for(*l.model, f.tokenizer);
   if (std::string warning = tokenizer_mismatch(*l.model, *l.tokenizer, f.tokenizer); !warning.empty())
     std::cerr << "warning: " << warning << "\n";
