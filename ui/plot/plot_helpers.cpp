@@ -130,6 +130,8 @@ void place_context_label(QCPItemText* label, QCPAxis* x, double coord, int64_t c
   QString text = QString("trained context %1").arg(context);
   const double right = x->axisRect()->right() - at, left = at - x->axisRect()->left();
   if (fm.horizontalAdvance(text + "  ") > std::max(right, left)) text = QString("context %1").arg(context);
+  // A small plot at a large --ui-scale: the number alone, by its dashed line, rather than "conte".
+  if (fm.horizontalAdvance(text + "  ") > std::max(right, left)) text = QString::number(context);
   const bool on_right = right >= fm.horizontalAdvance(text + "  ") || right >= left;
   label->setPositionAlignment((on_right ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignTop);
   label->setText(on_right ? " " + text : text + " ");
