@@ -27,6 +27,7 @@
 #include "ui/shell/main_window.h"
 #include "ui/views/heatmap_plot.h"
 #include "ui/views/policy_pane.h"
+#include "ui/views/token_flow_view.h"
 
 using namespace h2o;
 using namespace h2o::ui;
@@ -92,6 +93,38 @@ TEST(ControlsTest, SettingsAreRememberedAcrossWindows) {
   EXPECT_EQ(w.controls()->config().budget, 48);
   EXPECT_TRUE(QFile::exists(settings.fileName())) << settings.fileName().toStdString();
   EXPECT_TRUE(settings.fileName().startsWith(scope.path()));
+}
+
+// The answers' size a Ctrl+wheel chose, in the window and presenting, comes back with the next
+// start (it was lost at every restart); a remembered size past the bounds is brought inside them.
+TEST(ControlsTest, TheAnswersTextSizeIsRememberedPerMode) {
+  TemporarySettingsScope scope;
+  {
+    MainWindowOptions o = synthetic_options();
+    o.persist = true;
+    MainWindow w(o);
+    w.show();
+    w.start();
+    play(w, 2);
+    emit w.panes()[0]->text()->textScaleRequested(1.9);
+    EXPECT_DOUBLE_EQ(w.panes()[1]->text()->textScale(), 1.9) << "every pane alike";
+    w.close();
+  }
+  QSettings settings;
+  StudioSettings remembered = load_settings(settings);
+  EXPECT_DOUBLE_EQ(remembered.text_scale, 1.9);
+  EXPECT_DOUBLE_EQ(remembered.presentation_text_scale, kPresentationTextScale) << "presenting: untouched";
+  MainWindowOptions again = synthetic_options();
+  again.settings = remembered;
+  MainWindow w(again);
+  w.show();
+  w.start();
+  for (PolicyPane* pane : w.panes()) EXPECT_DOUBLE_EQ(pane->text()->textScale(), 1.9);
+  settings.setValue("text_scale", 40.0);
+  settings.setValue("presentation_text_scale", 0.01);
+  remembered = load_settings(settings);
+  EXPECT_DOUBLE_EQ(remembered.text_scale, TokenFlowView::kMostTextScale);
+  EXPECT_DOUBLE_EQ(remembered.presentation_text_scale, TokenFlowView::kLeastTextScale);
 }
 
 TEST(ControlsTest, DefaultsUseEveryCoreAndTheDemoInputs) {

@@ -470,6 +470,8 @@ StudioSettings MainWindow::settings() const {
   s.speed_limit = speed_choice_;  // not the transport's: a replay's pace, or the presentation's
   s.theme = theme_name(current_theme()).toStdString();
   s.ui_scale = presentation_on_ ? scale_before_presentation_ : ui_scale();
+  s.text_scale = text_scale_;
+  s.presentation_text_scale = presentation_text_scale_;
   return s;
 }
 
@@ -482,6 +484,9 @@ void MainWindow::persist() {
 void MainWindow::start() {
   view_.layer = transport_->layer();
   view_.head = transport_->head();
+  text_scale_ = options_.settings.text_scale;
+  if (options_.settings.presentation_text_scale > 0) presentation_text_scale_ = options_.settings.presentation_text_scale;
+  applyTextScale();
   setLook(theme_from_name(QString::fromStdString(options_.settings.theme)), options_.settings.ui_scale);
   if (options_.presentation) presentation_->setChecked(true);
   // Remembered settings a run refused (studio_settings.h): said once, in the banner, where the user looks.

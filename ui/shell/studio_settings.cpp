@@ -9,6 +9,7 @@
 
 #include "core/flags/run_flags.h"
 #include "core/studio/assets.h"
+#include "ui/views/token_flow_view.h"
 
 namespace h2o::ui {
 namespace {
@@ -22,6 +23,8 @@ void for_each_setting(Settings& s, Visit&& visit) {
   visit("speed_limit", s.speed_limit);
   visit("theme", s.theme);
   visit("ui_scale", s.ui_scale);
+  visit("text_scale", s.text_scale);
+  visit("presentation_text_scale", s.presentation_text_scale);
 }
 
 // QSettings values of each setting's type (lists as comma-separated text).
@@ -96,6 +99,10 @@ StudioSettings load_settings(QSettings& settings) {
   c = drop_refused(c, d.config, settings.fileName(), s.refused);
   if (s.theme != "light") s.theme = "dark";
   s.ui_scale = std::clamp(s.ui_scale, 0.75, 3.0);
+  s.text_scale = std::clamp(s.text_scale, TokenFlowView::kLeastTextScale, TokenFlowView::kMostTextScale);
+  if (s.presentation_text_scale != 0)
+    s.presentation_text_scale =
+        std::clamp(s.presentation_text_scale, TokenFlowView::kLeastTextScale, TokenFlowView::kMostTextScale);
   return s;
 }
 

@@ -19,6 +19,9 @@ struct StudioSettings {
   double speed_limit = 0;    // steps per second, 0: unlimited
   std::string theme = "dark";  // "dark" or "light" (projectors, print)
   double ui_scale = 1.0;       // fonts and lines (presentation mode: larger)
+  // The panes' answers against the usual size, as Ctrl+wheel over one left them: in the window,
+  // and presenting (0: presentation mode's own, kPresentationTextScale).
+  double text_scale = 1.0, presentation_text_scale = 0;
   // Remembered run settings a run would refuse (one policy, an unknown one, kv_bits=3), each
   // left at its default: one line apiece naming the settings file, the key and why.
   std::vector<std::string> refused;
