@@ -1063,7 +1063,7 @@ TEST(Presentation, AtUiScale2ThreePanesStaySideBySideBesideTheControls) {
   EXPECT_NE(w.paneArea()->mode(), PaneArea::Mode::Tabs);
   for (PolicyPane* pane : w.panes()) {
     EXPECT_TRUE(pane->isVisible());
-    EXPECT_GE(pane->text()->width(), QFontMetrics(TokenFlowView::answerFont()).horizontalAdvance(QString(30, 'n')))
+    EXPECT_GE(pane->text()->width(), QFontMetrics(TokenFlowView::textFontAt(1.0)).horizontalAdvance(QString(30, 'n')))
         << "30 characters of the answer a line at least";
   }
   auto* scroll = qobject_cast<QScrollArea*>(w.findChild<QDockWidget*>("controls")->widget());

@@ -162,8 +162,7 @@ void EngineWorker::cancelLoad() {
 void EngineWorker::onLoaded(quint64 generation, std::shared_ptr<StudioInputs> inputs, QString error) {
   if (generation != generation_) return;  // cancelled or superseded
   loading_ = false;
-  load_poll_->stop();
-  load_meter_.reset();
+  stopLoadThread();  // its thread is done: the meter goes
   if (!error.isEmpty()) {
     autoplay_pending_ = false;
     unusable_ = error;

@@ -137,7 +137,6 @@ void MainWindow::connectWorkerLoading() {
   connect(worker_, &EngineWorker::loading, this, [this](const QString& what) {
     loading_what_ = what;
     load_permille_ = -1;
-    waiting_for_model_ = true;
     load_clock_.start();
     load_ticker_->start();
     load_bar_->setRange(0, 0);  // busy until the loader says how far it is (a file's mapping says nothing)
@@ -156,7 +155,6 @@ void MainWindow::connectWorkerLoading() {
   });
   connect(worker_, &EngineWorker::loadCancelled, this, [this] {
     hideLoading();
-    waiting_for_model_ = false;
     for (PolicyPane* pane : panes_) pane->showIdle("no model loaded (its loading was cancelled)");
     statusBar()->showMessage("Loading cancelled: no model loaded (Reset or a new setting loads again).", 15000);
     emit loadCancelled();
@@ -164,7 +162,6 @@ void MainWindow::connectWorkerLoading() {
   connect(worker_, &EngineWorker::loaded, this, [this](const QString& title, const QString& details,
                                                         const QString& types) {
     hideLoading();
-    waiting_for_model_ = false;
     for (PolicyPane* pane : panes_) pane->showIdle("starting the run …");
     model_title_ = title;
     setWindowTitle("H2O Studio — " + title);
@@ -685,11 +682,10 @@ void MainWindow::hideLoading() {
 }
 
 void MainWindow::showError(const QString& message) {
+  const bool was_loading = load_ticker_->isActive();  // the load failed: the panes no longer wait for it
   hideLoading();
-  if (waiting_for_model_) {  // the load failed: the panes no longer wait for it
-    waiting_for_model_ = false;
+  if (was_loading)
     for (PolicyPane* pane : panes_) pane->showIdle("no model loaded");
-  }
   statusBar()->showMessage("Error: " + message, 20000);
   emit errorShown(message);
   if (options_.dialogs) QMessageBox::warning(this, "H2O Studio", message);

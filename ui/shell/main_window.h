@@ -281,8 +281,7 @@ class MainWindow : public QMainWindow {
   QTimer* load_ticker_;
   QElapsedTimer load_clock_;
   QString loading_what_;
-  int load_permille_ = -1;          // how far the load's weights are made (-1: it reports nothing)
-  bool waiting_for_model_ = false;  // from loading until loaded, cancelled or failed
+  int load_permille_ = -1;  // how far the load's weights are made (-1: it reports nothing)
   QTimer* apply_timer_;
   QString model_title_;
 };

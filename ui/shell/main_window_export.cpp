@@ -143,8 +143,6 @@ void MainWindow::fillHiddenPlots() {
   if (!last_) return;
   heavy_->draw(*last_);
   inspector_->draw(last_->inspection);
-  head_view_->setData(last_->head_view);
-  model_view_->setData(last_->model_view, snapshot_policies(*last_), last_->shown_layer, last_->shown_head);
 }
 
 // The teaching views are widgets, not plots: the report holds a picture of each at the shown step.
@@ -154,6 +152,8 @@ void MainWindow::fillHiddenPlots() {
 QStringList MainWindow::writeViewPictures(const QString& dir) {
   QStringList written;
   if (!last_) return written;
+  head_view_->setData(last_->head_view);
+  model_view_->setData(last_->model_view, snapshot_policies(*last_), last_->shown_layer, last_->shown_head);
   const QSize least = analysis_->currentWidget()->size().expandedTo(QSize(1200, 600));
   const std::pair<QString, QWidget*> views[] = {{"head-view.png", last_->head_view.panes.empty() ? nullptr : head_view_},
                                                 {"model-view.png", last_->model_view.cells.empty() ? nullptr : model_view_}};

@@ -28,7 +28,7 @@ int PaneArea::minimumPaneWidth() { return int(300 * ui_scale()); }
 // characters take about 500 px there.)
 int PaneArea::leastPaneWidth() {
   constexpr int kLineCharacters = 34, kScrollBarAndMargins = 30;
-  const double line = QFontMetricsF(TokenFlowView::answerFont()).horizontalAdvance(QString(kLineCharacters, 'n'));
+  const double line = QFontMetricsF(TokenFlowView::textFontAt(1.0)).horizontalAdvance(QString(kLineCharacters, 'n'));
   return std::min(minimumPaneWidth(), std::max(300, int(std::ceil(line)) + kScrollBarAndMargins));
 }
 void PaneArea::setPanes(std::vector<PolicyPane*> panes) {

@@ -172,11 +172,12 @@ void RasterPlot::setData(const SurvivalRaster& r, const PlotTitle& title, int64_
   const bool room_right = labelled == mark_first_ && at < (cols - 1) / 2.0;
   mark_label_->setVisible(labelled->visible());
   mark_label_->setPositionAlignment((room_right ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignBottom);
-  mark_label_->setText(labelled == mark_first_ ? (room_right ? " detail below ▸" : "detail below ▸ ") : "◂ detail below ");
+  const auto pointing = [&](const QString& words) {
+    return labelled == mark_first_ ? (room_right ? " " + words + " ▸" : words + " ▸ ") : "◂ " + words + " ";
+  };
+  mark_label_->setText(pointing("detail below"));
   // A file has no "below": it says which positions the dashed edges mark (ExportDecorations swaps it in).
-  const QString stretch = QString("detail: positions %1–%2").arg(marked_first).arg(marked_end - 1);
-  mark_label_->setProperty("h2o_export_text", labelled == mark_first_ ? (room_right ? " " + stretch + " ▸" : stretch + " ▸ ")
-                                                                      : "◂ " + stretch + " ");
+  mark_label_->setProperty("h2o_export_text", pointing(QString("detail: positions %1–%2").arg(marked_first).arg(marked_end - 1)));
   mark_label_->position->setCoords(at, 0.98);
   const bool marker = context > 0 && context >= r.first_position && context < r.end_position;
   context_line_->setVisible(marker);

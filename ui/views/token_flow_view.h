@@ -40,8 +40,8 @@ class TokenFlowView : public QWidget {
   void setTextScale(double scale);
   double textScale() const { return text_scale_; }
   const QFont& textFont() const { return text_font_; }
-  // The answers' font at `scale` times the app's (its --ui-scale) size: what a pane's width is measured in.
-  static QFont answerFont(double scale = 1.0) { return textFontAt(scale); }
+  // The answers' font at `scale` times the app's (its --ui-scale) size: also what a pane's width is measured in.
+  static QFont textFontAt(double scale);
   static constexpr double kLeastTextScale = 0.75, kMostTextScale = 4.0;
   QSize sizeHint() const override { return {420, 200}; }
 
@@ -64,7 +64,6 @@ class TokenFlowView : public QWidget {
     QString text;
   };
   void layout();
-  static QFont textFontAt(double scale);
   void fitFont();
   double shift() const;  // pixels the content is moved up
   // The "scrolled back" strip's height under the text (0 while following) and the text's height above it.
